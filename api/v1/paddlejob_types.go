@@ -1,0 +1,334 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ReplicaType names a role of a PaddleJob. It is the <role> part of the pod
+// names <job>-<role>-<index>.
+type ReplicaType string
+
+const (
+	// ReplicaPS is the parameter-server role (PADDLE_TRAINING_ROLE=PSERVER).
+	ReplicaPS ReplicaType = "ps"
+	// ReplicaWorker is the trainer role (PADDLE_TRAINING_ROLE=TRAINER).
+	ReplicaWorker ReplicaType = "worker"
+	// ReplicaHeter is the heterogeneous trainer role (PADDLE_TRAINING_ROLE=HETER_TRAINER).
+	ReplicaHeter ReplicaType = "heter"
+)
+
+// ReplicaTypes lists the roles in the order the operator handles them: status,
+// endpoint lists and pod creation always follow this order.
+var ReplicaTypes = []ReplicaType{ReplicaPS, ReplicaWorker, ReplicaHeter}
+
+// CleanPodPolicy says which pods are deleted once a job has finished.
+// +kubebuilder:validation:Enum=Always;Never;OnFailure;OnCompletion
+type CleanPodPolicy string
+
+const (
+	// CleanPodPolicyAlways deletes the job's pods when it finishes, whatever the outcome.
+	CleanPodPolicyAlways CleanPodPolicy = "Always"
+	// CleanPodPolicyNever keeps the job's terminated pods for inspection.
+	CleanPodPolicyNever CleanPodPolicy = "Never"
+	// CleanPodPolicyOnFailure deletes the job's pods only when the job failed.
+	CleanPodPolicyOnFailure CleanPodPolicy = "OnFailure"
+	// CleanPodPolicyOnCompletion deletes the job's pods only when the job completed.
+	CleanPodPolicyOnCompletion CleanPodPolicy = "OnCompletion"
+)
+
+// Intranet is how the pods of a job address each other.
+// +kubebuilder:validation:Enum=PodIP;Service;Host
+type Intranet string
+
+const (
+	// IntranetPodIP addresses pods by their pod IP. Training starts once every
+	// pod of the job has an IP, so the endpoint lists are final.
+	IntranetPodIP Intranet = "PodIP"
+	// IntranetService addresses pods by their stable DNS name
+	// <pod>.<job>.<namespace>.svc through the job's headless Service.
+	IntranetService Intranet = "Service"
+	// IntranetHost runs pods in the host network namespace and addresses them
+	// by node IP; every pod gets its own port range so pods sharing a node never
+	// collide.
+	IntranetHost Intranet = "Host"
+)
+
+// PaddleJobMode is the distributed training mode of a job, derived from its roles.
+type PaddleJobMode string
+
+const (
+	// PaddleJobModePS is parameter-server training: spec.ps and spec.worker (and
+	// optionally spec.heter) are set.
+	PaddleJobModePS PaddleJobMode = "PS"
+	// PaddleJobModeCollective is data-parallel training among several workers.
+	PaddleJobModeCollective PaddleJobMode = "Collective"
+	// PaddleJobModeSingle is a job with a single worker and no parameter servers.
+	PaddleJobModeSingle PaddleJobMode = "Single"
+)
+
+// PaddleJobPhase is a one-word summary of where a job is in its life.
+type PaddleJobPhase string
+
+const (
+	// PaddleJobPending: the job is accepted and its pods are being created.
+	PaddleJobPending PaddleJobPhase = "Pending"
+	// PaddleJobStarting: every pod exists; some are not running yet (scheduling,
+	// pulling images, or waiting for the job's endpoints).
+	PaddleJobStarting PaddleJobPhase = "Starting"
+	// PaddleJobRunning: every pod of the job is running.
+	PaddleJobRunning PaddleJobPhase = "Running"
+	// PaddleJobCompleted: every worker succeeded. Terminal.
+	PaddleJobCompleted PaddleJobPhase = "Completed"
+	// PaddleJobFailed: the job failed; its Failed condition says why. Terminal.
+	PaddleJobFailed PaddleJobPhase = "Failed"
+)
+
+// Condition types of a PaddleJob.
+const (
+	// JobCreated is True once every pod the spec asks for exists.
+	JobCreated = "Created"
+	// JobRunning is True while every pod of the job is running.
+	JobRunning = "Running"
+	// JobSucceeded is True once the job completed successfully.
+	JobSucceeded = "Succeeded"
+	// JobFailed is True once the job failed; reason and message name the pod,
+	// container and exit code behind the failure.
+	JobFailed = "Failed"
+)
+
+// Labels and annotations the operator puts on the objects it creates.
+const (
+	// LabelJobName is the name of the PaddleJob a pod or Service belongs to.
+	LabelJobName = "batch.paddlepaddle.org/job-name"
+	// LabelReplicaType is the role of a pod: ps, worker or heter.
+	LabelReplicaType = "batch.paddlepaddle.org/replica-type"
+	// LabelReplicaIndex is the index of a pod within its role.
+	LabelReplicaIndex = "batch.paddlepaddle.org/replica-index"
+	// AnnotationPorts is the port range of a pod, "first-last", fixed when the
+	// pod is created. Its first port is PADDLE_PORT.
+	AnnotationPorts = "batch.paddlepaddle.org/ports"
+	// AnnotationEndpoints is set on a pod once the job's endpoint lists are
+	// published; its value identifies the published lists. Pods that start
+	// before all addresses are known wait for it.
+	AnnotationEndpoints = "batch.paddlepaddle.org/endpoints"
+)
+
+// MaxJobNameLength is the longest PaddleJob name: pod names
+// <name>-worker-<index> (index < MaxReplicas) must stay DNS labels of at most
+// 63 characters. Keep in sync with the validation rule on PaddleJob.
+const MaxJobNameLength = 51
+
+// MaxReplicas is the largest replica count of one role.
+const MaxReplicas = 10000
+
+// PaddleJobSpec is the desired state of a PaddleJob.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.worker)",message="spec.worker is required: every PaddleJob runs at least one worker (add spec.ps as well for parameter-server mode)"
+// +kubebuilder:validation:XValidation:rule="!has(self.heter) || (has(self.ps) && has(self.worker))",message="spec.heter needs spec.ps and spec.worker: heterogeneous training is a parameter-server mode"
+// +kubebuilder:validation:XValidation:rule="!has(self.cleanPolicy) || !has(self.cleanPodPolicy) || self.cleanPolicy == self.cleanPodPolicy",message="spec.cleanPolicy is a deprecated alias of spec.cleanPodPolicy and disagrees with it: set only spec.cleanPodPolicy"
+type PaddleJobSpec struct {
+	// cleanPodPolicy says which pods are deleted once the job has finished:
+	// Always (whatever the outcome), Never (keep them for inspection),
+	// OnFailure (only if the job failed) or OnCompletion (only if it
+	// completed). Never is recommended while debugging, OnCompletion in
+	// production. Pods still running when the job finishes (parameter
+	// servers, heter trainers) are always stopped. Defaults to Never.
+	// +optional
+	CleanPodPolicy CleanPodPolicy `json:"cleanPodPolicy,omitempty"`
+
+	// cleanPolicy is a deprecated alias of cleanPodPolicy, accepted so that
+	// manifests written for paddle-operator keep working. Use cleanPodPolicy.
+	// +optional
+	CleanPolicy CleanPodPolicy `json:"cleanPolicy,omitempty"`
+
+	// schedulingPolicy configures gang scheduling of the job's pods (for
+	// example with Volcano): all pods are scheduled together or not at all.
+	// +optional
+	SchedulingPolicy *SchedulingPolicy `json:"schedulingPolicy,omitempty"`
+
+	// intranet is how the pods of the job address each other: PodIP (pod IPs;
+	// training starts once every pod has one), Service (stable DNS names through
+	// the job's headless Service) or Host (host network and node IPs, with a
+	// distinct port range per pod).
+	// +kubebuilder:default=PodIP
+	// +optional
+	Intranet Intranet `json:"intranet,omitempty"`
+
+	// withGloo enables Gloo for CPU collective communication and barriers:
+	// 0 disables it, 1 starts it on the workers only, 2 on workers and
+	// parameter servers. 1 is recommended when using Gloo.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2
+	// +optional
+	WithGloo *int32 `json:"withGloo,omitempty"`
+
+	// elastic is the elastic level of the job: 0 or unset disables elastic
+	// training, 1 enables fault-tolerant elastic training of the workers.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Elastic *int32 `json:"elastic,omitempty"`
+
+	// ps describes the parameter servers. Setting it selects parameter-server
+	// mode, which also needs worker.
+	// +optional
+	PS *ReplicaSpec `json:"ps,omitempty"`
+
+	// worker describes the trainers. Every job has workers; without ps they
+	// train collectively (data parallel), or alone when there is one.
+	// +optional
+	Worker *ReplicaSpec `json:"worker,omitempty"`
+
+	// heter describes heterogeneous trainers (for example GPU stages of a
+	// CPU parameter-server job). It needs ps and worker.
+	// +optional
+	Heter *ReplicaSpec `json:"heter,omitempty"`
+}
+
+// ReplicaSpec describes the pods of one role of a PaddleJob.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.template.spec) && size(self.template.spec.containers) > 0",message="template.spec.containers must hold at least one container"
+type ReplicaSpec struct {
+	// replicas is the number of pods of this role, named <job>-<role>-0 to
+	// <job>-<role>-<replicas-1>. It can be changed while the job runs.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	Replicas int32 `json:"replicas"`
+
+	// template is the pod template of this role. The operator adds the
+	// environment of the Paddle contract (PADDLE_* variables), labels, a
+	// hostname and subdomain, and a named port; values the template sets
+	// itself are kept.
+	Template corev1.PodTemplateSpec `json:"template"`
+}
+
+// SchedulingPolicy configures gang scheduling of a job's pods.
+type SchedulingPolicy struct {
+	// minAvailable is the number of pods that must be schedulable together
+	// before any is started. Defaults to all pods of the job.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MinAvailable *int32 `json:"minAvailable,omitempty"`
+
+	// queue is the scheduler queue the job is submitted to.
+	// +optional
+	Queue string `json:"queue,omitempty"`
+
+	// priorityClass is the PriorityClass of the job's pod group.
+	// +optional
+	PriorityClass string `json:"priorityClass,omitempty"`
+
+	// minResources is the total of resources that must be free before the job
+	// is scheduled. Defaults to the sum of the requests of all pods.
+	// +optional
+	MinResources corev1.ResourceList `json:"minResources,omitempty"`
+}
+
+// PaddleJobStatus is the observed state of a PaddleJob.
+type PaddleJobStatus struct {
+	// phase is a one-word summary of the job: Pending, Starting, Running,
+	// Completed or Failed.
+	// +optional
+	Phase PaddleJobPhase `json:"phase,omitempty"`
+
+	// mode is the training mode derived from the roles: PS, Collective or Single.
+	// +optional
+	Mode PaddleJobMode `json:"mode,omitempty"`
+
+	// ps counts the parameter-server pods by state.
+	// +optional
+	PS *ReplicaStatus `json:"ps,omitempty"`
+
+	// worker counts the worker pods by state.
+	// +optional
+	Worker *ReplicaStatus `json:"worker,omitempty"`
+
+	// heter counts the heterogeneous trainer pods by state.
+	// +optional
+	Heter *ReplicaStatus `json:"heter,omitempty"`
+
+	// conditions are the standard conditions of the job: Created, Running,
+	// Succeeded and Failed. Their reason and message say why, naming the pod,
+	// container and exit code behind a failure.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// startTime is when the operator started the job (created its first pods).
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completionTime is when the job completed or failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// ReplicaStatus counts the pods of one role by state.
+type ReplicaStatus struct {
+	// pending pods are not scheduled yet.
+	// +optional
+	Pending int32 `json:"pending,omitempty"`
+	// starting pods are scheduled but not running yet (initialising, pulling
+	// images, or waiting for the job's endpoints).
+	// +optional
+	Starting int32 `json:"starting,omitempty"`
+	// running pods have all their containers started.
+	// +optional
+	Running int32 `json:"running,omitempty"`
+	// failed pods have terminated with a failure.
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// succeeded pods have terminated successfully.
+	// +optional
+	Succeeded int32 `json:"succeeded,omitempty"`
+	// unknown pods are in a state the node could not report.
+	// +optional
+	Unknown int32 `json:"unknown,omitempty"`
+	// ready is "running/replicas", shown by kubectl get.
+	// +optional
+	Ready string `json:"ready,omitempty"`
+}
+
+// PaddleJob runs a PaddlePaddle distributed training job: parameter-server
+// (ps + worker), heterogeneous parameter-server (ps + worker + heter),
+// collective (worker) or single-node.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=pdj,categories=all
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.mode`
+// +kubebuilder:printcolumn:name="PS",type=string,JSONPath=`.status.ps.ready`
+// +kubebuilder:printcolumn:name="Worker",type=string,JSONPath=`.status.worker.ready`
+// +kubebuilder:printcolumn:name="Heter",type=string,JSONPath=`.status.heter.ready`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 51",message="metadata.name must be at most 51 characters, so that pod names <name>-worker-<index> stay valid DNS labels (63 characters)"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter): it also names the job's Service"
+type PaddleJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the job.
+	Spec PaddleJobSpec `json:"spec,omitempty"`
+	// status is the observed state of the job, written by the operator.
+	Status PaddleJobStatus `json:"status,omitempty"`
+}
+
+// PaddleJobList is a list of PaddleJobs.
+//
+// +kubebuilder:object:root=true
+type PaddleJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PaddleJob `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PaddleJob{}, &PaddleJobList{})
+}

@@ -1,0 +1,38 @@
+// Command kubebin prints a directory holding the control-plane binaries,
+// building them from Go modules into the cache the first time (see
+// internal/kubebin). Progress goes to stderr, the directory to stdout:
+//
+//	export KUBEBUILDER_ASSETS=$(go run ./hack/kubebin -components etcd,kube-apiserver)
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+
+	"github.com/paddlejob/paddlejob/internal/kubebin"
+)
+
+func main() {
+	components := flag.String("components", strings.Join(kubebin.AllComponents, ","), "comma-separated binaries to provide")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	dir, err := kubebin.Ensure(ctx, kubebin.Options{
+		Dirs: []string{os.Getenv("KUBEBUILDER_ASSETS"), os.Getenv("PADDLEJOB_BINARIES")},
+		Log:  os.Stderr,
+	}, strings.Split(*components, ",")...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kubebin:", err)
+		os.Exit(1)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	fmt.Println(abs)
+}

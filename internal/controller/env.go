@@ -1,0 +1,254 @@
+package controller
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+)
+
+// The environment contract (docs/env-contract.md). Variables fall in two kinds:
+//
+//   - pod variables, fixed when the pod is created: its role, index and ports;
+//   - job variables, the same on every pod: endpoint lists and counts. They
+//     depend on every pod's address and on the replica counts, so in PodIP and
+//     Host intranet they are only known once every pod has an IP. They are
+//     published in the job's endpoints ConfigMap and pods read them through
+//     configMapKeyRef once published (see endpoints.go); in Service intranet
+//     the addresses are DNS names known up front and are written literally.
+
+// Training roles as Paddle spells them.
+var trainingRoles = map[paddlev1.ReplicaType]string{
+	paddlev1.ReplicaPS:     "PSERVER",
+	paddlev1.ReplicaWorker: "TRAINER",
+	paddlev1.ReplicaHeter:  "HETER_TRAINER",
+}
+
+// member is one pod of the job as the endpoint lists see it.
+type member struct {
+	// Host is the pod's address: its IP, or its DNS name in Service intranet.
+	// Empty while unknown.
+	Host  string
+	Ports portRange
+}
+
+func (m member) endpoint() string { return m.Host + ":" + strconv.Itoa(int(m.Ports.First)) }
+
+// topology is every pod of the job, by role, in index order.
+type topology map[paddlev1.ReplicaType][]member
+
+func (t topology) endpoints(rt paddlev1.ReplicaType) string {
+	out := make([]string, len(t[rt]))
+	for i, m := range t[rt] {
+		out[i] = m.endpoint()
+	}
+	return strings.Join(out, ",")
+}
+
+func (t topology) hosts(rt paddlev1.ReplicaType) string {
+	out := make([]string, len(t[rt]))
+	for i, m := range t[rt] {
+		out[i] = m.Host
+	}
+	return strings.Join(out, ",")
+}
+
+// missingHosts names the pods whose address is not known yet.
+func (t topology) missingHosts(job string) []string {
+	var out []string
+	for _, rt := range paddlev1.ReplicaTypes {
+		for i, m := range t[rt] {
+			if m.Host == "" {
+				out = append(out, paddlev1.PodName(job, rt, i))
+			}
+		}
+	}
+	return out
+}
+
+// rendezvousRole is the role whose pod 0 hosts PADDLE_MASTER and the Gloo
+// store: ps-0 in parameter-server mode, worker-0 otherwise.
+func rendezvousRole(spec *paddlev1.PaddleJobSpec) paddlev1.ReplicaType {
+	if spec.PS != nil {
+		return paddlev1.ReplicaPS
+	}
+	return paddlev1.ReplicaWorker
+}
+
+// serviceHost is a pod's stable DNS name, resolved through the job's headless
+// Service (the pod's hostname and subdomain).
+func serviceHost(job string, rt paddlev1.ReplicaType, index int) string {
+	return paddlev1.PodName(job, rt, index) + "." + job
+}
+
+// Names of the job variables.
+const (
+	envNNodes            = "PADDLE_NNODES"
+	envTrainers          = "TRAINERS"
+	envMaster            = "PADDLE_MASTER"
+	envPServerEndpoints  = "PADDLE_PSERVERS_IP_PORT_LIST"
+	envTrainerEndpoints  = "PADDLE_TRAINER_ENDPOINTS"
+	envTrainerHosts      = "PADDLE_TRAINERS"
+	envTrainersNum       = "PADDLE_TRAINERS_NUM"
+	envServerNum         = "PADDLE_SERVER_NUM"
+	envTrainerNum        = "PADDLE_TRAINER_NUM"
+	envAllHeterEndpoints = "PADDLE_ALL_HETER_TRAINER_IP_PORT_LIST"
+	envHeterEndpoints    = "PADDLE_HETER_ENDPOINTS"
+	envPreviousHeter     = "PADDLE_PREVIOUS_HETER_TRAINER_IP_PORT_LIST"
+	envNextHeter         = "PADDLE_NEXT_HETER_TRAINER_IP_PORT_LIST"
+	envStageTrainersNum  = "PADDLE_STAGE_TRAINERS_NUM"
+	envGlooHTTPEndpoint  = "PADDLE_GLOO_HTTP_ENDPOINT"
+)
+
+// jobEnvNames lists the job variables a pod of a role receives, in the order
+// they are added to its containers.
+func jobEnvNames(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) []string {
+	names := []string{envNNodes, envTrainers, envMaster}
+	switch {
+	case spec.PS != nil:
+		names = append(names, envPServerEndpoints, envTrainerEndpoints, envTrainerHosts,
+			envTrainersNum, envServerNum, envTrainerNum)
+		if spec.Heter != nil {
+			names = append(names, envAllHeterEndpoints, envHeterEndpoints, envStageTrainersNum)
+			switch rt {
+			case paddlev1.ReplicaWorker:
+				names = append(names, envNextHeter)
+			case paddlev1.ReplicaHeter:
+				names = append(names, envPreviousHeter)
+			}
+		}
+	default:
+		names = append(names, envTrainerEndpoints, envTrainerHosts, envTrainersNum)
+	}
+	if spec.GlooLevel() > 0 {
+		names = append(names, envGlooHTTPEndpoint)
+	}
+	return names
+}
+
+// jobEnv computes the value of every job variable from the topology. Every
+// host must be known.
+func jobEnv(spec *paddlev1.PaddleJobSpec, topo topology) map[string]string {
+	workers := len(topo[paddlev1.ReplicaWorker])
+	env := map[string]string{
+		envNNodes:   strconv.Itoa(spec.TotalReplicas()),
+		envTrainers: strconv.Itoa(workers),
+	}
+	if rdv := topo[rendezvousRole(spec)]; len(rdv) > 0 {
+		env[envMaster] = fmt.Sprintf("%s:%d", rdv[0].Host, rdv[0].Ports.masterPort())
+		if spec.GlooLevel() > 0 {
+			env[envGlooHTTPEndpoint] = fmt.Sprintf("%s:%d", rdv[0].Host, rdv[0].Ports.glooPort())
+		}
+	}
+	env[envTrainerEndpoints] = topo.endpoints(paddlev1.ReplicaWorker)
+	env[envTrainerHosts] = topo.hosts(paddlev1.ReplicaWorker)
+	env[envTrainersNum] = strconv.Itoa(workers)
+	if spec.PS != nil {
+		env[envPServerEndpoints] = topo.endpoints(paddlev1.ReplicaPS)
+		env[envServerNum] = strconv.Itoa(len(topo[paddlev1.ReplicaPS]))
+		env[envTrainerNum] = strconv.Itoa(workers)
+	}
+	if spec.Heter != nil {
+		heters := topo.endpoints(paddlev1.ReplicaHeter)
+		env[envAllHeterEndpoints] = heters
+		env[envHeterEndpoints] = heters
+		env[envNextHeter] = heters
+		env[envPreviousHeter] = env[envTrainerEndpoints]
+		env[envStageTrainersNum] = fmt.Sprintf("[%d, %d]", workers, len(topo[paddlev1.ReplicaHeter]))
+	}
+	return env
+}
+
+// podEnv is the pod variables of one pod, in the order they are added.
+// Variables that follow may refer to earlier ones with $(NAME).
+func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports portRange) []corev1.EnvVar {
+	spec := &job.Spec
+	jobID := job.Namespace + "-" + job.Name
+	role := trainingRoles[rt]
+	id := strconv.Itoa(index)
+	env := []corev1.EnvVar{
+		{Name: "PADDLE_JOB_ID", Value: jobID},
+		{Name: "PADDLE_TRAINING_ROLE", Value: role},
+		{Name: "TRAINING_ROLE", Value: role},
+		{Name: "PADDLE_TRAINER_ID", Value: id},
+		{Name: "TRAINER_ID", Value: id},
+		podIPEnv(job, rt, index),
+		{Name: "PADDLE_PORT", Value: strconv.Itoa(int(ports.First))},
+		{Name: "PADDLE_PORTS_NUM", Value: strconv.Itoa(int(ports.processPorts()))},
+		{Name: "TRAINER_PORTS_NUM", Value: strconv.Itoa(int(ports.processPorts()))},
+	}
+	if spec.PS == nil {
+		env = append(env,
+			corev1.EnvVar{Name: "PADDLE_CURRENT_ENDPOINT", Value: "$(POD_IP):$(PADDLE_PORT)"},
+			corev1.EnvVar{Name: "PADDLE_RANK_IN_NODE", Value: "0"},
+		)
+	}
+	if spec.Heter != nil {
+		if stage := heterStage(rt); stage != "" {
+			env = append(env, corev1.EnvVar{Name: "STAGE_ID", Value: stage})
+		}
+		env = append(env,
+			corev1.EnvVar{Name: "STAGE_NUM", Value: "2"},
+			corev1.EnvVar{Name: "HETER_DEVICE_TYPE", Value: heterDeviceType(spec.Heter)},
+		)
+	}
+	if gloo := spec.GlooLevel(); gloo > 0 {
+		env = append(env,
+			corev1.EnvVar{Name: "PADDLE_WITH_GLOO", Value: strconv.Itoa(int(gloo))},
+			corev1.EnvVar{Name: "PADDLE_GLOO_RENDEZVOUS", Value: "3"},
+			corev1.EnvVar{Name: "SYS_JOB_ID", Value: jobID},
+		)
+	}
+	return env
+}
+
+// podIPEnv is POD_IP: the address the pod has in the endpoint lists.
+func podIPEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int) corev1.EnvVar {
+	if job.Spec.EffectiveIntranet() == paddlev1.IntranetService {
+		return corev1.EnvVar{Name: "POD_IP", Value: serviceHost(job.Name, rt, index)}
+	}
+	return corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"},
+	}}
+}
+
+func heterStage(rt paddlev1.ReplicaType) string {
+	switch rt {
+	case paddlev1.ReplicaWorker:
+		return "1"
+	case paddlev1.ReplicaHeter:
+		return "2"
+	}
+	return ""
+}
+
+func heterDeviceType(heter *paddlev1.ReplicaSpec) string {
+	for _, c := range heter.Template.Spec.Containers {
+		if _, ok := c.Resources.Limits[gpuResource]; ok {
+			return "gpu"
+		}
+		if _, ok := c.Resources.Requests[gpuResource]; ok {
+			return "gpu"
+		}
+	}
+	return "cpu"
+}
+
+// mergeEnv appends the operator's variables to a container's, keeping every
+// variable the container sets itself.
+func mergeEnv(own, ours []corev1.EnvVar) []corev1.EnvVar {
+	set := make(map[string]bool, len(own))
+	for _, e := range own {
+		set[e.Name] = true
+	}
+	out := append([]corev1.EnvVar(nil), own...)
+	for _, e := range ours {
+		if !set[e.Name] {
+			out = append(out, e)
+		}
+	}
+	return out
+}

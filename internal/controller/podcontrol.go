@@ -1,0 +1,202 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+)
+
+// slowStartInitialBatch is the first batch of a job's pod creates; each
+// successful batch doubles the next, so a job whose pods are all refused
+// (quota, admission) fails after a handful of requests, not thousands.
+const slowStartInitialBatch = 16
+
+// createMissingPods creates every pod the spec wants that does not exist,
+// in parallel, and returns the pods it created. Pods whose name is still held
+// by a pod being deleted are left for the pass its deletion triggers.
+func (r *PaddleJobReconciler) createMissingPods(ctx context.Context, job *paddlev1.PaddleJob, all, active []*corev1.Pod, jobValues map[string]string) ([]*corev1.Pod, error) {
+	taken := make(map[string]bool, len(all))
+	for _, p := range all {
+		taken[p.Name] = true
+	}
+	type slot struct {
+		rt    paddlev1.ReplicaType
+		index int
+	}
+	var missing []slot
+	for _, rt := range paddlev1.ReplicaTypes {
+		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
+			if !taken[paddlev1.PodName(job.Name, rt, i)] {
+				missing = append(missing, slot{rt, i})
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil, nil
+	}
+
+	ranges := map[types.NamespacedName]portRange{}
+	if job.Spec.EffectiveIntranet() == paddlev1.IntranetHost {
+		live, err := r.liveHostPorts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, rt := range paddlev1.ReplicaTypes {
+			var want []types.NamespacedName
+			for _, s := range missing {
+				if s.rt == rt {
+					want = append(want, types.NamespacedName{Namespace: job.Namespace, Name: paddlev1.PodName(job.Name, rt, s.index)})
+				}
+			}
+			if len(want) == 0 {
+				continue
+			}
+			got, err := r.hostPorts.allocate(live, want, portsPerPod(job.Spec.Replicas(rt)))
+			if err != nil {
+				return nil, err
+			}
+			for k, v := range got {
+				ranges[k] = v
+			}
+		}
+	}
+
+	pods := make([]*corev1.Pod, len(missing))
+	for i, s := range missing {
+		ports, ok := ranges[types.NamespacedName{Namespace: job.Namespace, Name: paddlev1.PodName(job.Name, s.rt, s.index)}]
+		if !ok {
+			ports = portRange{First: DefaultBasePort, Count: portsPerPod(job.Spec.Replicas(s.rt))}
+		}
+		pods[i] = newPod(job, s.rt, s.index, ports, jobValues, podOptions{InitImage: r.Options.InitImage})
+	}
+
+	var created []*corev1.Pod
+	var mu sync.Mutex
+	var errs []error
+	for batch := slowStartInitialBatch; len(pods) > 0; batch *= 2 {
+		n := min(batch, len(pods))
+		err := r.forEach(ctx, pods[:n], func(p *corev1.Pod) error {
+			err := r.Create(ctx, p)
+			switch {
+			case err == nil:
+				mu.Lock()
+				created = append(created, p)
+				mu.Unlock()
+				return nil
+			case apierrors.IsAlreadyExists(err):
+				return nil // created by an earlier pass the cache has not shown yet
+			default:
+				r.hostPorts.release(ctrl.ObjectKeyFromObject(p))
+				return fmt.Errorf("creating pod %s: %w", p.Name, err)
+			}
+		})
+		pods = pods[n:]
+		if err != nil {
+			errs = append(errs, err)
+			for _, p := range pods {
+				r.hostPorts.release(ctrl.ObjectKeyFromObject(p))
+			}
+			break
+		}
+	}
+	if len(created) > 0 {
+		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, "SuccessfulCreatePod", "Create", "Created %d pods: %s", len(created), listNames(podNames(sortPods(created))))
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, "FailedCreatePod", "Create", "%v", err)
+	}
+	return created, err
+}
+
+// deletePods deletes pods decided on from the cache, with preconditions so a
+// stale decision can never remove a newer pod of the same name.
+func (r *PaddleJobReconciler) deletePods(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, why string) error {
+	if len(pods) == 0 {
+		return nil
+	}
+	var mu sync.Mutex
+	var deleted []*corev1.Pod
+	err := r.forEach(ctx, pods, func(p *corev1.Pod) error {
+		uid, rv := p.UID, p.ResourceVersion
+		err := r.Delete(ctx, p, ctrl.Preconditions{UID: &uid, ResourceVersion: &rv})
+		switch {
+		case err == nil:
+			mu.Lock()
+			deleted = append(deleted, p)
+			mu.Unlock()
+			return nil
+		case apierrors.IsNotFound(err):
+			return nil
+		default:
+			return fmt.Errorf("deleting pod %s: %w", p.Name, err)
+		}
+	})
+	if len(deleted) > 0 {
+		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, "SuccessfulDeletePod", "Delete", "Deleted %d pods (%s): %s", len(deleted), why, listNames(podNames(sortPods(deleted))))
+	}
+	if err != nil {
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, "FailedDeletePod", "Delete", "%v", err)
+	}
+	return err
+}
+
+// forEach runs fn on every pod in parallel, bounded by the reconciler's
+// slots, which all jobs share so the API server sees a bounded load however
+// many jobs reconcile at once.
+func (r *PaddleJobReconciler) forEach(ctx context.Context, pods []*corev1.Pod, fn func(*corev1.Pod) error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(pods))
+	for i, p := range pods {
+		select {
+		case r.slots <- struct{}{}:
+		case <-ctx.Done():
+			errs[i] = ctx.Err()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-r.slots }()
+			errs[i] = fn(p)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// liveHostPorts are the port ranges held by live Host-intranet pods of all
+// jobs, from the cache.
+func (r *PaddleJobReconciler) liveHostPorts(ctx context.Context) (map[types.NamespacedName]portRange, error) {
+	var list corev1.PodList
+	if err := r.List(ctx, &list, ctrl.HasLabels{paddlev1.LabelJobName}); err != nil {
+		return nil, fmt.Errorf("listing host-network pods: %w", err)
+	}
+	live := map[types.NamespacedName]portRange{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if !p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if pr, err := podPortRange(p); err == nil {
+			live[ctrl.ObjectKeyFromObject(p)] = pr
+		}
+	}
+	return live, nil
+}
+
+func podNames(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
+	}
+	return out
+}

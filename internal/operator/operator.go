@@ -1,0 +1,150 @@
+// Package operator wires the PaddleJob controller into a controller-runtime
+// manager. The operator binary, the local cluster and the integration tests
+// all start it through Run or NewManager, so they run the same thing.
+package operator
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/controller"
+)
+
+// Scheme knows the built-in types and PaddleJob.
+var Scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
+	utilruntime.Must(paddlev1.AddToScheme(Scheme))
+}
+
+// Options configure the operator.
+type Options struct {
+	Controller controller.Options
+
+	MetricsAddr        string
+	ProbeAddr          string
+	LeaderElection     bool
+	LeaderElectionNS   string
+	Namespaces         string
+	QPS                float64
+	Burst              int
+	HostPortRange      string
+	Zap                zap.Options
+	GracefulShutdown   time.Duration
+	LeaderElectionID   string
+	SkipNameValidation bool
+}
+
+// DefaultOptions are the flags' defaults.
+func DefaultOptions() Options {
+	return Options{
+		Controller:       controller.DefaultOptions(),
+		MetricsAddr:      ":8080",
+		ProbeAddr:        ":8081",
+		QPS:              500,
+		Burst:            1000,
+		HostPortRange:    fmt.Sprintf("%d-%d", controller.DefaultHostPortMin, controller.DefaultHostPortMax),
+		GracefulShutdown: 30 * time.Second,
+		LeaderElectionID: "paddlejob-operator.batch.paddlepaddle.org",
+		Zap:              zap.Options{Development: false, TimeEncoder: zapcore.ISO8601TimeEncoder},
+	}
+}
+
+// BindFlags registers the options as command-line flags.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address the Prometheus metrics endpoint binds to; 0 disables it")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "address the /healthz and /readyz probes bind to")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect a leader so that only one of several replicas reconciles")
+	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election lease (default: the pod's namespace)")
+	fs.StringVar(&o.Namespaces, "namespace", o.Namespaces, "comma-separated namespaces to watch (default: all)")
+	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "queries per second to the API server")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of queries to the API server")
+	fs.IntVar(&o.Controller.MaxConcurrentReconciles, "max-concurrent-reconciles", o.Controller.MaxConcurrentReconciles, "jobs reconciled at once")
+	fs.IntVar(&o.Controller.PodCreateParallelism, "pod-create-parallelism", o.Controller.PodCreateParallelism, "pod creates and deletes in flight at once, across all jobs")
+	fs.StringVar(&o.Controller.InitImage, "init-image", o.Controller.InitImage, "image of the wait-for-endpoints init container (needs only sh)")
+	fs.StringVar(&o.HostPortRange, "host-port-range", o.HostPortRange, "ports handed to pods of Host-intranet jobs, first-last")
+	fs.DurationVar(&o.GracefulShutdown, "graceful-shutdown-timeout", o.GracefulShutdown, "how long running reconciles may take to finish on shutdown")
+	o.Zap.BindFlags(fs)
+}
+
+// NewManager builds a manager running the PaddleJob controller.
+func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if o.HostPortRange != "" {
+		var lo, hi int32
+		if _, err := fmt.Sscanf(o.HostPortRange, "%d-%d", &lo, &hi); err != nil || lo < 1 || hi > 65535 || hi < lo {
+			return nil, fmt.Errorf("--host-port-range %q: want first-last within 1-65535", o.HostPortRange)
+		}
+		o.Controller.HostPortMin, o.Controller.HostPortMax = lo, hi
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
+	cacheOpts := controller.CacheOptions()
+	if o.Namespaces != "" {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range strings.Split(o.Namespaces, ",") {
+			if ns = strings.TrimSpace(ns); ns != "" {
+				cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+			}
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  Scheme,
+		Cache:                   cacheOpts,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        o.LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNS,
+		// Release the lease on shutdown so a standby takes over at once.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &o.GracefulShutdown,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	r := controller.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("paddlejob-operator"), o.Controller)
+	if o.SkipNameValidation {
+		r.SkipNameValidation = true
+	}
+	if err := r.SetupWithManager(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("setting up the PaddleJob controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// Run starts the operator against the cluster of the default kubeconfig and
+// blocks until ctx is done.
+func Run(ctx context.Context, o Options) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap)))
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return err
+	}
+	mgr, err := NewManager(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
