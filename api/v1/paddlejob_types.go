@@ -188,6 +188,7 @@ type PaddleJobSpec struct {
 // ReplicaSpec describes the pods of one role of a PaddleJob.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.template.spec) && size(self.template.spec.containers) > 0",message="template.spec.containers must hold at least one container"
+// +kubebuilder:validation:XValidation:rule="!has(self.template.spec) || !has(self.template.spec.restartPolicy) || self.template.spec.restartPolicy != 'Always'",message="template.spec.restartPolicy must be Never or OnFailure: the pods of a training job run to completion"
 type ReplicaSpec struct {
 	// replicas is the number of pods of this role, named <job>-<role>-0 to
 	// <job>-<role>-<replicas-1>. It can be changed while the job runs.

@@ -48,17 +48,20 @@ func observedTopology(job *paddlev1.PaddleJob, pods []*corev1.Pod) topology {
 	return topo
 }
 
-// plannedTopology is the topology of Service intranet, where every address
-// is a DNS name known before any pod exists.
-func plannedTopology(job *paddlev1.PaddleJob, ports func(paddlev1.ReplicaType, int) portRange) topology {
+// plannedJobValues are the job variables of a job whose addresses are known
+// before any pod exists — Service intranet, where they are DNS names — and
+// nil for the intranets whose pods wait for their addresses.
+func plannedJobValues(job *paddlev1.PaddleJob) map[string]string {
+	if waitsForEndpoints(&job.Spec) {
+		return nil
+	}
 	topo := topology{}
 	for _, rt := range paddlev1.ReplicaTypes {
-		n := job.Spec.ReplicaCount(rt)
-		for i := 0; i < n; i++ {
-			topo[rt] = append(topo[rt], member{Host: serviceHost(job.Name, rt, i), Ports: ports(rt, i)})
+		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
+			topo[rt] = append(topo[rt], member{Host: serviceHost(job.Name, rt, i), Ports: defaultPortRange(job.Spec.Replicas(rt))})
 		}
 	}
-	return topo
+	return jobEnv(&job.Spec, topo)
 }
 
 // endpointsData is the ConfigMap data for a job's variables, with its version.

@@ -164,12 +164,8 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 	active, excess := splitPods(job, pods)
 	deleteErr := r.deletePods(ctx, job, excess, "scaled down")
 
-	var jobValues map[string]string
-	if !waitsForEndpoints(&job.Spec) {
-		// Service intranet: the lists are DNS names known before any pod exists.
-		jobValues = jobEnv(&job.Spec, plannedTopology(job, func(rt paddlev1.ReplicaType, _ int) portRange {
-			return portRange{First: DefaultBasePort, Count: portsPerPod(job.Spec.Replicas(rt))}
-		}))
+	jobValues := plannedJobValues(job)
+	if jobValues != nil {
 		if err := r.ensureEndpointsConfigMap(ctx, job, endpointsData(jobValues)); err != nil {
 			return observed{pods: active}, err
 		}

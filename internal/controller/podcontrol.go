@@ -73,7 +73,7 @@ func (r *PaddleJobReconciler) createMissingPods(ctx context.Context, job *paddle
 	for i, s := range missing {
 		ports, ok := ranges[types.NamespacedName{Namespace: job.Namespace, Name: paddlev1.PodName(job.Name, s.rt, s.index)}]
 		if !ok {
-			ports = portRange{First: DefaultBasePort, Count: portsPerPod(job.Spec.Replicas(s.rt))}
+			ports = defaultPortRange(job.Spec.Replicas(s.rt))
 		}
 		pods[i] = newPod(job, s.rt, s.index, ports, jobValues, podOptions{InitImage: r.Options.InitImage})
 	}

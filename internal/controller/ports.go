@@ -92,6 +92,12 @@ func portsPerPod(spec *paddlev1.ReplicaSpec) int32 {
 	return int32(max(gpus, 1)) + extraPorts
 }
 
+// defaultPortRange is the range of a role's pods where each pod has an
+// address of its own (PodIP and Service intranet).
+func defaultPortRange(spec *paddlev1.ReplicaSpec) portRange {
+	return portRange{First: DefaultBasePort, Count: portsPerPod(spec)}
+}
+
 // firstFit returns the lowest range of count ports within [lo, hi] that
 // overlaps none of used.
 func firstFit(used []portRange, lo, hi, count int32) (portRange, bool) {

@@ -122,9 +122,7 @@ func finish(st paddlev1.PaddleJobStatus, phase paddlev1.PaddleJobPhase, now meta
 	st.Phase = phase
 	st.CompletionTime = &now
 	setCondition(&st, now, c.Type, c.Status, c.Reason, c.Message)
-	if meta.FindStatusCondition(st.Conditions, paddlev1.JobRunning) != nil {
-		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonJobFinished, "the job "+strings.ToLower(string(phase)))
-	}
+	setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonJobFinished, "the job "+strings.ToLower(string(phase)))
 	return st
 }
 

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the operating-system packages the project needs and checks the Go
+# toolchain. Safe to run again: it installs only what is missing.
+#   bubblewrap  sandboxes the local cluster's pods (command bwrap)
+set -euo pipefail
+
+need_go="1.25"
+if ! command -v go >/dev/null 2>&1; then
+  echo "setup: Go ${need_go}+ is required (https://go.dev/dl/)" >&2
+  exit 1
+fi
+
+missing=()
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup: please install: ${missing[*]} (no apt-get here)" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \
+    || { $sudo apt-get update >/dev/null && $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; }
+fi
+echo "setup: ok ($(go version | cut -d' ' -f3), $(bwrap --version))"

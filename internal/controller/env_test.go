@@ -1,0 +1,297 @@
+package controller
+
+import (
+	"fmt"
+	"maps"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/testutil"
+)
+
+// renderEnv runs the pure pipeline a reconcile runs for a job — pods from the
+// spec, addresses (ips by pod name, or host ranges), published job variables —
+// and resolves the first container's environment of every pod as a kubelet
+// would.
+func renderEnv(t *testing.T, job *paddlev1.PaddleJob, ips map[string]string, hostRanges map[string]portRange) map[string]map[string]string {
+	t.Helper()
+	job.Namespace = "ns"
+	jobValues := plannedJobValues(job)
+	var pods []*corev1.Pod
+	for _, rt := range paddlev1.ReplicaTypes {
+		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
+			name := paddlev1.PodName(job.Name, rt, i)
+			ports, ok := hostRanges[name]
+			if !ok {
+				ports = defaultPortRange(job.Spec.Replicas(rt))
+			}
+			pod := newPod(job, rt, i, ports, jobValues, podOptions{InitImage: DefaultInitImage})
+			pod.Status.PodIP = ips[name]
+			pods = append(pods, pod)
+		}
+	}
+	configMaps := map[string]map[string]string{}
+	if jobValues == nil {
+		topo := observedTopology(job, pods)
+		if missing := topo.missingHosts(job.Name); len(missing) > 0 {
+			t.Fatalf("test set-up: no IP for %v", missing)
+		}
+		configMaps[endpointsConfigMapName(job.Name)] = endpointsData(jobEnv(&job.Spec, topo))
+	}
+	out := map[string]map[string]string{}
+	for _, pod := range pods {
+		env, err := testutil.ResolveEnv(pod, &pod.Spec.Containers[0], configMaps)
+		if err != nil {
+			t.Fatalf("resolving env of %s: %v", pod.Name, err)
+		}
+		out[pod.Name] = env
+	}
+	return out
+}
+
+func with(base map[string]string, kv ...string) map[string]string {
+	out := maps.Clone(base)
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] == "<unset>" {
+			delete(out, kv[i])
+			continue
+		}
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+func TestEnvironmentContract(t *testing.T) {
+	psPodIP := map[string]string{
+		"PADDLE_JOB_ID": "ns-wd", "SYS_JOB_ID": "ns-wd",
+		"PADDLE_TRAINING_ROLE": "TRAINER", "TRAINING_ROLE": "TRAINER",
+		"PADDLE_TRAINER_ID": "1", "TRAINER_ID": "1",
+		"POD_IP": "10.0.0.21", "PADDLE_PORT": "23000", "PADDLE_PORTS_NUM": "1", "TRAINER_PORTS_NUM": "1",
+		"PADDLE_NNODES": "4", "TRAINERS": "2",
+		"PADDLE_MASTER":                "10.0.0.10:23002",
+		"PADDLE_PSERVERS_IP_PORT_LIST": "10.0.0.10:23000,10.0.0.11:23000",
+		"PADDLE_TRAINER_ENDPOINTS":     "10.0.0.20:23000,10.0.0.21:23000",
+		"PADDLE_TRAINERS":              "10.0.0.20,10.0.0.21",
+		"PADDLE_TRAINERS_NUM":          "2", "PADDLE_SERVER_NUM": "2", "PADDLE_TRAINER_NUM": "2",
+		"PADDLE_WITH_GLOO": "1", "PADDLE_GLOO_RENDEZVOUS": "3",
+		"PADDLE_GLOO_HTTP_ENDPOINT": "10.0.0.10:23001",
+	}
+	psIPs := map[string]string{"wd-ps-0": "10.0.0.10", "wd-ps-1": "10.0.0.11", "wd-worker-0": "10.0.0.20", "wd-worker-1": "10.0.0.21"}
+
+	psService := map[string]string{
+		"PADDLE_JOB_ID":        "ns-wd",
+		"PADDLE_TRAINING_ROLE": "PSERVER", "TRAINING_ROLE": "PSERVER",
+		"PADDLE_TRAINER_ID": "1", "TRAINER_ID": "1",
+		"POD_IP": "wd-ps-1.wd", "PADDLE_PORT": "23000", "PADDLE_PORTS_NUM": "1", "TRAINER_PORTS_NUM": "1",
+		"PADDLE_NNODES": "4", "TRAINERS": "2",
+		"PADDLE_MASTER":                "wd-ps-0.wd:23002",
+		"PADDLE_PSERVERS_IP_PORT_LIST": "wd-ps-0.wd:23000,wd-ps-1.wd:23000",
+		"PADDLE_TRAINER_ENDPOINTS":     "wd-worker-0.wd:23000,wd-worker-1.wd:23000",
+		"PADDLE_TRAINERS":              "wd-worker-0.wd,wd-worker-1.wd",
+		"PADDLE_TRAINERS_NUM":          "2", "PADDLE_SERVER_NUM": "2", "PADDLE_TRAINER_NUM": "2",
+	}
+
+	collective := map[string]string{
+		"PADDLE_JOB_ID":        "ns-resnet",
+		"PADDLE_TRAINING_ROLE": "TRAINER", "TRAINING_ROLE": "TRAINER",
+		"PADDLE_TRAINER_ID": "2", "TRAINER_ID": "2",
+		"POD_IP": "10.1.0.3", "PADDLE_PORT": "23000", "PADDLE_PORTS_NUM": "1", "TRAINER_PORTS_NUM": "1",
+		"PADDLE_CURRENT_ENDPOINT": "10.1.0.3:23000", "PADDLE_RANK_IN_NODE": "0",
+		"PADDLE_NNODES": "3", "TRAINERS": "3",
+		"PADDLE_MASTER":            "10.1.0.1:23002",
+		"PADDLE_TRAINER_ENDPOINTS": "10.1.0.1:23000,10.1.0.2:23000,10.1.0.3:23000",
+		"PADDLE_TRAINERS":          "10.1.0.1,10.1.0.2,10.1.0.3",
+		"PADDLE_TRAINERS_NUM":      "3",
+	}
+	collectiveIPs := map[string]string{"resnet-worker-0": "10.1.0.1", "resnet-worker-1": "10.1.0.2", "resnet-worker-2": "10.1.0.3"}
+
+	heterWorker := map[string]string{
+		"PADDLE_JOB_ID":        "ns-ht",
+		"PADDLE_TRAINING_ROLE": "TRAINER", "TRAINING_ROLE": "TRAINER",
+		"PADDLE_TRAINER_ID": "0", "TRAINER_ID": "0",
+		"POD_IP": "10.2.0.20", "PADDLE_PORT": "23000", "PADDLE_PORTS_NUM": "1", "TRAINER_PORTS_NUM": "1",
+		"PADDLE_NNODES": "4", "TRAINERS": "2",
+		"PADDLE_MASTER":                "10.2.0.10:23002",
+		"PADDLE_PSERVERS_IP_PORT_LIST": "10.2.0.10:23000",
+		"PADDLE_TRAINER_ENDPOINTS":     "10.2.0.20:23000,10.2.0.21:23000",
+		"PADDLE_TRAINERS":              "10.2.0.20,10.2.0.21",
+		"PADDLE_TRAINERS_NUM":          "2", "PADDLE_SERVER_NUM": "1", "PADDLE_TRAINER_NUM": "2",
+		"PADDLE_ALL_HETER_TRAINER_IP_PORT_LIST":  "10.2.0.30:23000",
+		"PADDLE_HETER_ENDPOINTS":                 "10.2.0.30:23000",
+		"PADDLE_NEXT_HETER_TRAINER_IP_PORT_LIST": "10.2.0.30:23000",
+		"PADDLE_STAGE_TRAINERS_NUM":              "[2, 1]",
+		"STAGE_ID":                               "1", "STAGE_NUM": "2", "HETER_DEVICE_TYPE": "gpu",
+	}
+	heterIPs := map[string]string{"ht-ps-0": "10.2.0.10", "ht-worker-0": "10.2.0.20", "ht-worker-1": "10.2.0.21", "ht-heter-0": "10.2.0.30"}
+
+	hostIPs := map[string]string{"hn-ps-0": "192.168.0.5", "hn-worker-0": "192.168.0.5"}
+	hostRanges := map[string]portRange{"hn-ps-0": {First: 24000, Count: 3}, "hn-worker-0": {First: 24003, Count: 3}}
+	hostPS := map[string]string{
+		"PADDLE_JOB_ID":        "ns-hn",
+		"PADDLE_TRAINING_ROLE": "PSERVER", "TRAINING_ROLE": "PSERVER",
+		"PADDLE_TRAINER_ID": "0", "TRAINER_ID": "0",
+		"POD_IP": "192.168.0.5", "PADDLE_PORT": "24000", "PADDLE_PORTS_NUM": "1", "TRAINER_PORTS_NUM": "1",
+		"PADDLE_NNODES": "2", "TRAINERS": "1",
+		"PADDLE_MASTER":                "192.168.0.5:24002",
+		"PADDLE_PSERVERS_IP_PORT_LIST": "192.168.0.5:24000",
+		"PADDLE_TRAINER_ENDPOINTS":     "192.168.0.5:24003",
+		"PADDLE_TRAINERS":              "192.168.0.5",
+		"PADDLE_TRAINERS_NUM":          "1", "PADDLE_SERVER_NUM": "1", "PADDLE_TRAINER_NUM": "1",
+	}
+
+	tests := []struct {
+		name       string
+		job        *paddlev1.PaddleJob
+		ips        map[string]string
+		hostRanges map[string]portRange
+		pod        string
+		want       map[string]string
+	}{{
+		name: "PS, PodIP, Gloo on workers: a worker",
+		job:  testutil.MakePaddleJob("wd", "").PS(2).Workers(2).WithGloo(1).Obj(),
+		ips:  psIPs, pod: "wd-worker-1",
+		want: psPodIP,
+	}, {
+		name: "PS, PodIP, Gloo on workers: a pserver gets the same lists",
+		job:  testutil.MakePaddleJob("wd", "").PS(2).Workers(2).WithGloo(1).Obj(),
+		ips:  psIPs, pod: "wd-ps-0",
+		want: with(psPodIP, "PADDLE_TRAINING_ROLE", "PSERVER", "TRAINING_ROLE", "PSERVER",
+			"PADDLE_TRAINER_ID", "0", "TRAINER_ID", "0", "POD_IP", "10.0.0.10"),
+	}, {
+		name: "PS, Service intranet: DNS names, written literally",
+		job:  testutil.MakePaddleJob("wd", "").PS(2).Workers(2).Intranet(paddlev1.IntranetService).Obj(),
+		pod:  "wd-ps-1",
+		want: psService,
+	}, {
+		name: "Collective, PodIP",
+		job:  testutil.MakePaddleJob("resnet", "").Workers(3).Obj(),
+		ips:  collectiveIPs, pod: "resnet-worker-2",
+		want: collective,
+	}, {
+		name: "Collective with Gloo: the store is on worker-0",
+		job:  testutil.MakePaddleJob("resnet", "").Workers(3).WithGloo(2).Obj(),
+		ips:  collectiveIPs, pod: "resnet-worker-2",
+		want: with(collective, "PADDLE_WITH_GLOO", "2", "PADDLE_GLOO_RENDEZVOUS", "3", "SYS_JOB_ID", "ns-resnet",
+			"PADDLE_GLOO_HTTP_ENDPOINT", "10.1.0.1:23001"),
+	}, {
+		name: "Collective, four GPUs a pod: four process ports, rendezvous after them",
+		job:  testutil.MakePaddleJob("resnet", "").Workers(3).GPUs(paddlev1.ReplicaWorker, 4).Obj(),
+		ips:  collectiveIPs, pod: "resnet-worker-2",
+		want: with(collective, "PADDLE_PORTS_NUM", "4", "TRAINER_PORTS_NUM", "4", "PADDLE_MASTER", "10.1.0.1:23005"),
+	}, {
+		name: "Single worker, Service intranet",
+		job:  testutil.MakePaddleJob("one", "").Workers(1).Intranet(paddlev1.IntranetService).Obj(),
+		pod:  "one-worker-0",
+		want: map[string]string{
+			"PADDLE_JOB_ID":        "ns-one",
+			"PADDLE_TRAINING_ROLE": "TRAINER", "TRAINING_ROLE": "TRAINER",
+			"PADDLE_TRAINER_ID": "0", "TRAINER_ID": "0",
+			"POD_IP": "one-worker-0.one", "PADDLE_PORT": "23000", "PADDLE_PORTS_NUM": "1", "TRAINER_PORTS_NUM": "1",
+			"PADDLE_CURRENT_ENDPOINT": "one-worker-0.one:23000", "PADDLE_RANK_IN_NODE": "0",
+			"PADDLE_NNODES": "1", "TRAINERS": "1", "PADDLE_MASTER": "one-worker-0.one:23002",
+			"PADDLE_TRAINER_ENDPOINTS": "one-worker-0.one:23000", "PADDLE_TRAINERS": "one-worker-0.one",
+			"PADDLE_TRAINERS_NUM": "1",
+		},
+	}, {
+		name: "Heter PS: a worker (stage 1) sees the heter trainers next",
+		job:  testutil.MakePaddleJob("ht", "").PS(1).Workers(2).Heter(1).GPUs(paddlev1.ReplicaHeter, 1).Obj(),
+		ips:  heterIPs, pod: "ht-worker-0",
+		want: heterWorker,
+	}, {
+		name: "Heter PS: a heter trainer (stage 2) sees the workers before it",
+		job:  testutil.MakePaddleJob("ht", "").PS(1).Workers(2).Heter(1).GPUs(paddlev1.ReplicaHeter, 1).Obj(),
+		ips:  heterIPs, pod: "ht-heter-0",
+		want: with(heterWorker, "PADDLE_TRAINING_ROLE", "HETER_TRAINER", "TRAINING_ROLE", "HETER_TRAINER",
+			"POD_IP", "10.2.0.30", "STAGE_ID", "2",
+			"PADDLE_NEXT_HETER_TRAINER_IP_PORT_LIST", "<unset>",
+			"PADDLE_PREVIOUS_HETER_TRAINER_IP_PORT_LIST", "10.2.0.20:23000,10.2.0.21:23000"),
+	}, {
+		name: "Heter PS: a pserver has no stage id",
+		job:  testutil.MakePaddleJob("ht", "").PS(1).Workers(2).Heter(1).Obj(),
+		ips:  heterIPs, pod: "ht-ps-0",
+		want: with(heterWorker, "PADDLE_TRAINING_ROLE", "PSERVER", "TRAINING_ROLE", "PSERVER",
+			"POD_IP", "10.2.0.10", "STAGE_ID", "<unset>", "HETER_DEVICE_TYPE", "cpu",
+			"PADDLE_NEXT_HETER_TRAINER_IP_PORT_LIST", "<unset>"),
+	}, {
+		name: "Host intranet: node IP and the pod's own allocated range",
+		job:  testutil.MakePaddleJob("hn", "").PS(1).Workers(1).Intranet(paddlev1.IntranetHost).Obj(),
+		ips:  hostIPs, hostRanges: hostRanges, pod: "hn-ps-0",
+		want: hostPS,
+	}, {
+		name: "A variable the template sets itself is kept",
+		job:  testutil.MakePaddleJob("wd", "").PS(2).Workers(2).WithGloo(1).Env(paddlev1.ReplicaWorker, "TRAINERS", "7").Obj(),
+		ips:  psIPs, pod: "wd-worker-1",
+		want: with(psPodIP, "TRAINERS", "7"),
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := renderEnv(t, tc.job, tc.ips, tc.hostRanges)[tc.pod]
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("env of %s (-want +got):\n%s", tc.pod, diff)
+			}
+		})
+	}
+}
+
+// Paddle finds a pserver's rank with list.index(POD_IP:PADDLE_PORT): every pod
+// must find itself, character for character, in its role's list.
+func TestEveryPodFindsItselfInItsList(t *testing.T) {
+	lists := map[paddlev1.ReplicaType]string{
+		paddlev1.ReplicaPS:     "PADDLE_PSERVERS_IP_PORT_LIST",
+		paddlev1.ReplicaWorker: "PADDLE_TRAINER_ENDPOINTS",
+		paddlev1.ReplicaHeter:  "PADDLE_ALL_HETER_TRAINER_IP_PORT_LIST",
+	}
+	for _, intranet := range []paddlev1.Intranet{paddlev1.IntranetPodIP, paddlev1.IntranetService, paddlev1.IntranetHost} {
+		t.Run(string(intranet), func(t *testing.T) {
+			job := testutil.MakePaddleJob("j", "").PS(3).Workers(4).Heter(2).Intranet(intranet).Obj()
+			ips := map[string]string{}
+			ranges := map[string]portRange{}
+			n := 0
+			for _, rt := range paddlev1.ReplicaTypes {
+				for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
+					name := paddlev1.PodName("j", rt, i)
+					ips[name] = fmt.Sprintf("10.0.0.%d", n+1)
+					if intranet == paddlev1.IntranetHost {
+						ips[name] = "192.168.1.1"
+						ranges[name] = portRange{First: int32(24000 + 3*n), Count: 3}
+					}
+					n++
+				}
+			}
+			envs := renderEnv(t, job, ips, ranges)
+			for _, rt := range paddlev1.ReplicaTypes {
+				for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
+					env := envs[paddlev1.PodName("j", rt, i)]
+					self := env["POD_IP"] + ":" + env["PADDLE_PORT"]
+					if got := indexOf(splitList(env[lists[rt]]), self); got != i {
+						t.Errorf("%s-%d: %s is at position %d of %s=%q, want %d", rt, i, self, got, lists[rt], env[lists[rt]], i)
+					}
+				}
+			}
+		})
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}
+
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,167 @@
+package controller
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/testutil"
+)
+
+func TestNewPodIdentity(t *testing.T) {
+	job := testutil.MakePaddleJob("wd", "ns").PS(1).Workers(2).Obj()
+	job.UID = types.UID("uid-1")
+	job.Spec.Worker.Template.Labels = map[string]string{"team": "ads"}
+	job.Spec.Worker.Template.Annotations = map[string]string{"note": "kept"}
+
+	pod := newPod(job, paddlev1.ReplicaWorker, 1, portRange{23000, 3}, nil, podOptions{InitImage: "busybox:1.36"})
+
+	if pod.Name != "wd-worker-1" || pod.Namespace != "ns" {
+		t.Errorf("name = %s/%s", pod.Namespace, pod.Name)
+	}
+	wantLabels := map[string]string{"team": "ads", paddlev1.LabelJobName: "wd", paddlev1.LabelReplicaType: "worker", paddlev1.LabelReplicaIndex: "1"}
+	for k, v := range wantLabels {
+		if pod.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, pod.Labels[k], v)
+		}
+	}
+	if pod.Annotations["note"] != "kept" || pod.Annotations[paddlev1.AnnotationPorts] != "23000-23002" {
+		t.Errorf("annotations = %v", pod.Annotations)
+	}
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.UID != "uid-1" || ref.Kind != "PaddleJob" || ref.APIVersion != "batch.paddlepaddle.org/v1" || !*ref.BlockOwnerDeletion {
+		t.Errorf("controller reference = %+v", ref)
+	}
+	if pod.Spec.Hostname != "wd-worker-1" || pod.Spec.Subdomain != "wd" {
+		t.Errorf("hostname.subdomain = %s.%s, want wd-worker-1.wd", pod.Spec.Hostname, pod.Spec.Subdomain)
+	}
+	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("restartPolicy = %q, want Never when the template leaves it unset", pod.Spec.RestartPolicy)
+	}
+	if job.Spec.Worker.Template.Labels[paddlev1.LabelJobName] != "" || len(job.Spec.Worker.Template.Spec.Containers[0].Env) != 0 {
+		t.Error("newPod modified the job's template")
+	}
+}
+
+func TestNewPodNetworking(t *testing.T) {
+	tests := []struct {
+		name          string
+		intranet      paddlev1.Intranet
+		wantInit      bool
+		wantHostNet   bool
+		wantHostPorts int
+	}{
+		{"PodIP waits for every pod's IP", paddlev1.IntranetPodIP, true, false, 0},
+		{"Service knows the names up front", paddlev1.IntranetService, false, false, 0},
+		{"Host declares every port of the range as a host port", paddlev1.IntranetHost, true, true, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := testutil.MakePaddleJob("wd", "ns").Workers(1).Intranet(tc.intranet).Obj()
+			job.Spec.Worker.Template.Spec.InitContainers = []corev1.Container{{Name: "fetch-data", Image: "busybox"}}
+			pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{24000, 3}, plannedJobValues(job), podOptions{InitImage: "busybox:1.36"})
+
+			inits := pod.Spec.InitContainers
+			hasWait := len(inits) > 0 && inits[0].Name == waitContainerName
+			if hasWait != tc.wantInit {
+				t.Fatalf("wait-for-endpoints first init container = %v, want %v (%d init containers)", hasWait, tc.wantInit, len(inits))
+			}
+			if hasWait {
+				w := inits[0]
+				if w.Image != "busybox:1.36" || w.SecurityContext == nil || !*w.SecurityContext.RunAsNonRoot ||
+					*w.SecurityContext.AllowPrivilegeEscalation || len(w.SecurityContext.Capabilities.Drop) != 1 {
+					t.Errorf("wait container is not a least-privilege busybox: %+v", w)
+				}
+			}
+			if pod.Spec.HostNetwork != tc.wantHostNet {
+				t.Errorf("hostNetwork = %v", pod.Spec.HostNetwork)
+			}
+			if tc.wantHostNet && pod.Spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+				t.Errorf("dnsPolicy = %q", pod.Spec.DNSPolicy)
+			}
+			ports := pod.Spec.Containers[0].Ports
+			if len(ports) == 0 || ports[0].Name != portName || ports[0].ContainerPort != 24000 {
+				t.Fatalf("ports = %+v, want the named port %q first", ports, portName)
+			}
+			hostPorts := 0
+			for _, p := range ports {
+				if p.HostPort != 0 {
+					hostPorts++
+				}
+			}
+			if hostPorts != tc.wantHostPorts {
+				t.Errorf("%d host ports, want %d", hostPorts, tc.wantHostPorts)
+			}
+			// The user's init container and every main container get the contract and the mount.
+			for _, c := range append(pod.Spec.InitContainers[len(pod.Spec.InitContainers)-1:], pod.Spec.Containers...) {
+				if !hasEnv(c, "PADDLE_TRAINER_ID") || !hasMount(c, endpointsMountPath) {
+					t.Errorf("container %s lacks the contract env or the endpoints mount", c.Name)
+				}
+			}
+			if !hasVolume(pod.Spec.Volumes, endpointsVolume) {
+				t.Error("no endpoints volume")
+			}
+		})
+	}
+}
+
+func TestNewPodKeepsTheUsersPorts(t *testing.T) {
+	job := testutil.MakePaddleJob("wd", "ns").Workers(1).Obj()
+	job.Spec.Worker.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "paddle", ContainerPort: 9000}}
+	pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, nil, podOptions{})
+	ports := pod.Spec.Containers[0].Ports
+	if len(ports) != 2 || ports[1].Name != "" || ports[1].ContainerPort != 23000 {
+		t.Errorf("ports = %+v; want the user's named port kept and PADDLE_PORT added unnamed", ports)
+	}
+}
+
+func TestPodNamesStayDNSLabels(t *testing.T) {
+	long := make([]byte, paddlev1.MaxJobNameLength)
+	for i := range long {
+		long[i] = 'a'
+	}
+	for _, rt := range paddlev1.ReplicaTypes {
+		name := paddlev1.PodName(string(long), rt, paddlev1.MaxReplicas-1)
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			t.Errorf("%s: %v", name, errs)
+		}
+	}
+	if got := paddlev1.PodName(string(long)+"a", paddlev1.ReplicaWorker, paddlev1.MaxReplicas-1); len(got) <= validation.DNS1123LabelMaxLength {
+		t.Errorf("MaxJobNameLength is not the maximum: %q (%d) still fits", got, len(got))
+	}
+}
+
+func TestPodIndex(t *testing.T) {
+	job := testutil.MakePaddleJob("a-worker-1", "ns").Workers(3).Obj()
+	pod := newPod(job, paddlev1.ReplicaWorker, 2, portRange{23000, 3}, nil, podOptions{})
+	rt, i, ok := podIndex(pod)
+	if !ok || rt != paddlev1.ReplicaWorker || i != 2 {
+		t.Errorf("podIndex = %s, %d, %v", rt, i, ok)
+	}
+	pod.Labels[paddlev1.LabelReplicaIndex] = "7"
+	if _, _, ok := podIndex(pod); ok {
+		t.Error("a pod whose name disagrees with its labels was accepted")
+	}
+}
+
+func hasEnv(c corev1.Container, name string) bool {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func hasMount(c corev1.Container, path string) bool {
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == path {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,213 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/testutil"
+)
+
+// podsOf builds a job's pods from the spec and sets each one's state.
+func podsOf(job *paddlev1.PaddleJob, states map[string]func(*testutil.PodWrapper) *testutil.PodWrapper) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, rt := range paddlev1.ReplicaTypes {
+		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
+			pod := newPod(job, rt, i, defaultPortRange(job.Spec.Replicas(rt)), nil, podOptions{})
+			state, ok := states[pod.Name]
+			if !ok {
+				continue // not created
+			}
+			out = append(out, state(testutil.WrapPod(pod)).Obj())
+		}
+	}
+	return out
+}
+
+func running(ip string) func(*testutil.PodWrapper) *testutil.PodWrapper {
+	return func(w *testutil.PodWrapper) *testutil.PodWrapper { return w.Scheduled("n").Running(ip) }
+}
+func unscheduled(w *testutil.PodWrapper) *testutil.PodWrapper { return w.Pending("") }
+func starting(w *testutil.PodWrapper) *testutil.PodWrapper    { return w.Scheduled("n").Pending("") }
+func succeeded(w *testutil.PodWrapper) *testutil.PodWrapper   { return w.Scheduled("n").Succeeded() }
+func failed(code int32) func(*testutil.PodWrapper) *testutil.PodWrapper {
+	return func(w *testutil.PodWrapper) *testutil.PodWrapper { return w.Scheduled("n").Failed("paddle", code) }
+}
+
+func TestNextStatus(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
+	ps := testutil.MakePaddleJob("wd", "ns").PS(2).Workers(2).Obj()
+	ps.Generation = 3
+
+	type cond struct {
+		status metav1.ConditionStatus
+		reason string
+		msg    string // substring
+	}
+	tests := []struct {
+		name       string
+		job        *paddlev1.PaddleJob
+		states     map[string]func(*testutil.PodWrapper) *testutil.PodWrapper
+		missing    []string
+		invalid    string
+		wantPhase  paddlev1.PaddleJobPhase
+		wantMode   paddlev1.PaddleJobMode
+		wantConds  map[string]cond
+		wantWorker *paddlev1.ReplicaStatus
+	}{{
+		name:      "no pods yet",
+		job:       ps,
+		wantPhase: paddlev1.PaddleJobPending, wantMode: paddlev1.PaddleJobModePS,
+		wantConds: map[string]cond{
+			paddlev1.JobCreated: {metav1.ConditionFalse, ReasonCreatingPods, "0 of 4 pods exist"},
+			paddlev1.JobRunning: {metav1.ConditionFalse, ReasonWaitingForPods, "waiting for pods to be created"},
+		},
+	}, {
+		name:      "some pods created",
+		job:       ps,
+		states:    map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{"wd-ps-0": unscheduled, "wd-worker-0": unscheduled},
+		wantPhase: paddlev1.PaddleJobPending, wantMode: paddlev1.PaddleJobModePS,
+		wantConds: map[string]cond{paddlev1.JobCreated: {metav1.ConditionFalse, ReasonCreatingPods, "2 of 4 pods exist"}},
+	}, {
+		name: "all created, waiting for pod IPs",
+		job:  ps,
+		states: map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{
+			"wd-ps-0": starting, "wd-ps-1": unscheduled, "wd-worker-0": starting, "wd-worker-1": starting,
+		},
+		missing:   []string{"wd-ps-1"},
+		wantPhase: paddlev1.PaddleJobStarting, wantMode: paddlev1.PaddleJobModePS,
+		wantConds: map[string]cond{
+			paddlev1.JobCreated: {metav1.ConditionTrue, ReasonPodsCreated, "all 4 pods exist"},
+			paddlev1.JobRunning: {metav1.ConditionFalse, ReasonWaitingForAddresses, "waiting for wd-ps-1"},
+		},
+		wantWorker: &paddlev1.ReplicaStatus{Starting: 2, Ready: "0/2"},
+	}, {
+		name: "all running",
+		job:  ps,
+		states: map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{
+			"wd-ps-0": running("1.1.1.1"), "wd-ps-1": running("1.1.1.2"), "wd-worker-0": running("1.1.1.3"), "wd-worker-1": running("1.1.1.4"),
+		},
+		wantPhase: paddlev1.PaddleJobRunning, wantMode: paddlev1.PaddleJobModePS,
+		wantConds:  map[string]cond{paddlev1.JobRunning: {metav1.ConditionTrue, ReasonAllPodsRunning, "all 4 pods are running"}},
+		wantWorker: &paddlev1.ReplicaStatus{Running: 2, Ready: "2/2"},
+	}, {
+		name: "one worker done, the rest running: still running",
+		job:  ps,
+		states: map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{
+			"wd-ps-0": running("1.1.1.1"), "wd-ps-1": running("1.1.1.2"), "wd-worker-0": succeeded, "wd-worker-1": running("1.1.1.4"),
+		},
+		wantPhase: paddlev1.PaddleJobRunning, wantMode: paddlev1.PaddleJobModePS,
+		wantWorker: &paddlev1.ReplicaStatus{Running: 1, Succeeded: 1, Ready: "1/2"},
+	}, {
+		name: "PS job completes when every worker succeeded, pservers still running",
+		job:  ps,
+		states: map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{
+			"wd-ps-0": running("1.1.1.1"), "wd-ps-1": running("1.1.1.2"), "wd-worker-0": succeeded, "wd-worker-1": succeeded,
+		},
+		wantPhase: paddlev1.PaddleJobCompleted, wantMode: paddlev1.PaddleJobModePS,
+		wantConds: map[string]cond{
+			paddlev1.JobSucceeded: {metav1.ConditionTrue, ReasonWorkersSucceeded, "all 2 workers succeeded"},
+			paddlev1.JobRunning:   {metav1.ConditionFalse, ReasonJobFinished, "the job completed"},
+		},
+	}, {
+		name: "a worker's non-zero exit fails the job, naming pod, container and code",
+		job:  ps,
+		states: map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{
+			"wd-ps-0": running("1.1.1.1"), "wd-ps-1": running("1.1.1.2"), "wd-worker-0": running("1.1.1.3"), "wd-worker-1": failed(3),
+		},
+		wantPhase: paddlev1.PaddleJobFailed, wantMode: paddlev1.PaddleJobModePS,
+		wantConds: map[string]cond{
+			paddlev1.JobFailed: {metav1.ConditionTrue, ReasonPodFailed, `pod wd-worker-1: container "paddle" exited with code 3 (Error)`},
+		},
+	}, {
+		name: "a pserver failure fails the job",
+		job:  ps,
+		states: map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{
+			"wd-ps-0": running("1.1.1.1"), "wd-ps-1": failed(137), "wd-worker-0": running("1.1.1.3"), "wd-worker-1": running("1.1.1.4"),
+		},
+		wantPhase: paddlev1.PaddleJobFailed, wantMode: paddlev1.PaddleJobModePS,
+		wantConds: map[string]cond{
+			paddlev1.JobFailed: {metav1.ConditionTrue, ReasonPodFailed, `pod wd-ps-1: container "paddle" exited with code 137`},
+		},
+	}, {
+		name:      "collective job completes when all workers succeed",
+		job:       testutil.MakePaddleJob("r", "ns").Workers(2).Obj(),
+		states:    map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{"r-worker-0": succeeded, "r-worker-1": succeeded},
+		wantPhase: paddlev1.PaddleJobCompleted, wantMode: paddlev1.PaddleJobModeCollective,
+	}, {
+		name:      "single-worker job",
+		job:       testutil.MakePaddleJob("s", "ns").Workers(1).Obj(),
+		states:    map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{"s-worker-0": running("1.1.1.1")},
+		wantPhase: paddlev1.PaddleJobRunning, wantMode: paddlev1.PaddleJobModeSingle,
+	}, {
+		name:      "an invalid spec fails the job before any pod",
+		job:       ps,
+		invalid:   "spec.worker.template: container name reserved",
+		wantPhase: paddlev1.PaddleJobFailed, wantMode: paddlev1.PaddleJobModePS,
+		wantConds: map[string]cond{paddlev1.JobFailed: {metav1.ConditionTrue, ReasonInvalidSpec, "container name reserved"}},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := observed{pods: podsOf(tc.job, tc.states), missingHosts: tc.missing, invalid: tc.invalid}
+			st := nextStatus(tc.job, obs, now)
+			if st.Phase != tc.wantPhase || st.Mode != tc.wantMode {
+				t.Errorf("phase, mode = %s, %s; want %s, %s", st.Phase, st.Mode, tc.wantPhase, tc.wantMode)
+			}
+			if st.ObservedGeneration != tc.job.Generation {
+				t.Errorf("observedGeneration = %d, want %d", st.ObservedGeneration, tc.job.Generation)
+			}
+			for typ, want := range tc.wantConds {
+				c := meta.FindStatusCondition(st.Conditions, typ)
+				if c == nil {
+					t.Errorf("condition %s missing; have %+v", typ, st.Conditions)
+					continue
+				}
+				if c.Status != want.status || c.Reason != want.reason || !strings.Contains(c.Message, want.msg) {
+					t.Errorf("condition %s = %s/%s %q; want %s/%s containing %q", typ, c.Status, c.Reason, c.Message, want.status, want.reason, want.msg)
+				}
+			}
+			if tc.wantWorker != nil && *st.Worker != *tc.wantWorker {
+				t.Errorf("worker status = %+v, want %+v", *st.Worker, *tc.wantWorker)
+			}
+			finished := tc.wantPhase == paddlev1.PaddleJobCompleted || tc.wantPhase == paddlev1.PaddleJobFailed
+			if finished != (st.CompletionTime != nil) {
+				t.Errorf("completionTime = %v for phase %s", st.CompletionTime, st.Phase)
+			}
+			if (len(obs.pods) > 0) != (st.StartTime != nil) {
+				t.Errorf("startTime = %v with %d pods", st.StartTime, len(obs.pods))
+			}
+		})
+	}
+}
+
+func TestTerminalPhaseIsKept(t *testing.T) {
+	job := testutil.MakePaddleJob("wd", "ns").Workers(1).Obj()
+	job.Status.Phase = paddlev1.PaddleJobCompleted
+	obs := observed{pods: podsOf(job, map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{"wd-worker-0": failed(1)})}
+	if st := nextStatus(job, obs, metav1.Now()); st.Phase != paddlev1.PaddleJobCompleted {
+		t.Errorf("a completed job moved to %s", st.Phase)
+	}
+}
+
+func TestConditionTransitionTimeIsKeptWhileStatusHolds(t *testing.T) {
+	job := testutil.MakePaddleJob("wd", "ns").Workers(2).Obj()
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	obs := observed{pods: podsOf(job, map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{"wd-worker-0": starting})}
+	job.Status = nextStatus(job, obs, t0)
+	obs = observed{pods: podsOf(job, map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{"wd-worker-0": starting, "wd-worker-1": starting})}
+	st := nextStatus(job, obs, metav1.NewTime(t0.Add(time.Minute)))
+	if c := meta.FindStatusCondition(st.Conditions, paddlev1.JobRunning); !c.LastTransitionTime.Equal(&t0) {
+		t.Errorf("Running condition moved its transition time to %v while staying False", c.LastTransitionTime)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, paddlev1.JobCreated); c.Status != metav1.ConditionTrue || c.LastTransitionTime.Equal(&t0) {
+		t.Errorf("Created condition = %+v; want True with a new transition time", c)
+	}
+	if !st.StartTime.Equal(&t0) {
+		t.Errorf("startTime moved to %v", st.StartTime)
+	}
+}

@@ -1,0 +1,354 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/testutil"
+)
+
+func running(ip string) func(*testutil.PodWrapper) *testutil.PodWrapper {
+	return func(w *testutil.PodWrapper) *testutil.PodWrapper { return w.Running(ip) }
+}
+
+func succeeded(w *testutil.PodWrapper) *testutil.PodWrapper { return w.Succeeded() }
+
+func failedWith(container string, code int32) func(*testutil.PodWrapper) *testutil.PodWrapper {
+	return func(w *testutil.PodWrapper) *testutil.PodWrapper { return w.Failed(container, code) }
+}
+
+// runAll brings every pod of the job to Running with an IP, the way a kubelet
+// would once the operator released them, and waits for phase Running.
+func runAll(t *testing.T, ns, job string, names []string) {
+	t.Helper()
+	ips := map[string]string{}
+	for i, n := range names {
+		ips[n] = fmt.Sprintf("10.30.%d.%d", i/250, i%250+1)
+	}
+	assignIPs(t, ns, ips)
+	for _, n := range names {
+		waitReleased(t, ns, job, n)
+	}
+	for _, n := range names {
+		setPodStatus(t, ns, n, running(ips[n]))
+	}
+	waitForPhase(t, ns, job, paddlev1.PaddleJobRunning)
+}
+
+func TestPSJobCompletesAndStopsItsPServers(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t)
+	job := testutil.MakePaddleJob("wd", ns).PS(2).Workers(2).CleanPodPolicy(paddlev1.CleanPodPolicyNever).Obj()
+	createJob(t, job)
+	names := podNames("wd", 2, 2, 0)
+	waitForPods(t, ns, "wd", names...)
+	if j := getJob(t, ns, "wd"); j.Status.Phase != paddlev1.PaddleJobStarting && j.Status.Phase != paddlev1.PaddleJobPending {
+		t.Errorf("phase before pods run = %s", j.Status.Phase)
+	}
+	runAll(t, ns, "wd", names)
+	running := getJob(t, ns, "wd")
+	if running.Status.StartTime == nil || !running.Status.IsConditionTrue(paddlev1.JobRunning) || running.Status.PS.Ready != "2/2" {
+		t.Errorf("running status = %+v", running.Status)
+	}
+
+	setPodStatus(t, ns, "wd-worker-0", succeeded)
+	setPodStatus(t, ns, "wd-worker-1", succeeded)
+	done := waitForPhase(t, ns, "wd", paddlev1.PaddleJobCompleted)
+	c := meta.FindStatusCondition(done.Status.Conditions, paddlev1.JobSucceeded)
+	if c == nil || c.Status != "True" || c.Reason != "AllWorkersSucceeded" || done.Status.CompletionTime == nil {
+		t.Errorf("completed status = %+v", done.Status)
+	}
+	// The pservers were still running: they are stopped. Never keeps the workers.
+	waitForPods(t, ns, "wd", "wd-worker-0", "wd-worker-1")
+	waitForEvent(t, ns, "wd", "JobCompleted", "all 2 workers succeeded")
+	waitForEvent(t, ns, "wd", "SuccessfulCreatePod", "Created 4 pods")
+	waitForEvent(t, ns, "wd", "SuccessfulDeletePod", "wd-ps-0, wd-ps-1")
+}
+
+func TestWorkerFailureFailsTheJobNamingPodContainerAndExitCode(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t)
+	job := testutil.MakePaddleJob("r", ns).Workers(3).CleanPodPolicy(paddlev1.CleanPodPolicyNever).Obj()
+	createJob(t, job)
+	names := podNames("r", 0, 3, 0)
+	waitForPods(t, ns, "r", names...)
+	runAll(t, ns, "r", names)
+	setPodStatus(t, ns, "r-worker-1", failedWith("paddle", 3))
+
+	failed := waitForPhase(t, ns, "r", paddlev1.PaddleJobFailed)
+	c := meta.FindStatusCondition(failed.Status.Conditions, paddlev1.JobFailed)
+	want := `pod r-worker-1: container "paddle" exited with code 3 (Error)`
+	if c == nil || c.Reason != "PodFailed" || c.Message != want {
+		t.Fatalf("Failed condition = %+v, want message %q", c, want)
+	}
+	if r := meta.FindStatusCondition(failed.Status.Conditions, paddlev1.JobRunning); r == nil || r.Status != "False" {
+		t.Errorf("Running condition of a failed job = %+v", r)
+	}
+	// cleanPodPolicy Never keeps the failed pod; the still-running workers are stopped.
+	waitForPods(t, ns, "r", "r-worker-1")
+	waitForEvent(t, ns, "r", "JobFailed", want)
+}
+
+func TestCleanPodPolicyOnCompletionRemovesEveryPod(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t)
+	// Seed 004's example 5 spells it cleanPolicy: the deprecated alias works.
+	job := testutil.MakePaddleJob("demo", ns).PS(1).Workers(2).Obj()
+	job.Spec.CleanPolicy = paddlev1.CleanPodPolicyOnCompletion
+	createJob(t, job)
+	names := podNames("demo", 1, 2, 0)
+	waitForPods(t, ns, "demo", names...)
+	runAll(t, ns, "demo", names)
+	setPodStatus(t, ns, "demo-ps-0", succeeded) // pservers may exit before the workers
+	setPodStatus(t, ns, "demo-worker-0", succeeded)
+	setPodStatus(t, ns, "demo-worker-1", succeeded)
+	waitForPhase(t, ns, "demo", paddlev1.PaddleJobCompleted)
+	waitForPods(t, ns, "demo")
+}
+
+func TestScalingARunningJob(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t)
+	createJob(t, testutil.MakePaddleJob("sc", ns).Workers(2).Obj())
+	names := podNames("sc", 0, 2, 0)
+	waitForPods(t, ns, "sc", names...)
+	runAll(t, ns, "sc", names)
+
+	scale(t, ns, "sc", 3)
+	waitForPods(t, ns, "sc", podNames("sc", 0, 3, 0)...)
+	// The published lists still hold two workers: the new one must not start yet.
+	if p := waitForPods(t, ns, "sc", podNames("sc", 0, 3, 0)...)["sc-worker-2"]; p.Annotations[paddlev1.AnnotationEndpoints] != "" {
+		t.Fatalf("the new worker was released before it had an IP: %v", p.Annotations)
+	}
+	assignIPs(t, ns, map[string]string{"sc-worker-2": "10.30.0.9"})
+	waitReleased(t, ns, "sc", "sc-worker-2")
+	env, err := resolvedEnv(t, ns, "sc-worker-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env["PADDLE_TRAINER_ENDPOINTS"] != "10.30.0.1:23000,10.30.0.2:23000,10.30.0.9:23000" || env["PADDLE_TRAINERS_NUM"] != "3" {
+		t.Errorf("endpoints after scaling up: %s (%s workers)", env["PADDLE_TRAINER_ENDPOINTS"], env["PADDLE_TRAINERS_NUM"])
+	}
+	setPodStatus(t, ns, "sc-worker-2", running("10.30.0.9"))
+	eventually(t, "3/3 workers ready", func() (bool, error) {
+		j := getJob(t, ns, "sc")
+		return j.Status.Worker.Ready == "3/3" && j.Status.Phase == paddlev1.PaddleJobRunning, fmt.Errorf("%+v", j.Status.Worker)
+	})
+
+	scale(t, ns, "sc", 1)
+	waitForPods(t, ns, "sc", "sc-worker-0")
+	eventually(t, "endpoints recomputed for 1 worker", func() (bool, error) {
+		cm := &corev1.ConfigMap{}
+		if err := k8s.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: "sc-endpoints"}, cm); err != nil {
+			return false, err
+		}
+		return cm.Data["PADDLE_TRAINER_ENDPOINTS"] == "10.30.0.1:23000" && cm.Data["PADDLE_TRAINERS_NUM"] == "1", fmt.Errorf("%v", cm.Data)
+	})
+	waitForEvent(t, ns, "sc", "SuccessfulDeletePod", "scaled down")
+}
+
+func TestOperatorRestartMidJobCreatesNoDuplicates(t *testing.T) {
+	stop := startOperator(t)
+	ns := newNamespace(t)
+	createJob(t, testutil.MakePaddleJob("rs", ns).PS(1).Workers(3).Obj())
+	names := podNames("rs", 1, 3, 0)
+	before := waitForPods(t, ns, "rs", names...)
+	assignIPs(t, ns, map[string]string{"rs-ps-0": "10.40.0.1", "rs-worker-0": "10.40.0.2"})
+	stop()
+
+	// While the operator is down, the rest of the pods get their IPs.
+	assignIPs(t, ns, map[string]string{"rs-worker-1": "10.40.0.3", "rs-worker-2": "10.40.0.4"})
+	startOperator(t)
+	for _, n := range names {
+		waitReleased(t, ns, "rs", n)
+	}
+	after := waitForPods(t, ns, "rs", names...)
+	for n, p := range before {
+		if after[n].UID != p.UID {
+			t.Errorf("pod %s was recreated across the restart", n)
+		}
+	}
+	for i, n := range names {
+		setPodStatus(t, ns, n, running(fmt.Sprintf("10.40.0.%d", i+1)))
+	}
+	waitForPhase(t, ns, "rs", paddlev1.PaddleJobRunning)
+	for i := 0; i < 3; i++ {
+		setPodStatus(t, ns, paddlev1.PodName("rs", paddlev1.ReplicaWorker, i), succeeded)
+	}
+	waitForPhase(t, ns, "rs", paddlev1.PaddleJobCompleted)
+	if n := len(listPods(t, ns, "rs")); n > 3 {
+		t.Errorf("%d pods after completion", n)
+	}
+}
+
+func TestHostIntranetGivesEveryPodItsOwnPorts(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t)
+	createJob(t, testutil.MakePaddleJob("h1", ns).PS(1).Workers(2).Intranet(paddlev1.IntranetHost).Obj())
+	createJob(t, testutil.MakePaddleJob("h2", ns).Workers(2).Intranet(paddlev1.IntranetHost).Obj())
+	pods := waitForPods(t, ns, "h1", podNames("h1", 1, 2, 0)...)
+	for k, v := range waitForPods(t, ns, "h2", podNames("h2", 0, 2, 0)...) {
+		pods[k] = v
+	}
+	seen := map[int32]string{}
+	for name, p := range pods {
+		if !p.Spec.HostNetwork {
+			t.Errorf("%s is not on the host network", name)
+		}
+		hostPorts := 0
+		for _, c := range p.Spec.Containers {
+			for _, port := range c.Ports {
+				if port.HostPort == 0 {
+					continue
+				}
+				hostPorts++
+				if other, dup := seen[port.HostPort]; dup {
+					t.Errorf("port %d is held by %s and %s", port.HostPort, other, name)
+				}
+				seen[port.HostPort] = name
+			}
+		}
+		if hostPorts != 3 {
+			t.Errorf("%s declares %d host ports, want 3", name, hostPorts)
+		}
+	}
+
+	// Two pods on one node: the endpoint lists keep them apart by port.
+	node := "192.168.7.7"
+	ips := map[string]string{}
+	for _, n := range podNames("h1", 1, 2, 0) {
+		ips[n] = node
+	}
+	assignIPs(t, ns, ips)
+	for n := range ips {
+		waitReleased(t, ns, "h1", n)
+	}
+	env, err := resolvedEnv(t, ns, "h1-worker-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := env["POD_IP"] + ":" + env["PADDLE_PORT"]
+	if eps := strings.Split(env["PADDLE_TRAINER_ENDPOINTS"], ","); len(eps) != 2 || eps[1] != self || eps[0] == eps[1] {
+		t.Errorf("worker endpoints %v, self %s", eps, self)
+	}
+
+	// The ports are the pod's for its lifetime: status and release left them.
+	before := pods["h1-worker-1"].Annotations[paddlev1.AnnotationPorts]
+	after := waitForPods(t, ns, "h1", podNames("h1", 1, 2, 0)...)["h1-worker-1"].Annotations[paddlev1.AnnotationPorts]
+	if before == "" || before != after {
+		t.Errorf("ports changed from %q to %q", before, after)
+	}
+}
+
+func TestReservedNamesFailTheJobBeforeAnyPod(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t)
+	job := testutil.MakePaddleJob("bad", ns).Workers(1).Obj()
+	job.Spec.Worker.Template.Spec.Containers[0].Name = "wait-for-endpoints"
+	createJob(t, job)
+	failed := waitForPhase(t, ns, "bad", paddlev1.PaddleJobFailed)
+	c := meta.FindStatusCondition(failed.Status.Conditions, paddlev1.JobFailed)
+	if c == nil || c.Reason != "InvalidSpec" || !strings.Contains(c.Message, `spec.worker.template: container name "wait-for-endpoints" is reserved`) {
+		t.Errorf("Failed condition = %+v", c)
+	}
+	if pods := listPods(t, ns, "bad"); len(pods) != 0 {
+		t.Errorf("%d pods were created for an invalid job", len(pods))
+	}
+}
+
+func TestStatusIsWrittenOnlyWhenItChanges(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t)
+	createJob(t, testutil.MakePaddleJob("quiet", ns).Workers(2).Intranet(paddlev1.IntranetService).Obj())
+	names := podNames("quiet", 0, 2, 0)
+	waitForPods(t, ns, "quiet", names...)
+	for i, n := range names {
+		setPodStatus(t, ns, n, running(fmt.Sprintf("10.50.0.%d", i+1)))
+	}
+	waitForPhase(t, ns, "quiet", paddlev1.PaddleJobRunning)
+	time.Sleep(time.Second) // let the reconciles of the last changes finish
+	writesBefore := statusWrites(t)
+
+	// Events on owned pods that change nothing the status shows trigger
+	// reconciles, but no write.
+	for i := 0; i < 5; i++ {
+		for _, n := range names {
+			pod := &corev1.Pod{}
+			if err := k8s.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: n}, pod); err != nil {
+				t.Fatal(err)
+			}
+			patch := client.MergeFrom(pod.DeepCopy())
+			pod.Labels["touch"] = fmt.Sprint(i)
+			if err := k8s.Patch(ctx(t), pod, patch); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	time.Sleep(2 * time.Second) // let the reconciles those events cause run
+	// Even a write of an identical status costs a request; the API server counts them.
+	if writes := statusWrites(t) - writesBefore; writes != 0 {
+		t.Errorf("%d status writes though the status did not change", writes)
+	}
+}
+
+// statusWrites is the number of writes to any PaddleJob's status the API
+// server has served, from its own request metrics.
+func statusWrites(t *testing.T) int {
+	t.Helper()
+	raw, err := clientset.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="paddlejobs"`) ||
+			!strings.Contains(line, `subresource="status"`) || !(strings.Contains(line, `verb="PUT"`) || strings.Contains(line, `verb="PATCH"`)) {
+			continue
+		}
+		var n float64
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &n); err != nil {
+			t.Fatalf("parsing %q: %v", line, err)
+		}
+		total += int(n)
+	}
+	return total
+}
+
+func scale(t *testing.T, ns, name string, workers int32) {
+	t.Helper()
+	job := getJob(t, ns, name)
+	patch := client.MergeFrom(job.DeepCopy())
+	job.Spec.Worker.Replicas = workers
+	if err := k8s.Patch(ctx(t), job, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitForEvent waits for an event about the job with the reason and a note
+// containing text.
+func waitForEvent(t *testing.T, ns, job, reason, text string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("event %s %q on %s", reason, text, job), func() (bool, error) {
+		var list eventsv1.EventList
+		if err := k8s.List(ctx(t), &list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == job && e.Reason == reason && strings.Contains(e.Note, text) {
+				return true, nil
+			}
+			seen = append(seen, e.Reason+": "+e.Note)
+		}
+		return false, fmt.Errorf("events: %v", seen)
+	})
+}

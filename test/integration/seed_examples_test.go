@@ -1,0 +1,190 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+)
+
+// Every PaddleJob YAML of seed 004, created exactly as written, gets the
+// right pods, Service and environment.
+func TestSeedExamples(t *testing.T) {
+	startOperator(t)
+	tests := []struct {
+		file     string
+		ps       int
+		workers  int
+		intranet paddlev1.Intranet
+		mode     paddlev1.PaddleJobMode
+		check    func(t *testing.T, pods map[string]corev1.Pod)
+	}{{
+		file: "config/samples/seed004/example-1-wide-and-deep.yaml", ps: 2, workers: 2,
+		intranet: paddlev1.IntranetPodIP, mode: paddlev1.PaddleJobModePS,
+	}, {
+		file: "config/samples/seed004/example-2-resnet.yaml", workers: 2,
+		intranet: paddlev1.IntranetPodIP, mode: paddlev1.PaddleJobModeCollective,
+		check: func(t *testing.T, pods map[string]corev1.Pod) {
+			p := pods["resnet-worker-0"]
+			c := p.Spec.Containers[0]
+			if len(c.Command) != 1 || c.Command[0] != "python" || len(c.Args) != 3 {
+				t.Errorf("the user's command was changed: %v %v", c.Command, c.Args)
+			}
+			gpus := c.Resources.Limits["nvidia.com/gpu"]
+			if !hasVolumeNamed(p.Spec.Volumes, "dshm") || gpus.Value() != 1 {
+				t.Errorf("the user's /dev/shm volume or GPU limit was lost")
+			}
+		},
+	}, {
+		file: "config/samples/seed004/example-3-wide-and-deep-gpu-nodeselector.yaml", ps: 2, workers: 2,
+		intranet: paddlev1.IntranetService, mode: paddlev1.PaddleJobModePS,
+		check: func(t *testing.T, pods map[string]corev1.Pod) {
+			for name, p := range pods {
+				if p.Spec.NodeSelector["accelerator"] != "nvidia-tesla-p100" {
+					t.Errorf("%s lost its nodeSelector", name)
+				}
+			}
+		},
+	}, {
+		file: "config/samples/seed004/example-4-wide-and-deep-volcano.yaml", ps: 2, workers: 2,
+		intranet: paddlev1.IntranetPodIP, mode: paddlev1.PaddleJobModePS,
+		check: func(t *testing.T, pods map[string]corev1.Pod) {
+			if s := pods["wide-ande-deep-worker-0"].Spec.SchedulerName; s != "volcano" {
+				t.Errorf("worker schedulerName = %q, want the template's volcano", s)
+			}
+		},
+	}, {
+		file: "config/samples/seed004/example-5-data-demo.yaml", ps: 2, workers: 2,
+		intranet: paddlev1.IntranetPodIP, mode: paddlev1.PaddleJobModePS,
+		check: func(t *testing.T, pods map[string]corev1.Pod) {
+			p := pods["paddlejob-demo-1-worker-1"]
+			if !hasVolumeNamed(p.Spec.Volumes, "data") || p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "nfs-pvc" {
+				t.Errorf("the PVC volume was lost: %+v", p.Spec.Volumes)
+			}
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			ns := newNamespace(t)
+			job := loadJob(t, tc.file)
+			job.Namespace = ns
+			createJob(t, job)
+			name := job.Name
+			pods := waitForPods(t, ns, name, podNames(name, tc.ps, tc.workers, 0)...)
+
+			created := getJob(t, ns, name)
+			if created.Spec.EffectiveIntranet() != tc.intranet {
+				t.Errorf("intranet = %q, want %q", created.Spec.Intranet, tc.intranet)
+			}
+			svc := &corev1.Service{}
+			if err := k8s.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
+				t.Fatalf("headless Service: %v", err)
+			}
+			if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses || svc.Spec.Selector[paddlev1.LabelJobName] != name {
+				t.Errorf("Service is not the job's headless Service: %+v", svc.Spec)
+			}
+			for podName, p := range pods {
+				ref := metav1.GetControllerOf(&p)
+				if ref == nil || ref.UID != created.UID || !*ref.BlockOwnerDeletion {
+					t.Errorf("%s: controller reference %+v", podName, ref)
+				}
+				if p.Spec.Hostname != podName || p.Spec.Subdomain != name {
+					t.Errorf("%s: hostname.subdomain = %s.%s", podName, p.Spec.Hostname, p.Spec.Subdomain)
+				}
+				if p.Spec.Containers[0].Name != "paddle" {
+					t.Errorf("%s: first container %q", podName, p.Spec.Containers[0].Name)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, pods)
+			}
+
+			// Addresses: PodIP pods wait for theirs; Service pods know theirs.
+			ips := map[string]string{}
+			for i, n := range podNames(name, tc.ps, tc.workers, 0) {
+				ips[n] = fmt.Sprintf("10.20.0.%d", i+1)
+			}
+			if tc.intranet == paddlev1.IntranetPodIP {
+				for podName := range pods {
+					if _, err := resolvedEnv(t, ns, podName); err == nil {
+						t.Fatalf("%s could start before every pod had an IP", podName)
+					}
+				}
+				assignIPs(t, ns, ips)
+				for podName := range pods {
+					waitReleased(t, ns, name, podName)
+				}
+			}
+			addr := func(pod string) string {
+				if tc.intranet == paddlev1.IntranetService {
+					return pod + "." + name
+				}
+				return ips[pod]
+			}
+			for i := 0; i < tc.workers; i++ {
+				pod := paddlev1.PodName(name, paddlev1.ReplicaWorker, i)
+				env, err := resolvedEnv(t, ns, pod)
+				if err != nil {
+					t.Fatalf("env of %s: %v", pod, err)
+				}
+				want := map[string]string{
+					"PADDLE_TRAINING_ROLE": "TRAINER",
+					"PADDLE_TRAINER_ID":    fmt.Sprint(i),
+					"POD_IP":               addr(pod),
+					"PADDLE_JOB_ID":        ns + "-" + name,
+					"PADDLE_TRAINERS_NUM":  fmt.Sprint(tc.workers),
+				}
+				var workerEPs, psEPs []string
+				for j := 0; j < tc.workers; j++ {
+					workerEPs = append(workerEPs, addr(paddlev1.PodName(name, paddlev1.ReplicaWorker, j))+":23000")
+				}
+				want["PADDLE_TRAINER_ENDPOINTS"] = join(workerEPs)
+				if tc.ps > 0 {
+					for j := 0; j < tc.ps; j++ {
+						psEPs = append(psEPs, addr(paddlev1.PodName(name, paddlev1.ReplicaPS, j))+":23000")
+					}
+					want["PADDLE_PSERVERS_IP_PORT_LIST"] = join(psEPs)
+				}
+				if job.Spec.GlooLevel() > 0 {
+					want["PADDLE_WITH_GLOO"] = "1"
+					want["PADDLE_GLOO_HTTP_ENDPOINT"] = addr(paddlev1.PodName(name, paddlev1.ReplicaPS, 0)) + ":23001"
+				}
+				for k, v := range want {
+					if env[k] != v {
+						t.Errorf("%s: %s = %q, want %q", pod, k, env[k], v)
+					}
+				}
+			}
+			eventually(t, "status mode and counts", func() (bool, error) {
+				j := getJob(t, ns, name)
+				ok := j.Status.Mode == tc.mode && j.Status.Worker != nil && j.Status.Worker.Ready == fmt.Sprintf("0/%d", tc.workers) &&
+					j.Status.IsConditionTrue(paddlev1.JobCreated)
+				return ok, fmt.Errorf("status %+v", j.Status)
+			})
+		})
+	}
+}
+
+func join(s []string) string {
+	out := ""
+	for i, v := range s {
+		if i > 0 {
+			out += ","
+		}
+		out += v
+	}
+	return out
+}
+
+func hasVolumeNamed(vs []corev1.Volume, name string) bool {
+	for _, v := range vs {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,160 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+const worker = `
+  worker:
+    replicas: 2
+    template:
+      spec:
+        containers:
+        - name: paddle
+          image: paddle:v1`
+
+// The API server itself rejects invalid jobs, with messages that name the
+// field and what is allowed — before the operator sees them.
+func TestInvalidJobsAreRejectedByTheAPIServer(t *testing.T) {
+	ns := newNamespace(t)
+	tests := []struct {
+		name string
+		yaml string
+		want []string // substrings of the error
+	}{{
+		name: "unknown cleanPodPolicy",
+		yaml: "metadata: {name: a}\nspec:\n  cleanPodPolicy: Sometimes" + worker,
+		want: []string{"spec.cleanPodPolicy", `Unsupported value: "Sometimes"`, `"Always", "Never", "OnFailure", "OnCompletion"`},
+	}, {
+		name: "negative replicas",
+		yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: -1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
+		want: []string{"spec.worker.replicas", "should be greater than or equal to 1"},
+	}, {
+		name: "unknown intranet",
+		yaml: "metadata: {name: a}\nspec:\n  intranet: Overlay" + worker,
+		want: []string{"spec.intranet", `"PodIP", "Service", "Host"`},
+	}, {
+		name: "withGloo out of range",
+		yaml: "metadata: {name: a}\nspec:\n  withGloo: 3" + worker,
+		want: []string{"spec.withGloo", "less than or equal to 2"},
+	}, {
+		name: "name too long for its pod names",
+		yaml: "metadata: {name: " + strings.Repeat("a", 52) + "}\nspec:" + worker,
+		want: []string{"metadata.name must be at most 51 characters"},
+	}, {
+		name: "name that cannot name a Service",
+		yaml: "metadata: {name: 1job}\nspec:" + worker,
+		want: []string{"metadata.name must be a DNS-1035 label"},
+	}, {
+		name: "ps without worker",
+		yaml: "metadata: {name: a}\nspec:\n  ps:\n    replicas: 1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
+		want: []string{"spec.worker is required"},
+	}, {
+		name: "heter without ps",
+		yaml: "metadata: {name: a}\nspec:\n  heter:\n    replicas: 1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]" + worker,
+		want: []string{"spec.heter needs spec.ps and spec.worker"},
+	}, {
+		name: "template without containers",
+		yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 1\n    template:\n      spec:\n        containers: []",
+		want: []string{"spec.worker", "template.spec.containers must hold at least one container"},
+	}, {
+		name: "restartPolicy Always never completes",
+		yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 1\n    template:\n      spec:\n        restartPolicy: Always\n        containers: [{name: paddle, image: p}]",
+		want: []string{"spec.worker", "restartPolicy must be Never or OnFailure"},
+	}, {
+		name: "cleanPolicy alias disagreeing with cleanPodPolicy",
+		yaml: "metadata: {name: a}\nspec:\n  cleanPodPolicy: Never\n  cleanPolicy: Always" + worker,
+		want: []string{"spec.cleanPolicy is a deprecated alias of spec.cleanPodPolicy"},
+	}, {
+		name: "unknown field, with kubectl's strict field validation",
+		yaml: "metadata: {name: a}\nspec:\n  cleanPodPolcy: Never" + worker,
+		want: []string{`unknown field "spec.cleanPodPolcy"`},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte("apiVersion: batch.paddlepaddle.org/v1\nkind: PaddleJob\n"+tc.yaml), &obj.Object); err != nil {
+				t.Fatal(err)
+			}
+			obj.SetNamespace(ns)
+			err := k8s.Create(ctx(t), obj, client.FieldValidation("Strict"))
+			if err == nil {
+				t.Fatalf("the API server accepted it")
+			}
+			t.Logf("rejected: %v", err)
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\ndoes not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// Static defaults are filled in by the API server.
+func TestSchemaDefaults(t *testing.T) {
+	ns := newNamespace(t)
+	obj := &unstructured.Unstructured{}
+	src := "apiVersion: batch.paddlepaddle.org/v1\nkind: PaddleJob\nmetadata: {name: d}\nspec:\n  worker:\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]"
+	if err := yaml.Unmarshal([]byte(src), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	obj.SetNamespace(ns)
+	if err := k8s.Create(ctx(t), obj); err != nil {
+		t.Fatal(err)
+	}
+	job := getJob(t, ns, "d")
+	if job.Spec.Intranet != "PodIP" || job.Spec.Worker.Replicas != 1 {
+		t.Errorf("defaults: intranet %q, worker replicas %d", job.Spec.Intranet, job.Spec.Worker.Replicas)
+	}
+}
+
+// kubectl explain reads the CRD's schema: every PaddleJob field is explained.
+func TestEveryFieldIsDocumentedForKubectlExplain(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := k8s.Get(ctx(t), types.NamespacedName{Name: "paddlejobs.batch.paddlepaddle.org"}, crd); err != nil {
+		t.Fatal(err)
+	}
+	if got := crd.Spec.Names.ShortNames; len(got) != 1 || got[0] != "pdj" {
+		t.Errorf("short names %v, want [pdj]", got)
+	}
+	v := crd.Spec.Versions[0]
+	if v.Subresources == nil || v.Subresources.Status == nil {
+		t.Error("no status subresource")
+	}
+	var cols []string
+	for _, c := range v.AdditionalPrinterColumns {
+		cols = append(cols, c.Name)
+	}
+	if strings.Join(cols, ",") != "Phase,Mode,PS,Worker,Heter,Age" {
+		t.Errorf("printer columns %v", cols)
+	}
+	spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
+	var undocumented []string
+	var walk func(path string, s apiextensionsv1.JSONSchemaProps)
+	walk = func(path string, s apiextensionsv1.JSONSchemaProps) {
+		for name, p := range s.Properties {
+			if p.Description == "" {
+				undocumented = append(undocumented, path+"."+name)
+			}
+			if name != "template" && name != "minResources" {
+				walk(path+"."+name, p)
+			}
+		}
+	}
+	walk("spec", spec)
+	walk("status", v.Schema.OpenAPIV3Schema.Properties["status"])
+	if len(undocumented) > 0 {
+		t.Errorf("fields without a description: %v", undocumented)
+	}
+	if d := spec.Properties["worker"].Description; !strings.Contains(d, "trainers") {
+		t.Errorf("kubectl explain pdj.spec.worker would say %q", d)
+	}
+}
