@@ -37,7 +37,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		InitImage:               DefaultInitImage,
-		MaxConcurrentReconciles: 8,
+		MaxConcurrentReconciles: 16,
 		PodCreateParallelism:    64,
 		HostPortMin:             DefaultHostPortMin,
 		HostPortMax:             DefaultHostPortMax,
@@ -59,6 +59,7 @@ type PaddleJobReconciler struct {
 
 	hostPorts *hostPortAllocator
 	slots     chan struct{}
+	expect    *expectations
 
 	// finished remembers the jobs this operator saw finish, by name and UID.
 	// A status write reaches the job cache after the pod deletions it causes
@@ -90,6 +91,7 @@ func NewReconciler(c ctrl.Client, recorder events.EventRecorder, opts Options) *
 		Options:   opts,
 		hostPorts: newHostPortAllocator(opts.HostPortMin, opts.HostPortMax),
 		slots:     make(chan struct{}, opts.PodCreateParallelism),
+		expect:    newExpectations(),
 		finished:  map[types.NamespacedName]types.UID{},
 	}
 }
@@ -119,6 +121,13 @@ func (r *PaddleJobReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	pods, err := r.jobPods(ctx, job)
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if !r.expect.satisfied(refOf(job), pods, r.Clock.Now()) {
+		// The cache has not shown this operator's last creates or deletes: a
+		// pass now would redo them and write a status from a stale view. Their
+		// events bring the job back; the requeue covers what came and went.
+		logger.V(2).Info("waiting for the cache to show the last pod changes")
+		return reconcile.Result{RequeueAfter: expectationTimeout}, nil
 	}
 	if job.Status.IsFinished() || r.sawFinish(job) {
 		return reconcile.Result{}, r.cleanUp(ctx, job, pods)
@@ -158,9 +167,6 @@ func (r *PaddleJobReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 // run creates and deletes what differs from the spec, publishes endpoints,
 // and returns what the status is computed from.
 func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod) (observed, error) {
-	if err := r.ensureService(ctx, job); err != nil {
-		return observed{}, err
-	}
 	active, excess := splitPods(job, pods)
 	deleteErr := r.deletePods(ctx, job, excess, "scaled down")
 
@@ -172,6 +178,11 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 	}
 	created, createErr := r.createMissingPods(ctx, job, pods, active, jobValues)
 	active = sortPods(append(active, created...))
+	// Pods resolve each other's names only once they run: the Service can
+	// follow their creation.
+	if err := r.ensureService(ctx, job); err != nil {
+		createErr = errors.Join(createErr, err)
+	}
 
 	obs := observed{pods: active}
 	if waitsForEndpoints(&job.Spec) && createErr == nil {
@@ -366,7 +377,12 @@ func (r *PaddleJobReconciler) sawFinish(job *paddlev1.PaddleJob) bool {
 }
 
 func (r *PaddleJobReconciler) forget(key types.NamespacedName) {
+	r.expect.forget(key)
 	r.finishedMu.Lock()
 	defer r.finishedMu.Unlock()
 	delete(r.finished, key)
+}
+
+func refOf(job *paddlev1.PaddleJob) jobRef {
+	return jobRef{key: types.NamespacedName{Namespace: job.Namespace, Name: job.Name}, uid: job.UID}
 }

@@ -107,6 +107,7 @@ func (r *PaddleJobReconciler) createMissingPods(ctx context.Context, job *paddle
 			break
 		}
 	}
+	r.expect.expectCreates(refOf(job), created, r.Clock.Now())
 	if len(created) > 0 {
 		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, "SuccessfulCreatePod", "Create", "Created %d pods: %s", len(created), listNames(podNames(sortPods(created))))
 	}
@@ -140,6 +141,7 @@ func (r *PaddleJobReconciler) deletePods(ctx context.Context, job *paddlev1.Padd
 			return fmt.Errorf("deleting pod %s: %w", p.Name, err)
 		}
 	})
+	r.expect.expectDeletes(refOf(job), deleted, r.Clock.Now())
 	if len(deleted) > 0 {
 		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, "SuccessfulDeletePod", "Delete", "Deleted %d pods (%s): %s", len(deleted), why, listNames(podNames(sortPods(deleted))))
 	}

@@ -60,7 +60,7 @@ func TestMain(m *testing.M) {
 
 // startOperator runs the operator as the binary would, until the returned
 // function stops it (it is also stopped when the test ends).
-func startOperator(t *testing.T) (stop func()) {
+func startOperator(t testing.TB) (stop func()) {
 	t.Helper()
 	opts := operator.DefaultOptions()
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
