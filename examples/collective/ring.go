@@ -1,0 +1,245 @@
+package collective
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"net"
+	"time"
+
+	"github.com/paddlejob/paddlejob/examples/ctr/endpoint"
+)
+
+// Ring is one worker's link in a ring of workers: it sends to the next rank
+// and receives from the previous one.
+type Ring struct {
+	rank, size int
+	next, prev net.Conn
+	stop       func() bool // stops closing the connections when ctx ends
+	sendBuf    []byte
+	recvBuf    []byte
+}
+
+// RingConfig places a worker in the ring.
+type RingConfig struct {
+	// Endpoints is every worker's host:port, in rank order. With one
+	// endpoint or none the ring is a single worker and uses no network.
+	Endpoints []string
+	Rank      int
+	// ConnectTimeout bounds the wait for the neighbours to come up.
+	ConnectTimeout time.Duration
+	Log            *log.Logger
+}
+
+// handshake opens the connection from a rank to the next: magic, the
+// sender's rank, the ring size. The receiver answers one byte, ringAccepted.
+const (
+	handshakeMagic = "PJRING01"
+	ringAccepted   = 1
+)
+
+// Connect joins the ring. When ctx ends, every pending operation fails.
+func Connect(ctx context.Context, cfg RingConfig) (*Ring, error) {
+	size := max(len(cfg.Endpoints), 1)
+	if cfg.Rank < 0 || cfg.Rank >= size {
+		return nil, fmt.Errorf("rank %d out of range [0, %d)", cfg.Rank, size)
+	}
+	r := &Ring{rank: cfg.Rank, size: size}
+	if size == 1 {
+		return r, nil
+	}
+	ln, err := endpoint.Listen(ctx, cfg.Endpoints[cfg.Rank], cfg.ConnectTimeout, cfg.Log.Printf)
+	if err != nil {
+		return nil, err
+	}
+	defer ln.Close() // the ring is fixed once both neighbours are linked
+	cfg.Log.Printf("rank %d of %d listening on %s", cfg.Rank, size, cfg.Endpoints[cfg.Rank])
+
+	nextRank := (cfg.Rank + 1) % size
+	var dialErr, acceptErr error
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		r.prev, acceptErr = acceptPrev(ctx, ln, cfg, (cfg.Rank+size-1)%size)
+	}()
+	r.next, dialErr = dialNext(ctx, cfg, nextRank)
+	if dialErr != nil {
+		ln.Close() // gives up on the previous rank too
+	}
+	<-accepted
+	if err := errors.Join(dialErr, acceptErr); err != nil {
+		r.Close()
+		return nil, err
+	}
+	r.stop = context.AfterFunc(ctx, r.closeConns)
+	return r, nil
+}
+
+// dialNext connects to the next rank and introduces itself.
+func dialNext(ctx context.Context, cfg RingConfig, next int) (net.Conn, error) {
+	size := len(cfg.Endpoints)
+	name := fmt.Sprintf("rank %d", next)
+	conn, err := endpoint.Dial(ctx, name, cfg.Endpoints[next], cfg.ConnectTimeout, cfg.Log.Printf)
+	if err != nil {
+		return nil, err
+	}
+	hello := make([]byte, len(handshakeMagic)+8)
+	copy(hello, handshakeMagic)
+	binary.LittleEndian.PutUint32(hello[len(handshakeMagic):], uint32(cfg.Rank))
+	binary.LittleEndian.PutUint32(hello[len(handshakeMagic)+4:], uint32(size))
+	ack := make([]byte, 1)
+	if _, err = conn.Write(hello); err == nil {
+		_, err = io.ReadFull(conn, ack)
+	}
+	if err == nil && ack[0] != ringAccepted {
+		err = fmt.Errorf("unexpected answer %d", ack[0])
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%s at %s refused this rank (ring of %d): %w", name, cfg.Endpoints[next], size, err)
+	}
+	return conn, nil
+}
+
+// acceptPrev waits for the previous rank, turning away anything else.
+func acceptPrev(ctx context.Context, ln net.Listener, cfg RingConfig, prev int) (net.Conn, error) {
+	size := len(cfg.Endpoints)
+	if tl, ok := ln.(*net.TCPListener); ok {
+		tl.SetDeadline(time.Now().Add(cfg.ConnectTimeout))
+	}
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return nil, fmt.Errorf("waiting for rank %d to connect: %w", prev, err)
+		}
+		hello := make([]byte, len(handshakeMagic)+8)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = io.ReadFull(conn, hello)
+		conn.SetReadDeadline(time.Time{})
+		rank := binary.LittleEndian.Uint32(hello[len(handshakeMagic):])
+		peerSize := binary.LittleEndian.Uint32(hello[len(handshakeMagic)+4:])
+		switch {
+		case err != nil || string(hello[:len(handshakeMagic)]) != handshakeMagic:
+			cfg.Log.Printf("turned away a connection from %s: not a ring handshake", conn.RemoteAddr())
+		case int(peerSize) != size:
+			cfg.Log.Printf("turned away rank %d from %s: it counts %d workers, this rank %d", rank, conn.RemoteAddr(), peerSize, size)
+		case int(rank) != prev:
+			cfg.Log.Printf("turned away rank %d from %s: expected rank %d", rank, conn.RemoteAddr(), prev)
+		default:
+			if _, err := conn.Write([]byte{ringAccepted}); err != nil {
+				conn.Close()
+				return nil, fmt.Errorf("accept rank %d: %w", prev, err)
+			}
+			return conn, nil
+		}
+		conn.Close()
+	}
+}
+
+// Rank is this worker's rank; Size the number of workers.
+func (r *Ring) Rank() int { return r.rank }
+func (r *Ring) Size() int { return r.size }
+
+// Close leaves the ring.
+func (r *Ring) Close() {
+	if r.stop != nil {
+		r.stop()
+	}
+	r.closeConns()
+}
+
+func (r *Ring) closeConns() {
+	for _, c := range []net.Conn{r.next, r.prev} {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+// AllReduce replaces data, on every worker, by its sum over all workers.
+// Every worker must call it with the same length. The data is cut into one
+// chunk per worker; a reduce-scatter leaves each worker with one chunk fully
+// summed, an all-gather passes the summed chunks around. Every worker ends
+// with bit-identical values.
+func (r *Ring) AllReduce(data []float64) error {
+	n := r.size
+	if n == 1 {
+		return nil
+	}
+	chunk := func(i int) []float64 {
+		i = ((i % n) + n) % n
+		return data[i*len(data)/n : (i+1)*len(data)/n]
+	}
+	for i := range n - 1 {
+		if err := r.exchange(chunk(r.rank-i), chunk(r.rank-i-1), true); err != nil {
+			return fmt.Errorf("all-reduce: reduce-scatter: %w", err)
+		}
+	}
+	for i := range n - 1 {
+		if err := r.exchange(chunk(r.rank+1-i), chunk(r.rank-i), false); err != nil {
+			return fmt.Errorf("all-reduce: all-gather: %w", err)
+		}
+	}
+	return nil
+}
+
+// exchange sends out to the next rank while receiving len(in) values from
+// the previous one, which are added into in or overwrite it. Sending and
+// receiving at once keeps a ring of blocked writers from deadlocking.
+func (r *Ring) exchange(out, in []float64, add bool) error {
+	sent := make(chan error, 1)
+	go func() { sent <- r.send(out) }()
+	recvErr := r.receive(in, add)
+	return errors.Join(<-sent, recvErr)
+}
+
+// A frame is the value count (uint32) then the values, little-endian.
+func (r *Ring) send(values []float64) error {
+	need := 4 + 8*len(values)
+	if cap(r.sendBuf) < need {
+		r.sendBuf = make([]byte, need)
+	}
+	buf := r.sendBuf[:need]
+	binary.LittleEndian.PutUint32(buf, uint32(len(values)))
+	for i, x := range values {
+		binary.LittleEndian.PutUint64(buf[4+8*i:], math.Float64bits(x))
+	}
+	if _, err := r.next.Write(buf); err != nil {
+		return fmt.Errorf("send to rank %d: %w", (r.rank+1)%r.size, err)
+	}
+	return nil
+}
+
+func (r *Ring) receive(in []float64, add bool) error {
+	prev := (r.rank + r.size - 1) % r.size
+	var header [4]byte
+	if _, err := io.ReadFull(r.prev, header[:]); err != nil {
+		return fmt.Errorf("receive from rank %d: %w", prev, err)
+	}
+	if n := binary.LittleEndian.Uint32(header[:]); int(n) != len(in) {
+		return fmt.Errorf("rank %d sent %d values, want %d: do all workers run the same model?", prev, n, len(in))
+	}
+	need := 8 * len(in)
+	if cap(r.recvBuf) < need {
+		r.recvBuf = make([]byte, need)
+	}
+	buf := r.recvBuf[:need]
+	if _, err := io.ReadFull(r.prev, buf); err != nil {
+		return fmt.Errorf("receive from rank %d: %w", prev, err)
+	}
+	for i := range in {
+		x := math.Float64frombits(binary.LittleEndian.Uint64(buf[8*i:]))
+		if add {
+			in[i] += x
+		} else {
+			in[i] = x
+		}
+	}
+	return nil
+}
