@@ -75,6 +75,12 @@ test-unit: ## Run the unit tests only.
 build: ## Build the binaries into bin/.
 	go build -o $(LOCALBIN)/ ./cmd/...
 
+##@ Local cluster
+
+.PHONY: demo
+demo: build ## Start the local cluster, train the PS example with live progress, stop the cluster.
+	hack/demo.sh
+
 $(CONTROLLER_GEN): hack/tools/go.mod
 	@mkdir -p $(LOCALBIN)
 	cd hack/tools && go build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/yaml"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/progress"
+	"github.com/paddlejob/paddlejob/pkg/client"
+)
+
+// printJobs writes jobs as a table (kubectl get's columns), YAML or JSON. A
+// single named job prints as an object, a listing as a list.
+func printJobs(w io.Writer, jobs []paddlev1.PaddleJob, format string, withNamespace, single bool) error {
+	switch format {
+	case "yaml", "json":
+		var obj any = &paddlev1.PaddleJobList{Items: jobs}
+		if single {
+			obj = &jobs[0]
+		}
+		for i := range jobs {
+			jobs[i].APIVersion, jobs[i].Kind = paddlev1.GroupVersion.String(), "PaddleJob"
+		}
+		if l, ok := obj.(*paddlev1.PaddleJobList); ok {
+			l.APIVersion, l.Kind = "v1", "List"
+		}
+		if format == "json" {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "    ")
+			return enc.Encode(obj)
+		}
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	case "table", "wide", "":
+	default:
+		return fmt.Errorf("--output %q: want table, wide, yaml or json", format)
+	}
+	if len(jobs) == 0 {
+		_, err := fmt.Fprintln(w, "No PaddleJobs found.")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	header := []string{"NAME", "PHASE", "MODE", "PS", "WORKER", "HETER", "AGE"}
+	if format == "wide" {
+		header = append(header, "INTRANET", "CLEAN-POD-POLICY", "REASON")
+	}
+	if withNamespace {
+		header = append([]string{"NAMESPACE"}, header...)
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for i := range jobs {
+		j := &jobs[i]
+		row := []string{j.Name, dash(string(j.Status.Phase)), dash(string(j.Status.Mode)),
+			ready(j, paddlev1.ReplicaPS), ready(j, paddlev1.ReplicaWorker), ready(j, paddlev1.ReplicaHeter),
+			duration.HumanDuration(time.Since(j.CreationTimestamp.Time))}
+		if format == "wide" {
+			row = append(row, string(j.Spec.EffectiveIntranet()), string(j.Spec.EffectiveCleanPodPolicy()), reason(j))
+		}
+		if withNamespace {
+			row = append([]string{j.Namespace}, row...)
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
+
+func ready(j *paddlev1.PaddleJob, rt paddlev1.ReplicaType) string {
+	if rs := j.Status.ReplicaStatus(rt); rs != nil && rs.Ready != "" {
+		return rs.Ready
+	}
+	if n := j.Spec.ReplicaCount(rt); n > 0 {
+		return fmt.Sprintf("0/%d", n)
+	}
+	return "-"
+}
+
+// reason is the reason of the job's most telling condition.
+func reason(j *paddlev1.PaddleJob) string {
+	for _, t := range []string{paddlev1.JobFailed, paddlev1.JobSucceeded, paddlev1.JobRunning, paddlev1.JobCreated} {
+		for _, c := range j.Status.Conditions {
+			if c.Type == t && (c.Status == "True" || t == paddlev1.JobRunning) {
+				return c.Reason
+			}
+		}
+	}
+	return "-"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// describeJob writes a human summary of a job: spec, status, conditions,
+// pods with their state and exit codes, and recent events.
+func describeJob(w io.Writer, j *paddlev1.PaddleJob, pods []corev1.Pod, events []corev1.Event, now time.Time) {
+	fmt.Fprintf(w, "Name:              %s\n", j.Name)
+	fmt.Fprintf(w, "Namespace:         %s\n", j.Namespace)
+	fmt.Fprintf(w, "Created:           %s (%s ago)\n", j.CreationTimestamp.Format(time.RFC3339), duration.HumanDuration(now.Sub(j.CreationTimestamp.Time)))
+	fmt.Fprintf(w, "Phase:             %s\n", dash(string(j.Status.Phase)))
+	fmt.Fprintf(w, "Mode:              %s\n", dash(string(j.Status.Mode)))
+	fmt.Fprintf(w, "Intranet:          %s\n", j.Spec.EffectiveIntranet())
+	fmt.Fprintf(w, "Clean pod policy:  %s\n", j.Spec.EffectiveCleanPodPolicy())
+	if g := j.Spec.GlooLevel(); g > 0 {
+		fmt.Fprintf(w, "Gloo:              %d\n", g)
+	}
+	if t := j.Status.StartTime; t != nil {
+		fmt.Fprintf(w, "Started:           %s\n", t.Format(time.RFC3339))
+	}
+	if t := j.Status.CompletionTime; t != nil {
+		fmt.Fprintf(w, "Finished:          %s\n", t.Format(time.RFC3339))
+	}
+	fmt.Fprintln(w, "Roles:")
+	for _, rt := range paddlev1.ReplicaTypes {
+		rs := j.Spec.Replicas(rt)
+		if rs == nil {
+			continue
+		}
+		var images []string
+		for _, c := range rs.Template.Spec.Containers {
+			images = append(images, c.Image)
+		}
+		fmt.Fprintf(w, "  %-7s replicas %d, ready %s, image %s\n", rt, rs.Replicas, ready(j, rt), strings.Join(images, ", "))
+	}
+	fmt.Fprintln(w, "Conditions:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tSINCE\tMESSAGE")
+	for _, c := range j.Status.Conditions {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, duration.HumanDuration(now.Sub(c.LastTransitionTime.Time)), c.Message)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "Pods:")
+	if len(pods) == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if len(pods) > 0 {
+		fmt.Fprintln(tw, "  NAME\tSTATE\tRESTARTS\tIP\tNODE\tEXIT CODES")
+	}
+	for i := range pods {
+		p := &pods[i]
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\n", p.Name, progress.PodState(p), restarts(p), dash(p.Status.PodIP), dash(p.Spec.NodeName), exitCodes(p))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "Events:")
+	if len(events) == 0 {
+		fmt.Fprintln(w, "  none")
+		return
+	}
+	if len(events) > 20 {
+		events = events[len(events)-20:]
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TYPE\tREASON\tAGE\tMESSAGE")
+	for _, e := range events {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", e.Type, e.Reason, duration.HumanDuration(now.Sub(client.EventTime(e))), e.Message)
+	}
+	tw.Flush()
+}
+
+func restarts(p *corev1.Pod) int32 {
+	var n int32
+	for _, cs := range p.Status.ContainerStatuses {
+		n += cs.RestartCount
+	}
+	return n
+}
+
+// exitCodes lists the exit codes of a pod's terminated containers.
+func exitCodes(p *corev1.Pod) string {
+	var out []string
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			out = append(out, fmt.Sprintf("%s=%d", cs.Name, t.ExitCode))
+		}
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, ",")
+}

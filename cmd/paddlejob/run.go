@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/kube"
+	"github.com/paddlejob/paddlejob/internal/progress"
+	"github.com/paddlejob/paddlejob/pkg/client"
+)
+
+func init() { register(newRunCmd) }
+
+type runFlags struct {
+	target  targetFlags
+	file    string
+	follow  []string
+	replace bool
+	timeout time.Duration
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run -f job.yaml",
+		Short: "Run a PaddleJob to the end, showing its progress",
+		Long: `Submit the PaddleJob of a manifest (other objects in it are created first) and show
+its progress until it finishes: pods per role and state, redrawn in place on a terminal,
+a line per change otherwise. Exits 0 when the job completes, 1 with the reason when it
+fails, 2 on timeout.
+
+Without --kubeconfig or --context it runs on the local cluster, starting it when needed.`,
+		Example: `  paddlejob run -f examples/jobs/wide-and-deep.yaml
+  paddlejob run -f job.yaml --follow            # stream every pod's log
+  paddlejob run -f job.yaml --follow worker-0   # stream one pod's log
+  paddlejob run -f job.yaml --context prod -n training`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runJob(cmd, &f) },
+	}
+	f.target.bind(cmd)
+	cmd.Flags().StringVarP(&f.file, "filename", "f", "", "manifest with the PaddleJob (- for stdin)")
+	cmd.Flags().StringSliceVar(&f.follow, "follow", nil, "stream the logs of these pods (all, a role like worker, or pods like worker-0), each line prefixed")
+	cmd.Flags().Lookup("follow").NoOptDefVal = "all"
+	cmd.Flags().BoolVar(&f.replace, "replace", false, "delete a job of the same name first")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "give up waiting after this long (the job keeps running)")
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+func runJob(cmd *cobra.Command, f *runFlags) error {
+	ctx := cmd.Context()
+	objs, err := readManifests(cmd, f.file)
+	if err != nil {
+		return err
+	}
+	var job *unstructured.Unstructured
+	var others []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "PaddleJob" && o.GroupVersionKind().Group == paddlev1.GroupVersion.Group {
+			if job != nil {
+				return fmt.Errorf("%s holds more than one PaddleJob: run them one at a time", f.file)
+			}
+			job = o
+			continue
+		}
+		others = append(others, o)
+	}
+	if job == nil {
+		return fmt.Errorf("%s holds no PaddleJob", f.file)
+	}
+	if f.target.namespace != "" {
+		job.SetNamespace(f.target.namespace)
+	}
+	ns := job.GetNamespace()
+	if ns == "" {
+		ns = f.target.ns()
+	}
+
+	c, err := f.target.client(cmd, true)
+	if err != nil {
+		return err
+	}
+	applier, err := kube.NewApplier(c.Config())
+	if err != nil {
+		return err
+	}
+	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	for _, o := range others {
+		if _, err := applier.Create(ctx, o, ns); err != nil {
+			switch {
+			case apierrors.IsAlreadyExists(err):
+				fmt.Fprintf(errOut, "%s %s exists; using it\n", o.GetKind(), o.GetName())
+			case strings.Contains(err.Error(), "does not serve this kind"):
+				fmt.Fprintf(errOut, "warning: skipping %s %s: %v\n", o.GetKind(), o.GetName(), err)
+			default:
+				return err
+			}
+		}
+	}
+	if f.replace {
+		if err := replaceJob(ctx, c, ns, job.GetName()); err != nil {
+			return err
+		}
+	}
+	if _, err := applier.Create(ctx, job, ns); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("PaddleJob %s/%s already exists: delete it (paddlejob delete %s) or use --replace", ns, job.GetName(), job.GetName())
+		}
+		return err
+	}
+	fmt.Fprintf(errOut, "created PaddleJob %s/%s\n", ns, job.GetName())
+	return follow(ctx, c, f, ns, job.GetName(), out, errOut)
+}
+
+// follow shows the job's progress until it finishes, streaming the chosen
+// pods' logs meanwhile.
+func follow(ctx context.Context, c *client.Client, f *runFlags, ns, name string, out, errOut io.Writer) error {
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+	}
+	// Logs and an in-place display would overwrite each other.
+	tty := len(f.follow) == 0 && isTerminal(errOut)
+	r := progress.NewRenderer(errOut, tty)
+	start := time.Now()
+	streaming := map[string]bool{}
+	logCtx, stopLogs := context.WithCancel(ctx)
+	defer stopLogs()
+	logsDone := make(chan struct{}, 64)
+	var final *paddlev1.PaddleJob
+
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	ticker := time.NewTicker(time.Second) // keeps the elapsed time moving on a terminal
+	defer ticker.Stop()
+	var last client.Snapshot
+	go func() {
+		for {
+			select {
+			case <-watchCtx.Done():
+				return
+			case <-ticker.C:
+				if tty {
+					r.Render(last, time.Since(start))
+				}
+			}
+		}
+	}()
+	err := c.Watch(watchCtx, ns, name, func(s client.Snapshot) (bool, error) {
+		last = s
+		r.Render(s, time.Since(start))
+		for _, p := range s.Pods {
+			if !streaming[p.Name] && followed(f.follow, name, &p) {
+				streaming[p.Name] = true
+				go func() {
+					short := strings.TrimPrefix(p.Name, name+"-")
+					_ = c.StreamLogs(logCtx, ns, []client.PodLog{{Pod: p.Name, Prefix: "[" + short + "] "}}, out, client.StreamOptions{Follow: true})
+					logsDone <- struct{}{}
+				}()
+			}
+		}
+		if s.Job != nil && s.Job.Status.IsFinished() {
+			final = s.Job
+			return true, nil
+		}
+		if s.Job == nil && time.Since(start) > 10*time.Second {
+			return false, fmt.Errorf("PaddleJob %s/%s was deleted", ns, name)
+		}
+		return false, nil
+	})
+	stopWatch()
+	if final != nil {
+		// Let the followed logs drain: their containers have exited.
+		drain := time.After(5 * time.Second)
+		for range streaming {
+			select {
+			case <-logsDone:
+			case <-drain:
+			}
+		}
+		return finished(final, errOut, time.Since(start))
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return exitError{code: 2, msg: fmt.Sprintf("timed out after %s; PaddleJob %s/%s keeps running", f.timeout, ns, name)}
+	case errors.Is(err, context.Canceled):
+		return exitError{code: 130, msg: fmt.Sprintf("stopped watching; PaddleJob %s/%s keeps running", ns, name)}
+	}
+	return err
+}
+
+// finished reports the end of the job and its exit code.
+func finished(job *paddlev1.PaddleJob, w io.Writer, took time.Duration) error {
+	if job.Status.Phase == paddlev1.PaddleJobCompleted {
+		fmt.Fprintf(w, "PaddleJob %s/%s completed in %s\n", job.Namespace, job.Name, took.Round(time.Second))
+		return nil
+	}
+	return exitError{code: 1, msg: fmt.Sprintf("PaddleJob %s/%s failed: %s", job.Namespace, job.Name,
+		strings.TrimPrefix(client.FailureMessage(job), client.ErrJobFailed.Error()+": "))}
+}
+
+// followed reports whether a pod's log was asked for: "all", a role
+// ("worker"), or a pod by its short name ("worker-0") or full name.
+func followed(selectors []string, job string, p *corev1.Pod) bool {
+	short := strings.TrimPrefix(p.Name, job+"-")
+	for _, s := range selectors {
+		if s == "all" || s == p.Name || s == short || s == p.Labels[paddlev1.LabelReplicaType] {
+			return true
+		}
+	}
+	return false
+}
+
+func replaceJob(ctx context.Context, c *client.Client, ns, name string) error {
+	if err := c.Delete(ctx, ns, name); err != nil {
+		if apierrors.IsNotFound(errors.Unwrap(err)) || strings.Contains(err.Error(), "not found") {
+			return nil
+		}
+		return err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if _, err := c.Get(ctx, ns, name); err != nil {
+			return nil
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("PaddleJob %s/%s is still being deleted", ns, name)
+}
+
+func readManifests(cmd *cobra.Command, file string) ([]*unstructured.Unstructured, error) {
+	var data []byte
+	var err error
+	if file == "-" {
+		data, err = io.ReadAll(cmd.InOrStdin())
+	} else {
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return nil, err
+	}
+	objs, err := kube.DecodeManifests(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return objs, nil
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,317 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/paddlejob/paddlejob/config"
+	"github.com/paddlejob/paddlejob/internal/kube"
+)
+
+// Component names, also the names of their log files.
+const (
+	componentEtcd              = "etcd"
+	componentAPIServer         = "kube-apiserver"
+	componentControllerManager = "kube-controller-manager"
+	componentScheduler         = "kube-scheduler"
+	componentOperator          = "paddlejob-operator"
+	componentNode              = "paddlejob-node"
+)
+
+// Identities of the components, as their client certificates name them.
+// The scheduler, controller manager and node use Kubernetes' own, which its
+// built-in RBAC and Node authorizer know; the operator gets exactly the
+// ClusterRole generated from its markers, as on a real cluster.
+const (
+	operatorUser = "paddlejob-operator"
+	serviceCIDR  = "10.0.0.0/24"
+	serviceIP    = "10.0.0.1"
+)
+
+// boot starts a cluster step by step.
+type boot struct {
+	opts Options
+	l    layout
+	bins string
+	st   *State
+	ca   *keyPair
+}
+
+func (b *boot) run(ctx context.Context) (*State, error) {
+	b.st = &State{Home: b.l.home, Started: time.Now(), Binaries: b.bins}
+	ports := []*int{&b.st.Ports.EtcdClient, &b.st.Ports.EtcdPeer, &b.st.Ports.APIServer, &b.st.Ports.Scheduler,
+		&b.st.Ports.ControllerManager, &b.st.Ports.OperatorProbes, &b.st.Ports.Kubelet}
+	for _, p := range ports {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		*p = port
+	}
+	if err := b.step("certificates", b.certificates); err != nil {
+		return b.st, err
+	}
+	steps := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{componentEtcd, b.startEtcd},
+		{componentAPIServer, b.startAPIServer},
+		{"PaddleJob CRD and operator RBAC", b.install},
+		{componentControllerManager, b.startControllerManager},
+		{componentScheduler, b.startScheduler},
+		{componentOperator, b.startOperator},
+		{componentNode, b.startNode},
+		{"default service account", b.waitDefaultServiceAccount},
+	}
+	for _, s := range steps {
+		if err := b.step(s.name, func() error { return s.fn(ctx) }); err != nil {
+			return b.st, err
+		}
+	}
+	if err := writeState(b.l, b.st); err != nil {
+		return b.st, err
+	}
+	fmt.Fprintf(b.opts.Out, "local cluster ready: %s\n  kubeconfig: %s\n", b.st.Server(), b.l.kubeconfig())
+	return b.st, nil
+}
+
+// step runs one step, printing what it does and how long it took.
+func (b *boot) step(name string, fn func() error) error {
+	fmt.Fprintf(b.opts.Out, "  %-34s ", name+" ...")
+	start := time.Now()
+	if err := fn(); err != nil {
+		fmt.Fprintln(b.opts.Out, "failed")
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	fmt.Fprintf(b.opts.Out, "ok (%s)\n", time.Since(start).Round(10*time.Millisecond))
+	// Record progress so a failure later can still stop what started.
+	return writeState(b.l, b.st)
+}
+
+// launch starts a component and waits until ready says so, failing at once
+// with the end of its log if the process exits meanwhile.
+func (b *boot) launch(ctx context.Context, name string, args, env []string, timeout time.Duration, ready func() error) error {
+	p, err := startProcess(name, args, env, b.l.logs())
+	if err != nil {
+		return err
+	}
+	b.st.Processes = append(b.st.Processes, p)
+	return waitFor(ctx, timeout, func() error {
+		if !p.alive() {
+			return stopWaiting(fmt.Errorf("%s exited:\n%s", name, tailFile(p.Log, 15)))
+		}
+		return ready()
+	})
+}
+
+func (b *boot) bin(name string) string { return filepath.Join(b.bins, name) }
+
+func (b *boot) certificates() error {
+	dir := b.l.pki()
+	ca, err := newCA(dir)
+	if err != nil {
+		return err
+	}
+	b.ca = ca
+	loopback := []string{"127.0.0.1", "localhost"}
+	specs := []certSpec{
+		{name: "etcd", commonName: "etcd", server: true, client: true, hosts: loopback},
+		{name: "apiserver-etcd-client", commonName: "kube-apiserver-etcd-client", client: true},
+		{name: "apiserver", commonName: "kube-apiserver", server: true,
+			hosts: append(loopback, serviceIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")},
+		{name: "apiserver-kubelet-client", commonName: "kube-apiserver-kubelet-client", organization: []string{"system:masters"}, client: true},
+		{name: "admin", commonName: "paddlejob-admin", organization: []string{"system:masters"}, client: true},
+		{name: componentControllerManager, commonName: "system:kube-controller-manager", client: true},
+		{name: componentScheduler, commonName: "system:kube-scheduler", client: true},
+		{name: componentOperator, commonName: operatorUser, client: true},
+		{name: componentNode, commonName: "system:node:" + NodeName, organization: []string{"system:nodes"}, client: true},
+		{name: "kubelet-serving", commonName: NodeName, server: true, hosts: loopback},
+	}
+	issued := map[string]*keyPair{}
+	for _, s := range specs {
+		kp, err := ca.issue(dir, s)
+		if err != nil {
+			return err
+		}
+		issued[s.name] = kp
+	}
+	if _, _, err := writeServiceAccountKey(dir); err != nil {
+		return err
+	}
+	server := b.st.Server()
+	if err := writeKubeconfig(b.l.kubeconfig(), server, ca, issued["admin"]); err != nil {
+		return err
+	}
+	for _, c := range []string{componentControllerManager, componentScheduler, componentOperator, componentNode} {
+		if err := writeKubeconfig(b.l.componentConfig(c), server, ca, issued[c]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *boot) startEtcd(ctx context.Context) error {
+	pki := b.l.pki()
+	client := fmt.Sprintf("https://127.0.0.1:%d", b.st.Ports.EtcdClient)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", b.st.Ports.EtcdPeer)
+	return b.launch(ctx, componentEtcd, []string{b.bin("etcd"),
+		"--name=paddlejob", "--data-dir=" + b.l.etcdData(),
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=paddlejob=" + peer,
+		"--cert-file=" + filepath.Join(pki, "etcd.crt"), "--key-file=" + filepath.Join(pki, "etcd.key"),
+		"--client-cert-auth", "--trusted-ca-file=" + b.ca.CertFile,
+		"--listen-metrics-urls=", // no extra listener
+		// A throwaway development store: durability is not worth the fsyncs.
+		"--unsafe-no-fsync", "--quota-backend-bytes=2147483648",
+		"--log-level=warn",
+	}, nil, 30*time.Second, func() error { return dialTLS(b.st.Ports.EtcdClient) })
+}
+
+func (b *boot) startAPIServer(ctx context.Context) error {
+	pki := b.l.pki()
+	f := func(name string) string { return filepath.Join(pki, name) }
+	cfg, err := kube.LoadConfig(b.l.kubeconfig(), "")
+	if err != nil {
+		return err
+	}
+	return b.launch(ctx, componentAPIServer, []string{b.bin("kube-apiserver"),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + itoa(b.st.Ports.APIServer),
+		"--etcd-servers=https://127.0.0.1:" + itoa(b.st.Ports.EtcdClient),
+		"--etcd-cafile=" + b.ca.CertFile, "--etcd-certfile=" + f("apiserver-etcd-client.crt"), "--etcd-keyfile=" + f("apiserver-etcd-client.key"),
+		"--tls-cert-file=" + f("apiserver.crt"), "--tls-private-key-file=" + f("apiserver.key"),
+		"--client-ca-file=" + b.ca.CertFile,
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
+		"--service-cluster-ip-range=" + serviceCIDR,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + f("sa.pub"), "--service-account-signing-key-file=" + f("sa.key"),
+		"--api-audiences=https://kubernetes.default.svc.cluster.local",
+		"--kubelet-client-certificate=" + f("apiserver-kubelet-client.crt"), "--kubelet-client-key=" + f("apiserver-kubelet-client.key"),
+		"--kubelet-certificate-authority=" + b.ca.CertFile,
+		"--kubelet-preferred-address-types=InternalIP",
+		"--allow-privileged=true",
+		"--profiling=false",
+		"--v=1",
+	}, nil, 90*time.Second, func() error { return getOK(ctx, cfg, "/readyz") })
+}
+
+func (b *boot) install(ctx context.Context) error {
+	cfg, err := kube.LoadConfig(b.l.kubeconfig(), "")
+	if err != nil {
+		return err
+	}
+	applier, err := kube.NewApplier(cfg)
+	if err != nil {
+		return err
+	}
+	var objs []string
+	for _, f := range []string{config.CRDFile, config.OperatorRoleFile} {
+		data, err := config.Manifests.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, string(data))
+	}
+	objs = append(objs, operatorBinding)
+	manifests, err := kube.DecodeManifests([]byte(strings.Join(objs, "\n---\n")))
+	if err != nil {
+		return err
+	}
+	for _, obj := range manifests {
+		if err := applier.Apply(ctx, obj, ""); err != nil {
+			return err
+		}
+	}
+	return waitFor(ctx, 30*time.Second, func() error { return crdEstablished(ctx, cfg) })
+}
+
+// operatorBinding binds the operator's generated ClusterRole to its
+// certificate's user.
+const operatorBinding = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: paddlejob-operator
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: paddlejob-operator
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: ` + operatorUser + "\n"
+
+func (b *boot) startControllerManager(ctx context.Context) error {
+	kc := b.l.componentConfig(componentControllerManager)
+	return b.launch(ctx, componentControllerManager, []string{b.bin("kube-controller-manager"),
+		"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1", "--secure-port=" + itoa(b.st.Ports.ControllerManager),
+		"--leader-elect=false",
+		"--use-service-account-credentials=true",
+		// Pod IPs are loopback addresses, which EndpointSlices refuse; pods
+		// find each other through the node's /etc/hosts, and there is no
+		// kube-proxy to use endpoints anyway.
+		"--controllers=*,-endpointslice-controller,-endpointslice-mirroring-controller,-endpoints-controller",
+		"--service-account-private-key-file=" + filepath.Join(b.l.pki(), "sa.key"),
+		"--root-ca-file=" + b.ca.CertFile,
+		"--service-cluster-ip-range=" + serviceCIDR,
+		"--cluster-signing-cert-file=" + b.ca.CertFile, "--cluster-signing-key-file=" + b.ca.KeyFile,
+		"--profiling=false",
+		"--v=1",
+	}, nil, 60*time.Second, func() error { return getInsecure(ctx, b.st.Ports.ControllerManager, "/healthz") })
+}
+
+func (b *boot) startScheduler(ctx context.Context) error {
+	kc := b.l.componentConfig(componentScheduler)
+	return b.launch(ctx, componentScheduler, []string{b.bin("kube-scheduler"),
+		"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1", "--secure-port=" + itoa(b.st.Ports.Scheduler),
+		"--leader-elect=false",
+		"--profiling=false",
+		"--v=1",
+	}, nil, 60*time.Second, func() error { return getInsecure(ctx, b.st.Ports.Scheduler, "/healthz") })
+}
+
+func (b *boot) startOperator(ctx context.Context) error {
+	probes := "127.0.0.1:" + itoa(b.st.Ports.OperatorProbes)
+	return b.launch(ctx, componentOperator, []string{b.opts.Executable, "operator",
+		"--metrics-bind-address=0", "--health-probe-bind-address=" + probes,
+	}, []string{"KUBECONFIG=" + b.l.componentConfig(componentOperator)},
+		60*time.Second, func() error { return getPlain(ctx, "http://"+probes+"/readyz") })
+}
+
+func (b *boot) startNode(ctx context.Context) error {
+	if err := writeImageTable(b.l.imageTable(), b.opts.Executable, b.opts.ImageTable); err != nil {
+		return err
+	}
+	pki := b.l.pki()
+	cfg, err := kube.LoadConfig(b.l.kubeconfig(), "")
+	if err != nil {
+		return err
+	}
+	return b.launch(ctx, componentNode, []string{b.opts.Executable, "node",
+		"--kubeconfig=" + b.l.componentConfig(componentNode),
+		"--node-name=" + NodeName,
+		"--state-dir=" + b.l.nodeState(),
+		"--node-ip=127.0.0.1",
+		"--kubelet-port=" + itoa(b.st.Ports.Kubelet),
+		"--tls-cert-file=" + filepath.Join(pki, "kubelet-serving.crt"),
+		"--tls-private-key-file=" + filepath.Join(pki, "kubelet-serving.key"),
+		"--client-ca-file=" + b.ca.CertFile,
+		"--image-table=" + b.l.imageTable(),
+	}, nil, 60*time.Second, func() error { return nodeReady(ctx, cfg, NodeName) })
+}
+
+// waitDefaultServiceAccount waits for the controller manager to create the
+// default namespace's service account: pods cannot be created before it.
+func (b *boot) waitDefaultServiceAccount(ctx context.Context) error {
+	cfg, err := kube.LoadConfig(b.l.kubeconfig(), "")
+	if err != nil {
+		return err
+	}
+	return waitFor(ctx, 60*time.Second, func() error { return serviceAccountExists(ctx, cfg, "default", "default") })
+}

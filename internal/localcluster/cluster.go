@@ -1,0 +1,257 @@
+// Package localcluster runs a real single-node Kubernetes on this machine:
+// etcd, kube-apiserver, kube-scheduler and kube-controller-manager as local
+// processes bound to 127.0.0.1 with generated certificates, the PaddleJob CRD
+// and operator, and the process node that runs pods as sandboxed processes.
+// Everything lives in one directory (DefaultHome) that Down removes.
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/paddlejob/paddlejob/internal/kubebin"
+)
+
+// NodeName is the name of the local cluster's one node.
+const NodeName = "paddlejob-node"
+
+// Options configure a local cluster.
+type Options struct {
+	// Home is the state directory; DefaultHome() when empty.
+	Home string
+	// BinaryDirs are directories to take the control-plane binaries from
+	// before building them.
+	BinaryDirs []string
+	// Executable is the paddlejob binary that runs the operator and the node;
+	// the running executable when empty.
+	Executable string
+	// ImageTable is a user image table merged over the built-in one.
+	ImageTable string
+	// Out receives progress.
+	Out io.Writer
+}
+
+func (o *Options) complete() error {
+	if o.Home == "" {
+		o.Home = DefaultHome()
+	}
+	abs, err := filepath.Abs(o.Home)
+	if err != nil {
+		return err
+	}
+	o.Home = abs
+	if o.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding the paddlejob executable: %w", err)
+		}
+		o.Executable = exe
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	return nil
+}
+
+// Up starts the local cluster, or returns the running one. A cluster whose
+// processes died is cleaned up and started afresh.
+func Up(ctx context.Context, opts Options) (*State, error) {
+	if err := opts.complete(); err != nil {
+		return nil, err
+	}
+	l := layout{opts.Home}
+	if err := os.MkdirAll(l.home, 0o700); err != nil {
+		return nil, err
+	}
+	unlock, err := lock(l.lockFile())
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	if st, err := readState(l); err == nil {
+		if healthy(ctx, st) {
+			fmt.Fprintf(opts.Out, "local cluster already running (%s)\n", st.Server())
+			return st, nil
+		}
+		fmt.Fprintln(opts.Out, "a previous local cluster is not healthy: stopping what is left of it")
+		if err := stopAll(st, opts.Out); err != nil {
+			return nil, err
+		}
+	}
+	if err := wipe(l); err != nil {
+		return nil, err
+	}
+	if err := checkSandbox(); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(opts.Out, "starting a local cluster in", l.home)
+	bins, err := kubebin.Ensure(ctx, kubebin.Options{Dirs: opts.BinaryDirs, Log: prefixed(opts.Out, "  ")}, kubebin.AllComponents...)
+	if err != nil {
+		return nil, err
+	}
+	b := &boot{opts: opts, l: l, bins: bins}
+	st, err := b.run(ctx)
+	if err != nil {
+		if st != nil {
+			_ = stopAll(st, io.Discard)
+		}
+		return nil, fmt.Errorf("%w (component logs are in %s)", err, l.logs())
+	}
+	return st, nil
+}
+
+// Down stops every process of the local cluster — its pods with the node —
+// checks that none is left and no port still listens, and removes the state
+// directory.
+func Down(opts Options) error {
+	if err := opts.complete(); err != nil {
+		return err
+	}
+	l := layout{opts.Home}
+	if _, err := os.Stat(l.home); errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintln(opts.Out, "no local cluster in", l.home)
+		return nil
+	}
+	unlock, err := lock(l.lockFile())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if st, err := readState(l); err == nil {
+		if err := stopAll(st, opts.Out); err != nil {
+			return err
+		}
+		for _, port := range st.Ports.all() {
+			if port != 0 && portOpen(port) {
+				return fmt.Errorf("port %d still listens after stopping the cluster", port)
+			}
+		}
+	}
+	if err := os.RemoveAll(l.home); err != nil {
+		return fmt.Errorf("removing %s: %w", l.home, err)
+	}
+	fmt.Fprintln(opts.Out, "local cluster stopped; removed", l.home)
+	return nil
+}
+
+// Running returns the state of a healthy running cluster, or an error saying
+// there is none.
+func Running(ctx context.Context, opts Options) (*State, error) {
+	if err := opts.complete(); err != nil {
+		return nil, err
+	}
+	st, err := readState(layout{opts.Home})
+	if err != nil {
+		return nil, errNotRunning
+	}
+	if !healthy(ctx, st) {
+		return nil, fmt.Errorf("the local cluster in %s is not healthy: run `paddlejob down` then `paddlejob up`", opts.Home)
+	}
+	return st, nil
+}
+
+// KubeconfigPath is where a cluster in home keeps its admin kubeconfig.
+func KubeconfigPath(home string) string {
+	if home == "" {
+		home = DefaultHome()
+	}
+	return layout{home}.kubeconfig()
+}
+
+// stopAll stops the cluster's processes, the node (and with it every pod)
+// first and etcd last.
+func stopAll(st *State, out io.Writer) error {
+	var errs []error
+	for _, p := range slices.Backward(st.Processes) {
+		if !p.alive() {
+			continue
+		}
+		fmt.Fprintf(out, "  stopping %s (pid %d)\n", p.Name, p.PID)
+		grace := 10 * time.Second
+		if p.Name == componentNode {
+			grace = 40 * time.Second // it stops its pods first
+		}
+		if err := p.stop(grace); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func wipe(l layout) error {
+	for _, dir := range []string{l.pki(), l.logs(), l.etcdData(), l.nodeState()} {
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	for _, f := range []string{l.kubeconfig(), l.stateFile(), l.imageTable()} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSandbox makes sure bubblewrap is there before minutes are spent
+// building: every pod needs it.
+func checkSandbox() error {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		return errors.New("bubblewrap (bwrap) is not installed: the local cluster runs every pod in a bubblewrap sandbox. " +
+			"Install the Debian/Ubuntu package `bubblewrap` (sudo apt-get install bubblewrap, or run hack/setup.sh)")
+	}
+	return nil
+}
+
+func lock(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
+// prefixed indents every line written to w.
+func prefixed(w io.Writer, prefix string) io.Writer {
+	return &prefixWriter{w: w, prefix: prefix, start: true}
+}
+
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+	start  bool
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	for _, c := range b {
+		if p.start {
+			if _, err := io.WriteString(p.w, p.prefix); err != nil {
+				return 0, err
+			}
+			p.start = false
+		}
+		if _, err := p.w.Write([]byte{c}); err != nil {
+			return 0, err
+		}
+		p.start = c == '\n'
+	}
+	return len(b), nil
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

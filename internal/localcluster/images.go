@@ -1,0 +1,79 @@
+package localcluster
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The node has no image registry: its image table says what a container of
+// an image runs. The built-in entries run the project's examples for the
+// images of seed 004's examples, so those YAMLs run as written.
+const examplesBinary = "paddlejob-examples"
+
+// imageEntry is one image of the node's image table (see docs/local-node.md).
+type imageEntry struct {
+	Command         []string `json:"command,omitempty"`
+	Args            []string `json:"args,omitempty"`
+	OverrideCommand bool     `json:"overrideCommand,omitempty"`
+}
+
+// builtinImages maps images to the examples binary at examples.
+func builtinImages(examples, paddlejob string) map[string]imageEntry {
+	return map[string]imageEntry{
+		// Seed 004 example 1 (PS mode): the image's entrypoint is train.py.
+		"registry.baidubce.com/paddle-operator/demo-wide-and-deep": {Command: []string{examples, "wide-and-deep"}},
+		// Seed 004 example 2 (collective): its YAML runs paddle.distributed.launch.
+		"registry.baidubce.com/paddle-operator/demo-resnet": {Command: []string{examples, "collective"}, OverrideCommand: true},
+		// The examples by name, subcommand in args.
+		"paddlejob/examples": {Command: []string{examples}},
+		// The launcher of plain batch/v1 Jobs (seeds 000, 001, 003).
+		"paddlejob/launcher": {Command: []string{paddlejob, "launch"}},
+	}
+}
+
+// writeImageTable writes the node's image table: the built-in entries, then
+// the user's table over them.
+func writeImageTable(path, paddlejob, userTable string) error {
+	examples := findExamples(paddlejob)
+	images := builtinImages(examples, paddlejob)
+	if userTable != "" {
+		data, err := os.ReadFile(userTable)
+		if err != nil {
+			return fmt.Errorf("reading the image table %s: %w", userTable, err)
+		}
+		var user struct {
+			Images map[string]imageEntry `json:"images"`
+		}
+		if err := yaml.UnmarshalStrict(data, &user); err != nil {
+			return fmt.Errorf("image table %s: %w", userTable, err)
+		}
+		for k, v := range user.Images {
+			images[k] = v
+		}
+	}
+	data, err := yaml.Marshal(map[string]any{"images": images})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// findExamples locates the examples binary: beside paddlejob, else on PATH.
+// When it is missing the entries still name it, and a pod of those images
+// fails with the node's message about the missing command.
+func findExamples(paddlejob string) string {
+	beside := filepath.Join(filepath.Dir(paddlejob), examplesBinary)
+	if _, err := os.Stat(beside); err == nil {
+		return beside
+	}
+	if p, err := exec.LookPath(examplesBinary); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+	}
+	return beside
+}

@@ -1,0 +1,117 @@
+package localcluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// DefaultHome is $PADDLEJOB_HOME, else ~/.paddlejob: the one directory that
+// holds a local cluster's state.
+func DefaultHome() string {
+	if h := os.Getenv("PADDLEJOB_HOME"); h != "" {
+		return h
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".paddlejob")
+	}
+	return filepath.Join(os.TempDir(), "paddlejob")
+}
+
+// layout names the files of a local cluster under its home.
+type layout struct{ home string }
+
+func (l layout) kubeconfig() string              { return filepath.Join(l.home, "kubeconfig") }
+func (l layout) stateFile() string               { return filepath.Join(l.home, "cluster.json") }
+func (l layout) lockFile() string                { return filepath.Join(l.home, ".lock") }
+func (l layout) pki() string                     { return filepath.Join(l.home, "pki") }
+func (l layout) logs() string                    { return filepath.Join(l.home, "logs") }
+func (l layout) etcdData() string                { return filepath.Join(l.home, "etcd") }
+func (l layout) nodeState() string               { return filepath.Join(l.home, "node") }
+func (l layout) imageTable() string              { return filepath.Join(l.home, "images.yaml") }
+func (l layout) componentConfig(c string) string { return filepath.Join(l.pki(), c+".kubeconfig") }
+
+// Ports are the loopback ports a cluster listens on.
+type Ports struct {
+	EtcdClient        int `json:"etcdClient"`
+	EtcdPeer          int `json:"etcdPeer"`
+	APIServer         int `json:"apiServer"`
+	Scheduler         int `json:"scheduler"`
+	ControllerManager int `json:"controllerManager"`
+	OperatorProbes    int `json:"operatorProbes"`
+	Kubelet           int `json:"kubelet"`
+}
+
+func (p Ports) all() []int {
+	return []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.Kubelet}
+}
+
+// State is what `paddlejob up` recorded about a running cluster.
+type State struct {
+	Home      string     `json:"home"`
+	Started   time.Time  `json:"started"`
+	Binaries  string     `json:"binaries"`
+	Ports     Ports      `json:"ports"`
+	Processes []*process `json:"processes"`
+}
+
+// Server is the API server's URL.
+func (s *State) Server() string { return fmt.Sprintf("https://127.0.0.1:%d", s.Ports.APIServer) }
+
+// Kubeconfig is the path of the cluster's admin kubeconfig.
+func (s *State) Kubeconfig() string { return layout{s.Home}.kubeconfig() }
+
+func readState(l layout) (*State, error) {
+	data, err := os.ReadFile(l.stateFile())
+	if err != nil {
+		return nil, err
+	}
+	var s State
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", l.stateFile(), err)
+	}
+	return &s, nil
+}
+
+func writeState(l layout, s *State) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := l.stateFile() + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, l.stateFile())
+}
+
+// writeKubeconfig writes a kubeconfig for a client certificate.
+func writeKubeconfig(path, server string, ca, client *keyPair) error {
+	caData, err := os.ReadFile(ca.CertFile)
+	if err != nil {
+		return err
+	}
+	certData, err := os.ReadFile(client.CertFile)
+	if err != nil {
+		return err
+	}
+	keyData, err := os.ReadFile(client.KeyFile)
+	if err != nil {
+		return err
+	}
+	const name = "paddlejob-local"
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caData}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: certData, ClientKeyData: keyData}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "default"}
+	cfg.CurrentContext = name
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+var errNotRunning = errors.New("no local cluster is running")

@@ -1,0 +1,142 @@
+package localcluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// process is a component of the local cluster running in the background. Its
+// identity is its PID and the kernel's start time of that PID, so a recycled
+// PID is never mistaken for it.
+type process struct {
+	Name      string   `json:"name"`
+	PID       int      `json:"pid"`
+	StartTime uint64   `json:"startTime"`
+	Args      []string `json:"args"`
+	Log       string   `json:"log"`
+}
+
+// startProcess starts a command detached from the caller (its own session, no
+// terminal), logging to logDir/<name>.log.
+func startProcess(name string, args []string, env []string, logDir string) (*process, error) {
+	logPath := filepath.Join(logDir, name+".log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &process{Name: name, PID: cmd.Process.Pid, Args: args, Log: logPath}
+	p.StartTime, _ = procStartTime(p.PID)
+	// The child outlives this command; release it so no zombie waits on us.
+	_ = cmd.Process.Release()
+	return p, nil
+}
+
+// alive reports whether the process still runs (and is the one started).
+func (p *process) alive() bool {
+	st, err := procStartTime(p.PID)
+	if err != nil {
+		return false
+	}
+	if p.StartTime != 0 && st != p.StartTime {
+		return false
+	}
+	state, err := procState(p.PID)
+	return err == nil && state != "Z" && state != "X"
+}
+
+// stop sends SIGTERM to the process's session, waits up to grace, then
+// SIGKILLs what is left. It returns once the process is gone.
+func (p *process) stop(grace time.Duration) error {
+	if !p.alive() {
+		return nil
+	}
+	// The component was started as a session leader: its PID is its group's.
+	_ = syscall.Kill(-p.PID, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if !p.alive() {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = syscall.Kill(-p.PID, syscall.SIGKILL)
+	for i := 0; i < 100; i++ {
+		if !p.alive() {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("%s (pid %d) did not stop", p.Name, p.PID)
+}
+
+// procStartTime is field 22 of /proc/<pid>/stat: when the process started,
+// in clock ticks since boot.
+func procStartTime(pid int) (uint64, error) {
+	fields, err := procStatFields(pid)
+	if err != nil {
+		return 0, err
+	}
+	if len(fields) < 20 {
+		return 0, errors.New("short /proc stat")
+	}
+	return strconv.ParseUint(fields[19], 10, 64)
+}
+
+func procState(pid int) (string, error) {
+	fields, err := procStatFields(pid)
+	if err != nil {
+		return "", err
+	}
+	return fields[0], nil
+}
+
+// procStatFields are the fields of /proc/<pid>/stat after the command name
+// (which may hold spaces), starting with the state.
+func procStatFields(pid int) ([]string, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, errors.New("malformed /proc stat")
+	}
+	return strings.Fields(s[i+1:]), nil
+}
+
+// freePort asks the kernel for a free TCP port on 127.0.0.1.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// portOpen reports whether something listens on 127.0.0.1:port.
+func portOpen(port int) bool {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}

@@ -1,0 +1,56 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+)
+
+// StatusReport describes a local cluster for `paddlejob status`.
+type StatusReport struct {
+	Healthy    bool
+	Summary    string
+	Kubeconfig string
+	Components []ComponentStatus
+}
+
+// ComponentStatus is one process of the cluster.
+type ComponentStatus struct {
+	Name  string
+	PID   int
+	State string
+}
+
+// Report says whether a local cluster runs, and how its parts are.
+func Report(ctx context.Context, opts Options) (*StatusReport, error) {
+	if err := opts.complete(); err != nil {
+		return nil, err
+	}
+	l := layout{opts.Home}
+	st, err := readState(l)
+	if err != nil {
+		return &StatusReport{Summary: fmt.Sprintf("no local cluster in %s (start one with `paddlejob up`)", opts.Home)}, nil
+	}
+	rep := &StatusReport{Kubeconfig: l.kubeconfig()}
+	for _, p := range st.Processes {
+		state := "running"
+		if !p.alive() {
+			state = "not running (log: " + p.Log + ")"
+		}
+		rep.Components = append(rep.Components, ComponentStatus{Name: p.Name, PID: p.PID, State: state})
+	}
+	rep.Healthy = healthy(ctx, st)
+	switch {
+	case !rep.Healthy:
+		rep.Summary = fmt.Sprintf("local cluster in %s is NOT healthy: run `paddlejob down` then `paddlejob up`", opts.Home)
+	default:
+		rep.Summary = fmt.Sprintf("local cluster running at %s since %s", st.Server(), st.Started.Format("2006-01-02 15:04:05"))
+		if cfg, err := loadAdmin(st); err == nil {
+			if err := nodeReady(ctx, cfg, NodeName); err != nil {
+				rep.Summary += "; node: " + err.Error()
+			} else {
+				rep.Summary += "; node " + NodeName + " Ready"
+			}
+		}
+	}
+	return rep, nil
+}

@@ -1,0 +1,151 @@
+// Package progress renders a job's progress for a terminal or a log: a
+// header and a line per role, redrawn in place on a terminal, a line per
+// change otherwise.
+package progress
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/pkg/client"
+)
+
+// PodState is a pod's state in a word, as kubectl get pods shows it.
+func PodState(p *corev1.Pod) string {
+	if p.DeletionTimestamp != nil {
+		return "Terminating"
+	}
+	if p.Status.Phase == corev1.PodPending {
+		for i, cs := range p.Status.InitContainerStatuses {
+			if cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0 {
+				continue
+			}
+			if cs.State.Waiting != nil && cs.State.Waiting.Reason != "" && cs.State.Waiting.Reason != "PodInitializing" {
+				return "Init:" + cs.State.Waiting.Reason
+			}
+			if cs.Name == "wait-for-endpoints" {
+				return "WaitingForPeers"
+			}
+			return fmt.Sprintf("Init:%d/%d", i, len(p.Status.InitContainerStatuses))
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
+				return cs.State.Waiting.Reason
+			}
+		}
+		if p.Spec.NodeName == "" {
+			return "Pending"
+		}
+		return "ContainerCreating"
+	}
+	if p.Status.Phase == "" {
+		return "Pending"
+	}
+	return string(p.Status.Phase)
+}
+
+// Lines renders a snapshot: a header, then each role's pods counted by state.
+func Lines(s client.Snapshot, elapsed time.Duration) []string {
+	if s.Job == nil {
+		return []string{fmt.Sprintf("waiting for the PaddleJob to exist (%s)", round(elapsed))}
+	}
+	j := s.Job
+	phase := string(j.Status.Phase)
+	if phase == "" {
+		phase = "Submitted"
+	}
+	lines := []string{fmt.Sprintf("PaddleJob %s/%s  %s  mode %s  %s", j.Namespace, j.Name, phase, orDash(string(j.Status.Mode)), round(elapsed))}
+	for _, rt := range paddlev1.ReplicaTypes {
+		rs := j.Spec.Replicas(rt)
+		if rs == nil {
+			continue
+		}
+		counts := map[string]int{}
+		for i := range s.Pods {
+			if s.Pods[i].Labels[paddlev1.LabelReplicaType] == string(rt) {
+				counts[PodState(&s.Pods[i])]++
+			}
+		}
+		lines = append(lines, fmt.Sprintf("  %-7s %d/%d running   %s", rt, counts["Running"], rs.Replicas, countsText(counts)))
+	}
+	return lines
+}
+
+// Summary is a snapshot on one line.
+func Summary(s client.Snapshot) string {
+	lines := Lines(s, 0)
+	if len(lines) == 1 {
+		return lines[0]
+	}
+	head := strings.Fields(lines[0])
+	roles := make([]string, 0, len(lines)-1)
+	for _, l := range lines[1:] {
+		roles = append(roles, strings.Join(strings.Fields(l), " "))
+	}
+	return fmt.Sprintf("%s: %s", strings.Join(head[:3], " "), strings.Join(roles, "; "))
+}
+
+func countsText(counts map[string]int) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
+	}
+	if len(parts) == 0 {
+		return "no pods yet"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func round(d time.Duration) time.Duration { return d.Round(time.Second) }
+
+// Renderer writes successive snapshots.
+type Renderer struct {
+	w     io.Writer
+	tty   bool
+	drawn int    // lines drawn last time, to redraw over on a terminal
+	last  string // the last summary, to print only changes otherwise
+}
+
+// NewRenderer renders to w, in place when tty.
+func NewRenderer(w io.Writer, tty bool) *Renderer { return &Renderer{w: w, tty: tty} }
+
+// Render shows a snapshot. On a terminal it redraws the previous rendering;
+// otherwise it prints a line when the summary changed.
+func (r *Renderer) Render(s client.Snapshot, elapsed time.Duration) {
+	if !r.tty {
+		if sum := Summary(s); sum != r.last {
+			r.last = sum
+			fmt.Fprintf(r.w, "[%s] %s\n", round(elapsed), sum)
+		}
+		return
+	}
+	lines := Lines(s, elapsed)
+	if r.drawn > 0 {
+		fmt.Fprintf(r.w, "\033[%dA", r.drawn) // cursor up to the first drawn line
+	}
+	for _, l := range lines {
+		fmt.Fprintf(r.w, "\033[2K%s\n", l) // clear the line, then write it
+	}
+	for i := len(lines); i < r.drawn; i++ {
+		fmt.Fprint(r.w, "\033[2K\n")
+	}
+	r.drawn = max(len(lines), r.drawn)
+}
