@@ -1,0 +1,365 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/paddlejob/paddlejob/internal/shellwords"
+)
+
+// Options are the flags of `paddlejob launch`.
+type Options struct {
+	Parallelism  int           // expected pods; 0: PADDLE_PARALLELISM, else the Job's
+	PServerCmd   string        // shell-like command line of the pserver
+	TrainerCmd   string        // shell-like command line of the trainer
+	NoPServer    bool          // run only the trainer (seed 000)
+	DataMode     DataMode      // how data and config reach WorkDir
+	WorkDir      string        // the children's working directory
+	Timeout      time.Duration // how long to wait for the peers
+	PollInterval time.Duration // between looks at the peers
+	GracePeriod  time.Duration // between SIGTERM and SIGKILL of a child
+	TrainerDelay time.Duration // between starting the pserver and the trainer
+	Linger       time.Duration // how long a pserver may serve others after its trainer succeeded
+	ExtraArgs    []string      // passed to the trainer (after `--`)
+
+	Getenv  func(string) string // os.Getenv when nil
+	Stdout  io.Writer           // children's prefixed stdout
+	Stderr  io.Writer           // children's prefixed stderr and the launcher's messages
+	Signals <-chan os.Signal    // SIGINT/SIGTERM to pass on to the children
+
+	// Seams for tests; production leaves them nil.
+	cluster        Cluster
+	interfaceAddrs func() ([]netip.Addr, error)
+	namespaceFile  string
+}
+
+// DefaultOptions are the flag defaults.
+func DefaultOptions() Options {
+	return Options{
+		PServerCmd:   "paddle pserver",
+		TrainerCmd:   "paddle train",
+		DataMode:     DataLink,
+		WorkDir:      ".",
+		Timeout:      10 * time.Minute,
+		PollInterval: time.Second,
+		GracePeriod:  10 * time.Second,
+		Linger:       5 * time.Minute,
+	}
+}
+
+// Run is `paddlejob launch`: it returns nil when the trainer exits 0, an
+// *ExitError carrying the code to exit with when a child fails, and an
+// ordinary error when the launch itself fails.
+func Run(ctx context.Context, opts Options) error {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = os.Stderr
+	}
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	workdir, err := filepath.Abs(opts.WorkDir)
+	if err != nil {
+		return fmt.Errorf("--workdir=%s: %w", opts.WorkDir, err)
+	}
+	opts.WorkDir = workdir
+	env := ReadEnv(opts.Getenv)
+	override, err := expectedOverride(opts.Parallelism, env)
+	if err != nil {
+		return err
+	}
+
+	alone, expected, err := runsAlone(ctx, &opts, env, override)
+	if err != nil {
+		return err
+	}
+	if alone {
+		return runAlone(ctx, opts, env)
+	}
+	return runWithPServer(ctx, opts, env, expected)
+}
+
+func (o *Options) validate() error {
+	for _, d := range []struct {
+		flag     string
+		value    time.Duration
+		positive bool
+	}{
+		{"timeout", o.Timeout, true},
+		{"poll-interval", o.PollInterval, true},
+		{"grace-period", o.GracePeriod, false},
+		{"trainer-delay", o.TrainerDelay, false},
+		{"pserver-linger", o.Linger, false},
+	} {
+		if d.value < 0 || (d.positive && d.value == 0) {
+			return fmt.Errorf("--%s=%s: want a positive duration", d.flag, d.value)
+		}
+	}
+	return nil
+}
+
+// expectedOverride is --parallelism, else PADDLE_PARALLELISM, else 0.
+func expectedOverride(flagValue int, env Env) (int, error) {
+	if flagValue < 0 {
+		return 0, fmt.Errorf("--parallelism=%d: want a positive number", flagValue)
+	}
+	if flagValue > 0 {
+		return flagValue, nil
+	}
+	return env.ParallelismOverride()
+}
+
+// runsAlone decides between seed 000's single trainer and seed 001's pserver
+// and trainer: alone with --no-pserver, or without CONF_PADDLE_PORT when the
+// job has one pod (or no JOB_NAME to ask about). expected is the override,
+// or the Job's parallelism when the decision needed it, else 0.
+func runsAlone(ctx context.Context, opts *Options, env Env, override int) (alone bool, expected int, err error) {
+	switch {
+	case opts.NoPServer:
+		return true, override, nil
+	case env.Port != "":
+		return false, override, nil
+	case env.JobName == "":
+		return true, override, nil
+	}
+	expected = override
+	if expected == 0 {
+		c, err := opts.clusterClient(env)
+		if err != nil {
+			return false, 0, err
+		}
+		ns := jobNamespace(env.Namespace, opts.namespaceFileOrDefault())
+		if expected, err = expectedPods(ctx, c, ns, env.JobName, 0, 0, opts.Stderr); err != nil {
+			return false, 0, err
+		}
+	}
+	if expected == 1 {
+		return true, expected, nil
+	}
+	return false, 0, fmt.Errorf("invalid environment: CONF_PADDLE_PORT is not set but job %s runs %d pods; set the CONF_PADDLE_* variables, or pass --no-pserver to run only the trainer", env.JobName, expected)
+}
+
+// runAlone runs the trainer only, as trainer 0.
+func runAlone(ctx context.Context, opts Options, env Env) error {
+	args, err := singleTrainerArgs(env, opts.ExtraArgs)
+	if err != nil {
+		return err
+	}
+	logDir := opts.WorkDir
+	if env.JobPath != "" && env.JobName != "" {
+		jobDir := filepath.Join(env.JobPath, env.JobName)
+		if err := stageInputs(opts, env, jobDir, 0); err != nil {
+			return err
+		}
+		logDir = nodeLogDir(env.JobPath, env.JobName, 0)
+	}
+	return runProcesses(ctx, opts, runSpec{trainerArgs: args, logDir: logDir, env: childEnv(0, 1, netip.Addr{})})
+}
+
+// runWithPServer finds the peers, then runs the pserver and the trainer.
+// override is the expected pod count when known already, else 0.
+func runWithPServer(ctx context.Context, opts Options, env Env, override int) error {
+	cfg, err := env.ClusterConfig()
+	if err != nil {
+		return err
+	}
+	selfIP, err := env.PodAddr()
+	if err != nil {
+		return err
+	}
+	c, err := opts.clusterClient(env)
+	if err != nil {
+		return err
+	}
+	ns := jobNamespace(env.Namespace, opts.namespaceFileOrDefault())
+	expected, err := expectedPods(ctx, c, ns, cfg.JobName, override, cfg.GradientNum, opts.Stderr)
+	if err != nil {
+		return err
+	}
+	if expected != cfg.GradientNum {
+		return fmt.Errorf("invalid environment: CONF_PADDLE_GRADIENT_NUM=%d but job %s/%s runs %d pods (one trainer each)", cfg.GradientNum, ns, cfg.JobName, expected)
+	}
+	fmt.Fprintf(opts.Stderr, "paddlejob launch: waiting for %d pods of job %s/%s to run with an IP (timeout %s)\n", expected, ns, cfg.JobName, opts.Timeout)
+	peers, err := waitForPeers(ctx, c, ns, cfg.JobName, expected, opts.PollInterval, opts.Timeout, opts.Stderr)
+	if err != nil {
+		return err
+	}
+	order, err := trainerOrder(peers)
+	if err != nil {
+		return err
+	}
+	if !selfIP.IsValid() {
+		if selfIP, err = opts.findSelf(env, peers); err != nil {
+			return err
+		}
+	}
+	id, err := trainerID(order, selfIP)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.Stderr, "paddlejob launch: trainer id %d of %d (pod IP %s; pservers %s)\n", id, len(order), selfIP, joinAddrs(order))
+
+	targs, err := trainerArgs(cfg, order, id, opts.ExtraArgs)
+	if err != nil {
+		return err
+	}
+	if err := stageInputs(opts, env, filepath.Join(cfg.JobPath, cfg.JobName), id); err != nil {
+		return err
+	}
+	nodeDir := nodeLogDir(cfg.JobPath, cfg.JobName, id)
+	if err := clearTrainerExit(nodeDir); err != nil {
+		return err
+	}
+	return runProcesses(ctx, opts, runSpec{
+		pserverArgs: pserverArgs(cfg, order),
+		trainerArgs: targs,
+		logDir:      nodeDir,
+		env:         childEnv(id, len(order), selfIP),
+		othersDone:  func() bool { return allTrainersEnded(outputDir(cfg.JobPath, cfg.JobName), len(order)) },
+		trainerEnded: func(code int) {
+			if err := recordTrainerExit(nodeDir, code); err != nil {
+				fmt.Fprintf(opts.Stderr, "paddlejob launch: warning: other pods will not see that this trainer ended: %v\n", err)
+			}
+		},
+	})
+}
+
+// nodeLogDir is $JOB_PATH/$JOB_NAME/output/node_<id>, seed 001's log place.
+func nodeLogDir(jobPath, jobName string, id int) string {
+	return filepath.Join(outputDir(jobPath, jobName), "node_"+strconv.Itoa(id))
+}
+
+// stageInputs puts the training config (when TRAIN_CONFIG_DIR is set) and
+// this trainer's data into the working directory.
+func stageInputs(opts Options, env Env, jobDir string, id int) error {
+	if env.TrainConfigDir != "" {
+		if err := stageConfig(jobDir, env.TrainConfigDir, opts.WorkDir, opts.DataMode, opts.Stderr); err != nil {
+			return err
+		}
+	}
+	return stageData(jobDir, id, opts.WorkDir, opts.DataMode, opts.Stderr)
+}
+
+// childEnv is the children's environment: the launcher's, plus seed 002's
+// TRAINER_ID and TRAINERS for trainers that read their rank from the
+// environment, and POD_IP as found, for a pserver that must know which
+// --pservers entry it is.
+func childEnv(id, trainers int, self netip.Addr) []string {
+	env := append(os.Environ(), "TRAINER_ID="+strconv.Itoa(id), "TRAINERS="+strconv.Itoa(trainers))
+	if self.IsValid() {
+		env = append(env, "POD_IP="+self.String())
+	}
+	return env
+}
+
+// runSpec is what runProcesses runs.
+type runSpec struct {
+	pserverArgs  []string // nil: the trainer runs alone
+	trainerArgs  []string
+	logDir       string
+	env          []string
+	othersDone   func() bool
+	trainerEnded func(code int)
+}
+
+// runProcesses runs the trainer, after the pserver when there are pserver
+// arguments, with their logs in the log directory.
+func runProcesses(ctx context.Context, opts Options, run runSpec) error {
+	if err := os.MkdirAll(run.logDir, 0o755); err != nil {
+		return fmt.Errorf("creating the log directory: %w", err)
+	}
+	stdout, stderr := &syncWriter{w: opts.Stdout}, &syncWriter{w: opts.Stderr}
+	spec := func(role, cmdline string, args []string, logName string) (processSpec, error) {
+		argv, err := shellwords.Split(cmdline)
+		if err == nil && len(argv) == 0 {
+			err = errors.New("the command is empty")
+		}
+		if err != nil {
+			return processSpec{}, fmt.Errorf("--%s-cmd: %w", role, err)
+		}
+		return processSpec{
+			role:    role,
+			argv:    append(argv, args...),
+			dir:     opts.WorkDir,
+			env:     run.env,
+			logPath: filepath.Join(run.logDir, logName),
+			output:  stdout,
+		}, nil
+	}
+	s := &supervisor{
+		trainerDelay: opts.TrainerDelay,
+		grace:        opts.GracePeriod,
+		signals:      opts.Signals,
+		log:          stderr,
+		linger:       opts.Linger,
+		pollInterval: opts.PollInterval,
+		othersDone:   run.othersDone,
+		trainerEnded: run.trainerEnded,
+	}
+	var err error
+	if s.trainer, err = spec("trainer", opts.TrainerCmd, run.trainerArgs, "train.log"); err != nil {
+		return err
+	}
+	if run.pserverArgs != nil {
+		ps, err := spec("pserver", opts.PServerCmd, run.pserverArgs, "server.log")
+		if err != nil {
+			return err
+		}
+		s.pserver = &ps
+		fmt.Fprintf(stderr, "paddlejob launch: pserver: %q\n", ps.argv)
+	}
+	fmt.Fprintf(stderr, "paddlejob launch: trainer: %q\n", s.trainer.argv)
+	fmt.Fprintf(stderr, "paddlejob launch: logs in %s\n", run.logDir)
+	return s.run(ctx)
+}
+
+func (o *Options) clusterClient(env Env) (Cluster, error) {
+	if o.cluster != nil {
+		return o.cluster, nil
+	}
+	cfg, err := RESTConfig(env.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if o.cluster, err = NewCluster(cfg); err != nil {
+		return nil, err
+	}
+	return o.cluster, nil
+}
+
+func (o *Options) namespaceFileOrDefault() string {
+	if o.namespaceFile != "" {
+		return o.namespaceFile
+	}
+	return serviceAccountNamespaceFile
+}
+
+func (o *Options) findSelf(env Env, peers []corev1.Pod) (netip.Addr, error) {
+	listAddrs := o.interfaceAddrs
+	if listAddrs == nil {
+		listAddrs = localAddrs
+	}
+	addrs, err := listAddrs()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	hostname := env.Hostname
+	if hostname == "" {
+		hostname, _ = os.Hostname()
+	}
+	return selfAddress(hostname, peers, addrs)
+}
