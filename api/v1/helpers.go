@@ -116,3 +116,78 @@ func (s *PaddleJobStatus) IsConditionTrue(conditionType string) bool {
 func PodName(job string, rt ReplicaType, index int) string {
 	return fmt.Sprintf("%s-%s-%d", job, rt, index)
 }
+
+// IsSuspended reports whether spec.suspend is set.
+func (s *PaddleJobSpec) IsSuspended() bool { return s.Suspend != nil && *s.Suspend }
+
+// IsElastic reports whether the job's workers are elastic: spec.elastic > 0,
+// spec.elasticPolicy, or paddle-operator's worker.limits.
+func (s *PaddleJobSpec) IsElastic() bool {
+	return (s.Elastic != nil && *s.Elastic > 0) || s.ElasticPolicy != nil || (s.Worker != nil && s.Worker.Limits != nil)
+}
+
+// ElasticBounds are the fewest and most workers of an elastic job:
+// elasticPolicy's, else the worker role's requests and limits, else its
+// replicas.
+func (s *PaddleJobSpec) ElasticBounds() (minReplicas, maxReplicas int32) {
+	n := int32(s.ReplicaCount(ReplicaWorker))
+	minReplicas, maxReplicas = n, n
+	if w := s.Worker; w != nil {
+		if w.Requests != nil {
+			minReplicas = *w.Requests
+		}
+		if w.Limits != nil {
+			maxReplicas = *w.Limits
+		}
+	}
+	if p := s.ElasticPolicy; p != nil {
+		if p.MinReplicas != nil {
+			minReplicas = *p.MinReplicas
+		}
+		if p.MaxReplicas != nil {
+			maxReplicas = *p.MaxReplicas
+		}
+	}
+	return minReplicas, maxReplicas
+}
+
+// EffectiveRestartPolicy is the restart policy of a role: its own, else
+// OnFailure when its template restarts containers on failure or it is the
+// worker role of an elastic job, else Never.
+func (s *PaddleJobSpec) EffectiveRestartPolicy(rt ReplicaType) RestartPolicy {
+	r := s.Replicas(rt)
+	switch {
+	case r == nil:
+		return RestartPolicyNever
+	case r.RestartPolicy != "":
+		return r.RestartPolicy
+	case r.Template.Spec.RestartPolicy == "OnFailure":
+		return RestartPolicyOnFailure
+	case rt == ReplicaWorker && s.IsElastic():
+		return RestartPolicyOnFailure
+	}
+	return RestartPolicyNever
+}
+
+// IsRetryableExitCode reports whether an exit code recreates a pod of the
+// role under restartPolicy ExitCode: one of retryableExitCodes, else
+// 129-255 (the process was killed by a signal, as when it is preempted).
+func (r *ReplicaSpec) IsRetryableExitCode(code int32) bool {
+	if len(r.RetryableExitCodes) == 0 {
+		return code > 128 && code <= 255
+	}
+	for _, c := range r.RetryableExitCodes {
+		if c == code {
+			return true
+		}
+	}
+	return false
+}
+
+// BackoffLimitOrDefault is spec.backoffLimit, 6 when unset.
+func (s *PaddleJobSpec) BackoffLimitOrDefault() int32 {
+	if s.BackoffLimit == nil {
+		return 6
+	}
+	return *s.BackoffLimit
+}

@@ -54,6 +54,24 @@ const (
 	IntranetHost Intranet = "Host"
 )
 
+// RestartPolicy says what happens when a pod of a role fails.
+// +kubebuilder:validation:Enum=Never;OnFailure;ExitCode
+type RestartPolicy string
+
+const (
+	// RestartPolicyNever fails the job when a pod of the role fails.
+	RestartPolicyNever RestartPolicy = "Never"
+	// RestartPolicyOnFailure restarts a failed container in place (the pod's
+	// restartPolicy is OnFailure) and recreates a pod that fails anyway
+	// (evicted, preempted, its node lost).
+	RestartPolicyOnFailure RestartPolicy = "OnFailure"
+	// RestartPolicyExitCode recreates a pod whose container failed with a
+	// retryable exit code (by default 129-255: killed by a signal, as when
+	// preempted) or that failed without one (evicted); any other exit code
+	// fails the job.
+	RestartPolicyExitCode RestartPolicy = "ExitCode"
+)
+
 // PaddleJobMode is the distributed training mode of a job, derived from its roles.
 type PaddleJobMode string
 
@@ -82,6 +100,8 @@ const (
 	PaddleJobCompleted PaddleJobPhase = "Completed"
 	// PaddleJobFailed: the job failed; its Failed condition says why. Terminal.
 	PaddleJobFailed PaddleJobPhase = "Failed"
+	// PaddleJobSuspended: spec.suspend is set; the job has no pods.
+	PaddleJobSuspended PaddleJobPhase = "Suspended"
 )
 
 // Condition types of a PaddleJob.
@@ -95,6 +115,11 @@ const (
 	// JobFailed is True once the job failed; reason and message name the pod,
 	// container and exit code behind the failure.
 	JobFailed = "Failed"
+	// JobSuspended is True while spec.suspend holds the job's pods back.
+	JobSuspended = "Suspended"
+	// JobPodGroupAdmitted is True once the gang scheduler admitted the job's
+	// pod group; pods are created only then.
+	JobPodGroupAdmitted = "PodGroupAdmitted"
 )
 
 // Labels and annotations the operator puts on the objects it creates.
@@ -127,6 +152,10 @@ const MaxReplicas = 10000
 // +kubebuilder:validation:XValidation:rule="has(self.worker)",message="spec.worker is required: every PaddleJob runs at least one worker (add spec.ps as well for parameter-server mode)"
 // +kubebuilder:validation:XValidation:rule="!has(self.heter) || (has(self.ps) && has(self.worker))",message="spec.heter needs spec.ps and spec.worker: heterogeneous training is a parameter-server mode"
 // +kubebuilder:validation:XValidation:rule="!has(self.cleanPolicy) || !has(self.cleanPodPolicy) || self.cleanPolicy == self.cleanPodPolicy",message="spec.cleanPolicy is a deprecated alias of spec.cleanPodPolicy and disagrees with it: set only spec.cleanPodPolicy"
+// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.minReplicas) || !has(self.worker) || self.worker.replicas >= self.elasticPolicy.minReplicas",message="spec.worker.replicas is below spec.elasticPolicy.minReplicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.maxReplicas) || !has(self.worker) || self.worker.replicas <= self.elasticPolicy.maxReplicas",message="spec.worker.replicas is above spec.elasticPolicy.maxReplicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.worker) || !has(self.worker.limits) || self.worker.replicas <= self.worker.limits",message="spec.worker.replicas is above spec.worker.limits (the elastic maximum)"
+// +kubebuilder:validation:XValidation:rule="!has(self.worker) || !has(self.worker.requests) || self.worker.replicas >= self.worker.requests",message="spec.worker.replicas is below spec.worker.requests (the elastic minimum)"
 type PaddleJobSpec struct {
 	// cleanPodPolicy says which pods are deleted once the job has finished:
 	// Always (whatever the outcome), Never (keep them for inspection),
@@ -163,11 +192,46 @@ type PaddleJobSpec struct {
 	// +optional
 	WithGloo *int32 `json:"withGloo,omitempty"`
 
-	// elastic is the elastic level of the job: 0 or unset disables elastic
-	// training, 1 enables fault-tolerant elastic training of the workers.
+	// elastic is the elastic level of the job, as paddle-operator spells it:
+	// 0 or unset disables elastic training, 1 or more enables fault-tolerant
+	// elastic training of the workers (see elasticPolicy).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Elastic *int32 `json:"elastic,omitempty"`
+
+	// elasticPolicy makes the job elastic: its workers may be scaled between
+	// minReplicas and maxReplicas while it runs, a failed worker is replaced
+	// while backoffLimit allows, and Paddle's elastic launcher finds the
+	// current worker count under /paddle/<namespace>-<name>/np in etcd.
+	// +optional
+	ElasticPolicy *ElasticPolicy `json:"elasticPolicy,omitempty"`
+
+	// backoffLimit is how many restarts and recreations of the job's pods,
+	// counted together, are tolerated before the job fails with reason
+	// BackoffLimitExceeded. Only roles whose restartPolicy is OnFailure or
+	// ExitCode restart pods.
+	// +kubebuilder:default=6
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
+
+	// activeDeadlineSeconds is how long the job may run, from status.startTime,
+	// before it is failed with reason DeadlineExceeded and its pods stopped.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+
+	// ttlSecondsAfterFinished deletes the job (and its pods) this many seconds
+	// after it completed or failed.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+
+	// suspend stops the job: its pods are deleted and it waits in phase
+	// Suspended; setting it back to false recreates them with the same names
+	// and ports. The active deadline counts from the last resume.
+	// +optional
+	Suspend *bool `json:"suspend,omitempty"`
 
 	// ps describes the parameter servers. Setting it selects parameter-server
 	// mode, which also needs worker.
@@ -189,6 +253,8 @@ type PaddleJobSpec struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.template.spec) && size(self.template.spec.containers) > 0",message="template.spec.containers must hold at least one container"
 // +kubebuilder:validation:XValidation:rule="!has(self.template.spec) || !has(self.template.spec.restartPolicy) || self.template.spec.restartPolicy != 'Always'",message="template.spec.restartPolicy must be Never or OnFailure: the pods of a training job run to completion"
+// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || self.requests <= self.limits",message="requests (minimal replicas) must not exceed limits (maximal replicas)"
+// +kubebuilder:validation:XValidation:rule="!has(self.retryableExitCodes) || (has(self.restartPolicy) && self.restartPolicy == 'ExitCode')",message="retryableExitCodes needs restartPolicy ExitCode"
 type ReplicaSpec struct {
 	// replicas is the number of pods of this role, named <job>-<role>-0 to
 	// <job>-<role>-<replicas-1>. It can be changed while the job runs.
@@ -202,6 +268,63 @@ type ReplicaSpec struct {
 	// hostname and subdomain, and a named port; values the template sets
 	// itself are kept.
 	Template corev1.PodTemplateSpec `json:"template"`
+
+	// restartPolicy says what happens when a pod of this role fails: Never
+	// (the job fails), OnFailure (the container restarts in place; a pod that
+	// fails anyway is recreated) or ExitCode (the pod is recreated when its
+	// exit code is retryable, otherwise the job fails). Restarts count against
+	// spec.backoffLimit. Defaults to the template's restartPolicy (Never when
+	// unset), or OnFailure for the workers of an elastic job.
+	// +optional
+	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty"`
+
+	// retryableExitCodes are the exit codes that recreate a pod under
+	// restartPolicy ExitCode. Defaults to 129-255 (killed by a signal).
+	// +listType=set
+	// +optional
+	RetryableExitCodes []int32 `json:"retryableExitCodes,omitempty"`
+
+	// requests is paddle-operator's minimal number of replicas of an elastic
+	// role. Prefer spec.elasticPolicy.minReplicas.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Requests *int32 `json:"requests,omitempty"`
+
+	// limits is paddle-operator's maximal number of replicas of an elastic
+	// role; setting it makes the job elastic. Prefer
+	// spec.elasticPolicy.maxReplicas.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Limits *int32 `json:"limits,omitempty"`
+}
+
+// ElasticPolicy bounds an elastic job's workers and names the etcd of
+// Paddle's elastic rendezvous.
+// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="elasticPolicy.minReplicas must not exceed elasticPolicy.maxReplicas"
+type ElasticPolicy struct {
+	// minReplicas is the fewest workers the job runs with. Defaults to
+	// worker.requests, else worker.replicas.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+
+	// maxReplicas is the most workers the job may be scaled to. Defaults to
+	// worker.limits, else worker.replicas.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+
+	// etcdEndpoints are the etcd servers of Paddle's elastic rendezvous
+	// (PADDLE_ELASTIC_SERVER), e.g. http://etcd.paddle:2379. Defaults to the
+	// operator's --elastic-etcd-endpoints.
+	// +optional
+	EtcdEndpoints []string `json:"etcdEndpoints,omitempty"`
+
+	// timeoutSeconds is how long Paddle's elastic launcher waits for peers
+	// (PADDLE_ELASTIC_TIMEOUT). Defaults to 600.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
 }
 
 // SchedulingPolicy configures gang scheduling of a job's pods.
@@ -229,7 +352,7 @@ type SchedulingPolicy struct {
 // PaddleJobStatus is the observed state of a PaddleJob.
 type PaddleJobStatus struct {
 	// phase is a one-word summary of the job: Pending, Starting, Running,
-	// Completed or Failed.
+	// Suspended, Completed or Failed.
 	// +optional
 	Phase PaddleJobPhase `json:"phase,omitempty"`
 
@@ -250,8 +373,9 @@ type PaddleJobStatus struct {
 	Heter *ReplicaStatus `json:"heter,omitempty"`
 
 	// conditions are the standard conditions of the job: Created, Running,
-	// Succeeded and Failed. Their reason and message say why, naming the pod,
-	// container and exit code behind a failure.
+	// Succeeded, Failed, Suspended and PodGroupAdmitted. Their reason and
+	// message say why, naming the pod, container and exit code behind a
+	// failure.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -268,6 +392,40 @@ type PaddleJobStatus struct {
 	// completionTime is when the job completed or failed.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// restartCount is how many times the job's failed pods were recreated,
+	// with the restarts in place those pods had. The restarts in place of the
+	// current pods are in each role's restarts; the two together count
+	// against spec.backoffLimit.
+	// +optional
+	RestartCount int32 `json:"restartCount,omitempty"`
+
+	// lastRestartTime is when the operator last recreated a failed pod; the
+	// next recreation waits an exponential backoff from it. Microseconds: the
+	// backoff starts at a second.
+	// +optional
+	LastRestartTime *metav1.MicroTime `json:"lastRestartTime,omitempty"`
+
+	// recreatingPods are the UIDs of failed pods whose restart is counted and
+	// whose deletion is under way, so each failure is counted once.
+	// +listType=set
+	// +optional
+	RecreatingPods []string `json:"recreatingPods,omitempty"`
+
+	// hostPorts are the port ranges held by the job's pods in Host intranet,
+	// kept while the job is suspended so its pods come back on the same ports.
+	// +listType=map
+	// +listMapKey=pod
+	// +optional
+	HostPorts []HostPortRange `json:"hostPorts,omitempty"`
+}
+
+// HostPortRange is the port range of one pod of a Host-intranet job.
+type HostPortRange struct {
+	// pod is the pod's name.
+	Pod string `json:"pod"`
+	// ports is the range, first-last.
+	Ports string `json:"ports"`
 }
 
 // ReplicaStatus counts the pods of one role by state.
@@ -291,6 +449,10 @@ type ReplicaStatus struct {
 	// unknown pods are in a state the node could not report.
 	// +optional
 	Unknown int32 `json:"unknown,omitempty"`
+	// restarts is the sum of the restart counts of the role's current pods'
+	// containers.
+	// +optional
+	Restarts int32 `json:"restarts,omitempty"`
 	// ready is "running/replicas", shown by kubectl get.
 	// +optional
 	Ready string `json:"ready,omitempty"`

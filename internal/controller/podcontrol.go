@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -43,39 +42,16 @@ func (r *PaddleJobReconciler) createMissingPods(ctx context.Context, job *paddle
 		return nil, nil
 	}
 
-	ranges := map[types.NamespacedName]portRange{}
-	if job.Spec.EffectiveIntranet() == paddlev1.IntranetHost {
-		live, err := r.liveHostPorts(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, rt := range paddlev1.ReplicaTypes {
-			var want []types.NamespacedName
-			for _, s := range missing {
-				if s.rt == rt {
-					want = append(want, types.NamespacedName{Namespace: job.Namespace, Name: paddlev1.PodName(job.Name, rt, s.index)})
-				}
-			}
-			if len(want) == 0 {
-				continue
-			}
-			got, err := r.hostPorts.allocate(live, want, portsPerPod(job.Spec.Replicas(rt)))
-			if err != nil {
-				return nil, err
-			}
-			for k, v := range got {
-				ranges[k] = v
-			}
-		}
-	}
-
+	hostRanges := recordedHostPorts(job)
+	opts := podOptionsFor(job, r.Options)
 	pods := make([]*corev1.Pod, len(missing))
 	for i, s := range missing {
-		ports, ok := ranges[types.NamespacedName{Namespace: job.Namespace, Name: paddlev1.PodName(job.Name, s.rt, s.index)}]
+		name := paddlev1.PodName(job.Name, s.rt, s.index)
+		ports, ok := hostRanges[name]
 		if !ok {
 			ports = defaultPortRange(job.Spec.Replicas(s.rt))
 		}
-		pods[i] = newPod(job, s.rt, s.index, ports, jobValues, podOptions{InitImage: r.Options.InitImage})
+		pods[i] = newPod(job, s.rt, s.index, ports, jobValues, opts)
 	}
 
 	var created []*corev1.Pod
@@ -94,16 +70,12 @@ func (r *PaddleJobReconciler) createMissingPods(ctx context.Context, job *paddle
 			case apierrors.IsAlreadyExists(err):
 				return nil // created by an earlier pass the cache has not shown yet
 			default:
-				r.hostPorts.release(ctrl.ObjectKeyFromObject(p))
 				return fmt.Errorf("creating pod %s: %w", p.Name, err)
 			}
 		})
 		pods = pods[n:]
 		if err != nil {
 			errs = append(errs, err)
-			for _, p := range pods {
-				r.hostPorts.release(ctrl.ObjectKeyFromObject(p))
-			}
 			break
 		}
 	}
@@ -173,26 +145,6 @@ func (r *PaddleJobReconciler) forEach(ctx context.Context, pods []*corev1.Pod, f
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// liveHostPorts are the port ranges held by live Host-intranet pods of all
-// jobs, from the cache.
-func (r *PaddleJobReconciler) liveHostPorts(ctx context.Context) (map[types.NamespacedName]portRange, error) {
-	var list corev1.PodList
-	if err := r.List(ctx, &list, ctrl.HasLabels{paddlev1.LabelJobName}); err != nil {
-		return nil, fmt.Errorf("listing host-network pods: %w", err)
-	}
-	live := map[types.NamespacedName]portRange{}
-	for i := range list.Items {
-		p := &list.Items[i]
-		if !p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if pr, err := podPortRange(p); err == nil {
-			live[ctrl.ObjectKeyFromObject(p)] = pr
-		}
-	}
-	return live, nil
 }
 
 func podNames(pods []*corev1.Pod) []string {

@@ -34,9 +34,24 @@ const (
 	versionKey     = "version"
 )
 
-// podOptions are the operator settings that shape pods.
+// podOptions are the operator's settings that shape a job's pods.
 type podOptions struct {
 	InitImage string
+	// gang and schedulerName put pods in their job's PodGroup.
+	gang, schedulerName string
+	// elasticEndpoints is the etcd of an elastic job.
+	elasticEndpoints []string
+}
+
+// podOptionsFor are the pod options of a job under the operator's settings.
+func podOptionsFor(job *paddlev1.PaddleJob, opts Options) podOptions {
+	gang := gangSchedulerFor(&job.Spec, opts)
+	return podOptions{
+		InitImage:        opts.InitImage,
+		gang:             gang,
+		schedulerName:    schedulerNameOf(gang, opts),
+		elasticEndpoints: elasticEndpoints(job, opts.ElasticEtcdEndpoints),
+	}
 }
 
 // podLabels are the labels of every pod of a role.
@@ -84,8 +99,11 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 	spec := &pod.Spec
 	spec.Hostname = name
 	spec.Subdomain = job.Name
-	if spec.RestartPolicy == "" {
-		spec.RestartPolicy = corev1.RestartPolicyNever
+	// The kubelet restarts containers in place only under OnFailure; under
+	// Never and ExitCode a failure must reach the operator.
+	spec.RestartPolicy = corev1.RestartPolicyNever
+	if job.Spec.EffectiveRestartPolicy(rt) == paddlev1.RestartPolicyOnFailure {
+		spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	}
 	if job.Spec.EffectiveIntranet() == paddlev1.IntranetHost {
 		spec.HostNetwork = true
@@ -94,7 +112,7 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		}
 	}
 
-	env := podEnv(job, rt, index, ports)
+	env := append(podEnv(job, rt, index, ports), elasticEnv(job, opts.elasticEndpoints)...)
 	for _, n := range jobEnvNames(&job.Spec, rt) {
 		if jobValues != nil {
 			env = append(env, corev1.EnvVar{Name: n, Value: jobValues[n]})
@@ -121,6 +139,7 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 	if waitsForEndpoints(&job.Spec) {
 		spec.InitContainers = append([]corev1.Container{waitContainer(job.Name, opts.InitImage)}, spec.InitContainers...)
 	}
+	gangPod(pod, job.Name, opts.gang, opts.schedulerName)
 	return pod
 }
 

@@ -1,10 +1,16 @@
 package controller
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/testutil"
@@ -58,5 +64,174 @@ func TestCleanPodPolicy(t *testing.T) {
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("policy %q (alias %q), job %s (-want +got):\n%s", tc.policy, tc.alias, tc.phase, diff)
 		}
+	}
+}
+
+func TestEvaluateFailures(t *testing.T) {
+	pod := func(name string, state func(*testutil.PodWrapper) *testutil.PodWrapper, restarts int32) *corev1.Pod {
+		rt, idx := paddlev1.ReplicaWorker, 0
+		fmt.Sscanf(name[len("j-worker-"):], "%d", &idx)
+		job := testutil.MakePaddleJob("j", "ns").Workers(4).Obj()
+		p := state(testutil.WrapPod(newPod(job, rt, idx, portRange{23000, 3}, nil, podOptions{}))).Obj()
+		p.UID = types.UID("uid-" + name)
+		for i := range p.Status.ContainerStatuses {
+			p.Status.ContainerStatuses[i].RestartCount = restarts
+			p.Status.ContainerStatuses[i].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}
+		}
+		return p
+	}
+	run := func(w *testutil.PodWrapper) *testutil.PodWrapper { return w.Running("1.1.1.1") }
+	exit := func(code int32) func(*testutil.PodWrapper) *testutil.PodWrapper {
+		return func(w *testutil.PodWrapper) *testutil.PodWrapper { return w.Failed("paddle", code) }
+	}
+	evicted := func(w *testutil.PodWrapper) *testutil.PodWrapper {
+		w.Status.Phase, w.Status.Reason, w.Status.Message = corev1.PodFailed, "Evicted", "The node was low on resource: memory."
+		return w
+	}
+	tests := []struct {
+		name         string
+		policy       paddlev1.RestartPolicy
+		retryable    []int32
+		backoffLimit int32
+		recorded     int32
+		counted      []string
+		pods         []*corev1.Pod
+		wantFatal    string // reason, "" for none
+		wantMsg      string
+		wantRecreate []string
+		wantRestarts int32
+	}{{
+		name: "Never: a failure fails the job", policy: paddlev1.RestartPolicyNever, backoffLimit: 6,
+		pods:      []*corev1.Pod{pod("j-worker-0", run, 0), pod("j-worker-1", exit(137), 0)},
+		wantFatal: ReasonPodFailed, wantMsg: `pod j-worker-1: container "paddle" exited with code 137`,
+	}, {
+		name: "ExitCode: killed by a signal is retried", policy: paddlev1.RestartPolicyExitCode, backoffLimit: 6,
+		pods:         []*corev1.Pod{pod("j-worker-0", run, 0), pod("j-worker-1", exit(137), 0)},
+		wantRecreate: []string{"j-worker-1"}, wantRestarts: 1,
+	}, {
+		name: "ExitCode: an application error fails the job", policy: paddlev1.RestartPolicyExitCode, backoffLimit: 6,
+		pods:      []*corev1.Pod{pod("j-worker-1", exit(3), 0)},
+		wantFatal: ReasonPodFailed, wantMsg: "exited with code 3",
+	}, {
+		name: "ExitCode: the configured list decides", policy: paddlev1.RestartPolicyExitCode, retryable: []int32{3}, backoffLimit: 6,
+		pods:         []*corev1.Pod{pod("j-worker-1", exit(3), 0), pod("j-worker-2", run, 0)},
+		wantRecreate: []string{"j-worker-1"}, wantRestarts: 1,
+	}, {
+		name: "ExitCode: an evicted pod is retried", policy: paddlev1.RestartPolicyExitCode, backoffLimit: 6,
+		pods:         []*corev1.Pod{pod("j-worker-0", evicted, 0)},
+		wantRecreate: []string{"j-worker-0"}, wantRestarts: 1,
+	}, {
+		name: "OnFailure: in-place restarts count", policy: paddlev1.RestartPolicyOnFailure, backoffLimit: 6,
+		pods:         []*corev1.Pod{pod("j-worker-0", run, 2), pod("j-worker-1", run, 1)},
+		wantRestarts: 3,
+	}, {
+		name: "restarts and recreations together exceed the limit", policy: paddlev1.RestartPolicyOnFailure, backoffLimit: 3, recorded: 2,
+		pods:      []*corev1.Pod{pod("j-worker-0", run, 1), pod("j-worker-1", exit(1), 0)},
+		wantFatal: ReasonBackoffLimitExceeded, wantMsg: "restarted 4 times, more than backoffLimit 3; last failure: pod j-worker-1",
+	}, {
+		name: "the limit counts in-place restarts of running pods alone", policy: paddlev1.RestartPolicyOnFailure, backoffLimit: 2,
+		pods:      []*corev1.Pod{pod("j-worker-0", run, 3)},
+		wantFatal: ReasonBackoffLimitExceeded, wantMsg: `last failure: pod j-worker-0: container "paddle" exited with code 1`,
+	}, {
+		name: "a failure already counted is not counted again", policy: paddlev1.RestartPolicyExitCode, backoffLimit: 6, recorded: 1,
+		counted: []string{"uid-j-worker-1"}, pods: []*corev1.Pod{pod("j-worker-1", exit(137), 0)},
+		wantRestarts: 1,
+	}, {
+		name: "backoffLimit 0 fails on the first retry", policy: paddlev1.RestartPolicyExitCode, backoffLimit: 0,
+		pods:      []*corev1.Pod{pod("j-worker-1", exit(143), 0)},
+		wantFatal: ReasonBackoffLimitExceeded,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := testutil.MakePaddleJob("j", "ns").Workers(4).Obj()
+			job.Spec.Worker.RestartPolicy = tc.policy
+			job.Spec.Worker.RetryableExitCodes = tc.retryable
+			job.Spec.BackoffLimit = &tc.backoffLimit
+			job.Status.RestartCount = tc.recorded
+			job.Status.RecreatingPods = tc.counted
+			f := evaluateFailures(job, tc.pods)
+			switch {
+			case tc.wantFatal == "" && f.fatal != nil:
+				t.Fatalf("job failed: %+v", f.fatal)
+			case tc.wantFatal != "" && (f.fatal == nil || f.fatal.Reason != tc.wantFatal || !strings.Contains(f.fatal.Message, tc.wantMsg)):
+				t.Fatalf("fatal = %+v; want %s containing %q", f.fatal, tc.wantFatal, tc.wantMsg)
+			}
+			if tc.wantFatal != "" {
+				return
+			}
+			var names []string
+			for _, p := range f.recreate {
+				names = append(names, p.Name)
+			}
+			if diff := cmp.Diff(tc.wantRecreate, names); diff != "" {
+				t.Errorf("recreate (-want +got):\n%s", diff)
+			}
+			if f.restarts != tc.wantRestarts {
+				t.Errorf("restarts = %d, want %d", f.restarts, tc.wantRestarts)
+			}
+		})
+	}
+}
+
+func TestEffectiveRestartPolicy(t *testing.T) {
+	job := testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).Obj()
+	if got := job.Spec.EffectiveRestartPolicy(paddlev1.ReplicaWorker); got != paddlev1.RestartPolicyNever {
+		t.Errorf("default = %s, want Never", got)
+	}
+	job.Spec.Worker.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	if got := job.Spec.EffectiveRestartPolicy(paddlev1.ReplicaWorker); got != paddlev1.RestartPolicyOnFailure {
+		t.Errorf("template OnFailure = %s", got)
+	}
+	job.Spec.Worker.Template.Spec.RestartPolicy = ""
+	job.Spec.Elastic = ptr.To[int32](1)
+	if got := job.Spec.EffectiveRestartPolicy(paddlev1.ReplicaWorker); got != paddlev1.RestartPolicyOnFailure {
+		t.Errorf("elastic workers = %s, want OnFailure", got)
+	}
+	if got := job.Spec.EffectiveRestartPolicy(paddlev1.ReplicaPS); got != paddlev1.RestartPolicyNever {
+		t.Errorf("elastic pservers = %s, want Never", got)
+	}
+	job.Spec.Worker.RestartPolicy = paddlev1.RestartPolicyExitCode
+	pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, nil, podOptions{})
+	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("ExitCode pods must not restart in place: %s", pod.Spec.RestartPolicy)
+	}
+}
+
+func TestRestartBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		restarts int32
+		want     time.Duration
+	}{{1, 5 * time.Second}, {2, 10 * time.Second}, {3, 20 * time.Second}, {8, 5 * time.Minute}, {40, 5 * time.Minute}} {
+		if got := restartBackoff(tc.restarts, 5*time.Second, 5*time.Minute); got != tc.want {
+			t.Errorf("restartBackoff(%d) = %s, want %s", tc.restarts, got, tc.want)
+		}
+	}
+}
+
+func TestDeadlineAndTTL(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	job := testutil.MakePaddleJob("j", "ns").Workers(1).Obj()
+	if exceeded, left := deadlineExceeded(job, t0); exceeded || left != 0 {
+		t.Errorf("no deadline: %v %s", exceeded, left)
+	}
+	job.Spec.ActiveDeadlineSeconds = ptr.To[int64](20)
+	start := metav1.NewTime(t0)
+	job.Status.StartTime = &start
+	if exceeded, left := deadlineExceeded(job, t0.Add(15*time.Second)); exceeded || left != 5*time.Second {
+		t.Errorf("5 s before the deadline: %v %s", exceeded, left)
+	}
+	if exceeded, _ := deadlineExceeded(job, t0.Add(20*time.Second)); !exceeded {
+		t.Error("the deadline did not fire at 20 s")
+	}
+	job.Spec.TTLSecondsAfterFinished = ptr.To[int32](60)
+	if expired, left := ttlExpired(job, t0); expired || left != 0 {
+		t.Errorf("an unfinished job has no TTL: %v %s", expired, left)
+	}
+	job.Status.CompletionTime = &start
+	if expired, left := ttlExpired(job, t0.Add(59*time.Second)); expired || left != time.Second {
+		t.Errorf("1 s before the TTL: %v %s", expired, left)
+	}
+	if expired, _ := ttlExpired(job, t0.Add(time.Minute)); !expired {
+		t.Error("the TTL did not expire at 60 s")
 	}
 }

@@ -2,15 +2,24 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
@@ -18,24 +27,66 @@ import (
 // podOwnerKey indexes pods by the name of the PaddleJob that controls them.
 const podOwnerKey = ".metadata.controller.paddlejob"
 
-// CacheOptions restricts the manager's caches of pods, Services and
-// ConfigMaps to the objects the operator creates (they carry LabelJobName),
-// so memory follows the number of PaddleJob pods, not the cluster's size.
-func CacheOptions() cache.Options {
+// DiscoverPodGroupKinds finds the gang schedulers whose PodGroup kinds the
+// cluster serves. Jobs asking for another one wait, saying so; a scheduler
+// installed later is picked up when the operator restarts.
+func DiscoverPodGroupKinds(cfg *rest.Config) (map[string]bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	served := map[string]bool{}
+	for gang, gvk := range PodGroupGVKs {
+		list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("discovering %s: %w", gvk.GroupVersion(), err)
+		}
+		for _, res := range list.APIResources {
+			if res.Kind == gvk.Kind {
+				served[gang] = true
+			}
+		}
+	}
+	return served, nil
+}
+
+// CacheOptions restricts the manager's caches of pods, Services, ConfigMaps
+// and PodGroups to the objects the operator creates (they carry
+// LabelJobName), so memory follows the number of PaddleJob pods, not the
+// cluster's size.
+func CacheOptions(podGroupKinds map[string]bool) cache.Options {
 	req, err := labels.NewRequirement(paddlev1.LabelJobName, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant selector
 	}
 	owned := cache.ByObject{Label: labels.NewSelector().Add(*req)}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+	byObject := map[client.Object]cache.ByObject{
 		&corev1.Pod{}:       owned,
 		&corev1.Service{}:   owned,
 		&corev1.ConfigMap{}: owned,
-	}}
+	}
+	// Every PodGroup is cached: the user may ship the job's own (seed 004's
+	// Volcano example does), without the operator's label.
+	for gang := range podGroupKinds {
+		byObject[podGroupObject(PodGroupGVKs[gang])] = cache.ByObject{}
+	}
+	return cache.Options{ByObject: byObject}
 }
 
-// SetupWithManager registers the owner index and the controller.
-func (r *PaddleJobReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+func podGroupObject(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	pg := &unstructured.Unstructured{}
+	pg.SetGroupVersionKind(gvk)
+	return pg
+}
+
+// SetupWithManager registers the owner index and the controller, watching
+// the PodGroups of the gang schedulers in podGroupKinds (see
+// DiscoverPodGroupKinds; the manager's cache must know them too).
+func (r *PaddleJobReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, podGroupKinds map[string]bool) error {
+	r.podGroupKinds = podGroupKinds
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podOwnerKey, func(o client.Object) []string {
 		ref := metav1.GetControllerOf(o)
 		if ref == nil || ref.APIVersion != paddlev1.GroupVersion.String() || ref.Kind != "PaddleJob" {
@@ -45,11 +96,19 @@ func (r *PaddleJobReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	}); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&paddlev1.PaddleJob{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
-		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.ConfigMap{})
+	// A job's PodGroup has the job's name, whoever created it.
+	sameName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}}
+	})
+	for gang := range r.podGroupKinds {
+		b = b.Watches(podGroupObject(PodGroupGVKs[gang]), sameName)
+	}
+	return b.
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles, SkipNameValidation: &r.SkipNameValidation}).
 		Named("paddlejob").
 		Complete(r)

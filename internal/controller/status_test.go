@@ -154,6 +154,7 @@ func TestNextStatus(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := observed{pods: podsOf(tc.job, tc.states), missingHosts: tc.missing, invalid: tc.invalid}
+			obs.fatal = evaluateFailures(tc.job, obs.pods).fatal
 			st := nextStatus(tc.job, obs, now)
 			if st.Phase != tc.wantPhase || st.Mode != tc.wantMode {
 				t.Errorf("phase, mode = %s, %s; want %s, %s", st.Phase, st.Mode, tc.wantPhase, tc.wantMode)

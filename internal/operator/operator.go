@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -79,6 +80,19 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Controller.PodCreateParallelism, "pod-create-parallelism", o.Controller.PodCreateParallelism, "pod creates and deletes in flight at once, across all jobs")
 	fs.StringVar(&o.Controller.InitImage, "init-image", o.Controller.InitImage, "image of the wait-for-endpoints init container (needs only sh)")
 	fs.StringVar(&o.HostPortRange, "host-port-range", o.HostPortRange, "ports handed to pods of Host-intranet jobs, first-last")
+	fs.DurationVar(&o.Controller.RestartBackoff, "restart-backoff", o.Controller.RestartBackoff, "wait before recreating a failed pod, doubling with each restart of the job")
+	fs.DurationVar(&o.Controller.MaxRestartBackoff, "max-restart-backoff", o.Controller.MaxRestartBackoff, "longest wait before recreating a failed pod")
+	fs.StringVar(&o.Controller.GangScheduler, "gang-scheduler", o.Controller.GangScheduler, "gang scheduler of jobs with a schedulingPolicy whose templates name none: volcano, scheduler-plugins or none")
+	fs.StringVar(&o.Controller.SchedulerPluginsName, "scheduler-plugins-name", o.Controller.SchedulerPluginsName, "scheduler name of scheduler-plugins' coscheduling")
+	fs.Func("elastic-etcd-endpoints", "comma-separated etcd endpoints of elastic jobs that name none (PADDLE_ELASTIC_SERVER)", func(v string) error {
+		o.Controller.ElasticEtcdEndpoints = nil
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				o.Controller.ElasticEtcdEndpoints = append(o.Controller.ElasticEtcdEndpoints, e)
+			}
+		}
+		return nil
+	})
 	fs.DurationVar(&o.GracefulShutdown, "graceful-shutdown-timeout", o.GracefulShutdown, "how long running reconciles may take to finish on shutdown")
 	o.Zap.BindFlags(fs)
 }
@@ -94,7 +108,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
-	cacheOpts := controller.CacheOptions()
+	podGroupKinds, err := controller.DiscoverPodGroupKinds(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cacheOpts := controller.CacheOptions(podGroupKinds)
 	if o.Namespaces != "" {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range strings.Split(o.Namespaces, ",") {
@@ -103,9 +121,16 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 			}
 		}
 	}
+	switch o.Controller.GangScheduler {
+	case controller.GangVolcano, controller.GangSchedulerPlugins, controller.GangNone:
+	default:
+		return nil, fmt.Errorf("--gang-scheduler %q: want volcano, scheduler-plugins or none", o.Controller.GangScheduler)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  Scheme,
-		Cache:                   cacheOpts,
+		Scheme: Scheme,
+		Cache:  cacheOpts,
+		// PodGroups are unstructured: read them from the cache too.
+		Client:                  client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElection,
@@ -122,7 +147,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if o.SkipNameValidation {
 		r.SkipNameValidation = true
 	}
-	if err := r.SetupWithManager(ctx, mgr); err != nil {
+	if err := r.SetupWithManager(ctx, mgr, podGroupKinds); err != nil {
 		return nil, fmt.Errorf("setting up the PaddleJob controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -16,7 +16,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/util/retry"
@@ -24,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/kube"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
 )
@@ -227,3 +231,56 @@ func createJob(t *testing.T, job *paddlev1.PaddleJob) {
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// createOthers creates the objects of a manifest other than its PaddleJob.
+func createOthers(t *testing.T, ns, path string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := kube.DecodeManifests(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "PaddleJob" {
+			continue
+		}
+		o.SetNamespace(ns)
+		if err := k8s.Create(ctx(t), o); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+}
+
+// setPodGroupPhase writes a Volcano PodGroup's status phase, as Volcano would.
+func setPodGroupPhase(t *testing.T, ns, name, phase string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pg := &unstructured.Unstructured{}
+		pg.SetGroupVersionKind(schema.GroupVersionKind{Group: "scheduling.volcano.sh", Version: "v1beta1", Kind: "PodGroup"})
+		if err := k8s.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: name}, pg); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(pg.Object, phase, "status", "phase"); err != nil {
+			return err
+		}
+		return k8s.Status().Update(ctx(t), pg)
+	})
+	if err != nil {
+		t.Fatalf("setting PodGroup %s to %s: %v", name, phase, err)
+	}
+}
+
+// waitForCondition waits for a job condition's status and reason.
+func waitForCondition(t *testing.T, ns, name, condType string, status metav1.ConditionStatus, reason string) *paddlev1.PaddleJob {
+	t.Helper()
+	var job *paddlev1.PaddleJob
+	eventually(t, fmt.Sprintf("%s condition %s=%s (%s)", name, condType, status, reason), func() (bool, error) {
+		job = getJob(t, ns, name)
+		c := meta.FindStatusCondition(job.Status.Conditions, condType)
+		return c != nil && c.Status == status && c.Reason == reason, fmt.Errorf("conditions %+v", job.Status.Conditions)
+	})
+	return job
+}

@@ -21,7 +21,9 @@ func TestSeedExamples(t *testing.T) {
 		workers  int
 		intranet paddlev1.Intranet
 		mode     paddlev1.PaddleJobMode
-		check    func(t *testing.T, pods map[string]corev1.Pod)
+		// volcano: the file ships a Volcano PodGroup the pods wait for.
+		volcano bool
+		check   func(t *testing.T, pods map[string]corev1.Pod)
 	}{{
 		file: "config/samples/seed004/example-1-wide-and-deep.yaml", ps: 2, workers: 2,
 		intranet: paddlev1.IntranetPodIP, mode: paddlev1.PaddleJobModePS,
@@ -51,10 +53,12 @@ func TestSeedExamples(t *testing.T) {
 		},
 	}, {
 		file: "config/samples/seed004/example-4-wide-and-deep-volcano.yaml", ps: 2, workers: 2,
-		intranet: paddlev1.IntranetPodIP, mode: paddlev1.PaddleJobModePS,
+		intranet: paddlev1.IntranetPodIP, mode: paddlev1.PaddleJobModePS, volcano: true,
 		check: func(t *testing.T, pods map[string]corev1.Pod) {
-			if s := pods["wide-ande-deep-worker-0"].Spec.SchedulerName; s != "volcano" {
-				t.Errorf("worker schedulerName = %q, want the template's volcano", s)
+			for name, p := range pods {
+				if p.Spec.SchedulerName != "volcano" || p.Annotations["scheduling.k8s.io/group-name"] != "wide-ande-deep" {
+					t.Errorf("%s: schedulerName %q, group %q; want volcano and the job's PodGroup", name, p.Spec.SchedulerName, p.Annotations["scheduling.k8s.io/group-name"])
+				}
 			}
 		},
 	}, {
@@ -72,8 +76,18 @@ func TestSeedExamples(t *testing.T) {
 			ns := newNamespace(t)
 			job := loadJob(t, tc.file)
 			job.Namespace = ns
+			if tc.volcano {
+				createOthers(t, ns, tc.file) // the user's PodGroup, as the example applies it
+			}
 			createJob(t, job)
 			name := job.Name
+			if tc.volcano {
+				waitForCondition(t, ns, name, paddlev1.JobPodGroupAdmitted, metav1.ConditionFalse, "WaitingForPodGroup")
+				if pods := listPods(t, ns, name); len(pods) != 0 {
+					t.Fatalf("%d pods created before Volcano admitted the PodGroup", len(pods))
+				}
+				setPodGroupPhase(t, ns, name, "Inqueue") // as Volcano's enqueue action does
+			}
 			pods := waitForPods(t, ns, name, podNames(name, tc.ps, tc.workers, 0)...)
 
 			created := getJob(t, ns, name)

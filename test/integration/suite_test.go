@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"go.uber.org/zap/zapcore"
@@ -33,7 +34,7 @@ var (
 func TestMain(m *testing.M) {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
 	var err error
-	env, err = testenv.Start()
+	env, err = testenv.Start(filepath.Join("testdata", "crds"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -60,11 +61,14 @@ func TestMain(m *testing.M) {
 
 // startOperator runs the operator as the binary would, until the returned
 // function stops it (it is also stopped when the test ends).
-func startOperator(t testing.TB) (stop func()) {
+func startOperator(t testing.TB, configure ...func(*operator.Options)) (stop func()) {
 	t.Helper()
 	opts := operator.DefaultOptions()
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	opts.SkipNameValidation = true // several managers over the test binary's life
+	for _, c := range configure {
+		c(&opts)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := operator.NewManager(ctx, env.Config, opts)
 	if err != nil {

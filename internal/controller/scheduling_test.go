@@ -1,0 +1,119 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/testutil"
+)
+
+func TestGangSchedulerFor(t *testing.T) {
+	opts := DefaultOptions()
+	volcanoTemplate := testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).Obj()
+	volcanoTemplate.Spec.Worker.Template.Spec.SchedulerName = "volcano"
+	pluginsTemplate := testutil.MakePaddleJob("j", "ns").Workers(2).Obj()
+	pluginsTemplate.Spec.Worker.Template.Spec.SchedulerName = DefaultSchedulerPluginsName
+	withPolicy := testutil.MakePaddleJob("j", "ns").Workers(2).Obj()
+	withPolicy.Spec.SchedulingPolicy = &paddlev1.SchedulingPolicy{Queue: "q"}
+	pluginsDefault := opts
+	pluginsDefault.GangScheduler = GangSchedulerPlugins
+	noneDefault := opts
+	noneDefault.GangScheduler = GangNone
+
+	tests := []struct {
+		name string
+		job  *paddlev1.PaddleJob
+		opts Options
+		want string
+	}{
+		{"no gang scheduling asked for", testutil.MakePaddleJob("j", "ns").Workers(2).Obj(), opts, ""},
+		{"a template names volcano (seed 004 example 4)", volcanoTemplate, opts, GangVolcano},
+		{"a template names scheduler-plugins", pluginsTemplate, opts, GangSchedulerPlugins},
+		{"schedulingPolicy with the default gang scheduler", withPolicy, opts, GangVolcano},
+		{"schedulingPolicy, operator defaults to scheduler-plugins", withPolicy, pluginsDefault, GangSchedulerPlugins},
+		{"schedulingPolicy, gang scheduling off", withPolicy, noneDefault, ""},
+	}
+	for _, tc := range tests {
+		if got := gangSchedulerFor(&tc.job.Spec, tc.opts); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestPodGroup(t *testing.T) {
+	job := testutil.MakePaddleJob("wd", "ns").PS(2).Workers(2).Obj()
+	for _, rs := range []*paddlev1.ReplicaSpec{job.Spec.PS, job.Spec.Worker} {
+		rs.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+		}
+	}
+	job.Spec.SchedulingPolicy = &paddlev1.SchedulingPolicy{Queue: "training", PriorityClass: "high"}
+	got := desiredPodGroupSpec(job, GangVolcano)
+	want := map[string]any{
+		"minMember":         int64(4),
+		"minResources":      map[string]any{"cpu": "2", "memory": "4Gi"},
+		"queue":             "training",
+		"priorityClassName": "high",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Volcano PodGroup spec (-want +got):\n%s", diff)
+	}
+	job.Spec.SchedulingPolicy.MinAvailable = ptr.To[int32](3)
+	job.Spec.SchedulingPolicy.MinResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	got = desiredPodGroupSpec(job, GangSchedulerPlugins)
+	want = map[string]any{"minMember": int64(3), "minResources": map[string]any{"cpu": "1"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("coscheduling PodGroup spec (-want +got):\n%s", diff)
+	}
+	pg := newPodGroup(job, GangVolcano)
+	if pg.GetAPIVersion() != "scheduling.volcano.sh/v1beta1" || pg.GetName() != "wd" || len(pg.GetOwnerReferences()) != 1 {
+		t.Errorf("PodGroup %s %s owners %v", pg.GetAPIVersion(), pg.GetName(), pg.GetOwnerReferences())
+	}
+}
+
+func TestPodGroupWaiting(t *testing.T) {
+	withPhase := func(phase string) *unstructured.Unstructured {
+		pg := newPodGroup(testutil.MakePaddleJob("wd", "ns").Workers(2).Obj(), GangVolcano)
+		if phase != "" {
+			_ = unstructured.SetNestedField(pg.Object, phase, "status", "phase")
+		}
+		return pg
+	}
+	for _, tc := range []struct {
+		phase, gang string
+		admitted    bool
+	}{
+		{"", GangVolcano, false}, {"Pending", GangVolcano, false}, {"Inqueue", GangVolcano, true},
+		{"Running", GangVolcano, true}, {"", GangSchedulerPlugins, true},
+	} {
+		w := podGroupWaiting(withPhase(tc.phase), tc.gang)
+		if (w == "") != tc.admitted {
+			t.Errorf("%s phase %q: waiting %q, want admitted %v", tc.gang, tc.phase, w, tc.admitted)
+		}
+		if w != "" && !strings.Contains(w, "PodGroup wd") {
+			t.Errorf("message does not name the PodGroup: %q", w)
+		}
+	}
+}
+
+func TestGangPods(t *testing.T) {
+	job := testutil.MakePaddleJob("wd", "ns").Workers(1).Obj()
+	job.Spec.SchedulingPolicy = &paddlev1.SchedulingPolicy{}
+	opts := DefaultOptions()
+	pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, nil, podOptionsFor(job, opts))
+	if pod.Spec.SchedulerName != "volcano" || pod.Annotations["scheduling.k8s.io/group-name"] != "wd" {
+		t.Errorf("Volcano pod: scheduler %q, annotations %v", pod.Spec.SchedulerName, pod.Annotations)
+	}
+	opts.GangScheduler = GangSchedulerPlugins
+	pod = newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, nil, podOptionsFor(job, opts))
+	if pod.Spec.SchedulerName != DefaultSchedulerPluginsName || pod.Labels["scheduling.x-k8s.io/pod-group"] != "wd" {
+		t.Errorf("coscheduling pod: scheduler %q, labels %v", pod.Spec.SchedulerName, pod.Labels)
+	}
+}
