@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/paddlejob/paddlejob/internal/node"
+)
+
+func init() { register(newNodeCmd) }
+
+func newNodeCmd() *cobra.Command {
+	cfg := node.Config{
+		NodeName:    node.DefaultNodeName,
+		NodeIP:      node.DefaultNodeIP,
+		PodIPRange:  node.DefaultPodIPRange,
+		KubeletPort: node.DefaultKubeletPort,
+		MaxPods:     node.DefaultMaxPods,
+	}
+	var kubeconfig string
+	var verbosity int
+	cmd := &cobra.Command{
+		Use:   "node",
+		Short: "Run the local cluster's node: pods bound to it run as sandboxed processes on this machine",
+		Long: `Run a Kubernetes node for this machine. Each pod bound to it runs as host
+processes in a bubblewrap sandbox, with a loopback IP of its own; images are
+mapped to local commands by the image table. The node runs until interrupted,
+then stops every pod.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if kubeconfig == "" {
+				return errors.New("--kubeconfig is required")
+			}
+			if cfg.StateDir == "" {
+				return errors.New("--state-dir is required")
+			}
+			rest, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return err
+			}
+			cfg.RESTConfig = rest
+			cfg.Log = zap.New(zap.Level(zapcore.Level(-verbosity)), zap.WriteTo(cmd.ErrOrStderr()),
+				// Errors the node retries (API conflicts) need no stack trace.
+				zap.StacktraceLevel(zapcore.PanicLevel))
+			klog.SetLogger(cfg.Log)
+			n, err := node.New(cfg)
+			if err != nil {
+				return err
+			}
+			return n.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server to register with (required)")
+	f.StringVar(&cfg.NodeName, "node-name", cfg.NodeName, "name of the Node")
+	f.StringVar(&cfg.StateDir, "state-dir", "", "directory for the pods' files, logs and volumes (required)")
+	f.StringVar(&cfg.NodeIP, "node-ip", cfg.NodeIP, "the node's IP: the kubelet API listens there, and hostNetwork pods have it")
+	f.StringVar(&cfg.PodIPRange, "pod-ip-range", cfg.PodIPRange, "FIRST-LAST addresses handed to pods, one each")
+	f.IntVar(&cfg.KubeletPort, "kubelet-port", cfg.KubeletPort, "port of the kubelet API (logs)")
+	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "serving certificate of the kubelet API (default: self-signed, kept in the state directory)")
+	f.StringVar(&cfg.TLSKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
+	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "when set, the kubelet API requires client certificates signed by this CA")
+	f.StringVar(&cfg.ImageTableFile, "image-table", "", "YAML file mapping images to local commands, merged over the built-in entries")
+	f.IntVar(&cfg.MaxPods, "max-pods", cfg.MaxPods, "pods the node accepts")
+	f.StringVar(&cfg.Bwrap, "bwrap", "", "path of bubblewrap (default: bwrap on PATH)")
+	f.IntVar(&verbosity, "v", 0, "log verbosity (higher logs more)")
+	return cmd
+}

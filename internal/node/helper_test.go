@@ -1,0 +1,80 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// helperEnv names the helper a pod runs when its command is this test
+// binary: programs the tests need inside sandboxes, written in Go so they
+// also check Go's resolver.
+const helperEnv = "NODE_TEST_HELPER"
+
+func runHelper(name string, args []string) int {
+	switch name {
+	case "resolve":
+		// Go's own resolver, which reads /etc/hosts itself.
+		r := &net.Resolver{PreferGo: true}
+		addrs, err := r.LookupHost(context.Background(), args[0])
+		if err != nil {
+			fmt.Println("resolve error:", err)
+			return 1
+		}
+		fmt.Println(args[0], addrs)
+		return 0
+	case "serve":
+		l, err := net.Listen("tcp", args[0])
+		if err != nil {
+			fmt.Println("listen error:", err)
+			return 1
+		}
+		fmt.Println("listening on", l.Addr())
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return 1
+			}
+			fmt.Fprintf(c, "hello from %s\n", os.Getenv("HOSTNAME"))
+			c.Close()
+		}
+	case "dial":
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			c, err := net.DialTimeout("tcp", args[0], time.Second)
+			if err == nil {
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				fmt.Print("got: ", line)
+				return 0
+			}
+			if time.Now().After(deadline) {
+				fmt.Println("dial error:", err)
+				return 1
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	fmt.Println("unknown helper", name)
+	return 2
+}
+
+// helperContainer runs a helper of this test binary in a pod.
+func helperContainer(t *testing.T, name, helper string, args ...string) corev1.Container {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return corev1.Container{
+		Name:    name,
+		Image:   "paddlejob.test/helper",
+		Command: append([]string{self}, args...),
+		Env:     []corev1.EnvVar{{Name: helperEnv, Value: helper}},
+	}
+}

@@ -1,0 +1,167 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/virtual-kubelet/virtual-kubelet/node/api"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+var logStart = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+
+// writeTestLog writes lines to a log, one second apart, and closes it.
+func writeTestLog(t *testing.T, path string, writes ...[2]string) {
+	t.Helper()
+	clk := clocktesting.NewFakePassiveClock(logStart)
+	l, err := createContainerLog(path, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range writes {
+		if _, err := l.writer(w[0]).Write([]byte(w[1])); err != nil {
+			t.Fatal(err)
+		}
+		clk.SetTime(clk.Now().Add(time.Second))
+	}
+	if err := l.close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestContainerLogFormat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	writeTestLog(t, path, [2]string{streamStdout, "one\ntwo\n"}, [2]string{streamStderr, "partial"}, [2]string{streamStdout, " line\n"})
+	got, _ := os.ReadFile(path)
+	want := "2024-05-01T12:00:00Z stdout F one\n" +
+		"2024-05-01T12:00:00Z stdout F two\n" +
+		"2024-05-01T12:00:01Z stderr P partial\n" +
+		"2024-05-01T12:00:02Z stdout F  line\n"
+	if string(got) != want {
+		t.Errorf("file:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestCopyLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	writeTestLog(t, path, [2]string{streamStdout, "a\n"}, [2]string{streamStdout, "b\n"}, [2]string{streamStderr, "c"}, [2]string{streamStdout, "d\n"})
+	now := logStart.Add(time.Minute)
+	tests := []struct {
+		name string
+		opts api.ContainerLogOpts
+		want string
+	}{
+		{"all", api.ContainerLogOpts{}, "a\nb\ncd\n"},
+		{"tail", api.ContainerLogOpts{Tail: 2}, "cd\n"},
+		{"tail beyond the start", api.ContainerLogOpts{Tail: 10}, "a\nb\ncd\n"},
+		{"timestamps", api.ContainerLogOpts{Tail: 1, Timestamps: true}, "2024-05-01T12:00:03Z d\n"},
+		{"since time", api.ContainerLogOpts{SinceTime: logStart.Add(time.Second)}, "b\ncd\n"},
+		{"since seconds", api.ContainerLogOpts{SinceSeconds: 58}, "cd\n"},
+		{"limit bytes", api.ContainerLogOpts{LimitBytes: 3}, "a\nb"},
+		{"follow an ended log", api.ContainerLogOpts{Follow: true}, "a\nb\ncd\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := copyLog(context.Background(), path, nil, tc.opts, now, &out); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tc.want {
+				t.Errorf("got %q, want %q", out.String(), tc.want)
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while copyLog writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestCopyLogFollowsUntilTheRunEnds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	l, err := createContainerLog(path, clocktesting.NewFakePassiveClock(logStart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- copyLog(context.Background(), path, l, api.ContainerLogOpts{Follow: true}, logStart, out)
+	}()
+
+	waitFor := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for out.String() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("followed %q, want %q", out.String(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	l.writer(streamStdout).Write([]byte("first\n"))
+	waitFor("first\n")
+	l.writer(streamStdout).Write([]byte("second\n"))
+	waitFor("first\nsecond\n")
+	select {
+	case err := <-done:
+		t.Fatalf("follow ended early: %v", err)
+	default:
+	}
+	l.writer(streamStdout).Write([]byte("last\n"))
+	l.close()
+	select {
+	case err := <-done:
+		if err != nil || out.String() != "first\nsecond\nlast\n" {
+			t.Errorf("follow ended with %v after %q", err, out.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("follow did not end with the run")
+	}
+
+	// A follower stops when its client goes away.
+	l2, _ := createContainerLog(filepath.Join(t.TempDir(), "1.log"), clocktesting.NewFakePassiveClock(logStart))
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- copyLog(ctx, path, l2, api.ContainerLogOpts{Follow: true}, logStart, out) }()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("follow did not end with its context")
+	}
+}
+
+func TestTerminationMessage(t *testing.T) {
+	l, err := createContainerLog(filepath.Join(t.TempDir(), "0.log"), clocktesting.NewFakePassiveClock(logStart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		l.writer(streamStderr).Write([]byte(strings.Repeat("x", i%7) + "\n"))
+	}
+	l.writer(streamStderr).Write([]byte("fatal: out of cheese\n"))
+	msg := l.terminationMessage()
+	if !strings.HasSuffix(msg, "fatal: out of cheese") || strings.Count(msg, "\n") > terminationMessageLines-1 || len(msg) > terminationMessageBytes {
+		t.Errorf("termination message of %d bytes, %d lines, ending %q", len(msg), strings.Count(msg, "\n")+1, msg[max(0, len(msg)-30):])
+	}
+}

@@ -1,0 +1,426 @@
+// Package node is the process node of the local cluster: a kubelet for one
+// machine that runs each pod bound to it as sandboxed host processes
+// (bubblewrap), with no container images or runtime. It is built on
+// virtual-kubelet, which registers the Node, renews its lease, runs the pod
+// lifecycle loop and serves the kubelet API; the Provider here runs the pods.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	vklog "github.com/virtual-kubelet/virtual-kubelet/log"
+	vknode "github.com/virtual-kubelet/virtual-kubelet/node"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of the node's settings.
+const (
+	DefaultNodeName            = "paddlejob-node"
+	DefaultNodeIP              = "127.0.0.1"
+	DefaultPodIPRange          = "127.0.1.1-127.0.255.254"
+	DefaultKubeletPort         = 10250
+	DefaultMaxPods             = 500
+	DefaultShutdownGracePeriod = 5 * time.Second
+)
+
+// podSyncWorkers is how many pods virtual-kubelet syncs at once; the
+// provider's calls return quickly, so a few suffice.
+const podSyncWorkers = 8
+
+// Config configures a process node.
+type Config struct {
+	// RESTConfig reaches the API server.
+	RESTConfig *rest.Config
+	NodeName   string
+	// StateDir holds the pods' directories (logs, volumes) and the
+	// self-signed serving certificate.
+	StateDir string
+	// NodeIP is the node's InternalIP, where the kubelet API listens, and
+	// the IP of hostNetwork pods.
+	NodeIP string
+	// PodIPRange is "FIRST-LAST": each other pod gets an address of it.
+	PodIPRange string
+	// KubeletPort is the kubelet API's port; 0 picks a free one.
+	KubeletPort int
+	// TLSCertFile and TLSKeyFile serve the kubelet API; a self-signed pair
+	// is made in StateDir when empty.
+	TLSCertFile, TLSKeyFile string
+	// ClientCAFile, when set, admits only clients with a certificate it
+	// signed.
+	ClientCAFile string
+	// ImageTableFile maps images to local commands (see ImageTable).
+	ImageTableFile string
+	MaxPods        int
+	// Bwrap is bubblewrap's path; empty looks it up on PATH.
+	Bwrap string
+	// ShutdownGracePeriod caps each pod's grace period when the node stops.
+	ShutdownGracePeriod time.Duration
+	Log                 logr.Logger
+	Clock               clock.Clock
+}
+
+// Node is a process node: virtual-kubelet's controllers around a Provider.
+type Node struct {
+	cfg          Config
+	log          logr.Logger
+	client       kubernetes.Interface
+	podInformers informers.SharedInformerFactory
+	objInformers informers.SharedInformerFactory
+	events       record.EventBroadcaster
+	provider     *Provider
+	pods         *vknode.PodController
+	nodes        *vknode.NodeController
+	nodeStatus   *vknode.NaiveNodeProviderV2
+	node         *corev1.Node
+	server       *kubeletServer
+	ready        chan struct{}
+}
+
+// New prepares a node: it loads its settings, opens the kubelet API port and
+// builds the controllers, but registers nothing until Run.
+func New(cfg Config) (*Node, error) {
+	cfg = withDefaults(cfg)
+	if cfg.RESTConfig == nil {
+		return nil, errors.New("node: no API server configuration")
+	}
+	if cfg.StateDir == "" {
+		return nil, errors.New("node: a state directory is required")
+	}
+	if a, err := netip.ParseAddr(cfg.NodeIP); err != nil || !a.Is4() {
+		return nil, fmt.Errorf("node IP %q is not an IPv4 address", cfg.NodeIP)
+	}
+	stateDir, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.StateDir = stateDir
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the state directory: %w", err)
+	}
+	images, err := LoadImageTable(cfg.ImageTableFile)
+	if err != nil {
+		return nil, err
+	}
+	ipRange, err := parseIPRange(cfg.PodIPRange)
+	if err != nil {
+		return nil, err
+	}
+	capacity, err := hostCapacity(cfg.MaxPods, stateDir)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Bwrap != "" {
+		if _, err := findBwrap(cfg.Bwrap); err != nil {
+			return nil, err
+		}
+	}
+
+	restCfg := rest.CopyConfig(cfg.RESTConfig)
+	// Every pod's status changes go through this client: the default rate
+	// limit would delay them by seconds on a busy node.
+	restCfg.QPS, restCfg.Burst = 100, 200
+	restCfg.UserAgent = "paddlejob-node/" + cfg.NodeName
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+
+	n := &Node{cfg: cfg, log: cfg.Log, client: client, ready: make(chan struct{})}
+	n.podInformers = informers.NewSharedInformerFactoryWithOptions(client, time.Minute,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
+		}))
+	n.objInformers = informers.NewSharedInformerFactory(client, 0)
+	podInformer := n.podInformers.Core().V1().Pods()
+	cmInformer := n.objInformers.Core().V1().ConfigMaps()
+	secretInformer := n.objInformers.Core().V1().Secrets()
+	serviceInformer := n.objInformers.Core().V1().Services()
+
+	n.events = record.NewBroadcaster()
+	recorder := n.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "paddlejob-node", Host: cfg.NodeName})
+
+	n.provider = newProvider(providerConfig{
+		Log:         cfg.Log,
+		Clock:       cfg.Clock,
+		Client:      client,
+		Pods:        podInformer.Lister(),
+		ConfigMaps:  cmInformer.Lister(),
+		Secrets:     secretInformer.Lister(),
+		Recorder:    recorder,
+		Images:      images,
+		IPs:         newIPAllocator(ipRange, cfg.NodeIP),
+		Allocatable: capacity,
+		StateDir:    stateDir,
+		NodeIP:      cfg.NodeIP,
+		Bwrap:       cfg.Bwrap,
+	})
+	for _, inf := range []cache.SharedIndexInformer{cmInformer.Informer(), secretInformer.Informer()} {
+		if _, err := inf.AddEventHandler(namespaceChangeHandler(n.provider.objectsChanged)); err != nil {
+			return nil, err
+		}
+	}
+
+	cert, err := servingCertificate(cfg.TLSCertFile, cfg.TLSKeyFile, stateDir, cfg.NodeIP, cfg.NodeName, cfg.Clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	tlsConfig, err := serverTLSConfig(cert, cfg.ClientCAFile)
+	if err != nil {
+		return nil, err
+	}
+	n.server, err = listenKubelet(net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.KubeletPort)), tlsConfig, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+
+	// Status updates are the node's main output and must reach the API
+	// promptly: per-pod backoff only, no overall rate limit.
+	limiter := func() workqueue.TypedRateLimiter[any] {
+		return workqueue.NewTypedItemExponentialFailureRateLimiter[any](5*time.Millisecond, 10*time.Second)
+	}
+	n.pods, err = vknode.NewPodController(vknode.PodControllerConfig{
+		PodClient:                            client.CoreV1(),
+		PodInformer:                          podInformer,
+		EventRecorder:                        recorder,
+		Provider:                             n.provider,
+		ConfigMapInformer:                    cmInformer,
+		SecretInformer:                       secretInformer,
+		ServiceInformer:                      serviceInformer,
+		SyncPodsFromKubernetesRateLimiter:    limiter(),
+		DeletePodsFromKubernetesRateLimiter:  limiter(),
+		SyncPodStatusFromProviderRateLimiter: limiter(),
+		// The provider resolves env itself, at container start: it knows the
+		// pod's IP, and a missing ConfigMap keeps only that container waiting.
+		SkipDownwardAPIResolution: true,
+	})
+	if err != nil {
+		n.server.close()
+		return nil, fmt.Errorf("creating the pod controller: %w", err)
+	}
+
+	n.node = nodeObject(cfg.NodeName, cfg.NodeIP, n.server.port(), capacity, hostSystemInfo())
+	n.nodeStatus = vknode.NewNaiveNodeProvider()
+	nodes := client.CoreV1().Nodes()
+	n.nodes, err = vknode.NewNodeController(n.nodeStatus, n.node.DeepCopy(), nodes,
+		vknode.WithNodeEnableLeaseV1(client.CoordinationV1().Leases(corev1.NamespaceNodeLease), 0),
+		vknode.WithNodeStatusUpdateErrorHandler(func(ctx context.Context, err error) error {
+			if !apierrors.IsNotFound(err) {
+				return err
+			}
+			// Someone deleted the Node: register it again.
+			_, err = nodes.Create(ctx, n.node.DeepCopy(), metav1.CreateOptions{})
+			return err
+		}))
+	if err != nil {
+		n.server.close()
+		return nil, fmt.Errorf("creating the node controller: %w", err)
+	}
+	return n, nil
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.NodeName == "" {
+		cfg.NodeName = DefaultNodeName
+	}
+	if cfg.NodeIP == "" {
+		cfg.NodeIP = DefaultNodeIP
+	}
+	if cfg.PodIPRange == "" {
+		cfg.PodIPRange = DefaultPodIPRange
+	}
+	if cfg.MaxPods == 0 {
+		cfg.MaxPods = DefaultMaxPods
+	}
+	if cfg.ShutdownGracePeriod == 0 {
+		cfg.ShutdownGracePeriod = DefaultShutdownGracePeriod
+	}
+	if cfg.Log.GetSink() == nil {
+		cfg.Log = logr.Discard()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return cfg
+}
+
+// namespaceChangeHandler calls changed with the namespace of every object
+// added, changed or deleted.
+func namespaceChangeHandler(changed func(namespace string)) cache.ResourceEventHandler {
+	ns := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if m, ok := obj.(metav1.Object); ok {
+			changed(m.GetNamespace())
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    ns,
+		UpdateFunc: func(_, obj any) { ns(obj) },
+		DeleteFunc: ns,
+	}
+}
+
+// Ready is closed once the node is registered Ready and runs pods.
+func (n *Node) Ready() <-chan struct{} { return n.ready }
+
+// KubeletAddress is where the kubelet API listens, host:port.
+func (n *Node) KubeletAddress() string {
+	return net.JoinHostPort(n.cfg.NodeIP, strconv.Itoa(int(n.server.port())))
+}
+
+// Run registers the node and runs its pods until ctx ends; it then stops
+// every pod (SIGTERM, then SIGKILL after at most ShutdownGracePeriod),
+// reports them Failed, and returns.
+func (n *Node) Run(ctx context.Context) error {
+	log := n.log.WithValues("node", n.cfg.NodeName)
+	if _, err := n.provider.bwrapPath(); err != nil {
+		log.Error(err, "Pods cannot start on this node until bubblewrap is installed")
+	}
+	// Pods are started afresh: leftovers of an earlier run are stale.
+	if err := os.RemoveAll(n.provider.podsDir()); err != nil {
+		return fmt.Errorf("cleaning the pods directory: %w", err)
+	}
+
+	// virtual-kubelet runs until the pods are stopped, so that their final
+	// status reaches the API: it gets a context of its own.
+	vkCtx, stopVK := context.WithCancel(vklog.WithLogger(context.Background(), newVKLogger(n.log)))
+	defer stopVK()
+	n.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: n.client.CoreV1().Events("")})
+	defer n.events.Shutdown()
+	n.podInformers.Start(vkCtx.Done())
+	n.objInformers.Start(vkCtx.Done())
+
+	serveErr := make(chan error, 1)
+	go func() {
+		serveErr <- n.server.serve(kubeletHandler(n.provider, n.podInformers.Core().V1().Pods().Lister(), n.log))
+	}()
+	defer n.server.close()
+
+	go func() { _ = n.pods.Run(vkCtx, podSyncWorkers) }()
+	nodesStarted := false
+	defer func() {
+		// Whatever ends Run, the pods stop first, while virtual-kubelet
+		// still reports their status.
+		n.stopPods(log)
+		stopVK()
+		<-n.pods.Done()
+		if nodesStarted {
+			<-n.nodes.Done()
+		}
+	}()
+	if err := waitFor(ctx, n.pods.Ready(), n.pods.Done(), n.pods.Err); err != nil {
+		return fmt.Errorf("starting the pod controller: %w", err)
+	}
+	go func() { _ = n.nodes.Run(vkCtx) }()
+	nodesStarted = true
+	if err := waitFor(ctx, n.nodes.Ready(), n.nodes.Done(), n.nodes.Err); err != nil {
+		return fmt.Errorf("registering the node: %w", err)
+	}
+	ready := n.node.DeepCopy()
+	setNodeReady(ready, metav1.NewTime(n.cfg.Clock.Now()))
+	if err := n.nodeStatus.UpdateStatus(ctx, ready); err != nil {
+		return fmt.Errorf("marking the node ready: %w", err)
+	}
+	if err := n.waitRegisteredReady(ctx); err != nil {
+		return fmt.Errorf("marking the node ready: %w", err)
+	}
+	close(n.ready)
+	log.Info("Node ready", "kubeletAPI", n.KubeletAddress(), "podIPRange", n.cfg.PodIPRange)
+
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-n.pods.Done():
+		return fmt.Errorf("pod controller stopped: %w", n.pods.Err())
+	case <-n.nodes.Done():
+		return fmt.Errorf("node controller stopped: %w", n.nodes.Err())
+	case err := <-serveErr:
+		return fmt.Errorf("kubelet API: %w", err)
+	}
+}
+
+// stopPods stops every pod, SIGKILLing what is left after the shutdown grace
+// period, and gives virtual-kubelet a moment to report them.
+func (n *Node) stopPods(log logr.Logger) {
+	log.Info("Stopping every pod", "gracePeriod", n.cfg.ShutdownGracePeriod)
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownGracePeriod+5*time.Second)
+	defer cancel()
+	n.provider.shutdown(ctx, n.cfg.ShutdownGracePeriod)
+	n.waitForFinalStatuses(ctx)
+	log.Info("Node stopped")
+}
+
+// waitRegisteredReady waits until the API shows the node Ready, which the
+// node controller writes asynchronously.
+func (n *Node) waitRegisteredReady(ctx context.Context) error {
+	return wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		node, err := n.client.CoreV1().Nodes().Get(ctx, n.cfg.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionTrue, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// waitFor waits until ready closes, or returns why it will not.
+func waitFor(ctx context.Context, ready, done <-chan struct{}, errOf func() error) error {
+	select {
+	case <-ready:
+		return nil
+	case <-done:
+		if err := errOf(); err != nil {
+			return err
+		}
+		return errors.New("stopped before it was ready")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// waitForFinalStatuses gives virtual-kubelet a moment to write the stopped
+// pods' statuses, so the API does not show them running on a stopped node.
+func (n *Node) waitForFinalStatuses(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	lister := n.podInformers.Core().V1().Pods().Lister()
+	_ = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		for _, r := range n.provider.allRuntimes() {
+			pod, err := lister.Pods(r.namespace).Get(r.name)
+			if err != nil || pod.UID != r.uid {
+				continue
+			}
+			if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}

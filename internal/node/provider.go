@@ -1,0 +1,388 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	"github.com/virtual-kubelet/virtual-kubelet/node/api"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+)
+
+// standardPath is the PATH of containers when the node has none.
+const standardPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// Provider runs the pods bound to the node as sandboxed processes. It is the
+// virtual-kubelet provider: virtual-kubelet's pod controller calls it when
+// pods are bound, changed and deleted, and it reports their status back
+// through NotifyPods.
+type Provider struct {
+	log         logr.Logger
+	clock       clock.Clock
+	client      kubernetes.Interface
+	pods        corev1listers.PodLister
+	objects     objectSource
+	recorder    record.EventRecorder
+	images      *ImageTable
+	ipam        *ipAllocator
+	spawner     *spawner
+	hostFS      fs.FS
+	allocatable corev1.ResourceList
+	stateDir    string
+	nodeIP      string
+	hostname    string
+	defaultPath string
+	// bwrap is the configured bubblewrap, or empty to look it up on PATH
+	// when a container starts (so installing it fixes a running node).
+	bwrap string
+
+	mu       sync.Mutex
+	runtimes map[string]*podRuntime
+	notify   func(*corev1.Pod)
+
+	// hostsMu serializes hosts file writes and guards podRuntime.inHosts.
+	hostsMu sync.Mutex
+}
+
+// providerConfig is what a Provider is built from.
+type providerConfig struct {
+	Log         logr.Logger
+	Clock       clock.Clock
+	Client      kubernetes.Interface
+	Pods        corev1listers.PodLister
+	ConfigMaps  corev1listers.ConfigMapLister
+	Secrets     corev1listers.SecretLister
+	Recorder    record.EventRecorder
+	Images      *ImageTable
+	IPs         *ipAllocator
+	Allocatable corev1.ResourceList
+	StateDir    string
+	NodeIP      string
+	Bwrap       string
+}
+
+func newProvider(cfg providerConfig) *Provider {
+	hostname, _ := os.Hostname()
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = standardPath
+	}
+	return &Provider{
+		log:         cfg.Log,
+		clock:       cfg.Clock,
+		client:      cfg.Client,
+		pods:        cfg.Pods,
+		objects:     listerObjects{configMaps: cfg.ConfigMaps, secrets: cfg.Secrets},
+		recorder:    cfg.Recorder,
+		images:      cfg.Images,
+		ipam:        cfg.IPs,
+		spawner:     newSpawner(),
+		hostFS:      os.DirFS("/"),
+		allocatable: cfg.Allocatable,
+		stateDir:    cfg.StateDir,
+		nodeIP:      cfg.NodeIP,
+		hostname:    hostname,
+		defaultPath: path,
+		bwrap:       cfg.Bwrap,
+		runtimes:    map[string]*podRuntime{},
+		notify:      func(*corev1.Pod) {},
+	}
+}
+
+// listerObjects reads ConfigMaps and Secrets from informer caches.
+type listerObjects struct {
+	configMaps corev1listers.ConfigMapLister
+	secrets    corev1listers.SecretLister
+}
+
+func (l listerObjects) ConfigMap(ns, name string) (*corev1.ConfigMap, error) {
+	return l.configMaps.ConfigMaps(ns).Get(name)
+}
+
+func (l listerObjects) Secret(ns, name string) (*corev1.Secret, error) {
+	return l.secrets.Secrets(ns).Get(name)
+}
+
+func (p *Provider) podsDir() string { return filepath.Join(p.stateDir, "pods") }
+
+// bwrapPath is the bubblewrap to run containers with.
+func (p *Provider) bwrapPath() (string, error) { return findBwrap(p.bwrap) }
+
+// CreatePod starts a pod bound to the node.
+func (p *Provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
+	key := podKey(pod.Namespace, pod.Name)
+	p.mu.Lock()
+	old := p.runtimes[key]
+	if old != nil && old.uid == pod.UID {
+		p.mu.Unlock()
+		old.update(pod)
+		return nil
+	}
+	ip := p.nodeIP
+	if !pod.Spec.HostNetwork {
+		var err error
+		if ip, err = p.ipam.allocate(string(pod.UID), pod.Status.PodIP); err != nil {
+			p.mu.Unlock()
+			return fmt.Errorf("pod %s: %w", key, err)
+		}
+	}
+	r := newPodRuntime(p, pod, ip, old)
+	p.runtimes[key] = r
+	p.mu.Unlock()
+
+	if old != nil {
+		// A pod of the same name replaced it in the API: the old one is gone.
+		p.deleteRuntime(old, gracePeriod(old.podCopy()))
+	}
+	p.log.V(1).Info("Starting pod", "pod", key, "ip", ip)
+	r.publish()
+	go r.run()
+	return nil
+}
+
+// UpdatePod takes a pod's new metadata.
+func (p *Provider) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
+	r := p.runtime(podKey(pod.Namespace, pod.Name))
+	if r == nil || r.uid != pod.UID {
+		return p.CreatePod(ctx, pod)
+	}
+	r.update(pod)
+	return nil
+}
+
+// DeletePod stops a pod within its grace period; once its processes are gone
+// the pod is deleted from the API and its files removed. It returns at once
+// and may be called again, to shorten the grace period.
+func (p *Provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
+	r := p.runtime(podKey(pod.Namespace, pod.Name))
+	if r == nil || (pod.UID != "" && r.uid != pod.UID) {
+		return errdefs.NotFoundf("pod %s/%s is not on this node", pod.Namespace, pod.Name)
+	}
+	p.deleteRuntime(r, gracePeriod(pod))
+	return nil
+}
+
+func (p *Provider) deleteRuntime(r *podRuntime, grace time.Duration) {
+	if r.markDeleting() {
+		go p.reap(r)
+	}
+	r.stop(grace, false)
+}
+
+// reap finishes a deleted pod once its processes are gone. The kubelet
+// deletes a pod from the API as soon as its containers have stopped, where
+// virtual-kubelet's pod controller waits out the whole grace period: the node
+// deletes it itself, so a replacement can start without that wait.
+func (p *Provider) reap(r *podRuntime) {
+	<-r.done
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := p.client.CoreV1().Pods(r.namespace).Delete(ctx, r.name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To[int64](0),
+		Preconditions:      metav1.NewUIDPreconditions(string(r.uid)),
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		p.log.Error(err, "Cannot delete stopped pod", "pod", r.key)
+	}
+	p.mu.Lock()
+	if p.runtimes[r.key] == r {
+		delete(p.runtimes, r.key)
+	}
+	p.mu.Unlock()
+	if err := os.RemoveAll(r.dir); err != nil {
+		p.log.Error(err, "Cannot remove pod directory", "pod", r.key)
+	}
+	p.log.V(1).Info("Pod deleted", "pod", r.key)
+}
+
+// GetPod returns a pod the node runs. A pod whose name now belongs to a new
+// pod in the API is not returned, so the new one gets created.
+func (p *Provider) GetPod(_ context.Context, namespace, name string) (*corev1.Pod, error) {
+	r := p.runtime(podKey(namespace, name))
+	if r == nil {
+		return nil, errdefs.NotFoundf("pod %s/%s is not on this node", namespace, name)
+	}
+	if api, err := p.pods.Pods(namespace).Get(name); err == nil && api.UID != r.uid {
+		return nil, errdefs.NotFoundf("pod %s/%s was replaced", namespace, name)
+	}
+	return r.snapshot(), nil
+}
+
+// GetPodStatus returns the status of a pod the node runs.
+func (p *Provider) GetPodStatus(ctx context.Context, namespace, name string) (*corev1.PodStatus, error) {
+	pod, err := p.GetPod(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return &pod.Status, nil
+}
+
+// GetPods returns every pod the node runs.
+func (p *Provider) GetPods(context.Context) ([]*corev1.Pod, error) {
+	var pods []*corev1.Pod
+	for _, r := range p.allRuntimes() {
+		pods = append(pods, r.snapshot())
+	}
+	return pods, nil
+}
+
+// NotifyPods registers virtual-kubelet's status callback.
+func (p *Provider) NotifyPods(_ context.Context, notify func(*corev1.Pod)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notify = notify
+}
+
+func (p *Provider) notifyPod(pod *corev1.Pod) {
+	p.mu.Lock()
+	notify := p.notify
+	p.mu.Unlock()
+	notify(pod)
+}
+
+// GetContainerLogs streams a container's log for the kubelet API.
+func (p *Provider) GetContainerLogs(ctx context.Context, namespace, podName, containerName string, opts api.ContainerLogOpts) (io.ReadCloser, error) {
+	r := p.runtime(podKey(namespace, podName))
+	if r == nil {
+		return nil, errdefs.NotFoundf("pod %s/%s is not on this node", namespace, podName)
+	}
+	path, live, err := r.logFor(containerName, opts.Previous)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, errdefs.NotFoundf("log of container %q in pod %s/%s: %v", containerName, namespace, podName, err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(copyLog(ctx, path, live, opts, p.clock.Now(), pw))
+	}()
+	return pr, nil
+}
+
+// objectsChanged wakes the pods of a namespace after a ConfigMap or Secret
+// changed there: their projections are refreshed and waiting containers
+// retried.
+func (p *Provider) objectsChanged(namespace string) {
+	for _, r := range p.allRuntimes() {
+		if r.namespace == namespace {
+			r.changed.notify()
+		}
+	}
+}
+
+// apiPodStatus is the status the API holds for the runtime's pod, nil when
+// the cache has no such pod.
+func (p *Provider) apiPodStatus(r *podRuntime) *corev1.PodStatus {
+	pod, err := p.pods.Pods(r.namespace).Get(r.name)
+	if err != nil || pod.UID != r.uid {
+		return nil
+	}
+	return pod.Status.DeepCopy()
+}
+
+// joinHosts adds a pod to the hosts files of its namespace and subdomain.
+func (p *Provider) joinHosts(r *podRuntime) error {
+	p.hostsMu.Lock()
+	defer p.hostsMu.Unlock()
+	r.inHosts = true
+	return p.writeHostsLocked(r.namespace, r.podCopy().Spec.Subdomain)
+}
+
+// leaveHosts removes a pod that stopped from its peers' hosts files.
+func (p *Provider) leaveHosts(r *podRuntime) {
+	p.hostsMu.Lock()
+	defer p.hostsMu.Unlock()
+	if !r.inHosts {
+		return
+	}
+	r.inHosts = false
+	if err := p.writeHostsLocked(r.namespace, r.podCopy().Spec.Subdomain); err != nil {
+		p.log.Error(err, "Cannot update hosts files", "namespace", r.namespace)
+	}
+}
+
+// writeHostsLocked rewrites the hosts files of the live pods of a namespace
+// and subdomain, each listing the others (a pod without a subdomain lists
+// only itself).
+func (p *Provider) writeHostsLocked(namespace, subdomain string) error {
+	type member struct {
+		r       *podRuntime
+		entry   hostEntry
+		aliases []corev1.HostAlias
+	}
+	var members []member
+	for _, r := range p.allRuntimes() {
+		if !r.inHosts || r.namespace != namespace {
+			continue
+		}
+		pod := r.podCopy()
+		if pod.Spec.Subdomain != subdomain {
+			continue
+		}
+		members = append(members, member{r: r, aliases: pod.Spec.HostAliases,
+			entry: hostEntry{IP: r.ip, Hostname: r.hostname, Subdomain: subdomain, Namespace: namespace}})
+	}
+	var errs []error
+	for _, m := range members {
+		var peers []hostEntry
+		if subdomain != "" {
+			for _, o := range members {
+				if o.r != m.r {
+					peers = append(peers, o.entry)
+				}
+			}
+		}
+		if _, err := writeFileInPlace(m.r.hostsPath(), hostsFileContent(m.entry, peers, m.aliases)); err != nil {
+			errs = append(errs, fmt.Errorf("hosts file of pod %s: %w", m.r.key, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// shutdown stops every pod, giving each at most grace, and waits until their
+// processes are gone or ctx ends.
+func (p *Provider) shutdown(ctx context.Context, grace time.Duration) {
+	runtimes := p.allRuntimes()
+	for _, r := range runtimes {
+		r.stop(min(grace, gracePeriod(r.podCopy())), true)
+	}
+	for _, r := range runtimes {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (p *Provider) runtime(key string) *podRuntime {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.runtimes[key]
+}
+
+func (p *Provider) allRuntimes() []*podRuntime {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*podRuntime, 0, len(p.runtimes))
+	for _, r := range p.runtimes {
+		out = append(out, r)
+	}
+	return out
+}

@@ -1,0 +1,44 @@
+package node
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Crash backoff: the kubelet waits 10 s before the first restart and doubles
+// up to 5 minutes. A local node restarts sooner, from 1 s, so a crashing
+// training job shows its next attempt quickly; the cap is the kubelet's.
+const (
+	crashBackoffBase = time.Second
+	crashBackoffMax  = 5 * time.Minute
+	// A container that ran this long without crashing starts over at the base
+	// delay.
+	crashBackoffReset = 10 * time.Minute
+)
+
+// shouldRestart reports whether a container that exited with exitCode runs
+// again. An init container runs until it succeeds unless the policy is Never;
+// a regular container follows the pod's restartPolicy.
+func shouldRestart(policy corev1.RestartPolicy, isInit bool, exitCode int32) bool {
+	if isInit {
+		return exitCode != 0 && policy != corev1.RestartPolicyNever
+	}
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return exitCode != 0
+	default: // Always, the API default
+		return true
+	}
+}
+
+// nextBackoff is the wait before a restart, given the previous wait (zero
+// before the first restart) and how long the container ran.
+func nextBackoff(previous, ranFor time.Duration) time.Duration {
+	if previous == 0 || ranFor >= crashBackoffReset {
+		return crashBackoffBase
+	}
+	return min(previous*2, crashBackoffMax)
+}

@@ -1,0 +1,141 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// spawner starts processes from one OS thread that lives as long as the node.
+// Processes are started with a parent-death signal, which Linux ties to the
+// thread that forked them: forking from a thread the Go runtime might retire
+// would kill a container for nothing.
+type spawner struct {
+	reqs chan spawnRequest
+}
+
+type spawnRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func newSpawner() *spawner {
+	s := &spawner{reqs: make(chan spawnRequest)}
+	go func() {
+		// Never unlocked: the thread ends with the node, and its children
+		// with it.
+		runtime.LockOSThread()
+		for r := range s.reqs {
+			r.done <- r.cmd.Start()
+		}
+	}()
+	return s
+}
+
+func (s *spawner) start(cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	s.reqs <- spawnRequest{cmd: cmd, done: done}
+	return <-done
+}
+
+// processSpec is a sandboxed process to start.
+type processSpec struct {
+	Bwrap string
+	Args  []string // bwrap's arguments, ending in the container's command
+	Env   []string
+	Log   *containerLog
+}
+
+// process is a running sandbox: bwrap, which waits for the sandbox's init,
+// which runs the container's command. The sandbox's processes share the
+// process group sandboxPID (bwrap's --new-session), which excludes the outer
+// bwrap: a signal to the group reaches the container's processes without
+// making bwrap exit before the container does.
+type process struct {
+	cmd        *exec.Cmd
+	sandboxPID int
+	exited     chan struct{}
+	// exitCode is set before exited closes.
+	exitCode int32
+}
+
+// startProcess starts a sandbox and returns once its processes exist.
+func startProcess(sp *spawner, spec processSpec) (*process, error) {
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer infoR.Close()
+	cmd := exec.Command(spec.Bwrap, spec.Args...)
+	cmd.Env = spec.Env
+	cmd.Stdout = spec.Log.writer(streamStdout)
+	cmd.Stderr = spec.Log.writer(streamStderr)
+	cmd.ExtraFiles = []*os.File{infoW} // infoFD
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Output of processes that outlive the sandbox's init cannot hold up Wait.
+	cmd.WaitDelay = 2 * time.Second
+	err = sp.start(cmd)
+	infoW.Close()
+	if err != nil {
+		return nil, fmt.Errorf("starting bwrap: %w", err)
+	}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go p.wait()
+
+	// bwrap writes the sandbox's pid once it has cloned it and closes the
+	// pipe; an empty read means it failed before, and said why on stderr.
+	// (Failures setting the sandbox up come later: see startFailure.)
+	var info struct {
+		ChildPID int `json:"child-pid"`
+	}
+	data, _ := io.ReadAll(infoR)
+	if err := json.Unmarshal(data, &info); err != nil || info.ChildPID <= 0 {
+		<-p.exited
+		return nil, errors.New("the sandbox could not be set up: " + spec.Log.terminationMessage())
+	}
+	p.sandboxPID = info.ChildPID
+	return p, nil
+}
+
+// startFailure recognizes a sandbox that bwrap failed to set up, or whose
+// command it could not exec: bwrap exits 1 right away after one "bwrap: "
+// line. It returns that line.
+func startFailure(exitCode int32, ranFor time.Duration, output string) (string, bool) {
+	if exitCode != 1 || ranFor > 2*time.Second || !strings.HasPrefix(output, "bwrap: ") || strings.Contains(output, "\n") {
+		return "", false
+	}
+	return output, true
+}
+
+func (p *process) wait() {
+	_ = p.cmd.Wait()
+	p.exitCode = exitCodeOf(p.cmd.ProcessState)
+	close(p.exited)
+}
+
+// exitCodeOf reports a signal as 128+signal, as shells and the kubelet do.
+func exitCodeOf(st *os.ProcessState) int32 {
+	if st == nil {
+		return -1
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int32(ws.Signal())
+	}
+	return int32(st.ExitCode())
+}
+
+// signal sends sig to every process of the sandbox. SIGKILL also reaches the
+// sandbox's init, whose death ends every process left in its PID namespace.
+func (p *process) signal(sig syscall.Signal) {
+	if err := syscall.Kill(-p.sandboxPID, sig); err != nil && sig == syscall.SIGKILL {
+		// The group is gone or never formed: make sure bwrap is too.
+		_ = p.cmd.Process.Kill()
+	}
+}

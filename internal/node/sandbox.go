@@ -1,0 +1,272 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// errNoBwrap explains what to install when bubblewrap is missing.
+var errNoBwrap = errors.New("bubblewrap (bwrap) is not installed, so pods cannot start: install the Debian package bubblewrap (apt-get install bubblewrap) or pass --bwrap PATH")
+
+// sandboxRoots are the host directories every sandbox sees, read-only, when
+// they exist. /sys is there for programs that read the CPU topology.
+var sandboxRoots = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/home", "/root", "/work", "/sys"}
+
+// infoFD is the descriptor bwrap reports the sandbox's process id on; the
+// node passes it as the first of cmd.ExtraFiles.
+const infoFD = 3
+
+// mount binds a host path into a sandbox.
+type mount struct {
+	Source, Target string
+	ReadOnly       bool
+}
+
+// sandboxSpec describes one container's sandbox.
+type sandboxSpec struct {
+	Hostname string
+	// HostsFile and HostnameFile are bound over /etc/hosts and /etc/hostname.
+	HostsFile, HostnameFile string
+	Mounts                  []mount
+	WorkingDir              string
+	Argv                    []string
+}
+
+// findBwrap returns the bwrap to run: the configured path, else bwrap on PATH.
+func findBwrap(configured string) (string, error) {
+	if configured != "" {
+		if st, err := os.Stat(configured); err != nil || st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+			return "", fmt.Errorf("--bwrap %s is not an executable file: %w", configured, errNoBwrap)
+		}
+		return configured, nil
+	}
+	p, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", errNoBwrap
+	}
+	return p, nil
+}
+
+// bwrapArgs builds the bwrap command line of a sandbox: an empty tmpfs root
+// with the host roots read-only, private /proc, /dev and /tmp, the pod's hosts
+// and hostname files, and its volumes. It shares the host's network (pods are
+// told apart by their loopback IPs) but has its own PID namespace, so that
+// when the container's main process ends, every process it started ends too.
+// host is the host file system rooted at "/".
+func bwrapArgs(host fs.FS, s sandboxSpec) []string {
+	mounts := sortedMounts(s.Mounts)
+	targets := []string{"/etc/hosts", "/etc/hostname"}
+	for _, m := range mounts {
+		targets = append(targets, m.Target)
+	}
+
+	a := &argList{host: host}
+	a.add("--unshare-pid", "--unshare-uts", "--hostname", s.Hostname, "--die-with-parent", "--new-session")
+	for _, root := range sandboxRoots {
+		a.root(root, targets)
+	}
+	a.add("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	binds := append([]string(nil), a.boundRoots...)
+	if dir := commandDir(host, s.Argv, append(binds, a.expandedRoots...), mounts); dir != "" {
+		a.add("--ro-bind", dir, dir)
+		binds = append(binds, dir)
+	}
+	a.add("--ro-bind", s.HostsFile, "/etc/hosts", "--ro-bind", s.HostnameFile, "/etc/hostname")
+	for _, m := range mounts {
+		flag := "--bind"
+		if m.ReadOnly {
+			flag = "--ro-bind"
+		}
+		a.add(flag, m.Source, m.Target)
+		binds = append(binds, m.Target)
+	}
+	wd := s.WorkingDir
+	if wd == "" {
+		wd = "/"
+	}
+	if wd != "/" && !underAny(wd, append(binds, "/proc", "/dev")) && !a.existsInExpanded(wd) {
+		a.add("--dir", wd)
+	}
+	for _, r := range a.expandedRoots {
+		a.add("--remount-ro", r)
+	}
+	a.add("--chdir", wd, "--info-fd", fmt.Sprint(infoFD), "--")
+	a.add(s.Argv...)
+	return a.args
+}
+
+// argList accumulates bwrap arguments and what the roots turned into.
+type argList struct {
+	host fs.FS
+	args []string
+	// boundRoots are bound whole (or linked); expandedRoots are tmpfs
+	// copies, see root.
+	boundRoots, expandedRoots []string
+}
+
+func (a *argList) add(args ...string) { a.args = append(a.args, args...) }
+
+// root exposes a host root read-only. Mount points under it that the host
+// lacks cannot be created in a read-only bind, so such a root becomes a tmpfs
+// holding read-only binds of the host's entries (recursively along the way to
+// the missing mount point), remounted read-only once the mounts are made.
+func (a *argList) root(root string, targets []string) {
+	info, err := fs.Lstat(a.host, rel(root))
+	if err != nil {
+		return
+	}
+	if info.Mode()&fs.ModeSymlink != 0 {
+		if dest, err := fs.ReadLink(a.host, rel(root)); err == nil {
+			a.add("--symlink", dest, root)
+			a.boundRoots = append(a.boundRoots, root)
+		}
+		return
+	}
+	missing := a.missingUnder(root, targets)
+	if !info.IsDir() || len(missing) == 0 {
+		a.add("--ro-bind", root, root)
+		a.boundRoots = append(a.boundRoots, root)
+		return
+	}
+	a.add("--tmpfs", root)
+	a.expandedRoots = append(a.expandedRoots, root)
+	a.expand(root, missing)
+}
+
+func (a *argList) expand(dir string, missing []string) {
+	entries, err := fs.ReadDir(a.host, rel(dir))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		child := path.Join(dir, e.Name())
+		switch under := strictlyUnder(child, missing); {
+		case len(under) > 0 && e.IsDir():
+			a.add("--dir", child)
+			a.expand(child, under)
+		case e.Type()&fs.ModeSymlink != 0:
+			if dest, err := fs.ReadLink(a.host, rel(child)); err == nil {
+				a.add("--symlink", dest, child)
+			}
+		default:
+			a.add("--ro-bind", child, child)
+		}
+	}
+}
+
+// missingUnder returns the targets strictly under dir that the host lacks.
+func (a *argList) missingUnder(dir string, targets []string) []string {
+	var missing []string
+	for _, t := range strictlyUnder(dir, targets) {
+		if _, err := fs.Lstat(a.host, rel(t)); err != nil {
+			missing = append(missing, t)
+		}
+	}
+	return missing
+}
+
+func (a *argList) existsInExpanded(p string) bool {
+	if !underAny(p, a.expandedRoots) {
+		return false
+	}
+	_, err := fs.Stat(a.host, rel(p))
+	return err == nil
+}
+
+// commandDir is the host directory of an absolute command that neither a root
+// nor a mount covers, to be bound read-only so the command can run.
+func commandDir(host fs.FS, argv []string, roots []string, mounts []mount) string {
+	if len(argv) == 0 || !path.IsAbs(argv[0]) {
+		return ""
+	}
+	dir := path.Dir(argv[0])
+	covered := append([]string(nil), roots...)
+	for _, m := range mounts {
+		covered = append(covered, m.Target)
+	}
+	if underAny(dir, covered) {
+		return ""
+	}
+	if st, err := fs.Stat(host, rel(dir)); err != nil || !st.IsDir() {
+		return "" // bwrap will say the command does not exist
+	}
+	return dir
+}
+
+// sortedMounts cleans the targets and orders mounts parents first, so a mount
+// nested in another is made after it.
+func sortedMounts(mounts []mount) []mount {
+	out := make([]mount, len(mounts))
+	for i, m := range mounts {
+		m.Target = path.Clean("/" + m.Target)
+		out[i] = m
+	}
+	sort.SliceStable(out, func(i, j int) bool { return depth(out[i].Target) < depth(out[j].Target) })
+	return out
+}
+
+func depth(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
+}
+
+// resolveCommand finds a command named without a slash on the host's PATH,
+// so its directory can be exposed; it is returned unchanged if not found,
+// for bwrap to look up inside the sandbox.
+func resolveCommand(name, pathEnv string) string {
+	if name == "" || strings.Contains(name, "/") {
+		return name
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode().Perm()&0o111 != 0 {
+			return p
+		}
+	}
+	return name
+}
+
+// underAny reports whether p is one of dirs or inside one.
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if isUnder(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+func isUnder(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+func strictlyUnder(dir string, paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if p != dir && isUnder(p, dir) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// rel turns an absolute path into an io/fs name relative to "/".
+func rel(p string) string {
+	r := strings.TrimPrefix(path.Clean(p), "/")
+	if r == "" {
+		return "."
+	}
+	return r
+}

@@ -1,0 +1,203 @@
+package node
+
+import (
+	"io/fs"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// hostTree is a small merged-/usr host: /bin and /lib are symlinks, /etc has
+// a few entries.
+func hostTree() fstest.MapFS {
+	dir := &fstest.MapFile{Mode: fs.ModeDir | 0o755}
+	link := func(to string) *fstest.MapFile {
+		return &fstest.MapFile{Data: []byte(to), Mode: fs.ModeSymlink | 0o777}
+	}
+	return fstest.MapFS{
+		"usr":               dir,
+		"usr/bin/sh":        {Data: []byte{}, Mode: 0o755},
+		"bin":               link("usr/bin"),
+		"lib":               link("usr/lib"),
+		"etc":               dir,
+		"etc/hosts":         {Data: []byte("host")},
+		"etc/hostname":      {Data: []byte("vm")},
+		"etc/passwd":        {Data: []byte("root")},
+		"etc/ssl/certs/ca":  {Data: []byte("ca")},
+		"etc/alternatives":  link("/etc/alternatives-real"),
+		"root":              dir,
+		"sys":               dir,
+		"tmp/build/trainer": {Data: []byte{}, Mode: 0o755},
+		"data/tools/train":  {Data: []byte{}, Mode: 0o755},
+	}
+}
+
+// hasArgs reports whether args holds want, in a row.
+func hasArgs(args []string, want ...string) bool {
+	for i := 0; i+len(want) <= len(args); i++ {
+		if reflect.DeepEqual(args[i:i+len(want)], want) {
+			return true
+		}
+	}
+	return false
+}
+
+func indexOf(args []string, want ...string) int {
+	for i := 0; i+len(want) <= len(args); i++ {
+		if reflect.DeepEqual(args[i:i+len(want)], want) {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestBwrapArgs(t *testing.T) {
+	spec := sandboxSpec{
+		Hostname: "worker-0", HostsFile: "/state/pod/etc/hosts", HostnameFile: "/state/pod/etc/hostname",
+		Mounts: []mount{
+			{Source: "/state/pod/volumes/data/sub", Target: "/data/sub", ReadOnly: false},
+			{Source: "/state/pod/volumes/data", Target: "/data", ReadOnly: false},
+			{Source: "/state/pod/volumes/cfg", Target: "/etc/paddlejob", ReadOnly: true},
+		},
+		WorkingDir: "/workspace",
+		Argv:       []string{"/tmp/build/trainer", "--epochs", "1"},
+	}
+	args := bwrapArgs(hostTree(), spec)
+
+	t.Run("namespaces: own PID and UTS, the host's network", func(t *testing.T) {
+		for _, want := range [][]string{{"--unshare-pid"}, {"--unshare-uts"}, {"--hostname", "worker-0"}, {"--die-with-parent"}, {"--new-session"}} {
+			if !hasArgs(args, want...) {
+				t.Errorf("missing %q in %q", want, args)
+			}
+		}
+		for _, a := range args {
+			if a == "--unshare-net" || a == "--unshare-all" {
+				t.Errorf("the network must be shared: %q", args)
+			}
+		}
+	})
+	t.Run("roots read-only, symlinks kept", func(t *testing.T) {
+		for _, want := range [][]string{
+			{"--ro-bind", "/usr", "/usr"}, {"--symlink", "usr/bin", "/bin"}, {"--symlink", "usr/lib", "/lib"},
+			{"--ro-bind", "/root", "/root"}, {"--ro-bind", "/sys", "/sys"},
+		} {
+			if !hasArgs(args, want...) {
+				t.Errorf("missing %q", want)
+			}
+		}
+		if hasArgs(args, "--ro-bind", "/opt", "/opt") {
+			t.Error("a root the host lacks is bound")
+		}
+	})
+	t.Run("/etc is expanded for a mount point the host lacks", func(t *testing.T) {
+		if hasArgs(args, "--ro-bind", "/etc", "/etc") {
+			t.Fatal("/etc bound whole although /etc/paddlejob must be created in it")
+		}
+		for _, want := range [][]string{
+			{"--tmpfs", "/etc"}, {"--ro-bind", "/etc/passwd", "/etc/passwd"}, {"--ro-bind", "/etc/ssl", "/etc/ssl"},
+			{"--symlink", "/etc/alternatives-real", "/etc/alternatives"}, {"--remount-ro", "/etc"},
+		} {
+			if !hasArgs(args, want...) {
+				t.Errorf("missing %q", want)
+			}
+		}
+		if indexOf(args, "--remount-ro", "/etc") < indexOf(args, "--ro-bind", "/state/pod/volumes/cfg", "/etc/paddlejob") {
+			t.Error("/etc is made read-only before the volume's mount point is created in it")
+		}
+	})
+	t.Run("private /proc, /dev, /tmp, then the command's directory", func(t *testing.T) {
+		tmp := indexOf(args, "--tmpfs", "/tmp")
+		cmdDir := indexOf(args, "--ro-bind", "/tmp/build", "/tmp/build")
+		if indexOf(args, "--proc", "/proc") < 0 || indexOf(args, "--dev", "/dev") < 0 || tmp < 0 || cmdDir < tmp {
+			t.Errorf("args %q", args)
+		}
+	})
+	t.Run("hosts, hostname and volumes", func(t *testing.T) {
+		for _, want := range [][]string{
+			{"--ro-bind", "/state/pod/etc/hosts", "/etc/hosts"}, {"--ro-bind", "/state/pod/etc/hostname", "/etc/hostname"},
+			{"--bind", "/state/pod/volumes/data", "/data"}, {"--ro-bind", "/state/pod/volumes/cfg", "/etc/paddlejob"},
+		} {
+			if !hasArgs(args, want...) {
+				t.Errorf("missing %q", want)
+			}
+		}
+		if indexOf(args, "--bind", "/state/pod/volumes/data", "/data") > indexOf(args, "--bind", "/state/pod/volumes/data/sub", "/data/sub") {
+			t.Error("a nested mount is made before its parent")
+		}
+	})
+	t.Run("working directory created, command last", func(t *testing.T) {
+		if !hasArgs(args, "--dir", "/workspace") || !hasArgs(args, "--chdir", "/workspace") {
+			t.Errorf("args %q", args)
+		}
+		if tail := args[len(args)-5:]; !reflect.DeepEqual(tail, []string{"3", "--", "/tmp/build/trainer", "--epochs", "1"}) {
+			t.Errorf("args end in %q", tail)
+		}
+	})
+}
+
+func TestBwrapArgsPlainCases(t *testing.T) {
+	args := bwrapArgs(hostTree(), sandboxSpec{
+		Hostname: "h", HostsFile: "/p/hosts", HostnameFile: "/p/hostname",
+		Mounts: []mount{{Source: "/p/v", Target: "/etc/ssl", ReadOnly: true}},
+		Argv:   []string{"sh", "-c", "true"},
+	})
+	if !hasArgs(args, "--ro-bind", "/etc", "/etc") {
+		t.Errorf("/etc expanded although every mount point exists: %q", args)
+	}
+	if hasArgs(args, "--remount-ro") {
+		t.Error("remount without an expanded root")
+	}
+	if !hasArgs(args, "--chdir", "/") || hasArgs(args, "--dir", "/") {
+		t.Errorf("default working directory: %q", args)
+	}
+	if strings.Contains(strings.Join(args, " "), "--ro-bind /tmp") {
+		t.Error("a command found on PATH needs no extra bind")
+	}
+}
+
+func TestCommandDir(t *testing.T) {
+	roots := []string{"/usr", "/root", "/bin"}
+	mounts := []mount{{Target: "/scripts"}}
+	tests := []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"/usr/bin/python3"}, ""},
+		{[]string{"/bin/sh"}, ""},
+		{[]string{"/root/.cache/paddlejob/bin/examples"}, ""},
+		{[]string{"/scripts/run.sh"}, ""},
+		{[]string{"/tmp/build/trainer"}, "/tmp/build"},
+		{[]string{"/data/tools/train"}, "/data/tools"},
+		{[]string{"/nonexistent/program"}, ""},
+		{[]string{"python3"}, ""},
+		{[]string{"./run.sh"}, ""},
+		{nil, ""},
+	}
+	for _, tc := range tests {
+		if got := commandDir(hostTree(), tc.argv, roots, mounts); got != tc.want {
+			t.Errorf("commandDir(%q) = %q, want %q", tc.argv, got, tc.want)
+		}
+	}
+}
+
+func TestResolveCommand(t *testing.T) {
+	if got := resolveCommand("sh", "/nonexistent:/usr/bin:/bin"); got != "/usr/bin/sh" && got != "/bin/sh" {
+		t.Errorf("sh resolved to %q", got)
+	}
+	for _, name := range []string{"/abs/prog", "./rel", "no-such-command-here"} {
+		if got := resolveCommand(name, "/usr/bin"); got != name {
+			t.Errorf("resolveCommand(%q) = %q, want it unchanged", name, got)
+		}
+	}
+}
+
+func TestFindBwrap(t *testing.T) {
+	if _, err := findBwrap("/nonexistent/bwrap"); err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
+		t.Errorf("a missing --bwrap: %v", err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	if _, err := findBwrap(""); err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
+		t.Errorf("no bwrap on PATH: %v", err)
+	}
+}

@@ -1,0 +1,224 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// podVolume is a pod volume as it exists on the host.
+type podVolume struct {
+	Name     string
+	HostPath string
+	// ReadOnly volumes are mounted read-only whatever the mount says.
+	ReadOnly bool
+	// Projection volumes hold files the node writes; their subPaths are not
+	// created on demand.
+	Projection bool
+}
+
+// volumeMountPlan is one volumeMount of a container, resolved to its volume.
+type volumeMountPlan struct {
+	Volume   podVolume
+	SubPath  string
+	Target   string
+	ReadOnly bool
+}
+
+// planMounts resolves a container's volumeMounts against the pod's volumes;
+// env expands subPathExpr.
+func planMounts(c *corev1.Container, vols map[string]podVolume, env func(string) (string, bool)) ([]volumeMountPlan, error) {
+	var plans []volumeMountPlan
+	for _, vm := range c.VolumeMounts {
+		v, ok := vols[vm.Name]
+		if !ok {
+			return nil, configErrorf("volumeMount %q: the pod has no volume %q", vm.MountPath, vm.Name)
+		}
+		sub := vm.SubPath
+		if vm.SubPathExpr != "" {
+			sub = expandVars(vm.SubPathExpr, env)
+		}
+		if err := validateSubPath(sub); err != nil {
+			return nil, configErrorf("volumeMount %q: %w", vm.MountPath, err)
+		}
+		plans = append(plans, volumeMountPlan{
+			Volume:   v,
+			SubPath:  sub,
+			Target:   path.Clean("/" + vm.MountPath),
+			ReadOnly: vm.ReadOnly || v.ReadOnly,
+		})
+	}
+	return plans, nil
+}
+
+func validateSubPath(sub string) error {
+	if sub == "" {
+		return nil
+	}
+	if path.IsAbs(sub) {
+		return fmt.Errorf("subPath %q must be relative", sub)
+	}
+	for _, part := range strings.Split(sub, "/") {
+		if part == ".." {
+			return fmt.Errorf("subPath %q must not contain '..'", sub)
+		}
+	}
+	return nil
+}
+
+// source returns the host path to bind. A subPath of a writable volume is
+// created when missing, as the kubelet does; a subPath may not lead out of
+// its volume through a symlink. The resolved path is returned, so a subPath
+// into a projection keeps the file it had at container start.
+func (p volumeMountPlan) source() (string, error) {
+	if p.SubPath == "" {
+		return p.Volume.HostPath, nil
+	}
+	full := filepath.Join(p.Volume.HostPath, p.SubPath)
+	if _, err := os.Lstat(full); errors.Is(err, os.ErrNotExist) && !p.Volume.Projection {
+		if err := os.MkdirAll(full, 0o755); err != nil {
+			return "", fmt.Errorf("creating subPath %q of volume %q: %w", p.SubPath, p.Volume.Name, err)
+		}
+	}
+	resolved, err := filepath.EvalSymlinks(full)
+	if err != nil {
+		return "", configErrorf("subPath %q of volume %q: %w", p.SubPath, p.Volume.Name, err)
+	}
+	root, err := filepath.EvalSymlinks(p.Volume.HostPath)
+	if err != nil {
+		return "", err
+	}
+	if !isUnder(resolved, root) {
+		return "", configErrorf("subPath %q of volume %q leads outside the volume", p.SubPath, p.Volume.Name)
+	}
+	return resolved, nil
+}
+
+// setUpHostVolume prepares a volume whose content the node does not write:
+// emptyDir, hostPath or persistentVolumeClaim. podDir holds emptyDirs.
+func setUpHostVolume(ctx context.Context, client kubernetes.Interface, ns, podDir string, v *corev1.Volume) (podVolume, error) {
+	switch {
+	case v.EmptyDir != nil:
+		dir := filepath.Join(podDir, "volumes", v.Name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return podVolume{}, err
+		}
+		// World-writable like the kubelet's, for processes of any user.
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return podVolume{}, err
+		}
+		return podVolume{Name: v.Name, HostPath: dir}, nil
+	case v.HostPath != nil:
+		if err := prepareHostPath(v.HostPath.Path, v.HostPath.Type); err != nil {
+			return podVolume{}, fmt.Errorf("hostPath volume %q: %w", v.Name, err)
+		}
+		return podVolume{Name: v.Name, HostPath: v.HostPath.Path}, nil
+	case v.PersistentVolumeClaim != nil:
+		p, err := claimHostPath(ctx, client, ns, v.PersistentVolumeClaim.ClaimName)
+		if err != nil {
+			return podVolume{}, fmt.Errorf("volume %q: %w", v.Name, err)
+		}
+		return podVolume{Name: v.Name, HostPath: p, ReadOnly: v.PersistentVolumeClaim.ReadOnly}, nil
+	}
+	return podVolume{}, fmt.Errorf("volume %q: only emptyDir, hostPath, persistentVolumeClaim (hostPath or local PVs), configMap, secret, downwardAPI and projected volumes are supported by the paddlejob node", v.Name)
+}
+
+// prepareHostPath checks a hostPath against its type, creating it for the
+// OrCreate types.
+func prepareHostPath(p string, t *corev1.HostPathType) error {
+	kind := corev1.HostPathUnset
+	if t != nil {
+		kind = *t
+	}
+	st, err := os.Stat(p)
+	exists := err == nil
+	switch kind {
+	case corev1.HostPathDirectoryOrCreate:
+		if !exists {
+			return os.MkdirAll(p, 0o755)
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("%s exists and is not a directory", p)
+		}
+		return nil
+	case corev1.HostPathFileOrCreate:
+		if !exists {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			return f.Close()
+		}
+		if st.IsDir() {
+			return fmt.Errorf("%s exists and is a directory", p)
+		}
+		return nil
+	}
+	if !exists {
+		return fmt.Errorf("%s does not exist", p)
+	}
+	switch kind {
+	case corev1.HostPathDirectory:
+		if !st.IsDir() {
+			return fmt.Errorf("%s is not a directory", p)
+		}
+	case corev1.HostPathFile:
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a file", p)
+		}
+	case corev1.HostPathSocket:
+		if st.Mode()&os.ModeSocket == 0 {
+			return fmt.Errorf("%s is not a socket", p)
+		}
+	case corev1.HostPathCharDev:
+		if st.Mode()&os.ModeCharDevice == 0 {
+			return fmt.Errorf("%s is not a character device", p)
+		}
+	case corev1.HostPathBlockDev:
+		if st.Mode()&os.ModeDevice == 0 || st.Mode()&os.ModeCharDevice != 0 {
+			return fmt.Errorf("%s is not a block device", p)
+		}
+	}
+	return nil
+}
+
+// claimHostPath resolves a PersistentVolumeClaim to the host directory of the
+// PersistentVolume bound to it; only hostPath and local volumes are on this
+// machine.
+func claimHostPath(ctx context.Context, client kubernetes.Interface, ns, claim string) (string, error) {
+	pvc, err := client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("persistentvolumeclaim %s/%s: %w", ns, claim, err)
+	}
+	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
+		return "", fmt.Errorf("persistentvolumeclaim %s/%s is not bound yet", ns, claim)
+	}
+	pv, err := client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("persistentvolume %s of claim %s/%s: %w", pvc.Spec.VolumeName, ns, claim, err)
+	}
+	switch {
+	case pv.Spec.HostPath != nil:
+		if err := prepareHostPath(pv.Spec.HostPath.Path, pv.Spec.HostPath.Type); err != nil {
+			return "", fmt.Errorf("persistentvolume %s: %w", pv.Name, err)
+		}
+		return pv.Spec.HostPath.Path, nil
+	case pv.Spec.Local != nil:
+		if err := prepareHostPath(pv.Spec.Local.Path, nil); err != nil {
+			return "", fmt.Errorf("persistentvolume %s: %w", pv.Name, err)
+		}
+		return pv.Spec.Local.Path, nil
+	}
+	return "", fmt.Errorf("persistentvolume %s (bound to claim %s/%s) is neither hostPath nor local, which is all the paddlejob node can mount", pv.Name, ns, claim)
+}

@@ -1,0 +1,143 @@
+package node
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestPlanMounts(t *testing.T) {
+	vols := map[string]podVolume{
+		"data": {Name: "data", HostPath: "/state/pod/volumes/data"},
+		"cfg":  {Name: "cfg", HostPath: "/state/pod/volumes/cfg", ReadOnly: true, Projection: true},
+	}
+	env := func(k string) (string, bool) { return map[string]string{"POD": "w-0"}[k], k == "POD" }
+	tests := []struct {
+		name    string
+		mounts  []corev1.VolumeMount
+		want    []volumeMountPlan
+		wantErr string
+	}{
+		{
+			name:   "plain, readOnly, and a read-only volume",
+			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}, {Name: "data", MountPath: "/ro/", ReadOnly: true}, {Name: "cfg", MountPath: "etc/cfg"}},
+			want: []volumeMountPlan{
+				{Volume: vols["data"], Target: "/data"},
+				{Volume: vols["data"], Target: "/ro", ReadOnly: true},
+				{Volume: vols["cfg"], Target: "/etc/cfg", ReadOnly: true},
+			},
+		},
+		{
+			name:   "subPath and subPathExpr",
+			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/a", SubPath: "x/y"}, {Name: "data", MountPath: "/b", SubPathExpr: "logs/$(POD)"}},
+			want: []volumeMountPlan{
+				{Volume: vols["data"], Target: "/a", SubPath: "x/y"},
+				{Volume: vols["data"], Target: "/b", SubPath: "logs/w-0"},
+			},
+		},
+		{name: "unknown volume", mounts: []corev1.VolumeMount{{Name: "nope", MountPath: "/x"}}, wantErr: `no volume "nope"`},
+		{name: "absolute subPath", mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/x", SubPath: "/etc"}}, wantErr: "must be relative"},
+		{name: "escaping subPath", mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/x", SubPath: "a/../../b"}}, wantErr: "'..'"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := planMounts(&corev1.Container{VolumeMounts: tc.mounts}, vols, env)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || waitingReason(err) != reasonConfigError {
+					t.Fatalf("error %v, want a config error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v, %v\nwant %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMountSource(t *testing.T) {
+	root := t.TempDir()
+	data := filepath.Join(root, "data")
+	outside := filepath.Join(root, "outside")
+	for _, d := range []string{data, outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(data, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	vol := podVolume{Name: "data", HostPath: data}
+	proj := podVolume{Name: "cfg", HostPath: filepath.Join(root, "cfg"), Projection: true}
+	if err := writeProjection(proj.HostPath, map[string]projectedFile{"key": {Data: []byte("v"), Mode: 0o644}}); err != nil {
+		t.Fatal(err)
+	}
+
+	if got, err := (volumeMountPlan{Volume: vol}).source(); err != nil || got != data {
+		t.Errorf("no subPath: %q, %v", got, err)
+	}
+	got, err := (volumeMountPlan{Volume: vol, SubPath: "new/dir"}).source()
+	if err != nil || got != filepath.Join(data, "new/dir") {
+		t.Errorf("subPath: %q, %v", got, err)
+	}
+	if st, err := os.Stat(got); err != nil || !st.IsDir() {
+		t.Errorf("the subPath of a writable volume was not created: %v", err)
+	}
+	if _, err := (volumeMountPlan{Volume: vol, SubPath: "escape"}).source(); err == nil || !strings.Contains(err.Error(), "outside the volume") {
+		t.Errorf("a symlink out of the volume: %v", err)
+	}
+	// A subPath into a projection binds the current file itself.
+	got, err = (volumeMountPlan{Volume: proj, SubPath: "key"}).source()
+	if err != nil || !strings.Contains(got, "..payload-") {
+		t.Errorf("projection subPath resolved to %q, %v", got, err)
+	}
+	if _, err := (volumeMountPlan{Volume: proj, SubPath: "missing"}).source(); err == nil {
+		t.Error("a missing key of a projection was created")
+	}
+}
+
+func TestPrepareHostPath(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		path    string
+		kind    *corev1.HostPathType
+		wantErr bool
+		check   func() bool
+	}{
+		{"existing dir, no type", dir, nil, false, nil},
+		{"missing, no type", filepath.Join(dir, "missing"), nil, true, nil},
+		{"DirectoryOrCreate", filepath.Join(dir, "made/deep"), ptr.To(corev1.HostPathDirectoryOrCreate), false,
+			func() bool { st, err := os.Stat(filepath.Join(dir, "made/deep")); return err == nil && st.IsDir() }},
+		{"DirectoryOrCreate on a file", file, ptr.To(corev1.HostPathDirectoryOrCreate), true, nil},
+		{"FileOrCreate", filepath.Join(dir, "sub/new-file"), ptr.To(corev1.HostPathFileOrCreate), false,
+			func() bool {
+				st, err := os.Stat(filepath.Join(dir, "sub/new-file"))
+				return err == nil && st.Mode().IsRegular()
+			}},
+		{"Directory on a file", file, ptr.To(corev1.HostPathDirectory), true, nil},
+		{"File", file, ptr.To(corev1.HostPathFile), false, nil},
+		{"File on a dir", dir, ptr.To(corev1.HostPathFile), true, nil},
+		{"Socket on a file", file, ptr.To(corev1.HostPathSocket), true, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := prepareHostPath(tc.path, tc.kind)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want error %v", err, tc.wantErr)
+			}
+			if tc.check != nil && !tc.check() {
+				t.Error("not created")
+			}
+		})
+	}
+}
