@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -22,11 +23,12 @@ const (
 )
 
 // Identities of the components, as their client certificates name them.
-// The scheduler, controller manager and node use Kubernetes' own, which its
-// built-in RBAC and Node authorizer know; the operator gets exactly the
-// ClusterRole generated from its markers, as on a real cluster.
+// The scheduler and controller manager use Kubernetes' own, which its
+// built-in RBAC knows; the operator gets exactly the ClusterRole generated
+// from its markers, as on a real cluster; the node gets node-rbac.yaml.
 const (
 	operatorUser = "paddlejob-operator"
+	nodeUser     = "paddlejob-node"
 	serviceCIDR  = "10.0.0.0/24"
 	serviceIP    = "10.0.0.1"
 )
@@ -128,7 +130,7 @@ func (b *boot) certificates() error {
 		{name: componentControllerManager, commonName: "system:kube-controller-manager", client: true},
 		{name: componentScheduler, commonName: "system:kube-scheduler", client: true},
 		{name: componentOperator, commonName: operatorUser, client: true},
-		{name: componentNode, commonName: "system:node:" + NodeName, organization: []string{"system:nodes"}, client: true},
+		{name: componentNode, commonName: nodeUser, client: true},
 		{name: "kubelet-serving", commonName: NodeName, server: true, hosts: loopback},
 	}
 	issued := map[string]*keyPair{}
@@ -217,7 +219,7 @@ func (b *boot) install(ctx context.Context) error {
 		}
 		objs = append(objs, string(data))
 	}
-	objs = append(objs, operatorBinding)
+	objs = append(objs, operatorBinding, nodeRBAC)
 	manifests, err := kube.DecodeManifests([]byte(strings.Join(objs, "\n---\n")))
 	if err != nil {
 		return err
@@ -229,6 +231,9 @@ func (b *boot) install(ctx context.Context) error {
 	}
 	return waitFor(ctx, 30*time.Second, func() error { return crdEstablished(ctx, cfg) })
 }
+
+//go:embed node-rbac.yaml
+var nodeRBAC string
 
 // operatorBinding binds the operator's generated ClusterRole to its
 // certificate's user.

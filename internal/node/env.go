@@ -17,6 +17,9 @@ import (
 type objectSource interface {
 	ConfigMap(namespace, name string) (*corev1.ConfigMap, error)
 	Secret(namespace, name string) (*corev1.Secret, error)
+	// ServiceAccountToken is a token of the pod's service account, bound to
+	// the pod.
+	ServiceAccountToken(pod *corev1.Pod, audience string, expirationSeconds *int64) (string, error)
 }
 
 // podAddresses are the addresses the downward API reports for a pod.

@@ -26,6 +26,10 @@ func (f fakeObjects) ConfigMap(ns, name string) (*corev1.ConfigMap, error) {
 	return nil, apierrors.NewNotFound(corev1.Resource("configmap"), name)
 }
 
+func (f fakeObjects) ServiceAccountToken(pod *corev1.Pod, audience string, _ *int64) (string, error) {
+	return "token-of-" + pod.Spec.ServiceAccountName + "-for-" + audience, nil
+}
+
 func (f fakeObjects) Secret(ns, name string) (*corev1.Secret, error) {
 	if s, ok := f.secrets[ns+"/"+name]; ok {
 		return s, nil

@@ -175,6 +175,7 @@ func New(cfg Config) (*Node, error) {
 		StateDir:    stateDir,
 		NodeIP:      cfg.NodeIP,
 		Bwrap:       cfg.Bwrap,
+		APIServer:   cfg.RESTConfig.Host,
 	})
 	for _, inf := range []cache.SharedIndexInformer{cmInformer.Informer(), secretInformer.Informer()} {
 		if _, err := inf.AddEventHandler(namespaceChangeHandler(n.provider.objectsChanged)); err != nil {

@@ -553,8 +553,8 @@ func (r *podRuntime) buildProcess(c *containerRun) (processSpec, error) {
 }
 
 // environment is the container's environment: the node's PATH and HOME (the
-// host stands in for the image), HOSTNAME, the image table's env, then the
-// container's resolved env.
+// host stands in for the image), HOSTNAME, the API server's address, the
+// image table's env, then the container's resolved env.
 func (r *podRuntime) environment(pod *corev1.Pod, c *corev1.Container, entry ImageEntry) (*envList, error) {
 	resolved, err := containerEnv(pod, c, r.addresses(), r.p.allocatable, r.p.objects)
 	if err != nil {
@@ -566,6 +566,9 @@ func (r *podRuntime) environment(pod *corev1.Pod, c *corev1.Container, entry Ima
 		env.set("HOME", home)
 	}
 	env.set("HOSTNAME", r.hostname)
+	for _, v := range r.p.apiServerEnv {
+		env.set(v.Name, v.Value)
+	}
 	for _, k := range sortedKeys(entry.Env) {
 		env.set(k, entry.Env[k])
 	}
@@ -581,6 +584,7 @@ func (r *podRuntime) addresses() podAddresses {
 
 // finish releases what the pod held once no container will run again.
 func (r *podRuntime) finish() {
+	r.p.tokens.forget(r.uid)
 	r.mu.Lock()
 	r.finished = true
 	r.sandboxReady = false

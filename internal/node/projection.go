@@ -42,7 +42,10 @@ func projectionPayload(pod *corev1.Pod, v *corev1.Volume, src objectSource, allo
 			case p.DownwardAPI != nil:
 				err = addDownwardAPIFiles(files, pod, p.DownwardAPI.Items, mode, allocatable)
 			case p.ServiceAccountToken != nil:
-				warnings = append(warnings, fmt.Sprintf("volume %q: serviceAccountToken %q skipped: the paddlejob node issues no tokens", v.Name, p.ServiceAccountToken.Path))
+				var token string
+				if token, err = src.ServiceAccountToken(pod, p.ServiceAccountToken.Audience, p.ServiceAccountToken.ExpirationSeconds); err == nil {
+					files[p.ServiceAccountToken.Path] = projectedFile{Data: []byte(token), Mode: mode}
+				}
 			default:
 				warnings = append(warnings, fmt.Sprintf("volume %q: a projection source the paddlejob node does not support was skipped", v.Name))
 			}

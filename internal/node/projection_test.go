@@ -69,16 +69,16 @@ func TestProjectionPayload(t *testing.T) {
 			want: map[string]projectedFile{"labels": file("app=\"paddle\"\nrole=\"worker\"", 0o644), "version": file("3", 0o644), "mem": file("1024", 0o644)},
 		},
 		{
-			name: "projected sources merge; token skipped with a warning",
+			name: "projected sources merge, with the service account's token",
 			volume: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptr.To[int32](0o400), Sources: []corev1.VolumeProjection{
 				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "endpoints"}, Optional: ptr.To(true)}},
 				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: ref, Items: []corev1.KeyToPath{{Key: "a", Path: "a"}}}},
 				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "sec"}}},
 				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}},
-				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", Audience: "api"}},
 			}}},
-			want:     map[string]projectedFile{"a": file("alpha", 0o400), "pw": file("x", 0o400), "name": file("trainer-0", 0o400)},
-			warnings: 1,
+			want: map[string]projectedFile{"a": file("alpha", 0o400), "pw": file("x", 0o400), "name": file("trainer-0", 0o400),
+				"token": file("token-of-"+"trainer"+"-for-api", 0o400)},
 		},
 		{
 			name: "projected with a missing required secret",

@@ -32,21 +32,25 @@ const standardPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 // pods are bound, changed and deleted, and it reports their status back
 // through NotifyPods.
 type Provider struct {
-	log         logr.Logger
-	clock       clock.Clock
-	client      kubernetes.Interface
-	pods        corev1listers.PodLister
-	objects     objectSource
-	recorder    record.EventRecorder
-	images      *ImageTable
-	ipam        *ipAllocator
-	spawner     *spawner
-	hostFS      fs.FS
-	allocatable corev1.ResourceList
-	stateDir    string
-	nodeIP      string
-	hostname    string
-	defaultPath string
+	log     logr.Logger
+	clock   clock.Clock
+	client  kubernetes.Interface
+	pods    corev1listers.PodLister
+	objects objectSource
+	// tokens issues the pods' service-account tokens.
+	tokens *tokenIssuer
+	// apiServerEnv tells containers where the API server is.
+	apiServerEnv []corev1.EnvVar
+	recorder     record.EventRecorder
+	images       *ImageTable
+	ipam         *ipAllocator
+	spawner      *spawner
+	hostFS       fs.FS
+	allocatable  corev1.ResourceList
+	stateDir     string
+	nodeIP       string
+	hostname     string
+	defaultPath  string
 	// bwrap is the configured bubblewrap, or empty to look it up on PATH
 	// when a container starts (so installing it fixes a running node).
 	bwrap string
@@ -74,6 +78,9 @@ type providerConfig struct {
 	StateDir    string
 	NodeIP      string
 	Bwrap       string
+	// APIServer is the API server's URL, given to containers as
+	// KUBERNETES_SERVICE_HOST and _PORT.
+	APIServer string
 }
 
 func newProvider(cfg providerConfig) *Provider {
@@ -82,32 +89,41 @@ func newProvider(cfg providerConfig) *Provider {
 	if path == "" {
 		path = standardPath
 	}
+	tokens := newTokenIssuer(cfg.Client, cfg.Clock)
 	return &Provider{
-		log:         cfg.Log,
-		clock:       cfg.Clock,
-		client:      cfg.Client,
-		pods:        cfg.Pods,
-		objects:     listerObjects{configMaps: cfg.ConfigMaps, secrets: cfg.Secrets},
-		recorder:    cfg.Recorder,
-		images:      cfg.Images,
-		ipam:        cfg.IPs,
-		spawner:     newSpawner(),
-		hostFS:      os.DirFS("/"),
-		allocatable: cfg.Allocatable,
-		stateDir:    cfg.StateDir,
-		nodeIP:      cfg.NodeIP,
-		hostname:    hostname,
-		defaultPath: path,
-		bwrap:       cfg.Bwrap,
-		runtimes:    map[string]*podRuntime{},
-		notify:      func(*corev1.Pod) {},
+		log:          cfg.Log,
+		clock:        cfg.Clock,
+		client:       cfg.Client,
+		pods:         cfg.Pods,
+		objects:      listerObjects{configMaps: cfg.ConfigMaps, secrets: cfg.Secrets, tokens: tokens},
+		tokens:       tokens,
+		apiServerEnv: apiServerEnv(cfg.APIServer),
+		recorder:     cfg.Recorder,
+		images:       cfg.Images,
+		ipam:         cfg.IPs,
+		spawner:      newSpawner(),
+		hostFS:       os.DirFS("/"),
+		allocatable:  cfg.Allocatable,
+		stateDir:     cfg.StateDir,
+		nodeIP:       cfg.NodeIP,
+		hostname:     hostname,
+		defaultPath:  path,
+		bwrap:        cfg.Bwrap,
+		runtimes:     map[string]*podRuntime{},
+		notify:       func(*corev1.Pod) {},
 	}
 }
 
-// listerObjects reads ConfigMaps and Secrets from informer caches.
+// listerObjects reads ConfigMaps and Secrets from informer caches and
+// issues service-account tokens.
 type listerObjects struct {
 	configMaps corev1listers.ConfigMapLister
 	secrets    corev1listers.SecretLister
+	tokens     *tokenIssuer
+}
+
+func (l listerObjects) ServiceAccountToken(pod *corev1.Pod, audience string, exp *int64) (string, error) {
+	return l.tokens.token(pod, audience, exp)
 }
 
 func (l listerObjects) ConfigMap(ns, name string) (*corev1.ConfigMap, error) {

@@ -23,6 +23,10 @@ func TestVolumes(t *testing.T) {
 	var err error
 	hostDir := t.TempDir()
 	pvDir := t.TempDir()
+	// No controller manager runs here to create the service account a token is issued for.
+	if _, err := n.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(pvDir, "dataset"), []byte("from the PV\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +84,7 @@ func TestVolumes(t *testing.T) {
 	}, "\n")
 	pod := n.shellPod(ns, "volumes", script)
 	pod.Labels = map[string]string{"role": "worker"}
-	pod.Spec.ServiceAccountName = "default" // for the token projection, which the node skips
+	pod.Spec.ServiceAccountName = "default" // for the token projection
 	if err := os.WriteFile(filepath.Join(hostDir, "in-host-dir"), []byte("from the host\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,203 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
+	"github.com/paddlejob/paddlejob/pkg/client"
+)
+
+// jobTimeout bounds one job's run on two busy cores.
+const jobTimeout = 4 * time.Minute
+
+// loadJob reads a PaddleJob manifest of the repository, strictly.
+func loadJob(t *testing.T, path string) *paddlev1.PaddleJob {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Seed 004's example 4 holds a PodGroup after the job: keep the first document.
+	if i := regexp.MustCompile(`(?m)^---\s*$`).FindAllIndex(data, -1); len(i) > 0 && i[0][0] > 0 {
+		data = data[:i[0][0]]
+	}
+	job := &paddlev1.PaddleJob{}
+	if err := yaml.UnmarshalStrict(data, job); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return job
+}
+
+// newNamespace creates a namespace for one test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
+	got, err := pj.Clientset().CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pods cannot be created before the namespace's default service account.
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if _, err := pj.Clientset().CoreV1().ServiceAccounts(got.Name).Get(context.Background(), "default", metav1.GetOptions{}); err == nil {
+			return got.Name
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("namespace %s has no default service account", got.Name)
+	return ""
+}
+
+// runToEnd creates the job in a fresh namespace and waits until it finishes.
+func runToEnd(t *testing.T, job *paddlev1.PaddleJob) *paddlev1.PaddleJob {
+	t.Helper()
+	job.Namespace = newNamespace(t)
+	start := time.Now()
+	if _, err := pj.Create(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	done, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
+	if err != nil {
+		dumpJob(t, job.Namespace, job.Name)
+		t.Fatal(err)
+	}
+	t.Logf("PaddleJob %s/%s %s in %s", job.Namespace, job.Name, done.Status.Phase, time.Since(start).Round(100*time.Millisecond))
+	return done
+}
+
+// mustComplete fails the test with the job's failure when it did not complete.
+func mustComplete(t *testing.T, job *paddlev1.PaddleJob) {
+	t.Helper()
+	if job.Status.Phase != paddlev1.PaddleJobCompleted {
+		dumpJob(t, job.Namespace, job.Name)
+		t.Fatalf("PaddleJob %s ended %s: %s", job.Name, job.Status.Phase, client.FailureMessage(job))
+	}
+}
+
+// podLog reads a pod's whole log through the API server (and so the node's
+// kubelet API), as kubectl logs does.
+func podLog(t *testing.T, ns, pod string) string {
+	t.Helper()
+	r, err := pj.Logs(context.Background(), ns, pod, client.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+var finalLine = regexp.MustCompile(`final: test_auc=([0-9.]+) optimal_auc=([0-9.]+) passes=(\d+) model=(\S+)`)
+
+// trainingResult is the final line the example trainers print.
+type trainingResult struct {
+	AUC, OptimalAUC float64
+	Passes          int
+	Model           string
+}
+
+func parseResult(t *testing.T, log string) trainingResult {
+	t.Helper()
+	m := finalLine.FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("no final line in the log:\n%s", log)
+	}
+	auc, _ := strconv.ParseFloat(m[1], 64)
+	opt, _ := strconv.ParseFloat(m[2], 64)
+	passes, _ := strconv.Atoi(m[3])
+	return trainingResult{AUC: auc, OptimalAUC: opt, Passes: passes, Model: m[4]}
+}
+
+// outputDir points a job's output hostPath volume at a fresh directory.
+func outputDir(t *testing.T, job *paddlev1.PaddleJob) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, rt := range paddlev1.ReplicaTypes {
+		if rs := job.Spec.Replicas(rt); rs != nil {
+			for i := range rs.Template.Spec.Volumes {
+				if v := &rs.Template.Spec.Volumes[i]; v.HostPath != nil && v.Name == "output" {
+					v.HostPath.Path = dir
+				}
+			}
+		}
+	}
+	return dir
+}
+
+// withArgs sets the args of every container of the job (the example
+// trainer's flags, after the image's mapped command).
+func withArgs(job *paddlev1.PaddleJob, args ...string) {
+	for _, rt := range paddlev1.ReplicaTypes {
+		if rs := job.Spec.Replicas(rt); rs != nil {
+			for i := range rs.Template.Spec.Containers {
+				rs.Template.Spec.Containers[i].Args = args
+			}
+		}
+	}
+}
+
+// dumpJob logs what a failed test needs to see: the job, its pods and logs.
+func dumpJob(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if job, err := pj.Get(ctx, ns, name); err == nil {
+		t.Logf("job status: %+v", job.Status)
+	}
+	pods, _ := pj.Pods(ctx, ns, name)
+	for _, p := range pods {
+		t.Logf("pod %s: %s %s", p.Name, p.Status.Phase, statusLine(&p))
+		if r, err := pj.Logs(ctx, ns, p.Name, client.LogOptions{TailLines: 20}); err == nil {
+			b, _ := io.ReadAll(r)
+			r.Close()
+			t.Logf("log of %s:\n%s", p.Name, b)
+		}
+	}
+}
+
+func statusLine(p *corev1.Pod) string {
+	var out string
+	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		switch {
+		case cs.State.Waiting != nil:
+			out += fmt.Sprintf(" %s:waiting(%s: %s)", cs.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message)
+		case cs.State.Terminated != nil:
+			out += fmt.Sprintf(" %s:exit(%d)", cs.Name, cs.State.Terminated.ExitCode)
+		case cs.State.Running != nil:
+			out += fmt.Sprintf(" %s:running", cs.Name)
+		}
+	}
+	return out
+}
+
+// waitNoPods waits until the job's pods are gone.
+func waitNoPods(t *testing.T, ns, name string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		pods, err := pj.Pods(context.Background(), ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods) == 0 {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Errorf("the pods of %s are still there", name)
+}

@@ -1,0 +1,74 @@
+// Package e2e runs whole PaddleJobs on the local cluster: a real control
+// plane, the operator, and the process node running every pod as sandboxed
+// processes.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/paddlejob/paddlejob/internal/localcluster"
+	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
+	"github.com/paddlejob/paddlejob/pkg/client"
+)
+
+var (
+	// pj is the SDK client of the test cluster.
+	pj *client.Client
+	// cluster is the running local cluster; nil once TestDown stopped it.
+	cluster *localcluster.State
+	opts    localcluster.Options
+	binDir  string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "paddlejob-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	binDir = filepath.Join(tmp, "bin")
+	build := exec.Command("go", "build", "-o", binDir+"/", "./cmd/paddlejob", "./cmd/paddlejob-examples")
+	build.Dir = testenv.RepoRoot()
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the binaries:", err)
+		return 1
+	}
+	opts = localcluster.Options{
+		Home:       filepath.Join(tmp, "home"),
+		Executable: filepath.Join(binDir, "paddlejob"),
+		BinaryDirs: []string{os.Getenv("KUBEBUILDER_ASSETS")},
+		Out:        os.Stderr,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	cluster, err = localcluster.Up(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the local cluster:", err)
+		return 1
+	}
+	defer func() {
+		if cluster != nil {
+			if err := localcluster.Down(opts); err != nil {
+				fmt.Fprintln(os.Stderr, "stopping the local cluster:", err)
+			}
+		}
+	}()
+	pj, err = client.NewFromKubeconfig(cluster.Kubeconfig(), "")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
