@@ -13,7 +13,7 @@ trap '"$bin" down' EXIT
 echo
 echo "== training wide & deep (2 pservers, 2 trainers) on the local cluster =="
 rm -rf "$out"
-"$bin" run -f "$job" --replace --follow worker-0
+"$bin" run -f "$job" --replace --follow=worker-0
 final=$("$bin" logs wide-and-deep worker-0 | grep '^final:' || true)
 echo
 echo "== result =="

@@ -44,7 +44,7 @@ fails, 2 on timeout.
 Without --kubeconfig or --context it runs on the local cluster, starting it when needed.`,
 		Example: `  paddlejob run -f examples/jobs/wide-and-deep.yaml
   paddlejob run -f job.yaml --follow            # stream every pod's log
-  paddlejob run -f job.yaml --follow worker-0   # stream one pod's log
+  paddlejob run -f job.yaml --follow=worker-0   # stream one pod's log
   paddlejob run -f job.yaml --context prod -n training`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runJob(cmd, &f) },

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster"
@@ -22,8 +26,12 @@ func (t *targetFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&t.home, "home", localcluster.DefaultHome(), "state directory of the local cluster ($PADDLEJOB_HOME)")
 }
 
-// remote reports whether the user named a cluster.
-func (t *targetFlags) remote() bool { return t.kubeconfig != "" || t.context != "" }
+// remote reports whether the commands talk to kubectl's cluster: the user
+// named a cluster, or runs the CLI as a kubectl plugin, where the current
+// context is what kubectl users expect.
+func (t *targetFlags) remote() bool {
+	return t.kubeconfig != "" || t.context != "" || strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-")
+}
 
 // client connects to the named cluster; else the local cluster when one runs
 // (started first when start is set); else the cluster kubectl would use.

@@ -226,7 +226,7 @@ func waitContainer(job, image string) corev1.Container {
 while :; do
   want=$(cat %[2]s/%[3]s 2>/dev/null); have=$(cat %[2]s/%[4]s 2>/dev/null)
   if [ -n "$want" ] && [ "$want" = "$have" ]; then echo "endpoints published (version $have)"; exit 0; fi
-  sleep 1
+  sleep 0.2 2>/dev/null || sleep 1
 done`, job, endpointsMountPath, podVersionFile, versionKey)
 	small := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("10m"),
