@@ -72,8 +72,9 @@ test-unit: ## Run the unit tests only.
 ##@ Build
 
 .PHONY: build
-build: ## Build the binaries into bin/.
+build: ## Build the binaries into bin/ (and kubectl-paddlejob, the kubectl plugin).
 	go build -o $(LOCALBIN)/ ./cmd/...
+	ln -sf paddlejob $(LOCALBIN)/kubectl-paddlejob
 
 ##@ Local cluster
 

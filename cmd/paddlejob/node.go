@@ -2,9 +2,13 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -67,7 +71,29 @@ then stops every pod.`,
 	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "when set, the kubelet API requires client certificates signed by this CA")
 	f.StringVar(&cfg.ImageTableFile, "image-table", "", "YAML file mapping images to local commands, merged over the built-in entries")
 	f.IntVar(&cfg.MaxPods, "max-pods", cfg.MaxPods, "pods the node accepts")
+	f.Func("capacity", "resources to advertise instead of the host's, e.g. cpu=64,memory=256Gi (requests are not enforced)", func(v string) error {
+		list, err := parseResourceList(v)
+		cfg.Capacity = list
+		return err
+	})
 	f.StringVar(&cfg.Bwrap, "bwrap", "", "path of bubblewrap (default: bwrap on PATH)")
 	f.IntVar(&verbosity, "v", 0, "log verbosity (higher logs more)")
 	return cmd
+}
+
+// parseResourceList reads NAME=QUANTITY,... .
+func parseResourceList(s string) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for _, kv := range strings.Split(s, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: want NAME=QUANTITY", kv)
+		}
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	return out, nil
 }

@@ -30,7 +30,9 @@ const (
 	operatorUser = "paddlejob-operator"
 	nodeUser     = "paddlejob-node"
 	serviceCIDR  = "10.0.0.0/24"
-	serviceIP    = "10.0.0.1"
+	// localCapacity is what the local node advertises.
+	localCapacity = "cpu=256,memory=1Ti,nvidia.com/gpu=0"
+	serviceIP     = "10.0.0.1"
 )
 
 // boot starts a cluster step by step.
@@ -308,6 +310,9 @@ func (b *boot) startNode(ctx context.Context) error {
 		"--tls-private-key-file=" + filepath.Join(pki, "kubelet-serving.key"),
 		"--client-ca-file=" + b.ca.CertFile,
 		"--image-table=" + b.l.imageTable(),
+		// Jobs sized for a real cluster (seed 002's: six pods of 3 CPUs)
+		// schedule here too; the node does not enforce requests.
+		"--capacity=" + localCapacity,
 	}, nil, 60*time.Second, func() error { return nodeReady(ctx, cfg, NodeName) })
 }
 

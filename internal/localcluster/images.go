@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/paddlejob/paddlejob/internal/node"
 )
 
 // The node has no image registry: its image table says what a container of
@@ -14,16 +16,9 @@ import (
 // images of seed 004's examples, so those YAMLs run as written.
 const examplesBinary = "paddlejob-examples"
 
-// imageEntry is one image of the node's image table (see docs/local-node.md).
-type imageEntry struct {
-	Command         []string `json:"command,omitempty"`
-	Args            []string `json:"args,omitempty"`
-	OverrideCommand bool     `json:"overrideCommand,omitempty"`
-}
-
 // builtinImages maps images to the examples binary at examples.
-func builtinImages(examples, paddlejob string) map[string]imageEntry {
-	return map[string]imageEntry{
+func builtinImages(examples, paddlejob string) map[string]node.ImageEntry {
+	return map[string]node.ImageEntry{
 		// Seed 004 example 1 (PS mode): the image's entrypoint is train.py.
 		"registry.baidubce.com/paddle-operator/demo-wide-and-deep": {Command: []string{examples, "wide-and-deep"}},
 		// Seed 004 example 2 (collective): its YAML runs paddle.distributed.launch.
@@ -32,6 +27,17 @@ func builtinImages(examples, paddlejob string) map[string]imageEntry {
 		"paddlejob/examples": {Command: []string{examples}},
 		// The launcher of plain batch/v1 Jobs (seeds 000, 001, 003).
 		"paddlejob/launcher": {Command: []string{paddlejob, "launch"}},
+		// Seed 001's multi-node Job, with [YOUR_REPO] replaced by paddlejob:
+		// the launcher with the example's legacy pserver and trainer, reading
+		// the share `paddlejob data split` wrote as data/train.txt.
+		"paddlejob/paddle:mypaddle": {OverrideCommand: true, WorkingDir: "/tmp", Command: []string{paddlejob, "launch",
+			"--pserver-cmd", examples + " pserver", "--trainer-cmd", examples + " train --data=data/train.txt"}},
+		// Seed 000's single-node Job: the trainer alone, saving where the
+		// tutorial mounts its output.
+		"mypaddle/paddle:quickstart": {OverrideCommand: true, WorkingDir: "/tmp", Command: []string{paddlejob, "launch", "--no-pserver",
+			"--trainer-cmd", examples + " train --local=1 --num_passes=3 --save_dir=/root/paddle/demo/quick_start/output"}},
+		// Seed 002's runtime image: the PS example, its role from the environment.
+		"yancey1989/paddle-job": {OverrideCommand: true, Command: []string{examples, "wide-and-deep", "--rows=20000", "--passes=2"}},
 	}
 }
 
@@ -46,7 +52,7 @@ func writeImageTable(path, paddlejob, userTable string) error {
 			return fmt.Errorf("reading the image table %s: %w", userTable, err)
 		}
 		var user struct {
-			Images map[string]imageEntry `json:"images"`
+			Images map[string]node.ImageEntry `json:"images"`
 		}
 		if err := yaml.UnmarshalStrict(data, &user); err != nil {
 			return fmt.Errorf("image table %s: %w", userTable, err)

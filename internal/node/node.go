@@ -73,6 +73,10 @@ type Config struct {
 	// ImageTableFile maps images to local commands (see ImageTable).
 	ImageTableFile string
 	MaxPods        int
+	// Capacity overrides resources of the host's capacity. The node does
+	// not enforce requests or limits, so a development machine may advertise
+	// more than it has to schedule jobs sized for a real cluster.
+	Capacity corev1.ResourceList
 	// Bwrap is bubblewrap's path; empty looks it up on PATH.
 	Bwrap string
 	// ShutdownGracePeriod caps each pod's grace period when the node stops.
@@ -128,6 +132,9 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	capacity, err := hostCapacity(cfg.MaxPods, stateDir)
+	for name, q := range cfg.Capacity {
+		capacity[name] = q
+	}
 	if err != nil {
 		return nil, err
 	}

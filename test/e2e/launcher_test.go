@@ -1,0 +1,338 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/paddlejob/paddlejob/internal/kube"
+	"github.com/paddlejob/paddlejob/internal/testutil"
+	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
+)
+
+// installLauncherRBAC installs the launcher's Role in a namespace and binds
+// it to the namespace's default service account too: the seeds' Jobs name
+// no service account.
+func installLauncherRBAC(t *testing.T, ns string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "launcher", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := kube.DecodeManifests(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applier, err := kube.NewApplier(pj.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := applier.Apply(context.Background(), o, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "paddle-launcher-default", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "paddle-launcher"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "default", Namespace: ns}},
+	}
+	if _, err := pj.Clientset().RbacV1().RoleBindings(ns).Create(context.Background(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loadSeedJob reads a seed's batch/v1 Job, with [YOUR_REPO] replaced and
+// its hostPath volumes pointed at hostDir.
+func loadSeedJob(t *testing.T, path, ns, hostDir string) *batchv1.Job {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.ReplaceAll(string(data), "[YOUR_REPO]", "paddlejob"))
+	job := &batchv1.Job{}
+	if err := yaml.UnmarshalStrict(data, job); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	job.Namespace = ns
+	for i := range job.Spec.Template.Spec.Volumes {
+		if v := &job.Spec.Template.Spec.Volumes[i]; v.HostPath != nil {
+			v.HostPath.Path = hostDir
+		}
+	}
+	return job
+}
+
+// runJob creates a batch/v1 Job and waits until it completes or fails.
+func runJob(t *testing.T, job *batchv1.Job, timeout time.Duration) *batchv1.Job {
+	t.Helper()
+	jobs := pj.Clientset().BatchV1().Jobs(job.Namespace)
+	start := time.Now()
+	if _, err := jobs.Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		bg := metav1.DeletePropagationBackground
+		_ = jobs.Delete(context.Background(), job.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	})
+	for time.Since(start) < timeout {
+		got, err := jobs.Get(context.Background(), job.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range got.Status.Conditions {
+			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+				t.Logf("Job %s: %s after %s", job.Name, c.Type, time.Since(start).Round(100*time.Millisecond))
+				return got
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	dumpJobPods(t, job)
+	t.Fatalf("Job %s did not finish within %s", job.Name, timeout)
+	return nil
+}
+
+func jobPodLogs(t *testing.T, job *batchv1.Job) map[string]string {
+	t.Helper()
+	pods, err := pj.Clientset().CoreV1().Pods(job.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "job-name=" + job.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		out[p.Name] = podLog(t, job.Namespace, p.Name)
+	}
+	return out
+}
+
+func dumpJobPods(t *testing.T, job *batchv1.Job) {
+	t.Helper()
+	for name, log := range jobPodLogs(t, job) {
+		t.Logf("log of %s:\n%s", name, log)
+	}
+}
+
+// Seed 001's three-node Job runs with the launcher as its entrypoint: its
+// image ([YOUR_REPO]/paddle:mypaddle, with paddlejob as the repository) is
+// mapped to `paddlejob launch` and the example's legacy pserver and trainer.
+func TestSeed001JobWithTheLauncher(t *testing.T) {
+	const ns, name = "default", "paddle-cluster-job" // the seed's JOB_NAMESPACE is default
+	installLauncherRBAC(t, ns)
+	mfs := t.TempDir()
+	examples := filepath.Join(binDir, "paddlejob-examples")
+	train := filepath.Join(t.TempDir(), "train.txt")
+	if out, err := exec.Command(examples, "gen-data", "--out", train, "--rows", "30000").CombinedOutput(); err != nil {
+		t.Fatalf("gen-data: %v\n%s", err, out)
+	}
+	split := exec.Command(filepath.Join(binDir, "paddlejob"), "data", "split", "--input", train, "--out", mfs, "--job", name, "--parts", "3")
+	if out, err := split.CombinedOutput(); err != nil {
+		t.Fatalf("data split: %v\n%s", err, out)
+	}
+	if err := os.MkdirAll(filepath.Join(mfs, name, "recommendation"), 0o755); err != nil { // TRAIN_CONFIG_DIR
+		t.Fatal(err)
+	}
+
+	job := runJob(t, loadSeedJob(t, "config/samples/seed001/job.yaml", ns, mfs), jobTimeout)
+	logs := jobPodLogs(t, job)
+	if job.Status.Succeeded != 3 {
+		dumpJobPods(t, job)
+		t.Fatalf("%d of 3 pods succeeded", job.Status.Succeeded)
+	}
+
+	// Trainer ids 0..2, one per pod, each with its node_<id> logs.
+	idRE := regexp.MustCompile(`--trainer_id=(\d)`)
+	var ids []string
+	for pod, log := range logs {
+		m := idRE.FindStringSubmatch(log)
+		if m == nil {
+			t.Fatalf("pod %s logged no trainer id:\n%s", pod, log)
+		}
+		ids = append(ids, m[1])
+	}
+	sort.Strings(ids)
+	if strings.Join(ids, ",") != "0,1,2" {
+		t.Errorf("trainer ids %v, want 0, 1 and 2 once each", ids)
+	}
+	output := filepath.Join(mfs, name, "output")
+	for i := 0; i < 3; i++ {
+		for _, f := range []string{"server.log", "train.log"} {
+			data, err := os.ReadFile(filepath.Join(output, fmt.Sprintf("node_%d", i), f))
+			if err != nil || len(data) == 0 {
+				t.Errorf("node_%d/%s: %v (%d bytes)", i, f, err, len(data))
+			}
+		}
+		train, _ := os.ReadFile(filepath.Join(output, fmt.Sprintf("node_%d", i), "train.log"))
+		if !strings.Contains(string(train), fmt.Sprintf("trainer-%d:", i)) {
+			t.Errorf("node_%d/train.log is not trainer %d's", i, i)
+		}
+	}
+	passes, _ := filepath.Glob(filepath.Join(output, "pass-*", "done"))
+	if len(passes) == 0 {
+		t.Errorf("no pass-* model directories under %s", output)
+	}
+}
+
+// Seed 000's single-node Job: the trainer alone writes its passes.
+func TestSeed000SingleNodeJob(t *testing.T) {
+	ns := newNamespace(t)
+	out := t.TempDir()
+	job := runJob(t, loadSeedJob(t, "config/samples/seed000/job.yaml", ns, out), jobTimeout)
+	if job.Status.Succeeded != 1 {
+		dumpJobPods(t, job)
+		t.Fatalf("the quickstart Job did not succeed")
+	}
+	passes, _ := filepath.Glob(filepath.Join(out, "pass-*", "done"))
+	if len(passes) != 3 {
+		t.Errorf("%d passes written to the output volume, want 3", len(passes))
+	}
+}
+
+// A peer that never runs: the launcher gives up naming it.
+func TestLauncherTimesOutNamingTheMissingPeer(t *testing.T) {
+	ns := newNamespace(t)
+	installLauncherRBAC(t, ns)
+	const name = "short"
+	// A third pod of the Job that can never be scheduled.
+	stuck := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "short-stuck", Namespace: ns, Labels: map[string]string{"job-name": name}},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"no-such-node": "true"},
+			Containers:   []corev1.Container{{Name: "c", Image: "busybox:1.36", Command: []string{"true"}}},
+		},
+	}
+	if _, err := pj.Clientset().CoreV1().Pods(ns).Create(context.Background(), stuck, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	two, zero := int32(2), int32(0)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: batchv1.JobSpec{Parallelism: &two, Completions: &two, BackoffLimit: &zero, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "launcher", Image: "paddlejob/launcher",
+				Args: []string{"--parallelism=3", "--timeout=8s", "--pserver-cmd=sleep 60", "--trainer-cmd=true"},
+				Env: []corev1.EnvVar{
+					{Name: "JOB_NAME", Value: name}, {Name: "JOB_NAMESPACE", Value: ns}, {Name: "JOB_PATH", Value: "/tmp"},
+					{Name: "CONF_PADDLE_NIC", Value: "lo"}, {Name: "CONF_PADDLE_PORT", Value: "7164"},
+					{Name: "CONF_PADDLE_PORTS_NUM", Value: "1"}, {Name: "CONF_PADDLE_PORTS_NUM_SPARSE", Value: "1"},
+					{Name: "CONF_PADDLE_GRADIENT_NUM", Value: "3"},
+				},
+			}},
+		}}},
+	}
+	done := runJob(t, job, jobTimeout)
+	if done.Status.Failed == 0 {
+		dumpJobPods(t, done)
+		t.Fatalf("the launcher did not fail without its third peer")
+	}
+	for pod, log := range jobPodLogs(t, done) {
+		if pod == stuck.Name {
+			continue
+		}
+		if !strings.Contains(log, "short-stuck (Pending)") {
+			t.Errorf("%s's error does not name the missing peer:\n%s", pod, log)
+		}
+	}
+}
+
+// paddlejob submit with seed 002's example parameters runs on the local
+// cluster (without its CephFS volume, which no local node mounts).
+func TestSubmitSeed002Example(t *testing.T) {
+	ns := newNamespace(t)
+	cmd := exec.Command(filepath.Join(binDir, "paddlejob"), "submit", "--kubeconfig", cluster.Kubeconfig(), "-n", ns,
+		"--name", "paddle-job", "--image", "yancey1989/paddle-job", "--entry-point", "python train.py",
+		"--cpu", "3", "--memory", "8G", "--pservers", "3", "--wait", "--timeout", jobTimeout.String())
+	out, err := cmd.CombinedOutput()
+	t.Logf("paddlejob submit:\n%s", out)
+	if err != nil {
+		dumpJob(t, ns, "paddle-job")
+		t.Fatalf("submit: %v", err)
+	}
+	job, err := pj.Get(context.Background(), ns, "paddle-job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Spec.PS.Replicas != 3 || job.Spec.Worker.Replicas != 3 {
+		t.Errorf("pservers %d, trainers %d; want 3 and the default 3", job.Spec.PS.Replicas, job.Spec.Worker.Replicas)
+	}
+	env, err := resolvedEnvOf(ns, "paddle-job-worker-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env["TRAINER_ID"] != "2" || env["TRAINERS"] != "3" {
+		t.Errorf("TRAINER_ID %q, TRAINERS %q", env["TRAINER_ID"], env["TRAINERS"])
+	}
+}
+
+func TestSubmitRejectsBadValuesNamingFlagAndRule(t *testing.T) {
+	cmd := exec.Command(filepath.Join(binDir, "paddlejob"), "submit", "--kubeconfig", cluster.Kubeconfig(),
+		"--name", "MyJob", "--image", "x", "--entry-point", "python train.py", "--cpu", "0", "--memory", "12X")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("submit accepted bad values:\n%s", out)
+	}
+	for _, want := range []string{`--name "MyJob": must be lowercase`, "--cpu 0: must be at least 1", `--memory "12X": must be a plain integer with one of the suffixes E, P, T, G, M, K`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// resolvedEnvOf resolves a pod's first container's environment against its
+// job's ConfigMaps, as the node resolved it when starting the process.
+func resolvedEnvOf(ns, pod string) (map[string]string, error) {
+	ctx := context.Background()
+	p, err := pj.Clientset().CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	cms, err := pj.Clientset().CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	data := map[string]map[string]string{}
+	for _, cm := range cms.Items {
+		data[cm.Name] = cm.Data
+	}
+	return testutil.ResolveEnv(p, &p.Spec.Containers[0], data)
+}
+
+// Installed as kubectl-paddlejob, the CLI is a kubectl plugin that talks to
+// kubectl's cluster.
+func TestKubectlPlugin(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("kubectl is needed for this test (it is installed on the project's machines): %v", err)
+	}
+	pluginDir := t.TempDir()
+	if err := os.Symlink(filepath.Join(binDir, "paddlejob"), filepath.Join(pluginDir, "kubectl-paddlejob")); err != nil {
+		t.Fatal(err)
+	}
+	ns := newNamespace(t)
+	job := loadJob(t, "examples/jobs/resnet.yaml")
+	job.Namespace = ns
+	if _, err := pj.Create(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(kubectl, "paddlejob", "get", "-n", ns)
+	cmd.Env = append(os.Environ(), "PATH="+pluginDir+":"+os.Getenv("PATH"), "KUBECONFIG="+cluster.Kubeconfig())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "resnet") || !strings.Contains(string(out), "WORKER") {
+		t.Fatalf("kubectl paddlejob get: %v\n%s", err, out)
+	}
+}
