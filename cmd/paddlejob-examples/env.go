@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/paddlejob/paddlejob/examples/collective"
 	"github.com/paddlejob/paddlejob/examples/ctr"
@@ -156,12 +157,15 @@ func report(stdout io.Writer, result *ctr.Result, err error) error {
 	return nil
 }
 
-// runCollective runs one worker of a collective job; with no endpoint list it
-// trains alone.
+// runCollective runs one worker of a collective job. With a membership
+// directory it is elastic; otherwise the endpoint list of the environment
+// fixes the ring, and with no list it trains alone.
 func runCollective(ctx context.Context, args []string, out streams) error {
 	fs := flag.NewFlagSet("collective", flag.ContinueOnError)
 	var tf trainFlags
 	tf.register(fs)
+	var cf collectiveFlags
+	cf.register(fs)
 	if err := parseFlags(fs, args, out.stderr); err != nil {
 		return err
 	}
@@ -169,12 +173,19 @@ func runCollective(ctx context.Context, args []string, out streams) error {
 	if role, _ := e.role(); role == "PSERVER" {
 		return usagef("PADDLE_TRAINING_ROLE=PSERVER: collective jobs have no parameter servers (use wide-and-deep)")
 	}
+	membership, err := cf.membership(fs)
+	if err != nil {
+		return err
+	}
+	if membership != "" {
+		return trainElastic(ctx, out, &tf, &cf, membership, e)
+	}
 	endpoints := e.list("PADDLE_TRAINER_ENDPOINTS")
 	rank, err := collectiveRank(e, endpoints)
 	if err != nil {
 		return err
 	}
-	return trainCollective(ctx, out, &tf, endpoints, rank)
+	return trainCollective(ctx, out, &tf, endpoints, rank, cf.passDelay)
 }
 
 // collectiveRank is this worker's rank, checked against the endpoint list.
@@ -206,14 +217,14 @@ func collectiveRank(e env, endpoints []string) (int, error) {
 	return rank, nil
 }
 
-func trainCollective(ctx context.Context, out streams, tf *trainFlags, endpoints []string, rank int) error {
+func trainCollective(ctx context.Context, out streams, tf *trainFlags, endpoints []string, rank int, passDelay time.Duration) error {
 	job, err := tf.job(max(len(endpoints), 1), rank)
 	if err != nil {
 		return err
 	}
 	result, err := collective.Train(ctx, collective.Config{
-		Endpoints: endpoints, Rank: rank, Job: job,
-		ConnectTimeout: tf.connectTimeout, Log: newLogger(out.stderr, "worker", rank),
+		Endpoints: endpoints, Rank: rank, Job: job, ConnectTimeout: tf.connectTimeout,
+		PassDelay: passDelay, Log: newLogger(out.stderr, "worker", rank),
 	})
 	return report(out.stdout, result, err)
 }

@@ -229,7 +229,7 @@ func runTrainFlags(ctx context.Context, args []string, out streams) error {
 	}
 	c.reportIgnored("train", out.stderr)
 	if c.legacy.trainsAlone() {
-		return trainCollective(ctx, out, &c.train, nil, 0)
+		return trainCollective(ctx, out, &c.train, nil, 0, 0)
 	}
 	endpoints, err := c.legacy.endpoints()
 	if err != nil {

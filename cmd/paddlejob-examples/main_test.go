@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/paddlejob/paddlejob/examples/collective/membershiptest"
 )
 
 // runCommand runs a command line in process and returns its exit code and
@@ -87,6 +89,10 @@ func TestTrainLocallyWithV1Flags(t *testing.T) {
 }
 
 func TestBadCommandLines(t *testing.T) {
+	membership := filepath.Join(t.TempDir(), "paddlejob")
+	if err := membershiptest.Publish(membership, "1", []string{"127.0.0.2:6000"}); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name     string
 		env      map[string]string
@@ -107,13 +113,18 @@ func TestBadCommandLines(t *testing.T) {
 			"PADDLE_TRAINING_ROLE": "TRAINER", "PADDLE_PSERVERS_IP_PORT_LIST": "127.0.0.1:1",
 			"PADDLE_TRAINERS_NUM": "1", "PADDLE_TRAINER_ID": "0",
 		}, []string{"wide-and-deep", "--rows=10", "--test-rows=10", "--connect-timeout=200ms"}, 1, "pserver 0 at 127.0.0.1:1 unreachable after 200ms"},
+		{"membership directory named but missing", map[string]string{"PADDLEJOB_ENDPOINTS_DIR": "/nonexistent/paddlejob"},
+			[]string{"collective"}, 2, "--endpoints-dir /nonexistent/paddlejob: membership: open /nonexistent/paddlejob/PADDLE_TRAINER_ENDPOINTS"},
+		{"elastic worker without its endpoint", map[string]string{"PADDLEJOB_ENDPOINTS_DIR": membership},
+			[]string{"collective"}, 2, "set POD_IP and PADDLE_PORT, or PADDLE_CURRENT_ENDPOINT"},
 		{"bad plan", nil, []string{"train", "--local=1", "--lr=0"}, 2, "learning rate must be positive"},
 		{"gen-data without --out", nil, []string{"gen-data"}, 2, "--out is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, name := range []string{"PADDLE_TRAINING_ROLE", "TRAINING_ROLE", "PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_TRAINER_ENDPOINTS",
-				"PADDLE_TRAINERS_NUM", "TRAINERS", "PADDLE_TRAINER_ID", "TRAINER_ID", "POD_IP", "PADDLE_PORT", "PADDLE_CURRENT_ENDPOINT"} {
+				"PADDLE_TRAINERS_NUM", "TRAINERS", "PADDLE_TRAINER_ID", "TRAINER_ID", "POD_IP", "PADDLE_PORT", "PADDLE_CURRENT_ENDPOINT",
+				"PADDLEJOB_ENDPOINTS_DIR"} {
 				t.Setenv(name, tt.env[name])
 			}
 			t.Setenv("PADDLE_OUTPUT_DIR", t.TempDir())

@@ -61,29 +61,44 @@ func (f *trainFlags) plan() ctr.Plan {
 // job is worker id of workers' job: its shard of the generated rows (or its
 // data file) and, on worker 0, the test rows.
 func (f *trainFlags) job(workers, id int) (*ctr.Job, error) {
+	job, rows, err := f.jobRows(id == 0)
+	if err != nil {
+		return nil, err
+	}
+	job.Train = f.shard(rows, workers, id)
+	return job, nil
+}
+
+// jobRows is the job without its training rows, and the rows: every
+// generated row, or those of the data file. withTest generates the test rows.
+func (f *trainFlags) jobRows(withTest bool) (*ctr.Job, []ctr.Row, error) {
 	plan := f.plan()
 	if err := plan.Validate(); err != nil {
-		return nil, usageError{err}
+		return nil, nil, usageError{err}
 	}
 	if f.rows < 0 || f.testRows < 1 {
-		return nil, usagef("--rows must be at least 0 and --test-rows at least 1")
+		return nil, nil, usagef("--rows must be at least 0 and --test-rows at least 1")
 	}
 	src := ctr.NewSource(f.seed)
 	job := &ctr.Job{Plan: plan, OutputDir: f.output, Resume: f.resume}
-	if f.data != "" {
-		rows, err := readRows(f.data)
-		if err != nil {
-			return nil, err
-		}
-		job.Train = rows
-	} else {
-		job.Train = ctr.Shard(src.Rows(ctr.TrainSplit, f.rows), workers, id)
-	}
-	if id == 0 {
+	if withTest {
 		job.Test = src.Rows(ctr.TestSplit, f.testRows)
 		job.OptimalAUC = src.OptimalAUC(job.Test)
 	}
-	return job, nil
+	if f.data != "" {
+		rows, err := readRows(f.data)
+		return job, rows, err
+	}
+	return job, src.Rows(ctr.TrainSplit, f.rows), nil
+}
+
+// shard is worker id of workers' part of rows: every generated row whose
+// index modulo workers is id, or the whole data file, used as given.
+func (f *trainFlags) shard(rows []ctr.Row, workers, id int) []ctr.Row {
+	if f.data != "" {
+		return rows
+	}
+	return ctr.Shard(rows, workers, id)
 }
 
 func readRows(path string) ([]ctr.Row, error) {

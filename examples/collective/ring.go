@@ -35,64 +35,91 @@ type RingConfig struct {
 	Log            *log.Logger
 }
 
-// handshake opens the connection from a rank to the next: magic, the
-// sender's rank, the ring size. The receiver answers one byte, ringAccepted.
-const (
-	handshakeMagic = "PJRING01"
-	ringAccepted   = 1
-)
-
-// Connect joins the ring. When ctx ends, every pending operation fails.
-func Connect(ctx context.Context, cfg RingConfig) (*Ring, error) {
+// size is the number of workers in the ring, checked against the rank.
+func (cfg RingConfig) size() (int, error) {
 	size := max(len(cfg.Endpoints), 1)
 	if cfg.Rank < 0 || cfg.Rank >= size {
-		return nil, fmt.Errorf("rank %d out of range [0, %d)", cfg.Rank, size)
+		return 0, fmt.Errorf("rank %d out of range [0, %d)", cfg.Rank, size)
+	}
+	return size, nil
+}
+
+// ringAccepted is the byte the previous rank's link hears back when it is
+// taken.
+const ringAccepted = 1
+
+// brokenRing marks the failures of the ring itself: a neighbour died, left
+// or never linked up. An elastic worker meets them by forming a new ring; a
+// fixed one fails.
+type brokenRing struct{ err error }
+
+func (e brokenRing) Error() string { return e.err.Error() }
+func (e brokenRing) Unwrap() error { return e.err }
+
+func isBrokenRing(err error) bool { return errors.As(err, new(brokenRing)) }
+
+// Connect joins a fixed ring: it listens on its own endpoint until both
+// neighbours are linked. When ctx ends, every pending operation fails.
+func Connect(ctx context.Context, cfg RingConfig) (*Ring, error) {
+	if size, err := cfg.size(); err != nil || size == 1 {
+		return link(ctx, nil, cfg, 0)
+	}
+	h, err := listenHub(ctx, cfg.Endpoints[cfg.Rank], cfg.ConnectTimeout, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close() // the ring is fixed once both neighbours are linked
+	cfg.Log.Printf("rank %d of %d listening on %s", cfg.Rank, len(cfg.Endpoints), cfg.Endpoints[cfg.Rank])
+	return link(ctx, h, cfg, 0)
+}
+
+// link forms the ring of one epoch: it dials the next rank and takes the
+// previous one from the hub, turning away links of other epochs. When ctx
+// ends, every pending operation fails.
+func link(ctx context.Context, h *hub, cfg RingConfig, epoch uint64) (*Ring, error) {
+	size, err := cfg.size()
+	if err != nil {
+		return nil, err
 	}
 	r := &Ring{rank: cfg.Rank, size: size}
 	if size == 1 {
 		return r, nil
 	}
-	ln, err := endpoint.Listen(ctx, cfg.Endpoints[cfg.Rank], cfg.ConnectTimeout, cfg.Log.Printf)
-	if err != nil {
-		return nil, err
-	}
-	defer ln.Close() // the ring is fixed once both neighbours are linked
-	cfg.Log.Printf("rank %d of %d listening on %s", cfg.Rank, size, cfg.Endpoints[cfg.Rank])
-
-	nextRank := (cfg.Rank + 1) % size
+	linkCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var dialErr, acceptErr error
 	accepted := make(chan struct{})
 	go func() {
 		defer close(accepted)
-		r.prev, acceptErr = acceptPrev(ctx, ln, cfg, (cfg.Rank+size-1)%size)
+		r.prev, acceptErr = acceptPrev(linkCtx, h, cfg, epoch)
 	}()
-	r.next, dialErr = dialNext(ctx, cfg, nextRank)
+	r.next, dialErr = dialNext(linkCtx, cfg, epoch)
 	if dialErr != nil {
-		ln.Close() // gives up on the previous rank too
+		cancel() // gives up on the previous rank too
 	}
 	<-accepted
 	if err := errors.Join(dialErr, acceptErr); err != nil {
 		r.Close()
-		return nil, err
+		return nil, brokenRing{err}
 	}
 	r.stop = context.AfterFunc(ctx, r.closeConns)
 	return r, nil
 }
 
 // dialNext connects to the next rank and introduces itself.
-func dialNext(ctx context.Context, cfg RingConfig, next int) (net.Conn, error) {
+func dialNext(ctx context.Context, cfg RingConfig, epoch uint64) (net.Conn, error) {
 	size := len(cfg.Endpoints)
+	next := (cfg.Rank + 1) % size
 	name := fmt.Sprintf("rank %d", next)
 	conn, err := endpoint.Dial(ctx, name, cfg.Endpoints[next], cfg.ConnectTimeout, cfg.Log.Printf)
 	if err != nil {
 		return nil, err
 	}
-	hello := make([]byte, len(handshakeMagic)+8)
-	copy(hello, handshakeMagic)
-	binary.LittleEndian.PutUint32(hello[len(handshakeMagic):], uint32(cfg.Rank))
-	binary.LittleEndian.PutUint32(hello[len(handshakeMagic)+4:], uint32(size))
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	conn.SetDeadline(time.Now().Add(cfg.ConnectTimeout))
 	ack := make([]byte, 1)
-	if _, err = conn.Write(hello); err == nil {
+	if _, err = conn.Write(linkHello{epoch, uint32(cfg.Rank), uint32(size)}.encode()); err == nil {
 		_, err = io.ReadFull(conn, ack)
 	}
 	if err == nil && ack[0] != ringAccepted {
@@ -102,43 +129,43 @@ func dialNext(ctx context.Context, cfg RingConfig, next int) (net.Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("%s at %s refused this rank (ring of %d): %w", name, cfg.Endpoints[next], size, err)
 	}
+	conn.SetDeadline(time.Time{})
 	return conn, nil
 }
 
-// acceptPrev waits for the previous rank, turning away anything else.
-func acceptPrev(ctx context.Context, ln net.Listener, cfg RingConfig, prev int) (net.Conn, error) {
+// acceptPrev waits for the previous rank's link, turning away anything else.
+func acceptPrev(ctx context.Context, h *hub, cfg RingConfig, epoch uint64) (net.Conn, error) {
 	size := len(cfg.Endpoints)
-	if tl, ok := ln.(*net.TCPListener); ok {
-		tl.SetDeadline(time.Now().Add(cfg.ConnectTimeout))
-	}
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
+	prev := (cfg.Rank + size - 1) % size
+	timeout := time.NewTimer(cfg.ConnectTimeout)
+	defer timeout.Stop()
 	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			return nil, fmt.Errorf("waiting for rank %d to connect: %w", prev, err)
+		var req linkRequest
+		select {
+		case req = <-h.links:
+		case <-timeout.C:
+			return nil, fmt.Errorf("rank %d at %s did not connect within %s", prev, cfg.Endpoints[prev], cfg.ConnectTimeout)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for rank %d to connect: %w", prev, ctx.Err())
 		}
-		hello := make([]byte, len(handshakeMagic)+8)
-		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		_, err = io.ReadFull(conn, hello)
-		conn.SetReadDeadline(time.Time{})
-		rank := binary.LittleEndian.Uint32(hello[len(handshakeMagic):])
-		peerSize := binary.LittleEndian.Uint32(hello[len(handshakeMagic)+4:])
-		switch {
-		case err != nil || string(hello[:len(handshakeMagic)]) != handshakeMagic:
-			cfg.Log.Printf("turned away a connection from %s: not a ring handshake", conn.RemoteAddr())
-		case int(peerSize) != size:
-			cfg.Log.Printf("turned away rank %d from %s: it counts %d workers, this rank %d", rank, conn.RemoteAddr(), peerSize, size)
-		case int(rank) != prev:
-			cfg.Log.Printf("turned away rank %d from %s: expected rank %d", rank, conn.RemoteAddr(), prev)
+		from := req.conn.RemoteAddr()
+		switch rank, peerSize := int(req.hello.rank), int(req.hello.size); {
+		case req.hello.epoch != epoch:
+			cfg.Log.Printf("turned away rank %d from %s: it links epoch %x, this rank %x", rank, from, req.hello.epoch, epoch)
+		case peerSize != size:
+			cfg.Log.Printf("turned away rank %d from %s: it counts %d workers, this rank %d", rank, from, peerSize, size)
+		case rank != prev:
+			cfg.Log.Printf("turned away rank %d from %s: expected rank %d", rank, from, prev)
 		default:
-			if _, err := conn.Write([]byte{ringAccepted}); err != nil {
-				conn.Close()
+			req.conn.SetWriteDeadline(time.Now().Add(helloTimeout))
+			if _, err := req.conn.Write([]byte{ringAccepted}); err != nil {
+				req.conn.Close()
 				return nil, fmt.Errorf("accept rank %d: %w", prev, err)
 			}
-			return conn, nil
+			req.conn.SetWriteDeadline(time.Time{})
+			return req.conn, nil
 		}
-		conn.Close()
+		req.conn.Close()
 	}
 }
 
@@ -196,7 +223,14 @@ func (r *Ring) exchange(out, in []float64, add bool) error {
 	sent := make(chan error, 1)
 	go func() { sent <- r.send(out) }()
 	recvErr := r.receive(in, add)
-	return errors.Join(<-sent, recvErr)
+	switch sendErr := <-sent; {
+	case sendErr == nil:
+		return recvErr
+	case recvErr == nil:
+		return sendErr
+	default:
+		return fmt.Errorf("%w; %w", sendErr, recvErr)
+	}
 }
 
 // A frame is the value count (uint32) then the values, little-endian.
@@ -211,7 +245,7 @@ func (r *Ring) send(values []float64) error {
 		binary.LittleEndian.PutUint64(buf[4+8*i:], math.Float64bits(x))
 	}
 	if _, err := r.next.Write(buf); err != nil {
-		return fmt.Errorf("send to rank %d: %w", (r.rank+1)%r.size, err)
+		return brokenRing{fmt.Errorf("send to rank %d: %w", (r.rank+1)%r.size, err)}
 	}
 	return nil
 }
@@ -220,7 +254,7 @@ func (r *Ring) receive(in []float64, add bool) error {
 	prev := (r.rank + r.size - 1) % r.size
 	var header [4]byte
 	if _, err := io.ReadFull(r.prev, header[:]); err != nil {
-		return fmt.Errorf("receive from rank %d: %w", prev, err)
+		return brokenRing{fmt.Errorf("receive from rank %d: %w", prev, err)}
 	}
 	if n := binary.LittleEndian.Uint32(header[:]); int(n) != len(in) {
 		return fmt.Errorf("rank %d sent %d values, want %d: do all workers run the same model?", prev, n, len(in))
@@ -231,7 +265,7 @@ func (r *Ring) receive(in []float64, add bool) error {
 	}
 	buf := r.recvBuf[:need]
 	if _, err := io.ReadFull(r.prev, buf); err != nil {
-		return fmt.Errorf("receive from rank %d: %w", prev, err)
+		return brokenRing{fmt.Errorf("receive from rank %d: %w", prev, err)}
 	}
 	for i := range in {
 		x := math.Float64frombits(binary.LittleEndian.Uint64(buf[8*i:]))

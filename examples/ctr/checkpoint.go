@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A checkpoint is a directory pass-NNNNN (the 0-based pass it ends) holding
@@ -95,6 +96,13 @@ func nanToZero(ck Checkpoint) Checkpoint {
 // LatestCheckpoint is the complete checkpoint (one with done) of the highest
 // pass under dir, or "" when there is none.
 func LatestCheckpoint(dir string) (string, error) {
+	return LatestCheckpointBefore(dir, math.MaxInt)
+}
+
+// LatestCheckpointBefore is the complete checkpoint of the highest pass below
+// before under dir, or "" when there is none. Passes from before on may be
+// left over from an older run in the same directory.
+func LatestCheckpointBefore(dir string, before int) (string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
@@ -106,7 +114,7 @@ func LatestCheckpoint(dir string) (string, error) {
 	for _, e := range entries {
 		n, ok := strings.CutPrefix(e.Name(), passDirPrefix)
 		pass, err := strconv.Atoi(n)
-		if !ok || err != nil || !e.IsDir() || pass < 0 {
+		if !ok || err != nil || !e.IsDir() || pass < 0 || pass >= before {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(dir, e.Name(), doneFile)); err == nil {
@@ -118,6 +126,16 @@ func LatestCheckpoint(dir string) (string, error) {
 	}
 	sort.Ints(passes)
 	return PassDir(dir, passes[len(passes)-1]), nil
+}
+
+// CompletedAt is when the checkpoint in passDir was completed, and false if
+// it is not complete.
+func CompletedAt(passDir string) (time.Time, bool) {
+	info, err := os.Stat(filepath.Join(passDir, doneFile))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return info.ModTime(), true
 }
 
 // LoadCheckpoint reads the checkpoint in passDir.

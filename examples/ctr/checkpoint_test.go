@@ -78,3 +78,29 @@ func TestLoadCheckpointChecksSizes(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
+
+func TestLatestCheckpointBefore(t *testing.T) {
+	dir := t.TempDir()
+	st := NewState(smallConfig, 1)
+	for _, pass := range []int{0, 1, 2, 3} {
+		if _, err := SaveCheckpoint(dir, &Checkpoint{Pass: pass, State: st}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Remove(filepath.Join(PassDir(dir, 2), "done"))
+	tests := []struct {
+		before int
+		want   string
+	}{
+		{0, ""},
+		{1, PassDir(dir, 0)},
+		{3, PassDir(dir, 1)}, // pass 2 is incomplete
+		{4, PassDir(dir, 3)},
+		{100, PassDir(dir, 3)},
+	}
+	for _, tt := range tests {
+		if got, err := LatestCheckpointBefore(dir, tt.before); err != nil || got != tt.want {
+			t.Errorf("LatestCheckpointBefore(%d) = %q, %v; want %q", tt.before, got, err, tt.want)
+		}
+	}
+}

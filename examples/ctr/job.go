@@ -55,22 +55,31 @@ type Job struct {
 // and the directory of the checkpoint it resumed from, if any.
 func (j *Job) StartState() (st *State, firstPass int, from string, err error) {
 	if j.Resume {
-		dir, err := LatestCheckpoint(j.OutputDir)
-		if err != nil {
-			return nil, 0, "", err
-		}
-		if dir != "" {
-			ck, err := LoadCheckpoint(dir)
-			if err != nil {
-				return nil, 0, "", fmt.Errorf("resume: %w", err)
-			}
-			if ck.Config != j.Plan.Model {
-				return nil, 0, "", fmt.Errorf("resume: checkpoint %s has model %+v, this job %+v", dir, ck.Config, j.Plan.Model)
-			}
-			return ck.State, ck.Pass + 1, dir, nil
-		}
+		return j.ResumeState(math.MaxInt)
 	}
 	return NewState(j.Plan.Model, j.Plan.Seed), 0, "", nil
+}
+
+// ResumeState starts from the latest complete checkpoint of a pass below
+// before, or from the initial state when there is none. An elastic job that
+// knows it has finished passes up to before uses it to ignore checkpoints an
+// older run may have left further on.
+func (j *Job) ResumeState(before int) (st *State, firstPass int, from string, err error) {
+	dir, err := LatestCheckpointBefore(j.OutputDir, before)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	if dir == "" {
+		return NewState(j.Plan.Model, j.Plan.Seed), 0, "", nil
+	}
+	ck, err := LoadCheckpoint(dir)
+	if err != nil {
+		return nil, 0, "", fmt.Errorf("resume: %w", err)
+	}
+	if ck.Config != j.Plan.Model {
+		return nil, 0, "", fmt.Errorf("resume: checkpoint %s has model %+v, this job %+v", dir, ck.Config, j.Plan.Model)
+	}
+	return ck.State, ck.Pass + 1, dir, nil
 }
 
 // EndPass is worker 0's work after a pass: evaluate st on the test rows and

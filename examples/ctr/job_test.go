@@ -87,3 +87,33 @@ func TestSummaryLines(t *testing.T) {
 		t.Errorf("PassStats = %q, want %q", got, want)
 	}
 }
+
+func TestResumeStateIgnoresLaterPasses(t *testing.T) {
+	plan := DefaultPlan()
+	plan.Model = smallConfig
+	dir := t.TempDir()
+	saved, stale := randomState(smallConfig), randomState(smallConfig)
+	stale.Params[0]++
+	for pass, st := range map[int]*State{0: saved, 3: stale} {
+		if _, err := SaveCheckpoint(dir, &Checkpoint{Pass: pass, State: st}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := &Job{Plan: plan, OutputDir: dir}
+	tests := []struct {
+		before    int
+		wantPass  int
+		wantState *State
+		wantFrom  string
+	}{
+		{0, 0, NewState(smallConfig, plan.Seed), ""},
+		{2, 1, saved, PassDir(dir, 0)},
+		{4, 4, stale, PassDir(dir, 3)},
+	}
+	for _, tt := range tests {
+		st, first, from, err := job.ResumeState(tt.before)
+		if err != nil || first != tt.wantPass || from != tt.wantFrom || !reflect.DeepEqual(st, tt.wantState) {
+			t.Errorf("ResumeState(%d) = pass %d from %q (%v); want pass %d from %q", tt.before, first, from, err, tt.wantPass, tt.wantFrom)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package ctr
 
 import (
+	"encoding/binary"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 )
@@ -57,4 +59,18 @@ func AdagradStep(lr float64, params, accum, grad []float64, scale float64) {
 		accum[i] += g * g
 		params[i] -= lr * g / math.Sqrt(accum[i])
 	}
+}
+
+// Fingerprint hashes the parameters and accumulators bit for bit: workers
+// that log the same fingerprint hold the same state.
+func (s *State) Fingerprint() uint64 {
+	h := fnv.New64a()
+	var buf [8]byte
+	for _, part := range [][]float64{s.Params, s.Accum} {
+		for _, x := range part {
+			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(x))
+			h.Write(buf[:])
+		}
+	}
+	return h.Sum64()
 }
