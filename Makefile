@@ -65,6 +65,11 @@ envtest: ## Build (once, cached outside the repo) the kube-apiserver and etcd th
 test: verify-generated lint envtest ## Run every test: unit, integration (real API server) and end to end.
 	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: bench
+bench: envtest ## Benchmark the operator's pod creation and the examples on the local cluster.
+	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test ./test/integration -run '^$$' -bench PodCreation -benchtime 3x
+	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test ./test/e2e -run '^$$' -bench Example -benchtime 1x -timeout 60m
+
 .PHONY: test-unit
 test-unit: ## Run the unit tests only.
 	go test $(GO_TEST_FLAGS) ./api/... ./internal/...

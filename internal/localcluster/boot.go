@@ -15,6 +15,7 @@ import (
 // Component names, also the names of their log files.
 const (
 	componentEtcd              = "etcd"
+	componentElasticEtcd       = "elastic-etcd"
 	componentAPIServer         = "kube-apiserver"
 	componentControllerManager = "kube-controller-manager"
 	componentScheduler         = "kube-scheduler"
@@ -47,7 +48,8 @@ type boot struct {
 func (b *boot) run(ctx context.Context) (*State, error) {
 	b.st = &State{Home: b.l.home, Started: time.Now(), Binaries: b.bins}
 	ports := []*int{&b.st.Ports.EtcdClient, &b.st.Ports.EtcdPeer, &b.st.Ports.APIServer, &b.st.Ports.Scheduler,
-		&b.st.Ports.ControllerManager, &b.st.Ports.OperatorProbes, &b.st.Ports.Kubelet}
+		&b.st.Ports.ControllerManager, &b.st.Ports.OperatorProbes, &b.st.Ports.Kubelet,
+		&b.st.Ports.ElasticEtcd, &b.st.Ports.ElasticEtcdPeer}
 	for _, p := range ports {
 		port, err := freePort()
 		if err != nil {
@@ -63,6 +65,7 @@ func (b *boot) run(ctx context.Context) (*State, error) {
 		fn   func(context.Context) error
 	}{
 		{componentEtcd, b.startEtcd},
+		{componentElasticEtcd, b.startElasticEtcd},
 		{componentAPIServer, b.startAPIServer},
 		{"PaddleJob CRD and operator RBAC", b.install},
 		{componentControllerManager, b.startControllerManager},
@@ -176,6 +179,24 @@ func (b *boot) startEtcd(ctx context.Context) error {
 	}, nil, 30*time.Second, func() error { return dialTLS(b.st.Ports.EtcdClient) })
 }
 
+// startElasticEtcd starts the etcd of Paddle's elastic rendezvous: jobs'
+// pods reach it without credentials, so it is not the cluster's own store.
+func (b *boot) startElasticEtcd(ctx context.Context) error {
+	client := b.elasticEtcdURL()
+	peer := fmt.Sprintf("http://127.0.0.1:%d", b.st.Ports.ElasticEtcdPeer)
+	return b.launch(ctx, componentElasticEtcd, []string{b.bin("etcd"),
+		"--name=elastic", "--data-dir=" + filepath.Join(b.l.home, "elastic-etcd"),
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=elastic=" + peer,
+		"--listen-metrics-urls=", "--unsafe-no-fsync", "--log-level=warn",
+	}, nil, 30*time.Second, func() error { return dialTLS(b.st.Ports.ElasticEtcd) })
+}
+
+func (b *boot) elasticEtcdURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d", b.st.Ports.ElasticEtcd)
+}
+
 func (b *boot) startAPIServer(ctx context.Context) error {
 	pki := b.l.pki()
 	f := func(name string) string { return filepath.Join(pki, name) }
@@ -287,6 +308,7 @@ func (b *boot) startOperator(ctx context.Context) error {
 	probes := "127.0.0.1:" + itoa(b.st.Ports.OperatorProbes)
 	return b.launch(ctx, componentOperator, []string{b.opts.Executable, "operator",
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probes,
+		"--elastic-etcd-endpoints=" + b.elasticEtcdURL(),
 	}, []string{"KUBECONFIG=" + b.l.componentConfig(componentOperator)},
 		60*time.Second, func() error { return getPlain(ctx, "http://"+probes+"/readyz") })
 }

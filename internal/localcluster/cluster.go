@@ -131,7 +131,7 @@ func Down(opts Options) error {
 		if err := stopAll(st, opts.Out); err != nil {
 			return err
 		}
-		for _, port := range st.Ports.all() {
+		for _, port := range st.Ports.All() {
 			if port != 0 && portOpen(port) {
 				return fmt.Errorf("port %d still listens after stopping the cluster", port)
 			}
@@ -189,7 +189,7 @@ func stopAll(st *State, out io.Writer) error {
 }
 
 func wipe(l layout) error {
-	for _, dir := range []string{l.pki(), l.logs(), l.etcdData(), l.nodeState()} {
+	for _, dir := range []string{l.pki(), l.logs(), l.etcdData(), l.nodeState(), filepath.Join(l.home, "elastic-etcd")} {
 		if err := os.RemoveAll(dir); err != nil {
 			return err
 		}
@@ -255,3 +255,37 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// Restart stops one component of a running cluster (its pods too, for the
+// node) and starts it again with the same arguments — what an operator
+// restart or upgrade looks like to the jobs.
+func Restart(ctx context.Context, opts Options, component string) error {
+	if err := opts.complete(); err != nil {
+		return err
+	}
+	l := layout{opts.Home}
+	unlock, err := lock(l.lockFile())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := readState(l)
+	if err != nil {
+		return errNotRunning
+	}
+	for i, p := range st.Processes {
+		if p.Name != component {
+			continue
+		}
+		if err := p.stop(40 * time.Second); err != nil {
+			return err
+		}
+		restarted, err := startProcess(p.Name, p.Args, p.Env, l.logs())
+		if err != nil {
+			return err
+		}
+		st.Processes[i] = restarted
+		return writeState(l, st)
+	}
+	return fmt.Errorf("the local cluster has no component %q", component)
+}

@@ -46,10 +46,13 @@ type Ports struct {
 	ControllerManager int `json:"controllerManager"`
 	OperatorProbes    int `json:"operatorProbes"`
 	Kubelet           int `json:"kubelet"`
+	ElasticEtcd       int `json:"elasticEtcd"`
+	ElasticEtcdPeer   int `json:"elasticEtcdPeer"`
 }
 
-func (p Ports) all() []int {
-	return []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.Kubelet}
+// All lists every port the cluster listens on.
+func (p Ports) All() []int {
+	return []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.Kubelet, p.ElasticEtcd, p.ElasticEtcdPeer}
 }
 
 // State is what `paddlejob up` recorded about a running cluster.

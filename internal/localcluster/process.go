@@ -21,7 +21,9 @@ type process struct {
 	PID       int      `json:"pid"`
 	StartTime uint64   `json:"startTime"`
 	Args      []string `json:"args"`
-	Log       string   `json:"log"`
+	// Env is what the component gets beyond this program's environment.
+	Env []string `json:"env,omitempty"`
+	Log string   `json:"log"`
 }
 
 // startProcess starts a command detached from the caller (its own session, no
@@ -40,7 +42,7 @@ func startProcess(name string, args []string, env []string, logDir string) (*pro
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{Name: name, PID: cmd.Process.Pid, Args: args, Log: logPath}
+	p := &process{Name: name, PID: cmd.Process.Pid, Args: args, Env: env, Log: logPath}
 	p.StartTime, _ = procStartTime(p.PID)
 	// The child outlives this command; release it so no zombie waits on us.
 	_ = cmd.Process.Release()

@@ -24,7 +24,7 @@ import (
 const jobTimeout = 4 * time.Minute
 
 // loadJob reads a PaddleJob manifest of the repository, strictly.
-func loadJob(t *testing.T, path string) *paddlev1.PaddleJob {
+func loadJob(t testing.TB, path string) *paddlev1.PaddleJob {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), path))
 	if err != nil {
@@ -42,7 +42,7 @@ func loadJob(t *testing.T, path string) *paddlev1.PaddleJob {
 }
 
 // newNamespace creates a namespace for one test.
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
 	got, err := pj.Clientset().CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})

@@ -24,7 +24,7 @@ func TestDownLeavesNoProcessAndNoPort(t *testing.T) {
 	if left := processesMentioning(opts.Home, binDir); len(left) > 0 {
 		t.Errorf("processes left after down:\n%s", strings.Join(left, "\n"))
 	}
-	for _, port := range []int{ports.EtcdClient, ports.EtcdPeer, ports.APIServer, ports.Scheduler, ports.ControllerManager, ports.OperatorProbes, ports.Kubelet} {
+	for _, port := range ports.All() {
 		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 200*time.Millisecond); err == nil {
 			c.Close()
 			t.Errorf("port %d still listens after down", port)
