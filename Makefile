@@ -28,12 +28,13 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the markers.
-	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true rbac:roleName=paddlejob-operator \
-		paths="./api/..." paths="./internal/controller/..." \
-		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true rbac:roleName=paddlejob-operator webhook \
+		paths="./api/..." paths="./internal/controller/..." paths="./internal/webhook/..." \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
+		output:webhook:artifacts:config=config/webhook
 	go run ./hack/trimcrd config/crd/bases/*.yaml
 
-GENERATED := api/v1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml
+GENERATED := api/v1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml config/webhook/manifests.yaml
 
 .PHONY: verify-generated
 verify-generated: $(CONTROLLER_GEN) ## Fail when the generated files are not what the markers generate.

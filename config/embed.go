@@ -4,13 +4,14 @@ package config
 
 import "embed"
 
-// Manifests holds the CRD and the operator's RBAC.
+// Manifests holds the CRD, the operator's RBAC and webhook configurations.
 //
-//go:embed crd/bases/*.yaml rbac/role.yaml
+//go:embed crd/bases/*.yaml rbac/role.yaml webhook/manifests.yaml
 var Manifests embed.FS
 
-// CRDFile and OperatorRoleFile name the files within Manifests.
+// Files within Manifests.
 const (
 	CRDFile          = "crd/bases/batch.paddlepaddle.org_paddlejobs.yaml"
 	OperatorRoleFile = "rbac/role.yaml"
+	WebhookFile      = "webhook/manifests.yaml"
 )

@@ -64,23 +64,11 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 	return job, obs, backoff, errors.Join(errs...)
 }
 
-// validateForRun checks what the schema cannot: names the operator reserves.
+// validateForRun checks what the schema cannot (paddlev1.ValidateSpec): the
+// admission webhook rejects it already where it is installed.
 func validateForRun(job *paddlev1.PaddleJob) string {
-	for _, rt := range paddlev1.ReplicaTypes {
-		rs := job.Spec.Replicas(rt)
-		if rs == nil {
-			continue
-		}
-		for _, c := range append(append([]corev1.Container(nil), rs.Template.Spec.InitContainers...), rs.Template.Spec.Containers...) {
-			if c.Name == waitContainerName {
-				return fmt.Sprintf("spec.%s.template: container name %q is reserved for the operator's init container; rename the container", rt, waitContainerName)
-			}
-		}
-		for _, v := range rs.Template.Spec.Volumes {
-			if v.Name == endpointsVolume {
-				return fmt.Sprintf("spec.%s.template: volume name %q is reserved for the job's endpoints; rename the volume", rt, endpointsVolume)
-			}
-		}
+	if errs := paddlev1.ValidateSpec(&job.Spec); len(errs) > 0 {
+		return errs.ToAggregate().Error()
 	}
 	return ""
 }

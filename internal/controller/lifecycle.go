@@ -78,6 +78,8 @@ func (r *PaddleJobReconciler) recreatePods(ctx context.Context, job *paddlev1.Pa
 			return reconcile.Result{}, fmt.Errorf("recording the restart of PaddleJob %s/%s: %w", job.Namespace, job.Name, err)
 		}
 		for _, p := range fails.recreate {
+			rt, _, _ := podIndex(p)
+			podRestarts.WithLabelValues(string(rt)).Inc()
 			r.Recorder.Eventf(updated, nil, corev1.EventTypeWarning, "RestartingPod", "Restart",
 				"recreating after %s (restart %d, backoffLimit %d)", describeFailure(p), st.RestartCount, updated.Spec.BackoffLimitOrDefault())
 		}

@@ -259,6 +259,7 @@ func (r *PaddleJobReconciler) recordTransition(old, updated *paddlev1.PaddleJob)
 	if old.Status.Phase == updated.Status.Phase {
 		return
 	}
+	observeTransition(old, updated)
 	switch updated.Status.Phase {
 	case paddlev1.PaddleJobCompleted:
 		c := findCondition(updated, paddlev1.JobSucceeded)

@@ -20,13 +20,13 @@ const (
 
 	// waitContainerName is the init container that holds a pod's training
 	// containers back until the job's endpoints are published.
-	waitContainerName = "wait-for-endpoints"
+	waitContainerName = paddlev1.ReservedInitContainer
 	// portName names the pod's PADDLE_PORT so Services and NetworkPolicies can
 	// refer to it.
 	portName = "paddle"
 	// endpointsVolume mounts the job's endpoints at endpointsMountPath: the
 	// published job variables as files, and this pod's published version.
-	endpointsVolume    = "paddlejob-endpoints"
+	endpointsVolume    = paddlev1.ReservedVolume
 	endpointsMountPath = "/etc/paddlejob"
 	// podVersionFile holds the pod's AnnotationEndpoints; versionKey the
 	// version of the ConfigMap's lists. They match once the pod may start.

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/paddlejob/paddlejob/config"
 	"github.com/paddlejob/paddlejob/internal/kube"
+	"github.com/paddlejob/paddlejob/internal/pki"
 )
 
 // Component names, also the names of their log files.
@@ -29,11 +32,12 @@ const (
 // from its markers, as on a real cluster; the node gets node-rbac.yaml.
 const (
 	operatorUser = "paddlejob-operator"
+	operatorNS   = "paddlejob-system"
 	nodeUser     = "paddlejob-node"
-	serviceCIDR  = "10.0.0.0/24"
+	serviceCIDR  = "127.64.0.0/16"
 	// localCapacity is what the local node advertises.
 	localCapacity = "cpu=256,memory=1Ti,nvidia.com/gpu=0"
-	serviceIP     = "10.0.0.1"
+	serviceIP     = "127.64.0.1"
 )
 
 // boot starts a cluster step by step.
@@ -49,7 +53,7 @@ func (b *boot) run(ctx context.Context) (*State, error) {
 	b.st = &State{Home: b.l.home, Started: time.Now(), Binaries: b.bins}
 	ports := []*int{&b.st.Ports.EtcdClient, &b.st.Ports.EtcdPeer, &b.st.Ports.APIServer, &b.st.Ports.Scheduler,
 		&b.st.Ports.ControllerManager, &b.st.Ports.OperatorProbes, &b.st.Ports.Kubelet,
-		&b.st.Ports.ElasticEtcd, &b.st.Ports.ElasticEtcdPeer}
+		&b.st.Ports.ElasticEtcd, &b.st.Ports.ElasticEtcdPeer, &b.st.Ports.Webhook}
 	for _, p := range ports {
 		port, err := freePort()
 		if err != nil {
@@ -126,17 +130,17 @@ func (b *boot) certificates() error {
 	b.ca = ca
 	loopback := []string{"127.0.0.1", "localhost"}
 	specs := []certSpec{
-		{name: "etcd", commonName: "etcd", server: true, client: true, hosts: loopback},
-		{name: "apiserver-etcd-client", commonName: "kube-apiserver-etcd-client", client: true},
-		{name: "apiserver", commonName: "kube-apiserver", server: true,
-			hosts: append(loopback, serviceIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")},
-		{name: "apiserver-kubelet-client", commonName: "kube-apiserver-kubelet-client", organization: []string{"system:masters"}, client: true},
-		{name: "admin", commonName: "paddlejob-admin", organization: []string{"system:masters"}, client: true},
-		{name: componentControllerManager, commonName: "system:kube-controller-manager", client: true},
-		{name: componentScheduler, commonName: "system:kube-scheduler", client: true},
-		{name: componentOperator, commonName: operatorUser, client: true},
-		{name: componentNode, commonName: nodeUser, client: true},
-		{name: "kubelet-serving", commonName: NodeName, server: true, hosts: loopback},
+		{name: "etcd", Spec: pki.Spec{CommonName: "etcd", Server: true, Client: true, Hosts: loopback}},
+		{name: "apiserver-etcd-client", Spec: pki.Spec{CommonName: "kube-apiserver-etcd-client", Client: true}},
+		{name: "apiserver", Spec: pki.Spec{CommonName: "kube-apiserver", Server: true,
+			Hosts: append(loopback, serviceIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")}},
+		{name: "apiserver-kubelet-client", Spec: pki.Spec{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}, Client: true}},
+		{name: "admin", Spec: pki.Spec{CommonName: "paddlejob-admin", Organization: []string{"system:masters"}, Client: true}},
+		{name: componentControllerManager, Spec: pki.Spec{CommonName: "system:kube-controller-manager", Client: true}},
+		{name: componentScheduler, Spec: pki.Spec{CommonName: "system:kube-scheduler", Client: true}},
+		{name: componentOperator, Spec: pki.Spec{CommonName: operatorUser, Client: true}},
+		{name: componentNode, Spec: pki.Spec{CommonName: nodeUser, Client: true}},
+		{name: "kubelet-serving", Spec: pki.Spec{CommonName: NodeName, Server: true, Hosts: loopback}},
 	}
 	issued := map[string]*keyPair{}
 	for _, s := range specs {
@@ -234,7 +238,7 @@ func (b *boot) install(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var objs []string
+	objs := []string{operatorNamespace}
 	for _, f := range []string{config.CRDFile, config.OperatorRoleFile} {
 		data, err := config.Manifests.ReadFile(f)
 		if err != nil {
@@ -247,7 +251,11 @@ func (b *boot) install(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, obj := range manifests {
+	webhooks, err := b.webhookConfigurations()
+	if err != nil {
+		return err
+	}
+	for _, obj := range append(manifests, webhooks...) {
 		if err := applier.Apply(ctx, obj, ""); err != nil {
 			return err
 		}
@@ -258,7 +266,13 @@ func (b *boot) install(ctx context.Context) error {
 //go:embed node-rbac.yaml
 var nodeRBAC string
 
-// operatorBinding binds the operator's generated ClusterRole to its
+// operatorNamespace holds the operator's webhook certificate Secret.
+const operatorNamespace = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: ` + operatorNS + "\n"
+
+// operatorBinding binds the operator's generated roles to its
 // certificate's user.
 const operatorBinding = `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
@@ -271,7 +285,49 @@ roleRef:
 subjects:
 - apiGroup: rbac.authorization.k8s.io
   kind: User
+  name: ` + operatorUser + `
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: paddlejob-operator
+  namespace: ` + operatorNS + `
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: paddlejob-operator
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
   name: ` + operatorUser + "\n"
+
+// webhookConfigurations are the generated webhook configurations, calling
+// the operator — a process of this machine, not a pod behind a Service — at
+// its loopback URL, named as config/default names them.
+func (b *boot) webhookConfigurations() ([]*unstructured.Unstructured, error) {
+	data, err := config.Manifests.ReadFile(config.WebhookFile)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := kube.DecodeManifests(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		o.SetName("paddlejob-" + o.GetName())
+		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+		for _, h := range hooks {
+			cc := h.(map[string]any)["clientConfig"].(map[string]any)
+			path, _, _ := unstructured.NestedString(cc, "service", "path")
+			delete(cc, "service")
+			cc["url"] = fmt.Sprintf("https://127.0.0.1:%d%s", b.st.Ports.Webhook, path)
+		}
+		if err := unstructured.SetNestedSlice(o.Object, hooks, "webhooks"); err != nil {
+			return nil, err
+		}
+	}
+	return objs, nil
+}
 
 func (b *boot) startControllerManager(ctx context.Context) error {
 	kc := b.l.componentConfig(componentControllerManager)
@@ -309,6 +365,8 @@ func (b *boot) startOperator(ctx context.Context) error {
 	return b.launch(ctx, componentOperator, []string{b.opts.Executable, "operator",
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probes,
 		"--elastic-etcd-endpoints=" + b.elasticEtcdURL(),
+		"--webhook-port=" + itoa(b.st.Ports.Webhook), "--webhook-cert-hosts=127.0.0.1",
+		"--webhook-cert-dir=" + filepath.Join(b.l.home, "webhook-certs"), "--operator-namespace=" + operatorNS,
 	}, []string{"KUBECONFIG=" + b.l.componentConfig(componentOperator)},
 		60*time.Second, func() error { return getPlain(ctx, "http://"+probes+"/readyz") })
 }

@@ -48,11 +48,12 @@ type Ports struct {
 	Kubelet           int `json:"kubelet"`
 	ElasticEtcd       int `json:"elasticEtcd"`
 	ElasticEtcdPeer   int `json:"elasticEtcdPeer"`
+	Webhook           int `json:"webhook"`
 }
 
 // All lists every port the cluster listens on.
 func (p Ports) All() []int {
-	return []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.Kubelet, p.ElasticEtcd, p.ElasticEtcdPeer}
+	return []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.Kubelet, p.ElasticEtcd, p.ElasticEtcdPeer, p.Webhook}
 }
 
 // State is what `paddlejob up` recorded about a running cluster.

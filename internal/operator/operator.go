@@ -50,6 +50,7 @@ type Options struct {
 	GracefulShutdown   time.Duration
 	LeaderElectionID   string
 	SkipNameValidation bool
+	Webhook            WebhookOptions
 }
 
 // DefaultOptions are the flags' defaults.
@@ -63,6 +64,7 @@ func DefaultOptions() Options {
 		HostPortRange:    fmt.Sprintf("%d-%d", controller.DefaultHostPortMin, controller.DefaultHostPortMax),
 		GracefulShutdown: 30 * time.Second,
 		LeaderElectionID: "paddlejob-operator.batch.paddlepaddle.org",
+		Webhook:          DefaultWebhookOptions(),
 		Zap:              zap.Options{Development: false, TimeEncoder: zapcore.ISO8601TimeEncoder},
 	}
 }
@@ -94,6 +96,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.DurationVar(&o.GracefulShutdown, "graceful-shutdown-timeout", o.GracefulShutdown, "how long running reconciles may take to finish on shutdown")
+	o.Webhook.bindFlags(fs)
 	o.Zap.BindFlags(fs)
 }
 
@@ -126,9 +129,14 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	default:
 		return nil, fmt.Errorf("--gang-scheduler %q: want volcano, scheduler-plugins or none", o.Controller.GangScheduler)
 	}
+	webhookServer, certs, caPEM, err := o.Webhook.webhookServer(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: Scheme,
-		Cache:  cacheOpts,
+		WebhookServer: webhookServer,
+		Scheme:        Scheme,
+		Cache:         cacheOpts,
 		// PodGroups are unstructured: read them from the cache too.
 		Client:                  client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -143,6 +151,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
+	controller.ReadJobGaugeFrom(mgr.GetCache())
 	r := controller.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("paddlejob-operator"), o.Controller)
 	if o.SkipNameValidation {
 		r.SkipNameValidation = true
@@ -150,10 +159,19 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err := r.SetupWithManager(ctx, mgr, podGroupKinds); err != nil {
 		return nil, fmt.Errorf("setting up the PaddleJob controller: %w", err)
 	}
+	if webhookServer != nil {
+		if err := setupWebhook(mgr, certs, caPEM, r.Options); err != nil {
+			return nil, fmt.Errorf("setting up the admission webhook: %w", err)
+		}
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	ready := healthz.Ping
+	if webhookServer != nil {
+		ready = webhookServer.StartedChecker() // ready once it serves admission requests
+	}
+	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return nil, err
 	}
 	return mgr, nil

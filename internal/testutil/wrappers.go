@@ -200,3 +200,8 @@ func (w *PodWrapper) setIP(ip string) {
 		w.Status.HostIP = "10.0.0.1"
 	}
 }
+
+// EmptyDir is an emptyDir volume.
+func EmptyDir(name string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+}

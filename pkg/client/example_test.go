@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 		defer env.Stop()
 		opts := operator.DefaultOptions()
 		opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+		opts.Webhook.Port = 0 // the webhook has tests of its own
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		mgr, err := operator.NewManager(ctx, env.Config, opts)

@@ -336,3 +336,40 @@ func TestKubectlPlugin(t *testing.T) {
 		t.Fatalf("kubectl paddlejob get: %v\n%s", err, out)
 	}
 }
+
+// kubectl users see the admission webhook's rejections and warnings.
+func TestKubectlSeesWebhookRejectionsAndWarnings(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("kubectl is needed for this test (it is installed on the project's machines): %v", err)
+	}
+	ns := newNamespace(t)
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", cluster.Kubeconfig(), "-n", ns}, args...)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	// Seed 004's example 5 spells cleanPodPolicy the old way: accepted, with a warning.
+	out, err := run("create", "-f", filepath.Join(testenv.RepoRoot(), "config/samples/seed004/example-5-data-demo.yaml"))
+	if err != nil || !strings.Contains(out, "Warning: spec.cleanPolicy is deprecated") {
+		t.Errorf("kubectl create of example 5: %v\n%s", err, out)
+	}
+	bad := strings.Replace(mustRead(t, "config/samples/seed004/example-2-resnet.yaml"), "- name: paddle", "- name: wait-for-endpoints", 1)
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run("create", "-f", path)
+	if err == nil || !strings.Contains(out, `spec.worker.template.spec.containers[0].name: Invalid value: "wait-for-endpoints": is reserved`) {
+		t.Errorf("kubectl create of a job using a reserved name: %v\n%s", err, out)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}

@@ -257,7 +257,7 @@ func TestReservedNamesFailTheJobBeforeAnyPod(t *testing.T) {
 	createJob(t, job)
 	failed := waitForPhase(t, ns, "bad", paddlev1.PaddleJobFailed)
 	c := meta.FindStatusCondition(failed.Status.Conditions, paddlev1.JobFailed)
-	if c == nil || c.Reason != "InvalidSpec" || !strings.Contains(c.Message, `spec.worker.template: container name "wait-for-endpoints" is reserved`) {
+	if c == nil || c.Reason != "InvalidSpec" || !strings.Contains(c.Message, `spec.worker.template.spec.containers[0].name: Invalid value: "wait-for-endpoints": is reserved`) {
 		t.Errorf("Failed condition = %+v", c)
 	}
 	if pods := listPods(t, ns, "bad"); len(pods) != 0 {

@@ -65,6 +65,7 @@ func startOperator(t testing.TB, configure ...func(*operator.Options)) (stop fun
 	t.Helper()
 	opts := operator.DefaultOptions()
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.Webhook.Port = 0          // the webhook has tests of its own
 	opts.SkipNameValidation = true // several managers over the test binary's life
 	for _, c := range configure {
 		c(&opts)

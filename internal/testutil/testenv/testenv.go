@@ -25,7 +25,12 @@ type Env struct {
 
 // Start starts etcd and kube-apiserver with the PaddleJob CRD (and any extra
 // CRD directories) installed.
-func Start(extraCRDDirs ...string) (*Env, error) {
+func Start(extraCRDDirs ...string) (*Env, error) { return StartWith(nil, extraCRDDirs...) }
+
+// StartWith is Start with the admission webhooks of webhookDirs installed,
+// pointing at a local server envtest prepares certificates for (see
+// Env.WebhookInstallOptions).
+func StartWith(webhookDirs []string, extraCRDDirs ...string) (*Env, error) {
 	assets, err := kubebin.Ensure(context.Background(), kubebin.Options{
 		Dirs: []string{os.Getenv("KUBEBUILDER_ASSETS")},
 		Log:  os.Stderr,
@@ -39,6 +44,7 @@ func Start(extraCRDDirs ...string) (*Env, error) {
 		BinaryAssetsDirectory:    assets,
 		ControlPlaneStartTimeout: 2 * time.Minute, // two busy cores start it slowly
 		ControlPlaneStopTimeout:  time.Minute,
+		WebhookInstallOptions:    envtest.WebhookInstallOptions{Paths: webhookDirs},
 	}
 	cfg, err := env.Start()
 	if err != nil {

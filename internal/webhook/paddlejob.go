@@ -1,0 +1,125 @@
+// Package webhook is the PaddleJob admission webhook: defaults and checks the
+// CRD schema cannot express, changes that may not happen to a running job,
+// and warnings for deprecated or ignored fields.
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/controller"
+)
+
+// Paths of the webhooks, as the generated configurations name them.
+const (
+	MutatePath   = "/mutate-batch-paddlepaddle-org-v1-paddlejob"
+	ValidatePath = "/validate-batch-paddlepaddle-org-v1-paddlejob"
+)
+
+// +kubebuilder:webhook:path=/mutate-batch-paddlepaddle-org-v1-paddlejob,mutating=true,failurePolicy=fail,sideEffects=None,groups=batch.paddlepaddle.org,resources=paddlejobs,verbs=create;update,versions=v1,name=mpaddlejob.batch.paddlepaddle.org,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-batch-paddlepaddle-org-v1-paddlejob,mutating=false,failurePolicy=fail,sideEffects=None,groups=batch.paddlepaddle.org,resources=paddlejobs,verbs=create;update,versions=v1,name=vpaddlejob.batch.paddlepaddle.org,admissionReviewVersions=v1
+
+// PaddleJobWebhook defaults and validates PaddleJobs.
+type PaddleJobWebhook struct {
+	// Options are the operator's settings, to warn about what they ignore.
+	Options controller.Options
+}
+
+// Setup registers the webhook with a manager's webhook server.
+func (w *PaddleJobWebhook) Setup(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &paddlev1.PaddleJob{}).
+		WithDefaulter(w).
+		WithValidator(w).
+		Complete()
+}
+
+// Default fills in what the schema cannot: cleanPodPolicy from its
+// deprecated alias, and the effective restart policy of each role, so the
+// stored job says what will happen.
+func (w *PaddleJobWebhook) Default(_ context.Context, job *paddlev1.PaddleJob) error {
+	spec := &job.Spec
+	if spec.CleanPodPolicy == "" && spec.CleanPolicy != "" {
+		spec.CleanPodPolicy = spec.CleanPolicy
+	}
+	for _, rt := range paddlev1.ReplicaTypes {
+		if rs := spec.Replicas(rt); rs != nil && rs.RestartPolicy == "" {
+			rs.RestartPolicy = spec.EffectiveRestartPolicy(rt)
+		}
+	}
+	return nil
+}
+
+// ValidateCreate rejects what the schema cannot and warns about deprecated
+// or ignored fields.
+func (w *PaddleJobWebhook) ValidateCreate(_ context.Context, job *paddlev1.PaddleJob) (admission.Warnings, error) {
+	return w.warnings(job), invalid(job, paddlev1.ValidateSpec(&job.Spec))
+}
+
+// ValidateUpdate also refuses changes a started job's pods cannot follow.
+func (w *PaddleJobWebhook) ValidateUpdate(_ context.Context, old, updated *paddlev1.PaddleJob) (admission.Warnings, error) {
+	errs := append(paddlev1.ValidateSpec(&updated.Spec), paddlev1.ValidateUpdate(old, updated)...)
+	warnings := w.warnings(updated)
+	if old.Status.IsFinished() && !equalSpecs(old, updated) {
+		warnings = append(warnings, fmt.Sprintf("the job has %s: changes to its spec have no effect", old.Status.Phase))
+	}
+	return warnings, invalid(updated, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (w *PaddleJobWebhook) ValidateDelete(context.Context, *paddlev1.PaddleJob) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// warnings name the fields that are deprecated or that change nothing.
+func (w *PaddleJobWebhook) warnings(job *paddlev1.PaddleJob) admission.Warnings {
+	var out admission.Warnings
+	spec := &job.Spec
+	if spec.CleanPolicy != "" {
+		out = append(out, "spec.cleanPolicy is deprecated (paddle-operator's spelling): use spec.cleanPodPolicy")
+	}
+	if spec.Worker != nil && (spec.Worker.Requests != nil || spec.Worker.Limits != nil) {
+		out = append(out, "spec.worker.requests and spec.worker.limits are paddle-operator's elastic bounds: prefer spec.elasticPolicy.minReplicas and maxReplicas")
+	}
+	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaHeter} {
+		if rs := spec.Replicas(rt); rs != nil && (rs.Requests != nil || rs.Limits != nil) {
+			out = append(out, fmt.Sprintf("spec.%s.requests and limits are ignored: only workers are elastic", rt))
+		}
+	}
+	if spec.SchedulingPolicy != nil && w.Options.GangScheduler == controller.GangNone && gangNamed(spec) == "" {
+		out = append(out, "spec.schedulingPolicy is ignored: the operator runs without a gang scheduler (--gang-scheduler=none) and no template names one")
+	}
+	if spec.IsElastic() && (spec.ElasticPolicy == nil || len(spec.ElasticPolicy.EtcdEndpoints) == 0) && len(w.Options.ElasticEtcdEndpoints) == 0 {
+		out = append(out, "the job is elastic but names no etcd (spec.elasticPolicy.etcdEndpoints) and the operator has none: PADDLE_ELASTIC_SERVER stays unset")
+	}
+	if spec.Elastic != nil && *spec.Elastic == 0 {
+		out = append(out, "spec.elastic: 0 changes nothing (elastic training is off by default)")
+	}
+	return out
+}
+
+// gangNamed is the scheduler a template names, if any.
+func gangNamed(spec *paddlev1.PaddleJobSpec) string {
+	for _, rt := range paddlev1.ReplicaTypes {
+		if rs := spec.Replicas(rt); rs != nil && rs.Template.Spec.SchedulerName != "" {
+			return rs.Template.Spec.SchedulerName
+		}
+	}
+	return ""
+}
+
+func equalSpecs(a, b *paddlev1.PaddleJob) bool { return equality.Semantic.DeepEqual(a.Spec, b.Spec) }
+
+// invalid is the API error of a list of field errors, or nil.
+func invalid(job *paddlev1.PaddleJob, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(paddlev1.GroupVersion.WithKind("PaddleJob").GroupKind(), job.Name, errs)
+}

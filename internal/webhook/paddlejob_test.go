@@ -1,0 +1,120 @@
+package webhook
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/controller"
+	"github.com/paddlejob/paddlejob/internal/testutil"
+)
+
+func TestDefault(t *testing.T) {
+	w := &PaddleJobWebhook{Options: controller.DefaultOptions()}
+	job := testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).Obj()
+	job.Spec.CleanPolicy = paddlev1.CleanPodPolicyOnCompletion
+	job.Spec.Elastic = ptr.To[int32](1)
+	if err := w.Default(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	if job.Spec.CleanPodPolicy != paddlev1.CleanPodPolicyOnCompletion {
+		t.Errorf("cleanPodPolicy %q, want the alias's OnCompletion", job.Spec.CleanPodPolicy)
+	}
+	if job.Spec.Worker.RestartPolicy != paddlev1.RestartPolicyOnFailure || job.Spec.PS.RestartPolicy != paddlev1.RestartPolicyNever {
+		t.Errorf("restart policies: worker %q, ps %q", job.Spec.Worker.RestartPolicy, job.Spec.PS.RestartPolicy)
+	}
+}
+
+func TestValidateCreate(t *testing.T) {
+	tests := []struct {
+		name     string
+		mutate   func(*paddlev1.PaddleJob)
+		opts     func(*controller.Options)
+		wantErr  string
+		wantWarn string
+	}{
+		{name: "a valid job", mutate: func(*paddlev1.PaddleJob) {}},
+		{name: "the reserved container name", mutate: func(j *paddlev1.PaddleJob) {
+			j.Spec.Worker.Template.Spec.Containers[0].Name = "wait-for-endpoints"
+		}, wantErr: `spec.worker.template.spec.containers[0].name: Invalid value: "wait-for-endpoints": is reserved`},
+		{name: "the reserved volume name", mutate: func(j *paddlev1.PaddleJob) {
+			j.Spec.PS.Template.Spec.Volumes = append(j.Spec.PS.Template.Spec.Volumes, testutil.EmptyDir("paddlejob-endpoints"))
+		}, wantErr: `spec.ps.template.spec.volumes[0].name`},
+		{name: "minAvailable above the job's pods", mutate: func(j *paddlev1.PaddleJob) {
+			j.Spec.SchedulingPolicy = &paddlev1.SchedulingPolicy{MinAvailable: ptr.To[int32](9)}
+		}, wantErr: "spec.schedulingPolicy.minAvailable: Invalid value: 9: exceeds the job's 3 pods"},
+		{name: "the deprecated cleanPolicy", mutate: func(j *paddlev1.PaddleJob) { j.Spec.CleanPolicy = paddlev1.CleanPodPolicyNever },
+			wantWarn: "spec.cleanPolicy is deprecated"},
+		{name: "paddle-operator's elastic bounds", mutate: func(j *paddlev1.PaddleJob) { j.Spec.Worker.Limits = ptr.To[int32](4) },
+			wantWarn: "prefer spec.elasticPolicy"},
+		{name: "a schedulingPolicy no scheduler reads", mutate: func(j *paddlev1.PaddleJob) {
+			j.Spec.SchedulingPolicy = &paddlev1.SchedulingPolicy{Queue: "q"}
+		}, opts: func(o *controller.Options) { o.GangScheduler = controller.GangNone }, wantWarn: "spec.schedulingPolicy is ignored"},
+		{name: "an elastic job without etcd", mutate: func(j *paddlev1.PaddleJob) { j.Spec.Elastic = ptr.To[int32](1) },
+			wantWarn: "PADDLE_ELASTIC_SERVER stays unset"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := controller.DefaultOptions()
+			if tc.opts != nil {
+				tc.opts(&opts)
+			}
+			w := &PaddleJobWebhook{Options: opts}
+			job := testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).Obj()
+			tc.mutate(job)
+			warnings, err := w.ValidateCreate(context.Background(), job)
+			if (err != nil) != (tc.wantErr != "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			}
+			if got := strings.Join(warnings, "\n"); (tc.wantWarn == "") != (got == "") || !strings.Contains(got, tc.wantWarn) {
+				t.Errorf("warnings %q, want %q", got, tc.wantWarn)
+			}
+		})
+	}
+}
+
+func TestValidateUpdate(t *testing.T) {
+	w := &PaddleJobWebhook{Options: controller.DefaultOptions()}
+	started := func() *paddlev1.PaddleJob {
+		j := testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).Obj()
+		j.Status.Phase = paddlev1.PaddleJobRunning
+		return j
+	}
+	tests := []struct {
+		name    string
+		old     func() *paddlev1.PaddleJob
+		mutate  func(*paddlev1.PaddleJob)
+		wantErr string
+	}{
+		{name: "scaling a running job", old: started, mutate: func(j *paddlev1.PaddleJob) { j.Spec.Worker.Replicas = 4 }},
+		{name: "suspending it", old: started, mutate: func(j *paddlev1.PaddleJob) { j.Spec.Suspend = ptr.To(true) }},
+		{name: "changing its image", old: started, mutate: func(j *paddlev1.PaddleJob) {
+			j.Spec.Worker.Template.Spec.Containers[0].Image = "other:v2"
+		}, wantErr: "spec.worker.template: Forbidden: may not change once the job has started"},
+		{name: "changing its intranet", old: started, mutate: func(j *paddlev1.PaddleJob) { j.Spec.Intranet = paddlev1.IntranetService },
+			wantErr: "spec.intranet: Forbidden"},
+		{name: "adding a role", old: started, mutate: func(j *paddlev1.PaddleJob) { j.Spec.Heter = j.Spec.Worker.DeepCopy() },
+			wantErr: "spec.heter: Forbidden: roles may not be added or removed"},
+		{name: "changing a job not started yet", old: func() *paddlev1.PaddleJob { return testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).Obj() },
+			mutate: func(j *paddlev1.PaddleJob) { j.Spec.Intranet = paddlev1.IntranetService }},
+		{name: "changing a suspended job's template", old: func() *paddlev1.PaddleJob {
+			j := started()
+			j.Spec.Suspend = ptr.To(true)
+			return j
+		}, mutate: func(j *paddlev1.PaddleJob) { j.Spec.Worker.Template.Spec.Containers[0].Image = "other:v2" }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			old := tc.old()
+			updated := old.DeepCopy()
+			tc.mutate(updated)
+			_, err := w.ValidateUpdate(context.Background(), old, updated)
+			if (err != nil) != (tc.wantErr != "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,245 @@
+// Package webhook tests the PaddleJob admission webhook through a real API
+// server: rejections and warnings as clients see them, defaults, and the
+// operator's self-issued serving certificate.
+package webhook
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/kube"
+	"github.com/paddlejob/paddlejob/internal/operator"
+	"github.com/paddlejob/paddlejob/internal/testutil"
+	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
+	pjwebhook "github.com/paddlejob/paddlejob/internal/webhook"
+)
+
+var (
+	env *testenv.Env
+	k8s client.Client
+	// warnings collects the warnings the API server sent k8s's requests.
+	warnings = &warningLog{}
+)
+
+type warningLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warningLog) HandleWarningHeader(_ int, _ string, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, msg)
+}
+
+func (w *warningLog) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
+}
+
+func TestMain(m *testing.M) {
+	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	var err error
+	env, err = testenv.StartWith([]string{filepath.Join(testenv.RepoRoot(), "config", "webhook")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := run(m)
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := operator.DefaultOptions()
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	wh := env.WebhookInstallOptions
+	opts.Webhook.Host, opts.Webhook.Port, opts.Webhook.CertDir = wh.LocalServingHost, wh.LocalServingPort, wh.LocalServingCertDir
+	opts.Webhook.Certs = operator.CertsExternal // envtest issued the certificate
+	mgr, err := operator.NewManager(ctx, env.Config, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() { _ = mgr.Start(ctx) }()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = warnings
+	if k8s, err = kube.NewClient(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// The webhook server starts with the manager.
+	deadline := time.Now().Add(time.Minute)
+	for mgr.GetWebhookServer().StartedChecker()(nil) != nil {
+		if time.Now().After(deadline) {
+			fmt.Fprintln(os.Stderr, "the webhook server did not start")
+			return 1
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return m.Run()
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "wh-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func TestRejectsWhatTheSchemaCannot(t *testing.T) {
+	ns := newNamespace(t)
+	job := testutil.MakePaddleJob("bad", ns).Workers(2).Obj()
+	job.Spec.Worker.Template.Spec.Containers[0].Name = "wait-for-endpoints"
+	err := k8s.Create(context.Background(), job)
+	want := `admission webhook "vpaddlejob.batch.paddlepaddle.org" denied the request: PaddleJob.batch.paddlepaddle.org "bad" is invalid: spec.worker.template.spec.containers[0].name: Invalid value: "wait-for-endpoints": is reserved for the operator's init container`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v\nwant %q", err, want)
+	}
+}
+
+func TestWarnsAboutDeprecatedFieldsAndDefaults(t *testing.T) {
+	ns := newNamespace(t)
+	job := testutil.MakePaddleJob("demo", ns).PS(1).Workers(2).Obj()
+	job.Spec.CleanPolicy = paddlev1.CleanPodPolicyOnCompletion // seed 004 example 5's spelling
+	warnings.take()
+	if err := k8s.Create(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(warnings.take(), "\n")
+	if !strings.Contains(got, "spec.cleanPolicy is deprecated (paddle-operator's spelling): use spec.cleanPodPolicy") {
+		t.Errorf("warnings %q", got)
+	}
+	stored := &paddlev1.PaddleJob{}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "demo"}, stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored.Spec.CleanPodPolicy != paddlev1.CleanPodPolicyOnCompletion || stored.Spec.Worker.RestartPolicy != paddlev1.RestartPolicyNever {
+		t.Errorf("defaults: cleanPodPolicy %q, worker restartPolicy %q", stored.Spec.CleanPodPolicy, stored.Spec.Worker.RestartPolicy)
+	}
+}
+
+func TestStartedJobsKeepWhatTheirPodsWereMadeFrom(t *testing.T) {
+	ns := newNamespace(t)
+	job := testutil.MakePaddleJob("run", ns).Workers(2).Obj()
+	if err := k8s.Create(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	// The operator started it (its pods exist): the template is fixed, replicas are not.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "run"}, job); err != nil {
+			t.Fatal(err)
+		}
+		if job.Status.Phase != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the operator did not start the job")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	changed := job.DeepCopy()
+	changed.Spec.Worker.Template.Spec.Containers[0].Image = "paddle:v2"
+	err := k8s.Update(context.Background(), changed)
+	if err == nil || !strings.Contains(err.Error(), "spec.worker.template: Forbidden: may not change once the job has started; suspend it first") {
+		t.Errorf("changing a running job's image: %v", err)
+	}
+	scaled := job.DeepCopy()
+	scaled.Spec.Worker.Replicas = 3
+	if err := k8s.Update(context.Background(), scaled); err != nil {
+		t.Errorf("scaling a running job: %v", err)
+	}
+}
+
+// Without cert-manager the operator issues its serving certificate, shares
+// it through a Secret, and makes the webhook configurations trust it.
+func TestSelfIssuedCertificates(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-validating-" + ns},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "v.example.com", AdmissionReviewVersions: []string{"v1"}, SideEffects: ptrTo(admissionregistrationv1.SideEffectClassNone),
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "paddlejob-webhook-service", Path: ptrTo("/v")}},
+			Rules:        []admissionregistrationv1.RuleWithOperations{}, // matches nothing: only its caBundle matters here
+		}},
+	}
+	if err := k8s.Create(ctx, validating); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	m := &pjwebhook.CertManager{
+		Client: k8s, Namespace: ns, SecretName: "paddlejob-webhook-certs", CertDir: dir,
+		Hosts:            pjwebhook.ServiceHosts("paddlejob-webhook-service", ns),
+		ValidatingConfig: validating.Name,
+	}
+	ca, err := m.Ensure(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := m.InjectCABundle(cctx, ca); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(ctx, types.NamespacedName{Name: validating.Name}, validating); err != nil {
+		t.Fatal(err)
+	}
+	if string(validating.Webhooks[0].ClientConfig.CABundle) != string(ca) {
+		t.Error("the configuration does not trust the CA")
+	}
+	// The serving certificate on disk is the CA's, for the Service's names.
+	certPEM, err := os.ReadFile(filepath.Join(dir, "tls.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(certPEM)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "paddlejob-webhook-service." + ns + ".svc"}); err != nil {
+		t.Errorf("serving certificate: %v", err)
+	}
+	// A second replica reuses the Secret; a new host renews it.
+	again, err := m.Ensure(ctx)
+	if err != nil || string(again) != string(ca) {
+		t.Errorf("a second Ensure issued a new CA (%v)", err)
+	}
+	m.Hosts = append(m.Hosts, "127.0.0.1")
+	renewed, err := m.Ensure(ctx)
+	if err != nil || string(renewed) == string(ca) {
+		t.Errorf("a certificate missing a host was not renewed (%v)", err)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
