@@ -81,8 +81,11 @@ type Config struct {
 	Bwrap string
 	// ShutdownGracePeriod caps each pod's grace period when the node stops.
 	ShutdownGracePeriod time.Duration
-	Log                 logr.Logger
-	Clock               clock.Clock
+	// ServiceCIDR is the cluster IPs (comma-separated CIDRs) whose Services
+	// the node proxies to its pods; default DefaultServiceCIDR, loopback.
+	ServiceCIDR string
+	Log         logr.Logger
+	Clock       clock.Clock
 }
 
 // Node is a process node: virtual-kubelet's controllers around a Provider.
@@ -99,6 +102,7 @@ type Node struct {
 	nodeStatus   *vknode.NaiveNodeProviderV2
 	node         *corev1.Node
 	server       *kubeletServer
+	services     *serviceProxy
 	ready        chan struct{}
 }
 
@@ -142,6 +146,10 @@ func New(cfg Config) (*Node, error) {
 		if _, err := findBwrap(cfg.Bwrap); err != nil {
 			return nil, err
 		}
+	}
+	serviceCIDRs, err := parseServiceCIDRs(cfg.ServiceCIDR)
+	if err != nil {
+		return nil, err
 	}
 
 	restCfg := rest.CopyConfig(cfg.RESTConfig)
@@ -188,6 +196,10 @@ func New(cfg Config) (*Node, error) {
 		if _, err := inf.AddEventHandler(namespaceChangeHandler(n.provider.objectsChanged)); err != nil {
 			return nil, err
 		}
+	}
+	n.services = newServiceProxy(cfg.Log, serviceInformer.Lister(), podInformer.Lister(), serviceCIDRs.contains)
+	if _, err := serviceInformer.Informer().AddEventHandler(n.services.handler()); err != nil {
+		return nil, err
 	}
 
 	cert, err := servingCertificate(cfg.TLSCertFile, cfg.TLSKeyFile, stateDir, cfg.NodeIP, cfg.NodeName, cfg.Clock.Now())
@@ -264,6 +276,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.ShutdownGracePeriod == 0 {
 		cfg.ShutdownGracePeriod = DefaultShutdownGracePeriod
 	}
+	if cfg.ServiceCIDR == "" {
+		cfg.ServiceCIDR = DefaultServiceCIDR
+	}
 	if cfg.Log.GetSink() == nil {
 		cfg.Log = logr.Discard()
 	}
@@ -320,6 +335,9 @@ func (n *Node) Run(ctx context.Context) error {
 	defer n.events.Shutdown()
 	n.podInformers.Start(vkCtx.Done())
 	n.objInformers.Start(vkCtx.Done())
+	// Stopped after the pods (defers run last first).
+	n.services.start()
+	defer n.services.stop()
 
 	serveErr := make(chan error, 1)
 	go func() {
