@@ -23,6 +23,7 @@ type clusterFlags struct {
 	home       string
 	binaries   string
 	imageTable string
+	noOperator bool
 }
 
 func (f *clusterFlags) bind(cmd *cobra.Command) {
@@ -36,7 +37,7 @@ func (f *clusterFlags) options(cmd *cobra.Command) localcluster.Options {
 			dirs = append(dirs, d)
 		}
 	}
-	return localcluster.Options{Home: f.home, BinaryDirs: dirs, ImageTable: f.imageTable, Out: cmd.OutOrStdout()}
+	return localcluster.Options{Home: f.home, BinaryDirs: dirs, ImageTable: f.imageTable, NoOperator: f.noOperator, Out: cmd.OutOrStdout()}
 }
 
 func newUpCmd() *cobra.Command {
@@ -62,6 +63,7 @@ A second 'up' reuses the running cluster.`,
 	f.bind(cmd)
 	cmd.Flags().StringVar(&f.binaries, "binaries", "", "directory holding etcd, kube-apiserver, kube-scheduler and kube-controller-manager (default: build and cache them)")
 	cmd.Flags().StringVar(&f.imageTable, "image-table", "", "YAML image table merged over the built-in one (see docs/local-node.md)")
+	cmd.Flags().BoolVar(&f.noOperator, "no-operator", false, "start without the operator, to install it yourself (kubectl apply -k config/default)")
 	return cmd
 }
 

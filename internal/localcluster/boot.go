@@ -79,6 +79,9 @@ func (b *boot) run(ctx context.Context) (*State, error) {
 		{"default service account", b.waitDefaultServiceAccount},
 	}
 	for _, s := range steps {
+		if b.opts.NoOperator && (s.name == componentOperator) {
+			continue
+		}
 		if err := b.step(s.name, func() error { return s.fn(ctx) }); err != nil {
 			return b.st, err
 		}
@@ -251,9 +254,11 @@ func (b *boot) install(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	webhooks, err := b.webhookConfigurations()
-	if err != nil {
-		return err
+	var webhooks []*unstructured.Unstructured
+	if !b.opts.NoOperator {
+		if webhooks, err = b.webhookConfigurations(); err != nil {
+			return err
+		}
 	}
 	for _, obj := range append(manifests, webhooks...) {
 		if err := applier.Apply(ctx, obj, ""); err != nil {

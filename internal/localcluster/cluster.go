@@ -36,6 +36,9 @@ type Options struct {
 	Executable string
 	// ImageTable is a user image table merged over the built-in one.
 	ImageTable string
+	// NoOperator starts the cluster without the operator (and its webhook),
+	// for installing it into the cluster as on a real one.
+	NoOperator bool
 	// Out receives progress.
 	Out io.Writer
 }

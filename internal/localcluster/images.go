@@ -25,6 +25,8 @@ func builtinImages(examples, paddlejob string) map[string]node.ImageEntry {
 		"registry.baidubce.com/paddle-operator/demo-resnet": {Command: []string{examples, "collective"}, OverrideCommand: true},
 		// The examples by name, subcommand in args.
 		"paddlejob/examples": {Command: []string{examples}},
+		// The operator's image, as config/ and the Helm chart deploy it.
+		"ghcr.io/paddlejob/paddlejob-operator": {Command: []string{paddlejob, "operator"}},
 		// The launcher of plain batch/v1 Jobs (seeds 000, 001, 003).
 		"paddlejob/launcher": {Command: []string{paddlejob, "launch"}},
 		// Seed 001's multi-node Job, with [YOUR_REPO] replaced by paddlejob:

@@ -57,6 +57,7 @@ func DefaultWebhookOptions() WebhookOptions {
 
 func (w *WebhookOptions) bindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&w.Port, "webhook-port", w.Port, "port of the admission webhook server; 0 disables the webhook")
+	fs.StringVar(&w.Host, "webhook-host", w.Host, "address the webhook server binds (default: all)")
 	fs.StringVar(&w.CertDir, "webhook-cert-dir", w.CertDir, "directory of the webhook's tls.crt and tls.key")
 	fs.StringVar(&w.Certs, "webhook-certs", w.Certs, "who provides the webhook's certificate: self (the operator issues and renews it) or external (cert-manager mounts it)")
 	fs.StringVar(&w.Service, "webhook-service", w.Service, "name of the webhook's Service")

@@ -1,0 +1,220 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/kube"
+	"github.com/paddlejob/paddlejob/internal/localcluster"
+	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
+	"github.com/paddlejob/paddlejob/pkg/client"
+)
+
+const (
+	operatorNamespace = "paddlejob-system"
+	leaseName         = "paddlejob-operator.batch.paddlepaddle.org"
+)
+
+// renderDefault renders config/default as a user would (kustomize).
+func renderDefault(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := exec.Command(kustomizeBinary(t), "build", filepath.Join(testenv.RepoRoot(), "config", "default")).Output()
+	if err != nil {
+		t.Fatalf("rendering config/default: %v", err)
+	}
+	objs, err := kube.DecodeManifests(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// kustomizeBinary is the project's kustomize (make bin/kustomize builds it
+// from Go modules), else kubectl's built-in one.
+func kustomizeBinary(t *testing.T) string {
+	t.Helper()
+	if p := filepath.Join(testenv.RepoRoot(), "bin", "kustomize"); fileExists(p) {
+		return p
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(binDir, "kustomize"), "sigs.k8s.io/kustomize/kustomize/v5")
+	build.Dir = filepath.Join(testenv.RepoRoot(), "hack", "tools")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building kustomize from hack/tools: %v\n%s", err, out)
+	}
+	return filepath.Join(binDir, "kustomize")
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// On a cluster without the operator, the rendered config/default installs
+// it — a Deployment with its RBAC, run by the process node — and it runs a
+// job. Two replicas elect a leader; killing the leader mid-job leaves the
+// job to the other, which completes it without duplicate pods. The metrics
+// endpoint serves the job metrics.
+func TestInstalledOperatorWithTwoReplicasSurvivesItsLeader(t *testing.T) {
+	ctx := context.Background()
+	installOpts := localcluster.Options{
+		Home:       filepath.Join(t.TempDir(), "home"),
+		Executable: filepath.Join(binDir, "paddlejob"),
+		BinaryDirs: opts.BinaryDirs,
+		NoOperator: true,
+		Out:        io.Discard,
+	}
+	st, err := localcluster.Up(ctx, installOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := localcluster.Down(installOpts); err != nil {
+			t.Errorf("stopping the second cluster: %v", err)
+		}
+	})
+	c, err := client.NewFromKubeconfig(st.Kubeconfig(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	applier, err := kube.NewApplier(c.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range renderDefault(t) {
+		if o.GetKind() == "Deployment" {
+			if err := unstructured.SetNestedField(o.Object, int64(2), "spec", "replicas"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := applier.Apply(ctx, o, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leader := waitLeader(t, c, "")
+	t.Logf("leader: %s", leader)
+
+	// A job through the installed operator (and its webhook, behind its Service).
+	ns := "default"
+	job := collectiveJob(t, "ha", 2, 3*time.Second)
+	outputDir(t, job)
+	job.Namespace = ns
+	if _, err := c.Create(ctx, job); err != nil {
+		t.Fatalf("creating a job through the installed operator: %v", err)
+	}
+	if _, err := c.WaitFor(ctx, ns, "ha", client.Running, jobTimeout); err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.Pods(ctx, ns, "ha")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	pod := strings.SplitN(leader, "_", 2)[0]
+	pid := operatorPID(t, pod)
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	next := waitLeader(t, c, leader)
+	t.Logf("killed the leader %s; %s took over after %s (lease duration 15s)", leader, next, time.Since(killed).Round(100*time.Millisecond))
+	if d := time.Since(killed); d > 20*time.Second {
+		t.Errorf("failover took %s", d)
+	}
+
+	done, err := c.WaitFor(ctx, ns, "ha", client.Finished, jobTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status.Phase != paddlev1.PaddleJobCompleted {
+		t.Fatalf("the job %s: %s", done.Status.Phase, client.FailureMessage(done))
+	}
+	after, err := c.Pods(ctx, ns, "ha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) || after[0].UID != before[0].UID || after[1].UID != before[1].UID {
+		t.Errorf("pods before the failover %d, after %d (or recreated)", len(before), len(after))
+	}
+
+	// The metrics endpoint of the current leader serves the job metrics.
+	metrics := scrape(t, c, strings.SplitN(next, "_", 2)[0])
+	for _, m := range []string{`paddlejob_jobs{mode="Collective",phase="Completed"} 1`, "paddlejob_job_duration_seconds_count", "controller_runtime_reconcile_total"} {
+		if !strings.Contains(metrics, m) {
+			t.Errorf("metrics lack %s", m)
+		}
+	}
+}
+
+// waitLeader waits for the leader election lease to name a holder other
+// than not, and returns it.
+func waitLeader(t *testing.T, c *client.Client, not string) string {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		lease, err := c.Clientset().CoordinationV1().Leases(operatorNamespace).Get(context.Background(), leaseName, metav1.GetOptions{})
+		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" && *lease.Spec.HolderIdentity != not && leaseFresh(lease) {
+			return *lease.Spec.HolderIdentity
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("no operator replica leads (other than %q)", not)
+	return ""
+}
+
+func leaseFresh(l *coordinationv1.Lease) bool {
+	return l.Spec.RenewTime != nil && time.Since(l.Spec.RenewTime.Time) < 15*time.Second
+}
+
+// operatorPID finds the operator process of a pod on the local node.
+func operatorPID(t *testing.T, pod string) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if strings.Contains(string(cmd), "paddlejob\x00operator") && strings.Contains(string(env), "\x00HOSTNAME="+pod+"\x00") {
+			return pid
+		}
+	}
+	t.Fatalf("no operator process for pod %s", pod)
+	return 0
+}
+
+// scrape reads an operator pod's metrics endpoint.
+func scrape(t *testing.T, c *client.Client, pod string) string {
+	t.Helper()
+	p, err := c.Clientset().CoreV1().Pods(operatorNamespace).Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Phase != corev1.PodRunning {
+		t.Fatalf("pod %s is %s", pod, p.Status.Phase)
+	}
+	resp, err := http.Get(fmt.Sprintf("http://%s:8080/metrics", p.Status.PodIP))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
