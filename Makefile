@@ -5,6 +5,8 @@ SHELL := /usr/bin/env bash -o pipefail
 
 LOCALBIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen
+HELM := $(LOCALBIN)/helm
+KUSTOMIZE := $(LOCALBIN)/kustomize
 export GONOSUMDB := k8s.io
 # envtest's default start timeout is tight on two busy cores.
 export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT ?= 120s
@@ -33,8 +35,10 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the mar
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
 	go run ./hack/trimcrd config/crd/bases/*.yaml
+	go run ./hack/chartgen
 
-GENERATED := api/v1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml config/webhook/manifests.yaml
+GENERATED := api/v1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml config/webhook/manifests.yaml \
+	charts/paddlejob/crds charts/paddlejob/templates/_generated.tpl
 
 .PHONY: verify-generated
 verify-generated: $(CONTROLLER_GEN) ## Fail when the generated files are not what the markers generate.
@@ -63,13 +67,20 @@ envtest: ## Build (once, cached outside the repo) the kube-apiserver and etcd th
 	@go run ./hack/kubebin -components etcd,kube-apiserver > $(LOCALBIN)/.envtest-assets
 
 .PHONY: test
-test: verify-generated lint envtest ## Run every test: unit, integration (real API server) and end to end.
+test: verify-generated lint envtest $(HELM) $(KUSTOMIZE) ## Run every test: unit, integration (real API server), install checks and end to end.
 	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
 bench: envtest ## Benchmark the operator's pod creation and the examples on the local cluster.
 	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test ./test/integration -run '^$$' -bench PodCreation -benchtime 3x
 	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test ./test/e2e -run '^$$' -bench Example -benchtime 1x -timeout 60m
+
+.PHONY: test-install
+test-install: envtest $(HELM) $(KUSTOMIZE) ## Check config/ and the Helm chart against the generated manifests, each other and a real API server.
+	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test $(GO_TEST_FLAGS) ./hack/chartgen/... ./test/install/...
+
+.PHONY: tools
+tools: $(CONTROLLER_GEN) $(HELM) $(KUSTOMIZE) ## Build the pinned tools of hack/tools (controller-gen, helm, kustomize) into bin/.
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only.
@@ -91,3 +102,11 @@ demo: build ## Start the local cluster, train the PS example with live progress,
 $(CONTROLLER_GEN): hack/tools/go.mod
 	@mkdir -p $(LOCALBIN)
 	cd hack/tools && go build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
+
+$(HELM): hack/tools/go.mod
+	@mkdir -p $(LOCALBIN)
+	cd hack/tools && go build -o $(HELM) helm.sh/helm/v3/cmd/helm
+
+$(KUSTOMIZE): hack/tools/go.mod
+	@mkdir -p $(LOCALBIN)
+	cd hack/tools && go build -o $(KUSTOMIZE) sigs.k8s.io/kustomize/kustomize/v5

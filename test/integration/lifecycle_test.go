@@ -51,9 +51,7 @@ func TestPSJobCompletesAndStopsItsPServers(t *testing.T) {
 	createJob(t, job)
 	names := podNames("wd", 2, 2, 0)
 	waitForPods(t, ns, "wd", names...)
-	if j := getJob(t, ns, "wd"); j.Status.Phase != paddlev1.PaddleJobStarting && j.Status.Phase != paddlev1.PaddleJobPending {
-		t.Errorf("phase before pods run = %s", j.Status.Phase)
-	}
+	waitForPhase(t, ns, "wd", paddlev1.PaddleJobStarting) // every pod exists, none runs
 	runAll(t, ns, "wd", names)
 	running := getJob(t, ns, "wd")
 	if running.Status.StartTime == nil || !running.Status.IsConditionTrue(paddlev1.JobRunning) || running.Status.PS.Ready != "2/2" {
