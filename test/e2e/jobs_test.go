@@ -36,14 +36,19 @@ func TestPSExampleReachesItsAUC(t *testing.T) {
 			t.Errorf("checkpoint %s: %v", dir, err)
 		}
 	}
-	// Every process logged its passes; the pservers exited on their own.
+	// Every process logged its passes, and each pserver saw both trainers
+	// finish, which is what ends it. (Its pod's phase cannot prove that: the
+	// job completes with its workers, and the operator stops a pserver still
+	// on its way out. The line is logged before the trainer's last call
+	// returns, so it is there by the time the job completed.)
 	for _, pod := range []string{"wide-and-deep-ps-0", "wide-and-deep-ps-1", "wide-and-deep-worker-1"} {
-		if log := podLog(t, done.Namespace, pod); !strings.Contains(log, "pass") {
+		log := podLog(t, done.Namespace, pod)
+		if !strings.Contains(log, "pass") {
 			t.Errorf("%s logged no pass:\n%s", pod, log)
 		}
-	}
-	if ps := done.Status.PS; ps == nil || ps.Succeeded != 2 {
-		t.Errorf("pservers did not exit on their own: %+v", ps)
+		if strings.Contains(pod, "-ps-") && !strings.Contains(log, "done; 2 of 2") {
+			t.Errorf("%s did not see both trainers finish:\n%s", pod, log)
+		}
 	}
 }
 
