@@ -39,15 +39,16 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 	if job, err = r.ensureHostPorts(ctx, job); err != nil {
 		return job, obs, 0, errors.Join(append(errs, err)...)
 	}
-	jobValues := plannedJobValues(job)
-	if jobValues != nil {
+	// Pods read the job variables from the ConfigMap: where they are known
+	// up front it exists before the pods.
+	if jobValues := plannedJobValues(job); jobValues != nil {
 		if err := r.ensureEndpointsConfigMap(ctx, job, endpointsData(jobValues)); err != nil {
 			return job, obs, 0, errors.Join(append(errs, err)...)
 		}
 	}
 	backoff := r.restartBackoffLeft(job, now)
 	if admitted && backoff == 0 {
-		created, err := r.createMissingPods(ctx, job, pods, active, jobValues)
+		created, err := r.createMissingPods(ctx, job, pods, active)
 		errs = append(errs, err)
 		obs.pods = sortPods(append(active, created...))
 	} else if backoff > 0 && len(obs.pods) < job.Spec.TotalReplicas() {

@@ -18,7 +18,7 @@ import (
 //     Host intranet they are only known once every pod has an IP. They are
 //     published in the job's endpoints ConfigMap and pods read them through
 //     configMapKeyRef once published (see endpoints.go); in Service intranet
-//     the addresses are DNS names known up front and are written literally.
+//     the addresses are DNS names known up front, published before the pods.
 
 // Training roles as Paddle spells them.
 var trainingRoles = map[paddlev1.ReplicaType]string{

@@ -28,19 +28,19 @@ func renderEnv(t *testing.T, job *paddlev1.PaddleJob, ips map[string]string, hos
 			if !ok {
 				ports = defaultPortRange(job.Spec.Replicas(rt))
 			}
-			pod := newPod(job, rt, i, ports, jobValues, podOptions{InitImage: DefaultInitImage})
+			pod := newPod(job, rt, i, ports, podOptions{InitImage: DefaultInitImage})
 			pod.Status.PodIP = ips[name]
 			pods = append(pods, pod)
 		}
 	}
-	configMaps := map[string]map[string]string{}
 	if jobValues == nil {
 		topo := observedTopology(job, pods)
 		if missing := topo.missingHosts(job.Name); len(missing) > 0 {
 			t.Fatalf("test set-up: no IP for %v", missing)
 		}
-		configMaps[endpointsConfigMapName(job.Name)] = endpointsData(jobEnv(&job.Spec, topo))
+		jobValues = jobEnv(&job.Spec, topo)
 	}
+	configMaps := map[string]map[string]string{endpointsConfigMapName(job.Name): endpointsData(jobValues)}
 	out := map[string]map[string]string{}
 	for _, pod := range pods {
 		env, err := testutil.ResolveEnv(pod, &pod.Spec.Containers[0], configMaps)
@@ -161,7 +161,7 @@ func TestEnvironmentContract(t *testing.T) {
 		want: with(psPodIP, "PADDLE_TRAINING_ROLE", "PSERVER", "TRAINING_ROLE", "PSERVER",
 			"PADDLE_TRAINER_ID", "0", "TRAINER_ID", "0", "POD_IP", "10.0.0.10"),
 	}, {
-		name: "PS, Service intranet: DNS names, written literally",
+		name: "PS, Service intranet: DNS names, published before the pods",
 		job:  testutil.MakePaddleJob("wd", "").PS(2).Workers(2).Intranet(paddlev1.IntranetService).Obj(),
 		pod:  "wd-ps-1",
 		want: psService,

@@ -21,7 +21,7 @@ const slowStartInitialBatch = 16
 // createMissingPods creates every pod the spec wants that does not exist,
 // in parallel, and returns the pods it created. Pods whose name is still held
 // by a pod being deleted are left for the pass its deletion triggers.
-func (r *PaddleJobReconciler) createMissingPods(ctx context.Context, job *paddlev1.PaddleJob, all, active []*corev1.Pod, jobValues map[string]string) ([]*corev1.Pod, error) {
+func (r *PaddleJobReconciler) createMissingPods(ctx context.Context, job *paddlev1.PaddleJob, all, active []*corev1.Pod) ([]*corev1.Pod, error) {
 	taken := make(map[string]bool, len(all))
 	for _, p := range all {
 		taken[p.Name] = true
@@ -51,7 +51,7 @@ func (r *PaddleJobReconciler) createMissingPods(ctx context.Context, job *paddle
 		if !ok {
 			ports = defaultPortRange(job.Spec.Replicas(s.rt))
 		}
-		pods[i] = newPod(job, s.rt, s.index, ports, jobValues, opts)
+		pods[i] = newPod(job, s.rt, s.index, ports, opts)
 	}
 
 	var created []*corev1.Pod

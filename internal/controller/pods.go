@@ -71,9 +71,10 @@ func waitsForEndpoints(spec *paddlev1.PaddleJobSpec) bool {
 
 // newPod builds the pod of a role and index from the role's template: the
 // template as the user wrote it, plus identity, environment and networking.
-// jobValues are the job variables to write literally (Service intranet); nil
-// makes the pod read them from the endpoints ConfigMap once published.
-func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports portRange, jobValues map[string]string, opts podOptions) *corev1.Pod {
+// The job variables (endpoint lists) are read from the endpoints ConfigMap,
+// never written into the pod: a pod stays the same size whatever the job's
+// size, where literal lists would make a job of N pods write O(N²) bytes.
+func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports portRange, opts podOptions) *corev1.Pod {
 	tmpl := job.Spec.Replicas(rt).Template.DeepCopy()
 	name := paddlev1.PodName(job.Name, rt, index)
 	pod := &corev1.Pod{
@@ -114,10 +115,6 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 
 	env := append(podEnv(job, rt, index, ports), elasticEnv(job, opts.elasticEndpoints)...)
 	for _, n := range jobEnvNames(&job.Spec, rt) {
-		if jobValues != nil {
-			env = append(env, corev1.EnvVar{Name: n, Value: jobValues[n]})
-			continue
-		}
 		env = append(env, corev1.EnvVar{Name: n, ValueFrom: &corev1.EnvVarSource{
 			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: endpointsConfigMapName(job.Name)},

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +19,7 @@ func TestNewPodIdentity(t *testing.T) {
 	job.Spec.Worker.Template.Labels = map[string]string{"team": "ads"}
 	job.Spec.Worker.Template.Annotations = map[string]string{"note": "kept"}
 
-	pod := newPod(job, paddlev1.ReplicaWorker, 1, portRange{23000, 3}, nil, podOptions{InitImage: "busybox:1.36"})
+	pod := newPod(job, paddlev1.ReplicaWorker, 1, portRange{23000, 3}, podOptions{InitImage: "busybox:1.36"})
 
 	if pod.Name != "wd-worker-1" || pod.Namespace != "ns" {
 		t.Errorf("name = %s/%s", pod.Namespace, pod.Name)
@@ -63,7 +64,7 @@ func TestNewPodNetworking(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			job := testutil.MakePaddleJob("wd", "ns").Workers(1).Intranet(tc.intranet).Obj()
 			job.Spec.Worker.Template.Spec.InitContainers = []corev1.Container{{Name: "fetch-data", Image: "busybox"}}
-			pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{24000, 3}, plannedJobValues(job), podOptions{InitImage: "busybox:1.36"})
+			pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{24000, 3}, podOptions{InitImage: "busybox:1.36"})
 
 			inits := pod.Spec.InitContainers
 			hasWait := len(inits) > 0 && inits[0].Name == waitContainerName
@@ -112,7 +113,7 @@ func TestNewPodNetworking(t *testing.T) {
 func TestNewPodKeepsTheUsersPorts(t *testing.T) {
 	job := testutil.MakePaddleJob("wd", "ns").Workers(1).Obj()
 	job.Spec.Worker.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "paddle", ContainerPort: 9000}}
-	pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, nil, podOptions{})
+	pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, podOptions{})
 	ports := pod.Spec.Containers[0].Ports
 	if len(ports) != 2 || ports[1].Name != "" || ports[1].ContainerPort != 23000 {
 		t.Errorf("ports = %+v; want the user's named port kept and PADDLE_PORT added unnamed", ports)
@@ -137,7 +138,7 @@ func TestPodNamesStayDNSLabels(t *testing.T) {
 
 func TestPodIndex(t *testing.T) {
 	job := testutil.MakePaddleJob("a-worker-1", "ns").Workers(3).Obj()
-	pod := newPod(job, paddlev1.ReplicaWorker, 2, portRange{23000, 3}, nil, podOptions{})
+	pod := newPod(job, paddlev1.ReplicaWorker, 2, portRange{23000, 3}, podOptions{})
 	rt, i, ok := podIndex(pod)
 	if !ok || rt != paddlev1.ReplicaWorker || i != 2 {
 		t.Errorf("podIndex = %s, %d, %v", rt, i, ok)
@@ -164,4 +165,24 @@ func hasMount(c corev1.Container, path string) bool {
 		}
 	}
 	return false
+}
+
+// A pod is the same size in a job of 2 workers and of 1000: the job's lists
+// are read from the endpoints ConfigMap, not written into every pod.
+func TestPodSizeDoesNotGrowWithTheJob(t *testing.T) {
+	for _, intranet := range []paddlev1.Intranet{paddlev1.IntranetPodIP, paddlev1.IntranetService, paddlev1.IntranetHost} {
+		t.Run(string(intranet), func(t *testing.T) {
+			size := func(workers int32) int {
+				job := testutil.MakePaddleJob("wd", "ns").PS(2).Workers(workers).Intranet(intranet).Obj()
+				b, err := json.Marshal(newPod(job, paddlev1.ReplicaWorker, 1, portRange{23000, 3}, podOptions{}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(b)
+			}
+			if small, big := size(2), size(1000); big > small+8 {
+				t.Errorf("a worker pod of a 1000-worker job is %d bytes, of a 2-worker job %d", big, small)
+			}
+		})
+	}
 }

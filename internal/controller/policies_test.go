@@ -72,7 +72,7 @@ func TestEvaluateFailures(t *testing.T) {
 		rt, idx := paddlev1.ReplicaWorker, 0
 		fmt.Sscanf(name[len("j-worker-"):], "%d", &idx)
 		job := testutil.MakePaddleJob("j", "ns").Workers(4).Obj()
-		p := state(testutil.WrapPod(newPod(job, rt, idx, portRange{23000, 3}, nil, podOptions{}))).Obj()
+		p := state(testutil.WrapPod(newPod(job, rt, idx, portRange{23000, 3}, podOptions{}))).Obj()
 		p.UID = types.UID("uid-" + name)
 		for i := range p.Status.ContainerStatuses {
 			p.Status.ContainerStatuses[i].RestartCount = restarts
@@ -191,7 +191,7 @@ func TestEffectiveRestartPolicy(t *testing.T) {
 		t.Errorf("elastic pservers = %s, want Never", got)
 	}
 	job.Spec.Worker.RestartPolicy = paddlev1.RestartPolicyExitCode
-	pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, nil, podOptions{})
+	pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, podOptions{})
 	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("ExitCode pods must not restart in place: %s", pod.Spec.RestartPolicy)
 	}

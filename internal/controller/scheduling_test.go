@@ -107,12 +107,12 @@ func TestGangPods(t *testing.T) {
 	job := testutil.MakePaddleJob("wd", "ns").Workers(1).Obj()
 	job.Spec.SchedulingPolicy = &paddlev1.SchedulingPolicy{}
 	opts := DefaultOptions()
-	pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, nil, podOptionsFor(job, opts))
+	pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, podOptionsFor(job, opts))
 	if pod.Spec.SchedulerName != "volcano" || pod.Annotations["scheduling.k8s.io/group-name"] != "wd" {
 		t.Errorf("Volcano pod: scheduler %q, annotations %v", pod.Spec.SchedulerName, pod.Annotations)
 	}
 	opts.GangScheduler = GangSchedulerPlugins
-	pod = newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, nil, podOptionsFor(job, opts))
+	pod = newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, podOptionsFor(job, opts))
 	if pod.Spec.SchedulerName != DefaultSchedulerPluginsName || pod.Labels["scheduling.x-k8s.io/pod-group"] != "wd" {
 		t.Errorf("coscheduling pod: scheduler %q, labels %v", pod.Spec.SchedulerName, pod.Labels)
 	}

@@ -18,7 +18,7 @@ func podsOf(job *paddlev1.PaddleJob, states map[string]func(*testutil.PodWrapper
 	var out []*corev1.Pod
 	for _, rt := range paddlev1.ReplicaTypes {
 		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
-			pod := newPod(job, rt, i, defaultPortRange(job.Spec.Replicas(rt)), nil, podOptions{})
+			pod := newPod(job, rt, i, defaultPortRange(job.Spec.Replicas(rt)), podOptions{})
 			state, ok := states[pod.Name]
 			if !ok {
 				continue // not created
