@@ -42,6 +42,11 @@ type Options struct {
 	SchedulerPluginsName string
 	// ElasticEtcdEndpoints is the etcd of elastic jobs that name none.
 	ElasticEtcdEndpoints []string
+	// PodEventBatchPeriod is how long a pod's event waits before it brings
+	// its job back: the events of a job's pods in that window (its pods
+	// created, starting, finishing together) make one pass and at most one
+	// status write, not one each.
+	PodEventBatchPeriod time.Duration
 }
 
 // DefaultOptions are the settings used where Options leaves a zero value.
@@ -56,6 +61,7 @@ func DefaultOptions() Options {
 		MaxRestartBackoff:       DefaultMaxRestartBackoff,
 		GangScheduler:           GangVolcano,
 		SchedulerPluginsName:    DefaultSchedulerPluginsName,
+		PodEventBatchPeriod:     DefaultPodEventBatchPeriod,
 	}
 }
 
@@ -115,6 +121,9 @@ func NewReconciler(c ctrl.Client, recorder events.EventRecorder, opts Options) *
 	}
 	if opts.SchedulerPluginsName == "" {
 		opts.SchedulerPluginsName = def.SchedulerPluginsName
+	}
+	if opts.PodEventBatchPeriod <= 0 {
+		opts.PodEventBatchPeriod = def.PodEventBatchPeriod
 	}
 	return &PaddleJobReconciler{
 		Client:    c,

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,10 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -26,6 +29,10 @@ import (
 
 // podOwnerKey indexes pods by the name of the PaddleJob that controls them.
 const podOwnerKey = ".metadata.controller.paddlejob"
+
+// DefaultPodEventBatchPeriod batches pod events as the Kubernetes Job
+// controller does, shorter: a status lags its pods by at most this.
+const DefaultPodEventBatchPeriod = 200 * time.Millisecond
 
 // DiscoverPodGroupKinds finds the gang schedulers whose PodGroup kinds the
 // cluster serves. Jobs asking for another one wait, saying so; a scheduler
@@ -82,23 +89,57 @@ func podGroupObject(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 	return pg
 }
 
+// controllingJob is the name of the PaddleJob controlling o, if one does.
+func controllingJob(o metav1.Object) (string, bool) {
+	ref := metav1.GetControllerOf(o)
+	if ref == nil || ref.APIVersion != paddlev1.GroupVersion.String() || ref.Kind != "PaddleJob" {
+		return "", false
+	}
+	return ref.Name, true
+}
+
+// batchedByController enqueues the PaddleJob controlling an object, after
+// period: the events of one job's pods within it coalesce into one pass (the
+// queue keeps a waiting item once). Nothing in a pod event needs a faster
+// answer: the pass that creates or deletes pods already accounts for them.
+func batchedByController(period time.Duration) handler.TypedEventHandler[client.Object, reconcile.Request] {
+	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if job, ok := controllingJob(o); ok {
+			q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: job}}, period)
+		}
+	}
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q)
+		},
+		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q)
+		},
+	}
+}
+
 // SetupWithManager registers the owner index and the controller, watching
 // the PodGroups of the gang schedulers in podGroupKinds (see
 // DiscoverPodGroupKinds; the manager's cache must know them too).
 func (r *PaddleJobReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, podGroupKinds map[string]bool) error {
 	r.podGroupKinds = podGroupKinds
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podOwnerKey, func(o client.Object) []string {
-		ref := metav1.GetControllerOf(o)
-		if ref == nil || ref.APIVersion != paddlev1.GroupVersion.String() || ref.Kind != "PaddleJob" {
-			return nil
+		if job, ok := controllingJob(o); ok {
+			return []string{job}
 		}
-		return []string{ref.Name}
+		return nil
 	}); err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&paddlev1.PaddleJob{}).
-		Owns(&corev1.Pod{}).
+		Watches(&corev1.Pod{}, batchedByController(r.Options.PodEventBatchPeriod)).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{})
 	// A job's PodGroup has the job's name, whoever created it.

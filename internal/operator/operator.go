@@ -80,6 +80,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "burst of queries to the API server")
 	fs.IntVar(&o.Controller.MaxConcurrentReconciles, "max-concurrent-reconciles", o.Controller.MaxConcurrentReconciles, "jobs reconciled at once")
 	fs.IntVar(&o.Controller.PodCreateParallelism, "pod-create-parallelism", o.Controller.PodCreateParallelism, "pod creates and deletes in flight at once, across all jobs")
+	fs.DurationVar(&o.Controller.PodEventBatchPeriod, "pod-event-batch-period", o.Controller.PodEventBatchPeriod, "how long pod events wait before they bring their job back, so that a burst of them is one pass and one status write")
 	fs.StringVar(&o.Controller.InitImage, "init-image", o.Controller.InitImage, "image of the wait-for-endpoints init container (needs only sh)")
 	fs.StringVar(&o.HostPortRange, "host-port-range", o.HostPortRange, "ports handed to pods of Host-intranet jobs, first-last")
 	fs.DurationVar(&o.Controller.RestartBackoff, "restart-backoff", o.Controller.RestartBackoff, "wait before recreating a failed pod, doubling with each restart of the job")
