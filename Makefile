@@ -75,6 +75,11 @@ bench: envtest ## Benchmark the operator's pod creation and the examples on the 
 	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test ./test/integration -run '^$$' -bench PodCreation -benchtime 3x
 	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test ./test/e2e -run '^$$' -bench Example -benchtime 1x -timeout 60m
 
+BENCH_SCALE_FLAGS ?=
+.PHONY: bench-scale
+bench-scale: envtest ## Scale benchmark: the operator against direct pod creation, 1-1000 jobs and 10-1000-pod jobs (BENCH_SCALE_FLAGS="--runs 3 --out bench.md").
+	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go run ./hack/benchscale $(BENCH_SCALE_FLAGS)
+
 .PHONY: test-install
 test-install: envtest $(HELM) $(KUSTOMIZE) ## Check config/ and the Helm chart against the generated manifests, each other and a real API server.
 	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test $(GO_TEST_FLAGS) ./hack/chartgen/... ./test/install/...
