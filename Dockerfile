@@ -1,5 +1,5 @@
 # The operator image: `make docker-build IMG=registry/paddlejob-operator:tag`.
-FROM golang:1.25 AS build
+FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
