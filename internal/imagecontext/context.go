@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/paddlejob/paddlejob/internal/fsutil"
 )
 
 // Options are the flags of `paddlejob image context`.
@@ -36,7 +38,7 @@ func Write(opts Options) error {
 	if err := prepareOut(opts.Out); err != nil {
 		return err
 	}
-	if err := copyPackage(opts.Src, filepath.Join(opts.Out, packageDir)); err != nil {
+	if err := fsutil.CopyTree(opts.Src, filepath.Join(opts.Out, packageDir)); err != nil {
 		return fmt.Errorf("copying --src %s into the context: %w", opts.Src, err)
 	}
 	if err := os.WriteFile(filepath.Join(opts.Out, "Dockerfile"), []byte(df), 0o644); err != nil {
@@ -137,51 +139,4 @@ func writtenByUs(dockerfilePath string) bool {
 	defer f.Close()
 	first, err := bufio.NewReader(f).ReadString('\n')
 	return (err == nil || err == io.EOF) && strings.TrimSuffix(first, "\n") == dockerfileMarker
-}
-
-// copyPackage copies a directory tree, keeping permissions and symlinks,
-// as `docker build` would see the package.
-func copyPackage(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, info.Mode().Perm()|0o700)
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(link, target)
-		case d.Type().IsRegular():
-			return copyFile(p, target, info.Mode().Perm())
-		}
-		return fmt.Errorf("%s is not a regular file, directory or symlink", p)
-	})
-}
-
-func copyFile(src, dst string, perm fs.FileMode) (err error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, out.Close()) }()
-	_, err = io.Copy(out, in)
-	return err
 }

@@ -1,13 +1,14 @@
 package launcher
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/paddlejob/paddlejob/internal/fsutil"
 )
 
 // DataMode is how the trainer's files reach its working directory.
@@ -114,63 +115,11 @@ func stageEntries(src, dst string, mode DataMode) error {
 				return err
 			}
 		}
-		if err := copyTree(from, to); err != nil {
+		if err := fsutil.CopyTree(from, to); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// copyTree copies a file, symlink or directory tree, keeping permissions.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, info.Mode().Perm()|0o700)
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(path)
-			if err != nil {
-				return err
-			}
-			if err := os.RemoveAll(target); err != nil {
-				return err
-			}
-			return os.Symlink(link, target)
-		case d.Type().IsRegular():
-			return copyFile(path, target, info.Mode().Perm())
-		}
-		return fmt.Errorf("copying %s: not a regular file, directory or symlink", path)
-	})
-}
-
-func copyFile(src, dst string, perm fs.FileMode) (err error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	if err := os.RemoveAll(dst); err != nil {
-		return err
-	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, out.Close()) }()
-	_, err = io.Copy(out, in)
-	return err
 }
 
 func isDir(path string) bool {

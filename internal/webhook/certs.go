@@ -163,42 +163,47 @@ func (m *CertManager) InjectCABundle(ctx context.Context, caPEM []byte) error {
 func (m *CertManager) inject(ctx context.Context, caPEM []byte) error {
 	var errs []error
 	if m.ValidatingConfig != "" {
-		errs = append(errs, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			if err := m.Client.Get(ctx, types.NamespacedName{Name: m.ValidatingConfig}, cfg); err != nil {
-				return err
-			}
-			changed := false
+		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		errs = append(errs, m.injectInto(ctx, m.ValidatingConfig, cfg, caPEM, func() []*[]byte {
+			bundles := make([]*[]byte, len(cfg.Webhooks))
 			for i := range cfg.Webhooks {
-				if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, caPEM) {
-					cfg.Webhooks[i].ClientConfig.CABundle, changed = caPEM, true
-				}
+				bundles[i] = &cfg.Webhooks[i].ClientConfig.CABundle
 			}
-			if !changed {
-				return nil
-			}
-			return m.Client.Update(ctx, cfg)
+			return bundles
 		}))
 	}
 	if m.MutatingConfig != "" {
-		errs = append(errs, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-			if err := m.Client.Get(ctx, types.NamespacedName{Name: m.MutatingConfig}, cfg); err != nil {
-				return err
-			}
-			changed := false
+		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		errs = append(errs, m.injectInto(ctx, m.MutatingConfig, cfg, caPEM, func() []*[]byte {
+			bundles := make([]*[]byte, len(cfg.Webhooks))
 			for i := range cfg.Webhooks {
-				if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, caPEM) {
-					cfg.Webhooks[i].ClientConfig.CABundle, changed = caPEM, true
-				}
+				bundles[i] = &cfg.Webhooks[i].ClientConfig.CABundle
 			}
-			if !changed {
-				return nil
-			}
-			return m.Client.Update(ctx, cfg)
+			return bundles
 		}))
 	}
 	return errors.Join(errs...)
+}
+
+// injectInto sets every CA bundle of the webhook configuration name, read
+// into cfg, to caPEM; bundles lists them once cfg is read. It writes only a
+// change, retrying on conflicts.
+func (m *CertManager) injectInto(ctx context.Context, name string, cfg client.Object, caPEM []byte, bundles func() []*[]byte) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := m.Client.Get(ctx, types.NamespacedName{Name: name}, cfg); err != nil {
+			return err
+		}
+		changed := false
+		for _, b := range bundles() {
+			if !bytes.Equal(*b, caPEM) {
+				*b, changed = caPEM, true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		return m.Client.Update(ctx, cfg)
+	})
 }
 
 // newCertificates makes a CA and a serving certificate it signs for hosts.

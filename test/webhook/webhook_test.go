@@ -191,14 +191,24 @@ func TestSelfIssuedCertificates(t *testing.T) {
 			Rules:        []admissionregistrationv1.RuleWithOperations{}, // matches nothing: only its caBundle matters here
 		}},
 	}
-	if err := k8s.Create(ctx, validating); err != nil {
-		t.Fatal(err)
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-mutating-" + ns},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: "m.example.com", AdmissionReviewVersions: []string{"v1"}, SideEffects: ptrTo(admissionregistrationv1.SideEffectClassNone),
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "paddlejob-webhook-service", Path: ptrTo("/m")}},
+			Rules:        []admissionregistrationv1.RuleWithOperations{},
+		}},
+	}
+	for _, cfg := range []client.Object{validating, mutating} {
+		if err := k8s.Create(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
 	}
 	dir := t.TempDir()
 	m := &pjwebhook.CertManager{
 		Client: k8s, Namespace: ns, SecretName: "paddlejob-webhook-certs", CertDir: dir,
 		Hosts:            pjwebhook.ServiceHosts("paddlejob-webhook-service", ns),
-		ValidatingConfig: validating.Name,
+		ValidatingConfig: validating.Name, MutatingConfig: mutating.Name,
 	}
 	ca, err := m.Ensure(ctx)
 	if err != nil {
@@ -212,8 +222,11 @@ func TestSelfIssuedCertificates(t *testing.T) {
 	if err := k8s.Get(ctx, types.NamespacedName{Name: validating.Name}, validating); err != nil {
 		t.Fatal(err)
 	}
-	if string(validating.Webhooks[0].ClientConfig.CABundle) != string(ca) {
-		t.Error("the configuration does not trust the CA")
+	if err := k8s.Get(ctx, types.NamespacedName{Name: mutating.Name}, mutating); err != nil {
+		t.Fatal(err)
+	}
+	if string(validating.Webhooks[0].ClientConfig.CABundle) != string(ca) || string(mutating.Webhooks[0].ClientConfig.CABundle) != string(ca) {
+		t.Error("the webhook configurations do not trust the CA")
 	}
 	// The serving certificate on disk is the CA's, for the Service's names.
 	certPEM, err := os.ReadFile(filepath.Join(dir, "tls.crt"))

@@ -1,0 +1,37 @@
+package fsutil
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestCopyTree(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(src, "pkg", "bin"), 0o755))
+	must(os.WriteFile(filepath.Join(src, "pkg", "bin", "train"), []byte("#!/bin/sh\n"), 0o755))
+	must(os.WriteFile(filepath.Join(src, "pkg", "data.txt"), []byte("new"), 0o644))
+	must(os.Symlink("bin/train", filepath.Join(src, "pkg", "entry")))
+	// What dst holds already is replaced.
+	must(os.MkdirAll(filepath.Join(dst, "pkg"), 0o755))
+	must(os.WriteFile(filepath.Join(dst, "pkg", "data.txt"), []byte("old and longer"), 0o600))
+	must(os.Symlink("elsewhere", filepath.Join(dst, "pkg", "entry")))
+
+	must(CopyTree(src, dst))
+
+	if b, err := os.ReadFile(filepath.Join(dst, "pkg", "data.txt")); err != nil || string(b) != "new" {
+		t.Errorf("data.txt = %q, %v; want %q", b, err, "new")
+	}
+	if info, err := os.Stat(filepath.Join(dst, "pkg", "bin", "train")); err != nil || info.Mode().Perm() != 0o755 {
+		t.Errorf("bin/train: %v, %v; want mode 0755", info, err)
+	}
+	if link, err := os.Readlink(filepath.Join(dst, "pkg", "entry")); err != nil || link != "bin/train" {
+		t.Errorf("entry -> %q, %v; want bin/train", link, err)
+	}
+}
