@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -17,44 +16,43 @@ import (
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
-func TestPodEventsOfAJobAreBatched(t *testing.T) {
-	clock := clocktesting.NewFakeClock(time.Now())
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](),
-		workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Clock: clock})
-	defer q.ShutDown()
+// delayRecorder records AddAfter; any other use of the queue panics (nil
+// embedded interface), so an immediate Add would fail the test.
+type delayRecorder struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	added []reconcile.Request
+	after []time.Duration
+}
+
+func (q *delayRecorder) AddAfter(r reconcile.Request, d time.Duration) {
+	q.added = append(q.added, r)
+	q.after = append(q.after, d)
+}
+
+// Every pod event enqueues the controlling job after the batch period; the
+// delaying queue keeps one waiting item per job, so they make one pass.
+func TestPodEventsEnqueueTheirJobAfterTheBatchPeriod(t *testing.T) {
+	q := &delayRecorder{}
 	h := batchedByController(time.Second)
 	ctx := context.Background()
 
 	job := testutil.MakePaddleJob("wd", "ns").Workers(2).Obj()
-	pod := func(i int) *corev1.Pod {
-		return newPod(job, paddlev1.ReplicaWorker, i, portRange{23000, 3}, podOptions{})
-	}
+	pod := func(i int) *corev1.Pod { return newPod(job, paddlev1.ReplicaWorker, i, portRange{23000, 3}, podOptions{}) }
 	orphan := pod(1).DeepCopy()
 	orphan.OwnerReferences = nil
 	h.Create(ctx, event.TypedCreateEvent[client.Object]{Object: pod(0)}, q)
 	h.Update(ctx, event.TypedUpdateEvent[client.Object]{ObjectOld: pod(1), ObjectNew: pod(1)}, q)
 	h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: pod(0)}, q)
+	h.Generic(ctx, event.TypedGenericEvent[client.Object]{Object: pod(1)}, q)
 	h.Create(ctx, event.TypedCreateEvent[client.Object]{Object: orphan}, q)
-	if n := q.Len(); n != 0 {
-		t.Fatalf("%d requests queued before the batch period passed", n)
-	}
 
-	clock.Step(time.Second)
-	got := make(chan reconcile.Request)
-	go func() {
-		r, _ := q.Get()
-		got <- r
-	}()
-	select {
-	case r := <-got:
-		if want := (reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "wd"}}); r != want {
-			t.Errorf("queued %v, want %v", r, want)
-		}
-		q.Done(r)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the job was not queued after the batch period")
+	want := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "wd"}}
+	if len(q.added) != 4 {
+		t.Fatalf("enqueued %v, want the job once per owned pod's event (4)", q.added)
 	}
-	if n := q.Len(); n != 0 {
-		t.Errorf("three events of one job queued it %d more times", n)
+	for i, r := range q.added {
+		if r != want || q.after[i] != time.Second {
+			t.Errorf("event %d enqueued %v after %s, want %v after 1s", i, r, q.after[i], want)
+		}
 	}
 }
