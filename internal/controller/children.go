@@ -51,6 +51,7 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 		created, err := r.createMissingPods(ctx, job, pods, active)
 		errs = append(errs, err)
 		obs.pods = sortPods(append(active, created...))
+		obs.created = len(created)
 	} else if backoff > 0 && len(obs.pods) < job.Spec.TotalReplicas() {
 		obs.backoff = backoff
 	}

@@ -206,6 +206,12 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 			var wait time.Duration
 			job, obs, wait, actErr = r.run(ctx, job, pods, now)
 			requeue = earliest(untilDeadline, wait)
+			if obs.created > 0 && actErr == nil {
+				// The status is written by the pass the new pods' events
+				// bring (batched), from what the cache shows then: written
+				// now, it would be written again as soon as they start.
+				return reconcile.Result{RequeueAfter: earliest(requeue, expectationTimeout)}, nil
+			}
 		}
 	}
 

@@ -56,6 +56,8 @@ type observed struct {
 	gang, podGroupWaiting string
 	// backoff is how long the job waits before recreating a failed pod.
 	backoff time.Duration
+	// created counts the pods this pass created.
+	created int
 }
 
 // nextStatus computes the job's status from what was observed. It is pure:

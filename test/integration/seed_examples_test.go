@@ -94,10 +94,15 @@ func TestSeedExamples(t *testing.T) {
 			if created.Spec.EffectiveIntranet() != tc.intranet {
 				t.Errorf("intranet = %q, want %q", created.Spec.Intranet, tc.intranet)
 			}
+			// The Service follows the pods, in the same pass.
 			svc := &corev1.Service{}
-			if err := k8s.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
-				t.Fatalf("headless Service: %v", err)
-			}
+			eventually(t, "the headless Service", func() (bool, error) {
+				err := k8s.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: name}, svc)
+				if isNotFound(err) {
+					return false, nil
+				}
+				return err == nil, err
+			})
 			if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses || svc.Spec.Selector[paddlev1.LabelJobName] != name {
 				t.Errorf("Service is not the job's headless Service: %+v", svc.Spec)
 			}
