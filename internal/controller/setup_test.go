@@ -37,7 +37,9 @@ func TestPodEventsEnqueueTheirJobAfterTheBatchPeriod(t *testing.T) {
 	ctx := context.Background()
 
 	job := testutil.MakePaddleJob("wd", "ns").Workers(2).Obj()
-	pod := func(i int) *corev1.Pod { return newPod(job, paddlev1.ReplicaWorker, i, portRange{23000, 3}, podOptions{}) }
+	pod := func(i int) *corev1.Pod {
+		return newPod(job, paddlev1.ReplicaWorker, i, portRange{23000, 3}, podOptions{})
+	}
 	orphan := pod(1).DeepCopy()
 	orphan.OwnerReferences = nil
 	h.Create(ctx, event.TypedCreateEvent[client.Object]{Object: pod(0)}, q)
