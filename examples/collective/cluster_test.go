@@ -14,6 +14,7 @@ import (
 
 	"github.com/paddlejob/paddlejob/examples/collective/membershiptest"
 	"github.com/paddlejob/paddlejob/examples/ctr"
+	"github.com/paddlejob/paddlejob/examples/internal/testlog"
 )
 
 // elasticData is the data set of the elastic tests: small, with a row count
@@ -40,7 +41,7 @@ type cluster struct {
 	out        string
 	passDelay  time.Duration
 	timeout    time.Duration // of a rendezvous
-	logs       logs
+	logs       testlog.Buffer
 	version    int
 	workers    []*elasticWorker
 }
@@ -102,7 +103,7 @@ func (c *cluster) startWith(name, endpoint string, membership MembershipDir) *el
 			ConnectTimeout:    10 * time.Second,
 			RendezvousTimeout: c.timeout,
 			PassDelay:         c.passDelay,
-			Log:               c.logs.logger(name),
+			Log:               c.logs.Logger(name),
 		})
 	}()
 	return w

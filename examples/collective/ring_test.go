@@ -1,39 +1,17 @@
 package collective
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"log"
 	"math"
 	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/paddlejob/paddlejob/examples/internal/testlog"
 )
-
-// logs collects every worker's log lines, shown when a test fails.
-type logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *logs) logger(name string) *log.Logger {
-	return log.New(l, name+": ", log.Lmicroseconds|log.Lmsgprefix)
-}
 
 // freeEndpoints returns n endpoints nothing listens on yet, on the loopback
 // addresses 127.0.0.<firstHost>, 127.0.0.<firstHost+1>, ... as pods of a local
@@ -53,7 +31,7 @@ func freeEndpoints(t *testing.T, firstHost, n int) []string {
 }
 
 // connectRing connects n workers, each in its own goroutine.
-func connectRing(t *testing.T, l *logs, endpoints []string) []*Ring {
+func connectRing(t *testing.T, l *testlog.Buffer, endpoints []string) []*Ring {
 	t.Helper()
 	n := max(len(endpoints), 1)
 	rings := make([]*Ring, n)
@@ -65,7 +43,7 @@ func connectRing(t *testing.T, l *logs, endpoints []string) []*Ring {
 			defer wg.Done()
 			rings[rank], errs[rank] = Connect(context.Background(), RingConfig{
 				Endpoints: endpoints, Rank: rank, ConnectTimeout: 30 * time.Second,
-				Log: l.logger(fmt.Sprintf("rank-%d", rank)),
+				Log: l.Logger(fmt.Sprintf("rank-%d", rank)),
 			})
 		}()
 	}
@@ -86,7 +64,7 @@ func connectRing(t *testing.T, l *logs, endpoints []string) []*Ring {
 func TestAllReduceSums(t *testing.T) {
 	for workers := 1; workers <= 5; workers++ {
 		t.Run(fmt.Sprintf("%d workers", workers), func(t *testing.T) {
-			var l logs
+			var l testlog.Buffer
 			var endpoints []string
 			if workers > 1 {
 				endpoints = freeEndpoints(t, 10*workers, workers)
@@ -132,11 +110,11 @@ func TestAllReduceSums(t *testing.T) {
 }
 
 func TestRingTurnsAwayStrangers(t *testing.T) {
-	var l logs
+	var l testlog.Buffer
 	endpoints := freeEndpoints(t, 60, 2)
 	connected := make(chan *Ring, 1)
 	go func() {
-		r, err := Connect(context.Background(), RingConfig{Endpoints: endpoints, Rank: 0, ConnectTimeout: 30 * time.Second, Log: l.logger("rank-0")})
+		r, err := Connect(context.Background(), RingConfig{Endpoints: endpoints, Rank: 0, ConnectTimeout: 30 * time.Second, Log: l.Logger("rank-0")})
 		if err != nil {
 			t.Error(err)
 		}
@@ -157,7 +135,7 @@ func TestRingTurnsAwayStrangers(t *testing.T) {
 	stranger.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
 	defer stranger.Close()
 
-	r1, err := Connect(context.Background(), RingConfig{Endpoints: endpoints, Rank: 1, ConnectTimeout: 30 * time.Second, Log: l.logger("rank-1")})
+	r1, err := Connect(context.Background(), RingConfig{Endpoints: endpoints, Rank: 1, ConnectTimeout: 30 * time.Second, Log: l.Logger("rank-1")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,9 +157,9 @@ func TestRingTurnsAwayStrangers(t *testing.T) {
 }
 
 func TestRingNamesTheMissingRank(t *testing.T) {
-	var l logs
+	var l testlog.Buffer
 	endpoints := freeEndpoints(t, 70, 2)
-	_, err := Connect(context.Background(), RingConfig{Endpoints: endpoints, Rank: 0, ConnectTimeout: 300 * time.Millisecond, Log: l.logger("rank-0")})
+	_, err := Connect(context.Background(), RingConfig{Endpoints: endpoints, Rank: 0, ConnectTimeout: 300 * time.Millisecond, Log: l.Logger("rank-0")})
 	if err == nil || !strings.Contains(err.Error(), "rank 1 at "+endpoints[1]+" unreachable after 300ms") {
 		t.Fatalf("error = %v", err)
 	}

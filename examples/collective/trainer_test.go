@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paddlejob/paddlejob/examples/ctr"
+	"github.com/paddlejob/paddlejob/examples/internal/testlog"
 )
 
 // dataset is a generated data set split among workers.
@@ -32,7 +33,7 @@ func (d *dataset) job(plan ctr.Plan, workers, rank int, dir string, resume bool)
 
 // train runs one worker per job over loopback TCP and returns rank 0's
 // result and every worker's error.
-func train(t *testing.T, l *logs, firstHost int, jobs []*ctr.Job) (*ctr.Result, []error) {
+func train(t *testing.T, l *testlog.Buffer, firstHost int, jobs []*ctr.Job) (*ctr.Result, []error) {
 	t.Helper()
 	var endpoints []string
 	if len(jobs) > 1 {
@@ -49,7 +50,7 @@ func train(t *testing.T, l *logs, firstHost int, jobs []*ctr.Job) (*ctr.Result, 
 			defer wg.Done()
 			results[rank], errs[rank] = Train(ctx, Config{
 				Endpoints: endpoints, Rank: rank, Job: job,
-				ConnectTimeout: 30 * time.Second, Log: l.logger(fmt.Sprintf("worker-%d", rank)),
+				ConnectTimeout: 30 * time.Second, Log: l.Logger(fmt.Sprintf("worker-%d", rank)),
 			})
 		}()
 	}
@@ -62,7 +63,7 @@ func train(t *testing.T, l *logs, firstHost int, jobs []*ctr.Job) (*ctr.Result, 
 	return results[0], errs
 }
 
-func mustTrain(t *testing.T, l *logs, firstHost int, jobs []*ctr.Job) *ctr.Result {
+func mustTrain(t *testing.T, l *testlog.Buffer, firstHost int, jobs []*ctr.Job) *ctr.Result {
 	t.Helper()
 	res, errs := train(t, l, firstHost, jobs)
 	for rank, err := range errs {
@@ -84,7 +85,7 @@ func TestThreeWorkersReachTheOptimum(t *testing.T) {
 	plan := ctr.DefaultPlan()
 	plan.Passes = 4
 	dir := t.TempDir()
-	var l logs
+	var l testlog.Buffer
 	res := mustTrain(t, &l, 100, []*ctr.Job{
 		data.job(plan, 3, 0, dir, false), data.job(plan, 3, 1, dir, false), data.job(plan, 3, 2, dir, false),
 	})
@@ -117,7 +118,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 		return []*ctr.Job{data.job(plan, 2, 0, dir, true), data.job(plan, 2, 1, dir, true)}
 	}
 	straight, resumed := t.TempDir(), t.TempDir()
-	var l logs
+	var l testlog.Buffer
 	want := mustTrain(t, &l, 120, jobs(4, straight))
 	mustTrain(t, &l, 130, jobs(2, resumed))
 	got := mustTrain(t, &l, 140, jobs(4, resumed))
@@ -142,7 +143,7 @@ func TestSingleWorkerNeedsNoNetwork(t *testing.T) {
 	data := newDataset(3000, 1000)
 	plan := ctr.DefaultPlan()
 	plan.Passes = 1
-	var l logs
+	var l testlog.Buffer
 	res := mustTrain(t, &l, 0, []*ctr.Job{data.job(plan, 1, 0, t.TempDir(), false)})
 	if res.Passes != 1 || res.TestAUC < 0.6 {
 		t.Errorf("result %s", res)
@@ -157,7 +158,7 @@ func TestWorkersMustShareThePlan(t *testing.T) {
 	plan := ctr.DefaultPlan()
 	other := plan
 	other.LR /= 2
-	var l logs
+	var l testlog.Buffer
 	_, errs := train(t, &l, 150, []*ctr.Job{data.job(plan, 2, 0, t.TempDir(), false), data.job(other, 2, 1, t.TempDir(), false)})
 	if errs[1] == nil || !strings.Contains(errs[1].Error(), "rank 1's plan") {
 		t.Errorf("rank 1: %v", errs[1])

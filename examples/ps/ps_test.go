@@ -1,10 +1,8 @@
 package ps
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"log"
 	"net"
 	"path/filepath"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paddlejob/paddlejob/examples/ctr"
+	"github.com/paddlejob/paddlejob/examples/internal/testlog"
 )
 
 // freeEndpoints returns n loopback endpoints nothing listens on yet.
@@ -28,28 +27,6 @@ func freeEndpoints(t *testing.T, n int) []string {
 		ln.Close()
 	}
 	return out
-}
-
-// logs collects every process's log lines, shown when a test fails.
-type logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *logs) logger(name string) *log.Logger {
-	return log.New(l, name+": ", log.Lmicroseconds|log.Lmsgprefix)
 }
 
 // dataset is a generated data set split among trainers.
@@ -81,7 +58,7 @@ type outcome struct {
 }
 
 // runJob runs pservers and trainers as goroutines over loopback TCP.
-func runJob(t *testing.T, l *logs, pservers int, jobs []*ctr.Job) outcome {
+func runJob(t *testing.T, l *testlog.Buffer, pservers int, jobs []*ctr.Job) outcome {
 	t.Helper()
 	endpoints := freeEndpoints(t, pservers)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -98,7 +75,7 @@ func runJob(t *testing.T, l *logs, pservers int, jobs []*ctr.Job) outcome {
 			defer servers.Done()
 			out.serverErrs[i] = Serve(ctx, ServerConfig{
 				Endpoints: endpoints, Index: i, Trainers: len(jobs),
-				JoinTimeout: time.Minute, Log: l.logger(fmt.Sprintf("ps-%d", i)),
+				JoinTimeout: time.Minute, Log: l.Logger(fmt.Sprintf("ps-%d", i)),
 			})
 			out.serverExitsAt[i] = time.Now()
 		}()
@@ -110,7 +87,7 @@ func runJob(t *testing.T, l *logs, pservers int, jobs []*ctr.Job) outcome {
 			defer trainers.Done()
 			res, err := Train(ctx, TrainerConfig{
 				PServers: endpoints, TrainerID: id, Trainers: len(jobs), Job: job,
-				ConnectTimeout: time.Minute, Log: l.logger(fmt.Sprintf("trainer-%d", id)),
+				ConnectTimeout: time.Minute, Log: l.Logger(fmt.Sprintf("trainer-%d", id)),
 			})
 			mu.Lock()
 			defer mu.Unlock()
@@ -128,7 +105,7 @@ func runJob(t *testing.T, l *logs, pservers int, jobs []*ctr.Job) outcome {
 	return out
 }
 
-func (o outcome) check(t *testing.T, l *logs) {
+func (o outcome) check(t *testing.T, l *testlog.Buffer) {
 	t.Helper()
 	for i, err := range o.serverErrs {
 		if err != nil {
@@ -170,7 +147,7 @@ func TestTwoPServersTwoTrainersReachTheOptimum(t *testing.T) {
 	plan := ctr.DefaultPlan()
 	plan.Passes = 4
 	dir := t.TempDir()
-	var l logs
+	var l testlog.Buffer
 	out := runJob(t, &l, 2, []*ctr.Job{data.job(plan, 2, 0, dir, false), data.job(plan, 2, 1, dir, false)})
 	out.check(t, &l)
 
@@ -201,9 +178,9 @@ func TestResume(t *testing.T) {
 	data := newDataset(20000, 5000)
 	plan := ctr.DefaultPlan()
 	dir := t.TempDir()
-	run := func(passes int) (outcome, *logs) {
+	run := func(passes int) (outcome, *testlog.Buffer) {
 		plan.Passes = passes
-		var l logs
+		var l testlog.Buffer
 		out := runJob(t, &l, 2, []*ctr.Job{data.job(plan, 2, 0, dir, true), data.job(plan, 2, 1, dir, true)})
 		out.check(t, &l)
 		return out, &l
@@ -245,7 +222,7 @@ func TestUnevenShardsStayInStep(t *testing.T) {
 	dir := t.TempDir()
 	jobs := []*ctr.Job{data.job(plan, 1, 0, dir, false), data.job(plan, 1, 0, dir, false)}
 	jobs[0].Train, jobs[1].Train = data.train[:1000], data.train[1000:]
-	var l logs
+	var l testlog.Buffer
 	runJob(t, &l, 3, jobs).check(t, &l)
 	if want := "ps-2: pass 2/2: steps=4 examples=1300"; !strings.Contains(l.String(), want) {
 		t.Errorf("logs lack %q:\n%s", want, l.String())
@@ -256,17 +233,17 @@ func TestPServerFailsWhenATrainerVanishes(t *testing.T) {
 	data := newDataset(2000, 500)
 	plan := ctr.DefaultPlan()
 	endpoints := freeEndpoints(t, 1)
-	var l logs
+	var l testlog.Buffer
 	ctx := context.Background()
 	served := make(chan error, 1)
 	go func() {
-		served <- Serve(ctx, ServerConfig{Endpoints: endpoints, Trainers: 2, JoinTimeout: time.Minute, Log: l.logger("ps-0")})
+		served <- Serve(ctx, ServerConfig{Endpoints: endpoints, Trainers: 2, JoinTimeout: time.Minute, Log: l.Logger("ps-0")})
 	}()
 	trained := make(chan error, 1)
 	go func() {
 		_, err := Train(ctx, TrainerConfig{
 			PServers: endpoints, TrainerID: 0, Trainers: 2, Job: data.job(plan, 2, 0, t.TempDir(), false),
-			ConnectTimeout: time.Minute, Log: l.logger("trainer-0"),
+			ConnectTimeout: time.Minute, Log: l.Logger("trainer-0"),
 		})
 		trained <- err
 	}()
@@ -299,9 +276,9 @@ func TestPServerFailsWhenATrainerVanishes(t *testing.T) {
 }
 
 func TestPServerGivesUpOnTrainersThatNeverJoin(t *testing.T) {
-	var l logs
+	var l testlog.Buffer
 	err := Serve(context.Background(), ServerConfig{
-		Endpoints: freeEndpoints(t, 1), Trainers: 2, JoinTimeout: 300 * time.Millisecond, Log: l.logger("ps-0"),
+		Endpoints: freeEndpoints(t, 1), Trainers: 2, JoinTimeout: 300 * time.Millisecond, Log: l.Logger("ps-0"),
 	})
 	if err == nil || !strings.Contains(err.Error(), "trainer 0, 1 did not join within 300ms") {
 		t.Fatalf("error = %v", err)
@@ -310,11 +287,11 @@ func TestPServerGivesUpOnTrainersThatNeverJoin(t *testing.T) {
 
 func TestTrainerGivesUpOnAMissingPServer(t *testing.T) {
 	endpoints := freeEndpoints(t, 1)
-	var l logs
+	var l testlog.Buffer
 	_, err := Train(context.Background(), TrainerConfig{
 		PServers: endpoints, TrainerID: 0, Trainers: 1,
 		Job:            newDataset(100, 100).job(ctr.DefaultPlan(), 1, 0, t.TempDir(), false),
-		ConnectTimeout: 300 * time.Millisecond, Log: l.logger("trainer-0"),
+		ConnectTimeout: 300 * time.Millisecond, Log: l.Logger("trainer-0"),
 	})
 	if err == nil || !strings.Contains(err.Error(), "pserver 0 at "+endpoints[0]+" unreachable") {
 		t.Fatalf("error = %v", err)
