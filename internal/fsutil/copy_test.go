@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestCopyTree(t *testing.T) {
@@ -33,5 +34,34 @@ func TestCopyTree(t *testing.T) {
 	}
 	if link, err := os.Readlink(filepath.Join(dst, "pkg", "entry")); err != nil || link != "bin/train" {
 		t.Errorf("entry -> %q, %v; want bin/train", link, err)
+	}
+}
+
+func TestLockIsExclusive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".lock")
+	unlock, err := Lock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan struct{})
+	go func() {
+		unlock2, err := Lock(path)
+		if err != nil {
+			t.Error(err)
+		} else {
+			unlock2()
+		}
+		close(second)
+	}()
+	select {
+	case <-second:
+		t.Fatal("a second Lock got the lock while the first held it")
+	case <-time.After(200 * time.Millisecond):
+	}
+	unlock()
+	select {
+	case <-second:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second Lock did not get the lock once it was released")
 	}
 }

@@ -18,8 +18,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/paddlejob/paddlejob/internal/fsutil"
 )
 
 // Pinned versions: the only place they are written down. KubernetesVersion's
@@ -104,7 +105,7 @@ func Ensure(ctx context.Context, opts Options, components ...string) (string, er
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return "", err
 	}
-	unlock, err := lockFile(filepath.Join(binDir, ".lock"))
+	unlock, err := fsutil.Lock(filepath.Join(binDir, ".lock"))
 	if err != nil {
 		return "", err
 	}
@@ -130,18 +131,6 @@ func hasAll(dir string, components []string) bool {
 		}
 	}
 	return true
-}
-
-func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	}
-	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
 
 type builder struct {

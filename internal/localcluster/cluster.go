@@ -15,10 +15,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/paddlejob/paddlejob/internal/kubebin"
+
+	"github.com/paddlejob/paddlejob/internal/fsutil"
 )
 
 // NodeName is the name of the local cluster's one node.
@@ -75,7 +76,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if err := os.MkdirAll(l.home, 0o700); err != nil {
 		return nil, err
 	}
-	unlock, err := lock(l.lockFile())
+	unlock, err := fsutil.Lock(l.lockFile())
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +126,7 @@ func Down(opts Options) error {
 		fmt.Fprintln(opts.Out, "no local cluster in", l.home)
 		return nil
 	}
-	unlock, err := lock(l.lockFile())
+	unlock, err := fsutil.Lock(l.lockFile())
 	if err != nil {
 		return err
 	}
@@ -218,18 +219,6 @@ func checkSandbox() error {
 	return nil
 }
 
-func lock(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-}
-
 // prefixed indents every line written to w.
 func prefixed(w io.Writer, prefix string) io.Writer {
 	return &prefixWriter{w: w, prefix: prefix, start: true}
@@ -267,7 +256,7 @@ func Restart(ctx context.Context, opts Options, component string) error {
 		return err
 	}
 	l := layout{opts.Home}
-	unlock, err := lock(l.lockFile())
+	unlock, err := fsutil.Lock(l.lockFile())
 	if err != nil {
 		return err
 	}
