@@ -183,7 +183,7 @@ func (r *PaddleJobReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 
 // reconcileActive runs a job that is neither finished nor suspended: it
 // applies the restart policies and the deadline, syncs the children and
-// writes the status.
+// writes the status (unless it created pods: their pass writes it).
 func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, now time.Time) (reconcile.Result, error) {
 	obs := observed{invalid: validateForRun(job), podUIDs: uidsOf(pods)}
 	var requeue time.Duration
