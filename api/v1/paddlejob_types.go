@@ -200,9 +200,11 @@ type PaddleJobSpec struct {
 	Elastic *int32 `json:"elastic,omitempty"`
 
 	// elasticPolicy makes the job elastic: its workers may be scaled between
-	// minReplicas and maxReplicas while it runs, a failed worker is replaced
-	// while backoffLimit allows, and Paddle's elastic launcher finds the
-	// current worker count under /paddle/<namespace>-<name>/np in etcd.
+	// minReplicas and maxReplicas while it runs and a failed worker is
+	// replaced while backoffLimit allows. Paddle's launcher
+	// (python -m paddle.distributed.launch) rendezvouses in etcd
+	// (PADDLE_MASTER=etcd://host:port, PADDLE_NNODES=min:max) and restarts
+	// training whenever the workers change.
 	// +optional
 	ElasticPolicy *ElasticPolicy `json:"elasticPolicy,omitempty"`
 
@@ -314,8 +316,9 @@ type ElasticPolicy struct {
 	// +optional
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
 
-	// etcdEndpoints are the etcd servers of Paddle's elastic rendezvous
-	// (PADDLE_ELASTIC_SERVER), e.g. http://etcd.paddle:2379. Defaults to the
+	// etcdEndpoints are the etcd servers of Paddle's elastic rendezvous, as
+	// http://host:port (Paddle connects without TLS), e.g.
+	// http://etcd.paddle:2379. Paddle dials the first one. Defaults to the
 	// operator's --elastic-etcd-endpoints.
 	// +optional
 	EtcdEndpoints []string `json:"etcdEndpoints,omitempty"`

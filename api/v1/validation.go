@@ -2,7 +2,10 @@ package v1
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"reflect"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -40,6 +43,13 @@ func ValidateSpec(spec *PaddleJobSpec) field.ErrorList {
 		for i, v := range rs.Template.Spec.Volumes {
 			if v.Name == ReservedVolume {
 				errs = append(errs, field.Invalid(path.Child("volumes").Index(i).Child("name"), v.Name, "is reserved for the job's endpoints; rename the volume"))
+			}
+		}
+	}
+	if p := spec.ElasticPolicy; p != nil {
+		for i, e := range p.EtcdEndpoints {
+			if msg := invalidEtcdEndpoint(e); msg != "" {
+				errs = append(errs, field.Invalid(field.NewPath("spec", "elasticPolicy", "etcdEndpoints").Index(i), e, msg))
 			}
 		}
 	}
@@ -82,4 +92,22 @@ func ValidateUpdate(old, updated *PaddleJob) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// invalidEtcdEndpoint says what is wrong with an elastic etcd endpoint, or
+// "". Paddle's elastic launcher dials one etcd as host:port, without TLS.
+func invalidEtcdEndpoint(endpoint string) string {
+	const want = "must be http://host:port (Paddle's elastic launcher connects to etcd without TLS)"
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return want
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil || host == "" {
+		return want
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "the port " + want
+	}
+	return ""
 }

@@ -20,7 +20,7 @@ import (
 // endpoints ConfigMap — with its spec.
 
 // run syncs a running job's children with its spec: it deletes the pods
-// scaled away, keeps the elastic np key and the pod group current, creates
+// scaled away, keeps the pod group current, creates
 // the missing pods (once the gang scheduler admits the job and no restart
 // backoff is pending), the Service and the endpoints. It returns the job (its
 // status may have been written), what the status is computed from, and how
@@ -29,7 +29,6 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 	active, excess := splitPods(job, pods)
 	obs := observed{pods: active, podUIDs: uidsOf(pods), gang: gangSchedulerFor(&job.Spec, r.Options)}
 	errs := []error{r.deletePods(ctx, job, excess, "scaled down")}
-	r.elastic.sync(ctx, r.Recorder, job)
 
 	admitted, waiting, err := r.ensurePodGroup(ctx, job)
 	if err != nil {
@@ -66,10 +65,11 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 	return job, obs, backoff, errors.Join(errs...)
 }
 
-// validateForRun checks what the schema cannot (paddlev1.ValidateSpec): the
-// admission webhook rejects it already where it is installed.
+// validateForRun checks what the schema cannot (paddlev1.ValidateSpec and
+// ValidateEndpoints): the admission webhook rejects it already where it is
+// installed.
 func validateForRun(job *paddlev1.PaddleJob) string {
-	if errs := paddlev1.ValidateSpec(&job.Spec); len(errs) > 0 {
+	if errs := append(paddlev1.ValidateSpec(&job.Spec), ValidateEndpoints(&job.Spec, job.Name)...); len(errs) > 0 {
 		return errs.ToAggregate().Error()
 	}
 	return ""

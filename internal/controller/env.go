@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,15 +11,23 @@ import (
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
 
-// The environment contract (docs/env-contract.md). Variables fall in two kinds:
+// The environment contract (docs/env-contract.md): what every container of a
+// job needs so that an unmodified Paddle program finds its peers, whichever
+// Paddle entry point it uses — fleet's PaddleCloudRoleMaker run directly,
+// `python -m paddle.distributed.launch` (collective, parameter server or
+// elastic), or paddle.distributed.init_parallel_env. Each variable below is
+// read by at least one of them; docs/env-contract.md says which.
 //
-//   - pod variables, fixed when the pod is created: its role, index and ports;
+// Variables fall in two kinds:
+//
+//   - pod variables, fixed when the pod is created: its role, index, ports
+//     and everything known from the spec alone;
 //   - job variables, the same on every pod: endpoint lists and counts. They
-//     depend on every pod's address and on the replica counts, so in PodIP and
-//     Host intranet they are only known once every pod has an IP. They are
-//     published in the job's endpoints ConfigMap and pods read them through
-//     configMapKeyRef once published (see endpoints.go); in Service intranet
-//     the addresses are DNS names known up front, published before the pods.
+//     depend on every pod's address, so in PodIP and Host intranet they are
+//     only known once every pod has an IP. They are published in the job's
+//     endpoints ConfigMap and pods read them through configMapKeyRef once
+//     published (see endpoints.go); in Service intranet the addresses are DNS
+//     names known up front, published before the pods.
 
 // Training roles as Paddle spells them.
 var trainingRoles = map[paddlev1.ReplicaType]string{
@@ -93,26 +102,65 @@ const (
 	envTrainerEndpoints  = "PADDLE_TRAINER_ENDPOINTS"
 	envTrainerHosts      = "PADDLE_TRAINERS"
 	envTrainersNum       = "PADDLE_TRAINERS_NUM"
-	envServerNum         = "PADDLE_SERVER_NUM"
-	envTrainerNum        = "PADDLE_TRAINER_NUM"
+	envLaunchServers     = "PADDLE_SERVERS_ENDPOINTS"
+	envLaunchTrainers    = "PADDLE_TRAINERS_ENDPOINTS"
+	envLaunchGlooPort    = "PADDLE_GLOO_PORT"
 	envAllHeterEndpoints = "PADDLE_ALL_HETER_TRAINER_IP_PORT_LIST"
-	envHeterEndpoints    = "PADDLE_HETER_ENDPOINTS"
+	envHeterEndpoints20  = "PADDLE_HETER_TRAINER_IP_PORT_LIST"
 	envPreviousHeter     = "PADDLE_PREVIOUS_HETER_TRAINER_IP_PORT_LIST"
 	envNextHeter         = "PADDLE_NEXT_HETER_TRAINER_IP_PORT_LIST"
 	envStageTrainersNum  = "PADDLE_STAGE_TRAINERS_NUM"
 	envGlooHTTPEndpoint  = "PADDLE_GLOO_HTTP_ENDPOINT"
 )
 
+// Paddle's backup environment: PADDLE_BACKUP_ENV_PATH names a JSON file of
+// variables that Paddle reads (paddle.distributed.backup_env) when they are
+// not in the environment. Paddle's own launcher moves variables longer than
+// paddleEnvLimit there. The operator always writes the worker endpoint list
+// to it, and leaves the list out of the environment where its presence
+// would mislead Paddle's launcher (see workerListsInEnv).
+const (
+	envBackupPath = "PADDLE_BACKUP_ENV_PATH"
+	backupEnvKey  = "backup_env.json"
+	// paddleEnvLimit is the length past which Paddle's launcher keeps a list
+	// out of its children's environment (PADDLE_ENV_LIMIT_LEN's default).
+	paddleEnvLimit = 48000
+)
+
+// workerListNames are the worker lists that are in the environment only when
+// workerListsInEnv says so; PADDLE_TRAINER_ENDPOINTS is also always in the
+// backup file.
+var workerListNames = []string{envTrainerEndpoints, envTrainerHosts, envLaunchTrainers}
+
+// workerListsInEnv reports whether the worker lists go into the environment.
+// Paddle's launcher, seeing PADDLE_TRAINER_ENDPOINTS in its environment,
+// ignores PADDLE_MASTER and PADDLE_NNODES: it takes the first endpoint as its
+// master and counts nodes as the list's distinct hosts. That is right where
+// every pod has an address of its own, wrong where pods share the node's
+// address (Host intranet: two workers on a node would each run alone) and
+// for elastic jobs (whose master is etcd). Lists longer than Paddle's own
+// limit stay out too; Paddle reads PADDLE_TRAINER_ENDPOINTS from the backup
+// file in every case.
+func workerListsInEnv(spec *paddlev1.PaddleJobSpec, trainerEndpoints string) bool {
+	return spec.EffectiveIntranet() != paddlev1.IntranetHost && !spec.IsElastic() && len(trainerEndpoints) <= paddleEnvLimit
+}
+
 // jobEnvNames lists the job variables a pod of a role receives, in the order
-// they are added to its containers.
+// they are added to its containers. Each is read from the endpoints
+// ConfigMap, optionally: a variable the ConfigMap leaves out is not set.
 func jobEnvNames(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) []string {
-	names := []string{envNNodes, envTrainers, envMaster}
-	switch {
-	case spec.PS != nil:
-		names = append(names, envPServerEndpoints, envTrainerEndpoints, envTrainerHosts,
-			envTrainersNum, envServerNum, envTrainerNum)
+	names := []string{envTrainers, envTrainersNum, envTrainerEndpoints, envTrainerHosts}
+	if !spec.IsElastic() {
+		// An elastic job's master and node count are pod variables.
+		names = append(names, envNNodes, envMaster)
+	}
+	if spec.PS != nil {
+		names = append(names, envPServerEndpoints, envLaunchServers, envLaunchTrainers)
+		if spec.GlooLevel() > 0 {
+			names = append(names, envLaunchGlooPort)
+		}
 		if spec.Heter != nil {
-			names = append(names, envAllHeterEndpoints, envHeterEndpoints, envStageTrainersNum)
+			names = append(names, envAllHeterEndpoints, envHeterEndpoints20, envStageTrainersNum)
 			switch rt {
 			case paddlev1.ReplicaWorker:
 				names = append(names, envNextHeter)
@@ -120,8 +168,6 @@ func jobEnvNames(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) []string
 				names = append(names, envPreviousHeter)
 			}
 		}
-	default:
-		names = append(names, envTrainerEndpoints, envTrainerHosts, envTrainersNum)
 	}
 	if spec.GlooLevel() > 0 {
 		names = append(names, envGlooHTTPEndpoint)
@@ -129,34 +175,49 @@ func jobEnvNames(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) []string
 	return names
 }
 
-// jobEnv computes the value of every job variable from the topology. Every
-// host must be known.
+// jobEnv computes the job variables from the topology (every host must be
+// known), and the backup file Paddle reads the worker list from.
 func jobEnv(spec *paddlev1.PaddleJobSpec, topo topology) map[string]string {
 	workers := len(topo[paddlev1.ReplicaWorker])
+	trainerEndpoints := topo.endpoints(paddlev1.ReplicaWorker)
 	env := map[string]string{
-		envNNodes:   strconv.Itoa(spec.TotalReplicas()),
-		envTrainers: strconv.Itoa(workers),
+		envTrainers:    strconv.Itoa(workers),
+		envTrainersNum: strconv.Itoa(workers),
 	}
-	if rdv := topo[rendezvousRole(spec)]; len(rdv) > 0 {
-		env[envMaster] = fmt.Sprintf("%s:%d", rdv[0].Host, rdv[0].Ports.masterPort())
-		if spec.GlooLevel() > 0 {
-			env[envGlooHTTPEndpoint] = fmt.Sprintf("%s:%d", rdv[0].Host, rdv[0].Ports.glooPort())
+	if workerListsInEnv(spec, trainerEndpoints) {
+		env[envTrainerEndpoints] = trainerEndpoints
+		env[envTrainerHosts] = topo.hosts(paddlev1.ReplicaWorker)
+		if spec.PS != nil {
+			env[envLaunchTrainers] = trainerEndpoints
 		}
 	}
-	env[envTrainerEndpoints] = topo.endpoints(paddlev1.ReplicaWorker)
-	env[envTrainerHosts] = topo.hosts(paddlev1.ReplicaWorker)
-	env[envTrainersNum] = strconv.Itoa(workers)
+	backup, _ := json.Marshal(map[string]string{envTrainerEndpoints: trainerEndpoints})
+	env[backupEnvKey] = string(backup)
+
+	rdv := topo[rendezvousRole(spec)]
+	if !spec.IsElastic() {
+		env[envNNodes] = strconv.Itoa(spec.TotalReplicas())
+		if len(rdv) > 0 {
+			env[envMaster] = fmt.Sprintf("%s:%d", rdv[0].Host, rdv[0].Ports.masterPort())
+		}
+	}
+	if spec.GlooLevel() > 0 && len(rdv) > 0 {
+		env[envGlooHTTPEndpoint] = fmt.Sprintf("%s:%d", rdv[0].Host, rdv[0].Ports.glooPort())
+		if spec.PS != nil {
+			env[envLaunchGlooPort] = strconv.Itoa(int(rdv[0].Ports.glooPort()))
+		}
+	}
 	if spec.PS != nil {
-		env[envPServerEndpoints] = topo.endpoints(paddlev1.ReplicaPS)
-		env[envServerNum] = strconv.Itoa(len(topo[paddlev1.ReplicaPS]))
-		env[envTrainerNum] = strconv.Itoa(workers)
+		pservers := topo.endpoints(paddlev1.ReplicaPS)
+		env[envPServerEndpoints] = pservers
+		env[envLaunchServers] = pservers
 	}
 	if spec.Heter != nil {
 		heters := topo.endpoints(paddlev1.ReplicaHeter)
 		env[envAllHeterEndpoints] = heters
-		env[envHeterEndpoints] = heters
+		env[envHeterEndpoints20] = heters
 		env[envNextHeter] = heters
-		env[envPreviousHeter] = env[envTrainerEndpoints]
+		env[envPreviousHeter] = trainerEndpoints
 		env[envStageTrainersNum] = fmt.Sprintf("[%d, %d]", workers, len(topo[paddlev1.ReplicaHeter]))
 	}
 	return env
@@ -164,7 +225,7 @@ func jobEnv(spec *paddlev1.PaddleJobSpec, topo topology) map[string]string {
 
 // podEnv is the pod variables of one pod, in the order they are added.
 // Variables that follow may refer to earlier ones with $(NAME).
-func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports portRange) []corev1.EnvVar {
+func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports portRange, elasticEndpoints []string) []corev1.EnvVar {
 	spec := &job.Spec
 	jobID := job.Namespace + "-" + job.Name
 	role := trainingRoles[rt]
@@ -179,12 +240,25 @@ func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		{Name: "PADDLE_PORT", Value: strconv.Itoa(int(ports.First))},
 		{Name: "PADDLE_PORTS_NUM", Value: strconv.Itoa(int(ports.processPorts()))},
 		{Name: "TRAINER_PORTS_NUM", Value: strconv.Itoa(int(ports.processPorts()))},
+		{Name: envBackupPath, Value: endpointsMountPath + "/" + backupEnvKey},
+	}
+	gpus := podGPUs(spec.Replicas(rt))
+	if gpus > 0 {
+		// paddle.distributed.init_parallel_env on a CUDA build, and heter
+		// trainers, need the devices; the device plugin numbers a
+		// container's GPUs from 0.
+		env = append(env, corev1.EnvVar{Name: "FLAGS_selected_gpus", Value: deviceList(gpus)})
 	}
 	if spec.PS == nil {
 		env = append(env,
 			corev1.EnvVar{Name: "PADDLE_CURRENT_ENDPOINT", Value: "$(POD_IP):$(PADDLE_PORT)"},
 			corev1.EnvVar{Name: "PADDLE_RANK_IN_NODE", Value: "0"},
 		)
+		if gpus == 0 {
+			// init_parallel_env without a launcher builds its process group
+			// on CPU only when told the backend (the launcher sets it too).
+			env = append(env, corev1.EnvVar{Name: "PADDLE_DISTRI_BACKEND", Value: "gloo"})
+		}
 	}
 	if spec.Heter != nil {
 		if stage := heterStage(rt); stage != "" {
@@ -202,7 +276,7 @@ func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 			corev1.EnvVar{Name: "SYS_JOB_ID", Value: jobID},
 		)
 	}
-	return env
+	return append(env, elasticEnv(job, elasticEndpoints)...)
 }
 
 // podIPEnv is POD_IP: the address the pod has in the endpoint lists.
@@ -226,15 +300,19 @@ func heterStage(rt paddlev1.ReplicaType) string {
 }
 
 func heterDeviceType(heter *paddlev1.ReplicaSpec) string {
-	for _, c := range heter.Template.Spec.Containers {
-		if _, ok := c.Resources.Limits[gpuResource]; ok {
-			return "gpu"
-		}
-		if _, ok := c.Resources.Requests[gpuResource]; ok {
-			return "gpu"
-		}
+	if podGPUs(heter) > 0 {
+		return "gpu"
 	}
 	return "cpu"
+}
+
+// deviceList is "0,1,...,n-1".
+func deviceList(n int64) string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = strconv.Itoa(i)
+	}
+	return strings.Join(ids, ",")
 }
 
 // mergeEnv appends the operator's variables to a container's, keeping every

@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -17,6 +19,13 @@ import (
 // and resolves the first container's environment of every pod as a kubelet
 // would.
 func renderEnv(t *testing.T, job *paddlev1.PaddleJob, ips map[string]string, hostRanges map[string]portRange) map[string]map[string]string {
+	envs, _ := renderEnvAndFiles(t, job, ips, hostRanges)
+	return envs
+}
+
+// renderEnvAndFiles also returns the files of the endpoints volume (the
+// published ConfigMap's data).
+func renderEnvAndFiles(t *testing.T, job *paddlev1.PaddleJob, ips map[string]string, hostRanges map[string]portRange) (map[string]map[string]string, map[string]string) {
 	t.Helper()
 	job.Namespace = "ns"
 	jobValues := plannedJobValues(job)
@@ -28,7 +37,7 @@ func renderEnv(t *testing.T, job *paddlev1.PaddleJob, ips map[string]string, hos
 			if !ok {
 				ports = defaultPortRange(job.Spec.Replicas(rt))
 			}
-			pod := newPod(job, rt, i, ports, podOptions{InitImage: DefaultInitImage})
+			pod := newPod(job, rt, i, ports, podOptionsFor(job, DefaultOptions()))
 			pod.Status.PodIP = ips[name]
 			pods = append(pods, pod)
 		}
@@ -49,7 +58,26 @@ func renderEnv(t *testing.T, job *paddlev1.PaddleJob, ips map[string]string, hos
 		}
 		out[pod.Name] = env
 	}
-	return out
+	return out, configMaps[endpointsConfigMapName(job.Name)]
+}
+
+// paddleGetenv reads a variable as Paddle's getenv_or_backup does: from the
+// environment, else from the JSON file PADDLE_BACKUP_ENV_PATH names (here:
+// a file of the endpoints volume).
+func paddleGetenv(t *testing.T, env, files map[string]string, name string) string {
+	t.Helper()
+	if v, ok := env[name]; ok {
+		return v
+	}
+	path := env["PADDLE_BACKUP_ENV_PATH"]
+	if !strings.HasPrefix(path, endpointsMountPath+"/") {
+		t.Fatalf("PADDLE_BACKUP_ENV_PATH=%q is not in the endpoints volume", path)
+	}
+	var backup map[string]string
+	if err := json.Unmarshal([]byte(files[strings.TrimPrefix(path, endpointsMountPath+"/")]), &backup); err != nil {
+		t.Fatalf("backup env file %s: %v", path, err)
+	}
+	return backup[name]
 }
 
 func with(base map[string]string, kv ...string) map[string]string {
@@ -75,9 +103,12 @@ func TestEnvironmentContract(t *testing.T) {
 		"PADDLE_PSERVERS_IP_PORT_LIST": "10.0.0.10:23000,10.0.0.11:23000",
 		"PADDLE_TRAINER_ENDPOINTS":     "10.0.0.20:23000,10.0.0.21:23000",
 		"PADDLE_TRAINERS":              "10.0.0.20,10.0.0.21",
-		"PADDLE_TRAINERS_NUM":          "2", "PADDLE_SERVER_NUM": "2", "PADDLE_TRAINER_NUM": "2",
-		"PADDLE_WITH_GLOO": "1", "PADDLE_GLOO_RENDEZVOUS": "3",
-		"PADDLE_GLOO_HTTP_ENDPOINT": "10.0.0.10:23001",
+		"PADDLE_TRAINERS_NUM":          "2",
+		"PADDLE_SERVERS_ENDPOINTS":     "10.0.0.10:23000,10.0.0.11:23000",
+		"PADDLE_TRAINERS_ENDPOINTS":    "10.0.0.20:23000,10.0.0.21:23000",
+		"PADDLE_WITH_GLOO":             "1", "PADDLE_GLOO_RENDEZVOUS": "3",
+		"PADDLE_GLOO_HTTP_ENDPOINT": "10.0.0.10:23001", "PADDLE_GLOO_PORT": "23001",
+		"PADDLE_BACKUP_ENV_PATH": "/etc/paddlejob/backup_env.json",
 	}
 	psIPs := map[string]string{"wd-ps-0": "10.0.0.10", "wd-ps-1": "10.0.0.11", "wd-worker-0": "10.0.0.20", "wd-worker-1": "10.0.0.21"}
 
@@ -91,7 +122,10 @@ func TestEnvironmentContract(t *testing.T) {
 		"PADDLE_PSERVERS_IP_PORT_LIST": "wd-ps-0.wd:23000,wd-ps-1.wd:23000",
 		"PADDLE_TRAINER_ENDPOINTS":     "wd-worker-0.wd:23000,wd-worker-1.wd:23000",
 		"PADDLE_TRAINERS":              "wd-worker-0.wd,wd-worker-1.wd",
-		"PADDLE_TRAINERS_NUM":          "2", "PADDLE_SERVER_NUM": "2", "PADDLE_TRAINER_NUM": "2",
+		"PADDLE_TRAINERS_NUM":          "2",
+		"PADDLE_SERVERS_ENDPOINTS":     "wd-ps-0.wd:23000,wd-ps-1.wd:23000",
+		"PADDLE_TRAINERS_ENDPOINTS":    "wd-worker-0.wd:23000,wd-worker-1.wd:23000",
+		"PADDLE_BACKUP_ENV_PATH":       "/etc/paddlejob/backup_env.json",
 	}
 
 	collective := map[string]string{
@@ -105,6 +139,8 @@ func TestEnvironmentContract(t *testing.T) {
 		"PADDLE_TRAINER_ENDPOINTS": "10.1.0.1:23000,10.1.0.2:23000,10.1.0.3:23000",
 		"PADDLE_TRAINERS":          "10.1.0.1,10.1.0.2,10.1.0.3",
 		"PADDLE_TRAINERS_NUM":      "3",
+		"PADDLE_DISTRI_BACKEND":    "gloo",
+		"PADDLE_BACKUP_ENV_PATH":   "/etc/paddlejob/backup_env.json",
 	}
 	collectiveIPs := map[string]string{"resnet-worker-0": "10.1.0.1", "resnet-worker-1": "10.1.0.2", "resnet-worker-2": "10.1.0.3"}
 
@@ -114,13 +150,16 @@ func TestEnvironmentContract(t *testing.T) {
 		"PADDLE_TRAINER_ID": "0", "TRAINER_ID": "0",
 		"POD_IP": "10.2.0.20", "PADDLE_PORT": "23000", "PADDLE_PORTS_NUM": "1", "TRAINER_PORTS_NUM": "1",
 		"PADDLE_NNODES": "4", "TRAINERS": "2",
-		"PADDLE_MASTER":                "10.2.0.10:23002",
-		"PADDLE_PSERVERS_IP_PORT_LIST": "10.2.0.10:23000",
-		"PADDLE_TRAINER_ENDPOINTS":     "10.2.0.20:23000,10.2.0.21:23000",
-		"PADDLE_TRAINERS":              "10.2.0.20,10.2.0.21",
-		"PADDLE_TRAINERS_NUM":          "2", "PADDLE_SERVER_NUM": "1", "PADDLE_TRAINER_NUM": "2",
+		"PADDLE_MASTER":                          "10.2.0.10:23002",
+		"PADDLE_PSERVERS_IP_PORT_LIST":           "10.2.0.10:23000",
+		"PADDLE_TRAINER_ENDPOINTS":               "10.2.0.20:23000,10.2.0.21:23000",
+		"PADDLE_TRAINERS":                        "10.2.0.20,10.2.0.21",
+		"PADDLE_TRAINERS_NUM":                    "2",
+		"PADDLE_SERVERS_ENDPOINTS":               "10.2.0.10:23000",
+		"PADDLE_TRAINERS_ENDPOINTS":              "10.2.0.20:23000,10.2.0.21:23000",
+		"PADDLE_BACKUP_ENV_PATH":                 "/etc/paddlejob/backup_env.json",
 		"PADDLE_ALL_HETER_TRAINER_IP_PORT_LIST":  "10.2.0.30:23000",
-		"PADDLE_HETER_ENDPOINTS":                 "10.2.0.30:23000",
+		"PADDLE_HETER_TRAINER_IP_PORT_LIST":      "10.2.0.30:23000",
 		"PADDLE_NEXT_HETER_TRAINER_IP_PORT_LIST": "10.2.0.30:23000",
 		"PADDLE_STAGE_TRAINERS_NUM":              "[2, 1]",
 		"STAGE_ID":                               "1", "STAGE_NUM": "2", "HETER_DEVICE_TYPE": "gpu",
@@ -137,9 +176,9 @@ func TestEnvironmentContract(t *testing.T) {
 		"PADDLE_NNODES": "2", "TRAINERS": "1",
 		"PADDLE_MASTER":                "192.168.0.5:24002",
 		"PADDLE_PSERVERS_IP_PORT_LIST": "192.168.0.5:24000",
-		"PADDLE_TRAINER_ENDPOINTS":     "192.168.0.5:24003",
-		"PADDLE_TRAINERS":              "192.168.0.5",
-		"PADDLE_TRAINERS_NUM":          "1", "PADDLE_SERVER_NUM": "1", "PADDLE_TRAINER_NUM": "1",
+		"PADDLE_TRAINERS_NUM":          "1",
+		"PADDLE_SERVERS_ENDPOINTS":     "192.168.0.5:24000",
+		"PADDLE_BACKUP_ENV_PATH":       "/etc/paddlejob/backup_env.json",
 	}
 
 	tests := []struct {
@@ -180,7 +219,8 @@ func TestEnvironmentContract(t *testing.T) {
 		name: "Collective, four GPUs a pod: four process ports, rendezvous after them",
 		job:  testutil.MakePaddleJob("resnet", "").Workers(3).GPUs(paddlev1.ReplicaWorker, 4).Obj(),
 		ips:  collectiveIPs, pod: "resnet-worker-2",
-		want: with(collective, "PADDLE_PORTS_NUM", "4", "TRAINER_PORTS_NUM", "4", "PADDLE_MASTER", "10.1.0.1:23005"),
+		want: with(collective, "PADDLE_PORTS_NUM", "4", "TRAINER_PORTS_NUM", "4", "PADDLE_MASTER", "10.1.0.1:23005",
+			"PADDLE_DISTRI_BACKEND", "<unset>", "FLAGS_selected_gpus", "0,1,2,3"),
 	}, {
 		name: "Single worker, Service intranet",
 		job:  testutil.MakePaddleJob("one", "").Workers(1).Intranet(paddlev1.IntranetService).Obj(),
@@ -193,7 +233,8 @@ func TestEnvironmentContract(t *testing.T) {
 			"PADDLE_CURRENT_ENDPOINT": "one-worker-0.one:23000", "PADDLE_RANK_IN_NODE": "0",
 			"PADDLE_NNODES": "1", "TRAINERS": "1", "PADDLE_MASTER": "one-worker-0.one:23002",
 			"PADDLE_TRAINER_ENDPOINTS": "one-worker-0.one:23000", "PADDLE_TRAINERS": "one-worker-0.one",
-			"PADDLE_TRAINERS_NUM": "1",
+			"PADDLE_TRAINERS_NUM": "1", "PADDLE_DISTRI_BACKEND": "gloo",
+			"PADDLE_BACKUP_ENV_PATH": "/etc/paddlejob/backup_env.json",
 		},
 	}, {
 		name: "Heter PS: a worker (stage 1) sees the heter trainers next",
@@ -205,7 +246,7 @@ func TestEnvironmentContract(t *testing.T) {
 		job:  testutil.MakePaddleJob("ht", "").PS(1).Workers(2).Heter(1).GPUs(paddlev1.ReplicaHeter, 1).Obj(),
 		ips:  heterIPs, pod: "ht-heter-0",
 		want: with(heterWorker, "PADDLE_TRAINING_ROLE", "HETER_TRAINER", "TRAINING_ROLE", "HETER_TRAINER",
-			"POD_IP", "10.2.0.30", "STAGE_ID", "2",
+			"POD_IP", "10.2.0.30", "STAGE_ID", "2", "FLAGS_selected_gpus", "0",
 			"PADDLE_NEXT_HETER_TRAINER_IP_PORT_LIST", "<unset>",
 			"PADDLE_PREVIOUS_HETER_TRAINER_IP_PORT_LIST", "10.2.0.20:23000,10.2.0.21:23000"),
 	}, {
@@ -261,13 +302,14 @@ func TestEveryPodFindsItselfInItsList(t *testing.T) {
 					n++
 				}
 			}
-			envs := renderEnv(t, job, ips, ranges)
+			envs, files := renderEnvAndFiles(t, job, ips, ranges)
 			for _, rt := range paddlev1.ReplicaTypes {
 				for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
 					env := envs[paddlev1.PodName("j", rt, i)]
 					self := env["POD_IP"] + ":" + env["PADDLE_PORT"]
-					if got := indexOf(splitList(env[lists[rt]]), self); got != i {
-						t.Errorf("%s-%d: %s is at position %d of %s=%q, want %d", rt, i, self, got, lists[rt], env[lists[rt]], i)
+					list := paddleGetenv(t, env, files, lists[rt])
+					if got := indexOf(splitList(list), self); got != i {
+						t.Errorf("%s-%d: %s is at position %d of %s=%q, want %d", rt, i, self, got, lists[rt], list, i)
 					}
 				}
 			}
@@ -294,4 +336,82 @@ func indexOf(list []string, s string) int {
 		}
 	}
 	return -1
+}
+
+// Where Paddle's launcher would misread the worker list in its environment
+// — pods sharing the node's address, elastic jobs — the list is only in the
+// backup file, and the launcher uses PADDLE_MASTER and PADDLE_NNODES.
+func TestWorkerListsLeftToTheBackupFile(t *testing.T) {
+	hostJob := testutil.MakePaddleJob("hc", "").Workers(2).Intranet(paddlev1.IntranetHost).Obj()
+	hostIPs := map[string]string{"hc-worker-0": "192.168.0.5", "hc-worker-1": "192.168.0.5"}
+	hostRanges := map[string]portRange{"hc-worker-0": {First: 24000, Count: 3}, "hc-worker-1": {First: 24003, Count: 3}}
+
+	elasticJob := testutil.MakePaddleJob("el", "").Workers(3).Elastic(2, 4, "http://etcd.paddle:2379", "http://etcd2:2379").Obj()
+	elasticIPs := map[string]string{"el-worker-0": "10.3.0.1", "el-worker-1": "10.3.0.2", "el-worker-2": "10.3.0.3"}
+
+	bigJob := testutil.MakePaddleJob("big", "").Workers(3000).Obj()
+	bigIPs := map[string]string{}
+	for i := 0; i < 3000; i++ {
+		bigIPs[paddlev1.PodName("big", paddlev1.ReplicaWorker, i)] = fmt.Sprintf("10.4.%d.%d", i/250, i%250+1)
+	}
+
+	tests := []struct {
+		name       string
+		job        *paddlev1.PaddleJob
+		ips        map[string]string
+		hostRanges map[string]portRange
+		pod        string
+		// want are variables that must have these values ("<unset>": absent).
+		want map[string]string
+		// wantBackup is PADDLE_TRAINER_ENDPOINTS as Paddle reads it.
+		wantBackup string
+	}{{
+		name: "Host intranet: two workers on one node",
+		job:  hostJob, ips: hostIPs, hostRanges: hostRanges, pod: "hc-worker-1",
+		want: map[string]string{
+			"PADDLE_TRAINER_ENDPOINTS": "<unset>", "PADDLE_TRAINERS": "<unset>",
+			"PADDLE_MASTER": "192.168.0.5:24002", "PADDLE_NNODES": "2",
+			"PADDLE_CURRENT_ENDPOINT": "192.168.0.5:24003", "PADDLE_TRAINER_ID": "1",
+		},
+		wantBackup: "192.168.0.5:24000,192.168.0.5:24003",
+	}, {
+		name: "Elastic: etcd master, node bounds, the first etcd only",
+		job:  elasticJob, ips: elasticIPs, pod: "el-worker-2",
+		want: map[string]string{
+			"PADDLE_TRAINER_ENDPOINTS": "<unset>",
+			"PADDLE_MASTER":            "etcd://etcd.paddle:2379", "PADDLE_NNODES": "2:4",
+			"PADDLE_ELASTIC_SERVER": "etcd.paddle:2379", "PADDLE_ELASTIC_NP": "2:4",
+			"PADDLE_ELASTIC_JOB_ID": "ns-el", "PADDLE_ELASTIC_TIMEOUT": "600", "PADDLE_JOB_ID": "ns-el",
+		},
+		wantBackup: "10.3.0.1:23000,10.3.0.2:23000,10.3.0.3:23000",
+	}, {
+		name: "A list longer than Paddle's own limit",
+		job:  bigJob, ips: bigIPs, pod: "big-worker-7",
+		want: map[string]string{"PADDLE_TRAINER_ENDPOINTS": "<unset>", "PADDLE_TRAINERS_NUM": "3000", "PADDLE_MASTER": "10.4.0.1:23002"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			envs, files := renderEnvAndFiles(t, tc.job, tc.ips, tc.hostRanges)
+			env := envs[tc.pod]
+			for k, v := range tc.want {
+				got, ok := env[k]
+				if v == "<unset>" {
+					if ok {
+						t.Errorf("%s=%q is set, want it unset", k, got)
+					}
+					continue
+				}
+				if got != v {
+					t.Errorf("%s=%q, want %q", k, got, v)
+				}
+			}
+			backup := paddleGetenv(t, env, files, "PADDLE_TRAINER_ENDPOINTS")
+			if tc.wantBackup != "" && backup != tc.wantBackup {
+				t.Errorf("PADDLE_TRAINER_ENDPOINTS from the backup file = %q, want %q", backup, tc.wantBackup)
+			}
+			if n := len(splitList(backup)); n != tc.job.Spec.ReplicaCount(paddlev1.ReplicaWorker) {
+				t.Errorf("the backup file lists %d workers, want %d", n, tc.job.Spec.ReplicaCount(paddlev1.ReplicaWorker))
+			}
+		})
+	}
 }

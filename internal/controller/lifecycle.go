@@ -25,7 +25,6 @@ func (r *PaddleJobReconciler) reconcileFinished(ctx context.Context, job *paddle
 	if err := r.deletePods(ctx, job, podsToDeleteWhenFinished(job, pods), "job "+string(job.Status.Phase)); err != nil {
 		return reconcile.Result{}, err
 	}
-	r.elastic.forget(ctx, refOf(job).key)
 	expired, remaining := ttlExpired(job, now)
 	if !expired {
 		return reconcile.Result{RequeueAfter: remaining}, nil

@@ -81,7 +81,6 @@ type PaddleJobReconciler struct {
 	hostPorts *hostPortAllocator
 	slots     chan struct{}
 	expect    *expectations
-	elastic   *elasticSync
 
 	// podGroupKinds are the gang schedulers whose PodGroup CRDs the cluster
 	// serves, found when the controller is set up.
@@ -133,7 +132,6 @@ func NewReconciler(c ctrl.Client, recorder events.EventRecorder, opts Options) *
 		hostPorts: newHostPortAllocator(opts.HostPortMin, opts.HostPortMax),
 		slots:     make(chan struct{}, opts.PodCreateParallelism),
 		expect:    newExpectations(),
-		elastic:   newElasticSync(opts.ElasticEtcdEndpoints),
 		finished:  map[types.NamespacedName]types.UID{},
 	}
 }
@@ -308,7 +306,6 @@ func (r *PaddleJobReconciler) sawFinish(job *paddlev1.PaddleJob) bool {
 
 func (r *PaddleJobReconciler) forget(ctx context.Context, key types.NamespacedName) {
 	r.expect.forget(key)
-	r.elastic.forget(ctx, key)
 	r.finishedMu.Lock()
 	defer r.finishedMu.Unlock()
 	delete(r.finished, key)

@@ -113,12 +113,15 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		}
 	}
 
-	env := append(podEnv(job, rt, index, ports), elasticEnv(job, opts.elasticEndpoints)...)
+	env := podEnv(job, rt, index, ports, opts.elasticEndpoints)
 	for _, n := range jobEnvNames(&job.Spec, rt) {
+		// Optional: a list the ConfigMap leaves out (see workerListsInEnv)
+		// is not set at all.
 		env = append(env, corev1.EnvVar{Name: n, ValueFrom: &corev1.EnvVarSource{
 			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: endpointsConfigMapName(job.Name)},
 				Key:                  n,
+				Optional:             ptr.To(true),
 			},
 		}})
 	}

@@ -77,9 +77,12 @@ func podPortRange(pod *corev1.Pod) (portRange, error) {
 	return parsePortRange(pod.Annotations[paddlev1.AnnotationPorts])
 }
 
-// portsPerPod is the size of a role's port ranges: one process port per GPU
-// the pod requests (at least one), plus the Gloo and master ports.
-func portsPerPod(spec *paddlev1.ReplicaSpec) int32 {
+// podGPUs is the number of nvidia.com/gpu a pod of the role asks for: the
+// sum over its containers of their limit, else their request.
+func podGPUs(spec *paddlev1.ReplicaSpec) int64 {
+	if spec == nil {
+		return 0
+	}
 	var gpus int64
 	for _, c := range spec.Template.Spec.Containers {
 		q, ok := c.Resources.Limits[gpuResource]
@@ -90,7 +93,13 @@ func portsPerPod(spec *paddlev1.ReplicaSpec) int32 {
 			gpus += q.Value()
 		}
 	}
-	return int32(max(gpus, 1)) + extraPorts
+	return gpus
+}
+
+// portsPerPod is the size of a role's port ranges: one process port per GPU
+// the pod requests (at least one), plus the Gloo and master ports.
+func portsPerPod(spec *paddlev1.ReplicaSpec) int32 {
+	return int32(max(podGPUs(spec), 1)) + extraPorts
 }
 
 // defaultPortRange is the range of a role's pods where each pod has an

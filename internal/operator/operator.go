@@ -87,7 +87,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Controller.MaxRestartBackoff, "max-restart-backoff", o.Controller.MaxRestartBackoff, "longest wait before recreating a failed pod")
 	fs.StringVar(&o.Controller.GangScheduler, "gang-scheduler", o.Controller.GangScheduler, "gang scheduler of jobs with a schedulingPolicy whose templates name none: volcano, scheduler-plugins or none")
 	fs.StringVar(&o.Controller.SchedulerPluginsName, "scheduler-plugins-name", o.Controller.SchedulerPluginsName, "scheduler name of scheduler-plugins' coscheduling")
-	fs.Func("elastic-etcd-endpoints", "comma-separated etcd endpoints of elastic jobs that name none (PADDLE_ELASTIC_SERVER)", func(v string) error {
+	fs.Func("elastic-etcd-endpoints", "comma-separated etcd endpoints (http://host:port) of elastic jobs that name none: their pods get PADDLE_MASTER=etcd://<the first>", func(v string) error {
 		o.Controller.ElasticEtcdEndpoints = nil
 		for _, e := range strings.Split(v, ",") {
 			if e = strings.TrimSpace(e); e != "" {

@@ -32,10 +32,12 @@ func ResolveEnv(pod *corev1.Pod, c *corev1.Container, configMaps map[string]map[
 				return nil, fmt.Errorf("%s: configmap %q not found", e.Name, ref.Name)
 			}
 			v, ok := data[ref.Key]
-			if !ok {
+			switch {
+			case ok:
+				env[e.Name] = v
+			case ref.Optional == nil || !*ref.Optional:
 				return nil, fmt.Errorf("%s: key %q not found in configmap %q", e.Name, ref.Key, ref.Name)
 			}
-			env[e.Name] = v
 		default:
 			return nil, fmt.Errorf("%s: unsupported source", e.Name)
 		}

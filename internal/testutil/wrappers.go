@@ -56,6 +56,13 @@ func (w *JobWrapper) Intranet(i paddlev1.Intranet) *JobWrapper {
 	return w
 }
 
+// Elastic makes the workers elastic between min and max, rendezvousing in
+// the etcd at endpoints (none: the operator's).
+func (w *JobWrapper) Elastic(minReplicas, maxReplicas int32, endpoints ...string) *JobWrapper {
+	w.Spec.ElasticPolicy = &paddlev1.ElasticPolicy{MinReplicas: &minReplicas, MaxReplicas: &maxReplicas, EtcdEndpoints: endpoints}
+	return w
+}
+
 // WithGloo sets spec.withGloo.
 func (w *JobWrapper) WithGloo(level int32) *JobWrapper {
 	w.Spec.WithGloo = ptr.To(level)

@@ -59,17 +59,22 @@ func (w *PaddleJobWebhook) Default(_ context.Context, job *paddlev1.PaddleJob) e
 // ValidateCreate rejects what the schema cannot and warns about deprecated
 // or ignored fields.
 func (w *PaddleJobWebhook) ValidateCreate(_ context.Context, job *paddlev1.PaddleJob) (admission.Warnings, error) {
-	return w.warnings(job), invalid(job, paddlev1.ValidateSpec(&job.Spec))
+	return w.warnings(job), invalid(job, validate(job))
 }
 
 // ValidateUpdate also refuses changes a started job's pods cannot follow.
 func (w *PaddleJobWebhook) ValidateUpdate(_ context.Context, old, updated *paddlev1.PaddleJob) (admission.Warnings, error) {
-	errs := append(paddlev1.ValidateSpec(&updated.Spec), paddlev1.ValidateUpdate(old, updated)...)
+	errs := append(validate(updated), paddlev1.ValidateUpdate(old, updated)...)
 	warnings := w.warnings(updated)
 	if old.Status.IsFinished() && !equalSpecs(old, updated) {
 		warnings = append(warnings, fmt.Sprintf("the job has %s: changes to its spec have no effect", old.Status.Phase))
 	}
 	return warnings, invalid(updated, errs)
+}
+
+// validate is every check of a job's spec the schema cannot make.
+func validate(job *paddlev1.PaddleJob) field.ErrorList {
+	return append(paddlev1.ValidateSpec(&job.Spec), controller.ValidateEndpoints(&job.Spec, job.Name)...)
 }
 
 // ValidateDelete allows every deletion.
@@ -96,7 +101,7 @@ func (w *PaddleJobWebhook) warnings(job *paddlev1.PaddleJob) admission.Warnings 
 		out = append(out, "spec.schedulingPolicy is ignored: the operator runs without a gang scheduler (--gang-scheduler=none) and no template names one")
 	}
 	if spec.IsElastic() && (spec.ElasticPolicy == nil || len(spec.ElasticPolicy.EtcdEndpoints) == 0) && len(w.Options.ElasticEtcdEndpoints) == 0 {
-		out = append(out, "the job is elastic but names no etcd (spec.elasticPolicy.etcdEndpoints) and the operator has none: PADDLE_ELASTIC_SERVER stays unset")
+		out = append(out, "the job is elastic but names no etcd (spec.elasticPolicy.etcdEndpoints) and the operator has none: PADDLE_MASTER stays unset and Paddle's launcher will not run elastic")
 	}
 	if spec.Elastic != nil && *spec.Elastic == 0 {
 		out = append(out, "spec.elastic: 0 changes nothing (elastic training is off by default)")

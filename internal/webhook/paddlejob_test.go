@@ -54,7 +54,7 @@ func TestValidateCreate(t *testing.T) {
 			j.Spec.SchedulingPolicy = &paddlev1.SchedulingPolicy{Queue: "q"}
 		}, opts: func(o *controller.Options) { o.GangScheduler = controller.GangNone }, wantWarn: "spec.schedulingPolicy is ignored"},
 		{name: "an elastic job without etcd", mutate: func(j *paddlev1.PaddleJob) { j.Spec.Elastic = ptr.To[int32](1) },
-			wantWarn: "PADDLE_ELASTIC_SERVER stays unset"},
+			wantWarn: "PADDLE_MASTER stays unset"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,13 +1,12 @@
 package integration
 
 import (
-	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -294,7 +293,7 @@ func TestSchedulerPluginsPodGroup(t *testing.T) {
 	}
 }
 
-func TestElasticJobKeepsNPKeyAndEnvCurrent(t *testing.T) {
+func TestElasticJobKeepsItsEnvCurrent(t *testing.T) {
 	etcdURL := env.ControlPlane.Etcd.URL.String()
 	startOperator(t, func(o *operator.Options) { o.Controller.ElasticEtcdEndpoints = []string{etcdURL} })
 	ns := newNamespace(t)
@@ -309,26 +308,34 @@ func TestElasticJobKeepsNPKeyAndEnvCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantServer := strings.TrimPrefix(etcdURL, "http://")
-	if env["PADDLE_ELASTIC_SERVER"] != wantServer || env["PADDLE_ELASTIC_NP"] != "1:4" || env["PADDLE_ELASTIC_JOB_ID"] != ns+"-el" {
-		t.Errorf("elastic env: server %q np %q id %q", env["PADDLE_ELASTIC_SERVER"], env["PADDLE_ELASTIC_NP"], env["PADDLE_ELASTIC_JOB_ID"])
+	server := strings.TrimPrefix(etcdURL, "http://")
+	want := map[string]string{
+		// Paddle 3's launcher: elastic rendezvous in etcd, between 1 and 4 workers.
+		"PADDLE_MASTER": "etcd://" + server, "PADDLE_NNODES": "1:4", "PADDLE_JOB_ID": ns + "-el",
+		// The legacy launcher's names.
+		"PADDLE_ELASTIC_SERVER": server, "PADDLE_ELASTIC_NP": "1:4", "PADDLE_ELASTIC_JOB_ID": ns + "-el",
 	}
-	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdURL}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("%s=%q, want %q", k, env[k], v)
+		}
 	}
-	defer etcd.Close()
-	key := "/paddle/" + ns + "-el/np"
+	if v, ok := env["PADDLE_TRAINER_ENDPOINTS"]; ok {
+		t.Errorf("PADDLE_TRAINER_ENDPOINTS=%q is in an elastic pod's environment: Paddle's launcher would not run elastic", v)
+	}
 	for _, n := range []int32{4, 3} {
 		scale(t, ns, "el", n)
 		waitForPods(t, ns, "el", podNames("el", 0, int(n), 0)...)
-		waitNP(t, etcd, key, fmt.Sprint(n))
 		eventually(t, "the endpoints ConfigMap to list the workers", func() (bool, error) {
 			cm := &corev1.ConfigMap{}
 			if err := k8s.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: "el-endpoints"}, cm); err != nil {
 				return false, err
 			}
-			return cm.Data["PADDLE_TRAINERS_NUM"] == fmt.Sprint(n) && strings.Count(cm.Data["PADDLE_TRAINER_ENDPOINTS"], ",") == int(n)-1, fmt.Errorf("%v", cm.Data)
+			var backup map[string]string
+			if err := json.Unmarshal([]byte(cm.Data["backup_env.json"]), &backup); err != nil {
+				return false, err
+			}
+			return cm.Data["PADDLE_TRAINERS_NUM"] == fmt.Sprint(n) && strings.Count(backup["PADDLE_TRAINER_ENDPOINTS"], ",") == int(n)-1, fmt.Errorf("%v", cm.Data)
 		})
 	}
 	// A failed worker is replaced while restarts remain.
@@ -347,12 +354,10 @@ func TestElasticJobKeepsNPKeyAndEnvCurrent(t *testing.T) {
 	if err := k8s.Patch(ctx(t), j, patch); err == nil || !strings.Contains(err.Error(), "above spec.elasticPolicy.maxReplicas") {
 		t.Errorf("scaling to 5 of at most 4: %v", err)
 	}
-	// Its np key goes with it when it finishes.
 	for i := 0; i < 3; i++ {
 		setPodStatus(t, ns, fmt.Sprintf("el-worker-%d", i), succeeded)
 	}
 	waitForPhase(t, ns, "el", paddlev1.PaddleJobCompleted)
-	waitNP(t, etcd, key, "")
 }
 
 func TestInvalidPolicyCombinationsAreRejected(t *testing.T) {
@@ -407,19 +412,4 @@ func getPodGroup(t *testing.T, ns, name, group, version string) *unstructured.Un
 		return err == nil, err
 	})
 	return pg
-}
-
-func waitNP(t *testing.T, etcd *clientv3.Client, key, want string) {
-	t.Helper()
-	eventually(t, fmt.Sprintf("%s = %q", key, want), func() (bool, error) {
-		resp, err := etcd.Get(context.Background(), key)
-		if err != nil {
-			return false, err
-		}
-		got := ""
-		if len(resp.Kvs) > 0 {
-			got = string(resp.Kvs[0].Value)
-		}
-		return got == want, fmt.Errorf("np = %q", got)
-	})
 }

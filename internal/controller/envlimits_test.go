@@ -1,0 +1,75 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/testutil"
+)
+
+func TestValidateEndpoints(t *testing.T) {
+	longName := strings.Repeat("n", paddlev1.MaxJobNameLength)
+	tests := []struct {
+		name string
+		job  *paddlev1.PaddleJob
+		// want are substrings of the one error; none: the job is valid.
+		want []string
+	}{{
+		name: "10000 workers in PodIP intranet fit: their list goes to the backup file",
+		job:  testutil.MakePaddleJob("wide", "").PS(2).Workers(10000).Obj(),
+	}, {
+		name: "a pserver list Paddle reads only from the environment cannot exceed the kernel's limit",
+		job:  testutil.MakePaddleJob("wide", "").PS(10000).Workers(2).Obj(),
+		want: []string{"spec.ps.replicas", "PADDLE_PSERVERS_IP_PORT_LIST", "131072", "at most 5956 ps pods"},
+	}, {
+		name: "heter trainers see the worker list in their environment",
+		job:  testutil.MakePaddleJob("ht", "").PS(1).Workers(7000).Heter(1).Obj(),
+		want: []string{"spec.worker.replicas", "PADDLE_PREVIOUS_HETER_TRAINER_IP_PORT_LIST", "131072"},
+	}, {
+		name: "Service intranet names of 10000 workers do not fit in the ConfigMap",
+		job:  testutil.MakePaddleJob(longName, "").Workers(10000).Intranet(paddlev1.IntranetService).Obj(),
+		want: []string{"endpoints ConfigMap", "1000000 bytes", "1 MiB"},
+	}, {
+		name: "Service intranet: 2000 workers with a long name fit",
+		job:  testutil.MakePaddleJob(longName, "").Workers(2000).Intranet(paddlev1.IntranetService).Obj(),
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := ValidateEndpoints(&tc.job.Spec, tc.job.Name)
+			if len(tc.want) == 0 {
+				if len(errs) > 0 {
+					t.Fatalf("want no error, got %v", errs)
+				}
+				return
+			}
+			if len(errs) == 0 {
+				t.Fatalf("want an error naming %q, got none", tc.want)
+			}
+			msg := errs.ToAggregate().Error()
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not mention %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+// The estimate behind ValidateEndpoints is an upper bound of what a real
+// job publishes: measured on real addresses, no list is longer.
+func TestEndpointSizesBoundTheRealLists(t *testing.T) {
+	job := testutil.MakePaddleJob("wd", "ns").PS(3).Workers(5).Heter(2).WithGloo(1).Obj()
+	longest := jobEnv(&job.Spec, longestTopology(&job.Spec, job.Name))
+	topo := topology{}
+	for _, rt := range paddlev1.ReplicaTypes {
+		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
+			topo[rt] = append(topo[rt], member{Host: "10.0.0.1", Ports: defaultPortRange(job.Spec.Replicas(rt))})
+		}
+	}
+	for name, value := range jobEnv(&job.Spec, topo) {
+		if len(value) > len(longest[name]) {
+			t.Errorf("%s is %d bytes, over the estimated %d", name, len(value), len(longest[name]))
+		}
+	}
+}
