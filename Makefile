@@ -66,6 +66,11 @@ envtest: ## Build (once, cached outside the repo) the kube-apiserver and etcd th
 	@mkdir -p $(LOCALBIN)
 	@go run ./hack/kubebin -components etcd,kube-apiserver > $(LOCALBIN)/.envtest-assets
 
+.PHONY: paddle-runtime
+paddle-runtime: ## Install (once, cached outside the repo) the pinned CPU PaddlePaddle runtime, a Python venv.
+	@mkdir -p $(LOCALBIN)
+	@go run ./hack/paddleruntime > $(LOCALBIN)/.paddle-runtime
+
 .PHONY: test
 test: verify-generated lint envtest $(HELM) $(KUSTOMIZE) ## Run every test: unit, integration (real API server), install checks and end to end.
 	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test $(GO_TEST_FLAGS) ./...

@@ -1,0 +1,594 @@
+package paddleruntime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddlejob/paddlejob/internal/fsutil"
+)
+
+// ErrUnsupportedPython is wrapped by the errors of an interpreter the pinned
+// wheels do not exist for.
+var ErrUnsupportedPython = errors.New("unsupported Python for the pinned Paddle runtime")
+
+// ErrIndexUnreachable is wrapped by the error of an install that failed
+// because pip could not reach the package index.
+var ErrIndexUnreachable = errors.New("cannot reach the Python package index")
+
+// Ensure returns the Paddle runtime: opts.Dir when named, else the cached
+// runtime for the pin and interpreter, installing it first when missing (about
+// a minute). It is safe to call from several processes at once: installs are
+// serialised by a lock file and a waiting process reuses the finished one.
+func Ensure(ctx context.Context, opts Options) (*Runtime, error) {
+	if opts.Dir != "" {
+		return useNamed(ctx, opts.Dir)
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	p := pins
+	python, err := findPython(opts.Python)
+	if err != nil {
+		return nil, err
+	}
+	py, err := probePython(ctx, python)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPython(p, python, py); err != nil {
+		return nil, err
+	}
+	root := filepath.Join(opts.cacheDir(), "paddle-runtime")
+	key := runtimeKey(p, py)
+	link := filepath.Join(root, key)
+	if rt, err := Load(link); err == nil {
+		return rt, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := fsutil.Lock(filepath.Join(root, ".lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if rt, err := Load(link); err == nil { // another process installed it meanwhile
+		return rt, nil
+	}
+	in := &installer{pins: p, python: python, py: py, root: root, key: key, log: opts.Log}
+	return in.install(ctx)
+}
+
+// useNamed returns the runtime in a directory the user named: one paddlejob
+// installed (read from its manifest), or any venv or Python prefix whose
+// bin/python3 imports paddle, which is then asked for its paths.
+func useNamed(ctx context.Context, dir string) (*Runtime, error) {
+	rt, err := Load(dir)
+	if err == nil {
+		return rt, nil
+	}
+	if !errors.Is(err, errNoManifest) {
+		return nil, fmt.Errorf("the Paddle runtime named by $%s: %w", EnvDir, err)
+	}
+	real, err := realPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("the Paddle runtime named by $%s: %w", EnvDir, err)
+	}
+	python := filepath.Join(real, "bin", "python3")
+	if _, err := os.Stat(python); err != nil {
+		return nil, fmt.Errorf("the Paddle runtime named by $%s, %s, holds neither a %s nor a bin/python3", EnvDir, dir, ManifestName)
+	}
+	var stderr bytes.Buffer
+	info, err := runVerify(ctx, python, &stderr)
+	if err != nil {
+		return nil, fmt.Errorf("the Paddle runtime named by $%s, %s: `import paddle` fails with its bin/python3: %v%s", EnvDir, dir, err, indent(lastLines(stderr.String(), 5)))
+	}
+	return &Runtime{
+		Dir:           real,
+		BinDir:        filepath.Dir(python),
+		Python:        python,
+		PaddleVersion: info.Paddle,
+		PythonVersion: info.Version,
+		HostPaths:     hostPaths(real, info.Prefix, info.BasePrefix, info.BaseExecPrefix),
+	}, nil
+}
+
+// venvHint is what to install when the interpreter cannot make a venv:
+// Debian and Ubuntu ship the venv module's ensurepip separately.
+const venvHint = "install the venv module (Debian/Ubuntu: apt-get install python3-venv)"
+
+func findPython(name string) (string, error) {
+	if name == "" {
+		path, err := exec.LookPath("python3")
+		if err != nil {
+			return "", fmt.Errorf("no Python to install the Paddle runtime with: python3 is not on PATH; install CPython %s and its venv module (Debian/Ubuntu: apt-get install python3 python3-venv), or name an interpreter", pythonRangeVersions(pins))
+		}
+		return path, nil
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("the Python interpreter %s to install the Paddle runtime with: %w", name, err)
+	}
+	return path, nil
+}
+
+func pythonRangeVersions(p pinSet) string {
+	return strings.TrimPrefix(p.pythonRange(), "CPython ")
+}
+
+// pythonInfo is what probeScript reports about an interpreter.
+type pythonInfo struct {
+	Version        string `json:"version"`    // 3.11.7
+	SysVersion     string `json:"sysVersion"` // sys.version: version, build and compiler
+	Implementation string `json:"implementation"`
+	BasePrefix     string `json:"basePrefix"`
+	BaseExecPrefix string `json:"baseExecPrefix"`
+	Executable     string `json:"executable"`
+	Ensurepip      bool   `json:"ensurepip"`
+}
+
+// probeScript describes the interpreter as one JSON line. It is valid Python
+// 2 too, so a python3 that is really Python 2 gets a clear error.
+const probeScript = `import json, sys
+try:
+    import ensurepip, venv
+    ok = True
+except ImportError:
+    ok = False
+impl = getattr(sys, "implementation", None)
+print(json.dumps({
+    "version": "%d.%d.%d" % tuple(sys.version_info[:3]),
+    "sysVersion": sys.version,
+    "implementation": impl.name if impl else "unknown",
+    "basePrefix": getattr(sys, "base_prefix", sys.prefix),
+    "baseExecPrefix": getattr(sys, "base_exec_prefix", sys.exec_prefix),
+    "executable": sys.executable,
+    "ensurepip": ok,
+}))
+`
+
+func probePython(ctx context.Context, python string) (pythonInfo, error) {
+	var stderr bytes.Buffer
+	line, err := runPython(ctx, python, probeScript, &stderr)
+	if err != nil {
+		return pythonInfo{}, fmt.Errorf("%s does not run as a Python interpreter: %v%s", python, err, indent(lastLines(stderr.String(), 5)))
+	}
+	var info pythonInfo
+	if err := json.Unmarshal(line, &info); err != nil || info.Version == "" {
+		return pythonInfo{}, fmt.Errorf("%s printed no description of itself (is it a Python interpreter?): %q", python, line)
+	}
+	return info, nil
+}
+
+func checkPython(p pinSet, python string, py pythonInfo) error {
+	if py.Implementation != "cpython" || !p.supports(py.Version) {
+		return fmt.Errorf("%w: %s is %s %s, and paddlepaddle %s and its pinned dependencies have wheels for %s only; install one of those and name it as the interpreter",
+			ErrUnsupportedPython, python, implName(py.Implementation), py.Version, p.paddle, p.pythonRange())
+	}
+	if !py.Ensurepip {
+		return fmt.Errorf("Python %s at %s cannot create a virtual environment (no ensurepip module): %s", py.Version, python, venvHint)
+	}
+	return nil
+}
+
+func implName(impl string) string {
+	switch impl {
+	case "cpython":
+		return "CPython"
+	case "unknown": // Python 2 has no sys.implementation
+		return "Python"
+	}
+	return impl
+}
+
+// verifyInfo is what verifyScript reports about a runtime.
+type verifyInfo struct {
+	Paddle         string `json:"paddle"`
+	Version        string `json:"version"`
+	Prefix         string `json:"prefix"`
+	BasePrefix     string `json:"basePrefix"`
+	BaseExecPrefix string `json:"baseExecPrefix"`
+}
+
+// verifyScript imports paddle, the check that the runtime works, and reports
+// what the manifest records.
+const verifyScript = `import json, sys
+import paddle
+print(json.dumps({
+    "paddle": paddle.__version__,
+    "version": "%d.%d.%d" % tuple(sys.version_info[:3]),
+    "prefix": sys.prefix,
+    "basePrefix": sys.base_prefix,
+    "baseExecPrefix": sys.base_exec_prefix,
+}))
+`
+
+func runVerify(ctx context.Context, python string, stderr io.Writer) (verifyInfo, error) {
+	line, err := runPython(ctx, python, verifyScript, stderr)
+	if err != nil {
+		return verifyInfo{}, err
+	}
+	var info verifyInfo
+	if err := json.Unmarshal(line, &info); err != nil || info.Paddle == "" {
+		return verifyInfo{}, fmt.Errorf("unexpected output %q", line)
+	}
+	return info, nil
+}
+
+// runPython runs script and returns the last line it printed: Paddle may
+// print notices of its own before.
+func runPython(ctx context.Context, python, script string, stderr io.Writer) ([]byte, error) {
+	var stdout bytes.Buffer
+	cmd := command(ctx, python, "-c", script)
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	if err := cmd.Run(); err != nil {
+		return nil, err
+	}
+	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
+	return bytes.TrimSpace(lines[len(lines)-1]), nil
+}
+
+// command runs a Python process in the environment installs need.
+func command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = pythonEnv()
+	cmd.WaitDelay = 5 * time.Second // a child left holding stdout must not hang Wait
+	return cmd
+}
+
+// pythonEnv is the caller's environment without what would point Python or
+// pip somewhere other than the venv (an index, proxy or certificate setting
+// stays: a mirror may be the only way to PyPI), and with pip told not to
+// prompt or look for its own upgrades.
+func pythonEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "PYTHONHOME", "PYTHONPATH", "VIRTUAL_ENV", "PIP_USER", "PIP_TARGET", "PIP_PREFIX", "PIP_ROOT",
+			"PIP_DISABLE_PIP_VERSION_CHECK", "PIP_NO_INPUT":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1")
+}
+
+// installer installs one runtime while holding the cache's lock.
+type installer struct {
+	pins      pinSet
+	python    string // as found on PATH or named
+	py        pythonInfo
+	root, key string
+	log       io.Writer
+	logPath   string
+	logFile   *os.File
+}
+
+func (in *installer) install(ctx context.Context) (rt *Runtime, err error) {
+	in.removeUnpublished()
+	in.logPath = filepath.Join(in.root, in.key+".log")
+	if in.logFile, err = os.Create(in.logPath); err != nil {
+		return nil, err
+	}
+	defer in.logFile.Close()
+	dir, err := os.MkdirTemp(in.root, in.key+".")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	if err := os.Chmod(dir, 0o755); err != nil { // MkdirTemp's 0700 would shut out a sandbox running as another uid
+		return nil, err
+	}
+	link := filepath.Join(in.root, in.key)
+	fmt.Fprintf(in.log, "installing the Paddle runtime (paddlepaddle %s) into %s (once; about a minute)...\n", in.pins.paddle, link)
+	start := time.Now()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); in.progress(start, done) }()
+	// stop waits for the progress goroutine: Log need not be safe for
+	// concurrent writes.
+	stop := sync.OnceFunc(func() { close(done); wg.Wait() })
+	defer stop()
+
+	info, err := in.build(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	m := &manifest{
+		Format:        manifestFormat,
+		Key:           in.key,
+		Dir:           dir,
+		PaddleVersion: info.Paddle,
+		PythonVersion: info.Version,
+		HostPaths:     hostPaths(dir, info.Prefix, info.BasePrefix, info.BaseExecPrefix),
+		Installed:     time.Now().UTC().Truncate(time.Second),
+	}
+	if err := writeManifest(dir, m); err != nil {
+		return nil, err
+	}
+	if err := in.publish(dir, link); err != nil {
+		return nil, err
+	}
+	stop()
+	fmt.Fprintf(in.log, "installed the Paddle runtime in %s\n", time.Since(start).Round(time.Second))
+	in.noteOthers()
+	return Load(link)
+}
+
+// build makes the venv in dir, installs the pins and checks that paddle
+// imports; its output goes to the log.
+func (in *installer) build(ctx context.Context, dir string) (verifyInfo, error) {
+	base := in.py.Executable // the interpreter itself, not a wrapper such as pyenv's shim
+	if base == "" {
+		base = in.python
+	}
+	if out, err := in.run(ctx, base, "-m", "venv", dir); err != nil {
+		if strings.Contains(out, "ensurepip") || strings.Contains(out, "-venv") {
+			return verifyInfo{}, fmt.Errorf("Python %s at %s cannot create a virtual environment: %s%s", in.py.Version, base, venvHint, indent(lastLines(out, 3)))
+		}
+		return verifyInfo{}, fmt.Errorf("creating the Paddle runtime's virtual environment with %s -m venv: %v%s\n(full output: %s)", base, err, indent(lastLines(out, 5)), in.logPath)
+	}
+	req := filepath.Join(dir, "paddlejob-requirements.txt")
+	if err := os.WriteFile(req, in.pins.raw, 0o644); err != nil {
+		return verifyInfo{}, err
+	}
+	python := filepath.Join(dir, "bin", "python3")
+	if out, err := in.run(ctx, python, "-m", "pip", "install", "--no-deps", "--progress-bar", "off", "-r", req); err != nil {
+		if ctx.Err() != nil {
+			return verifyInfo{}, fmt.Errorf("installing the Paddle runtime: %w", ctx.Err())
+		}
+		return verifyInfo{}, in.pipError(ctx, python, err, out)
+	}
+	fmt.Fprintf(in.logFile, "\n$ %s -c <import paddle>\n", python)
+	var stderr bytes.Buffer
+	info, err := runVerify(ctx, python, io.MultiWriter(in.logFile, &stderr))
+	if err != nil {
+		return verifyInfo{}, fmt.Errorf("the Paddle runtime installed, but `import paddle` fails: %v%s\n(full output: %s)", err, indent(lastLines(stderr.String(), 5)), in.logPath)
+	}
+	if info.Paddle != in.pins.paddle {
+		return verifyInfo{}, fmt.Errorf("the Paddle runtime installed, but paddle reports version %s, not the pinned %s", info.Paddle, in.pins.paddle)
+	}
+	if prefix, err := realPath(info.Prefix); err != nil || prefix != dir {
+		return verifyInfo{}, fmt.Errorf("the Paddle runtime's python reports prefix %s, not its venv %s (is PYTHONHOME set in a startup file?)", info.Prefix, dir)
+	}
+	return info, nil
+}
+
+// run runs one install step with its output appended to the log, and returns
+// that output when the step fails.
+func (in *installer) run(ctx context.Context, name string, args ...string) (string, error) {
+	fmt.Fprintf(in.logFile, "\n$ %s %s\n", name, strings.Join(args, " "))
+	off, err := in.logFile.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return "", err
+	}
+	cmd := command(ctx, name, args...)
+	cmd.Stdout, cmd.Stderr = in.logFile, in.logFile // a file, not a pipe: nothing to copy, nothing to hang on
+	if err := cmd.Run(); err != nil {
+		b, _ := os.ReadFile(in.logPath)
+		if int64(len(b)) > off {
+			b = b[off:]
+		}
+		return string(b), err
+	}
+	return "", nil
+}
+
+// pipError turns a failed pip install into an error naming its cause.
+func (in *installer) pipError(ctx context.Context, python string, err error, out string) error {
+	last := indent(lastLines(out, 3))
+	kind, what := classifyPip(out)
+	if kind == pipNoDistribution && strings.Contains(out, "(from versions: none)") {
+		// Unless it retries (retries=0 in pip.conf), pip reports an index it
+		// cannot fetch only at debug level, so "no versions at all" may be the
+		// network too: ask pip again, verbosely, about that one requirement.
+		if fetch := in.fetchFailure(ctx, python, what); fetch != "" {
+			kind, last = pipNetwork, indent(append([]string{fetch}, lastLines(out, 1)...))
+		}
+	}
+	switch kind {
+	case pipNetwork:
+		return fmt.Errorf("%w to install the Paddle runtime: pip says%s\n(full output: %s; pip's PIP_INDEX_URL or pip.conf can name a mirror, HTTPS_PROXY a proxy)", ErrIndexUnreachable, last, in.logPath)
+	case pipNoDistribution:
+		return fmt.Errorf("%w: pip finds no %s for Python %s (%s); paddlepaddle %s and its pinned dependencies have wheels for %s only: install one of those and name it as the interpreter. pip says%s\n(full output: %s)",
+			ErrUnsupportedPython, what, in.py.Version, in.py.Executable+", "+runtime.GOOS+"/"+runtime.GOARCH, in.pins.paddle, in.pins.pythonRange(), last, in.logPath)
+	case pipNoSpace:
+		return fmt.Errorf("no space left on the disk of %s to install the Paddle runtime (it takes about 1 GB): pip says%s\n(full output: %s)", in.root, last, in.logPath)
+	}
+	return fmt.Errorf("installing the Paddle runtime: pip failed (%v); pip says%s\n(full output: %s)", err, last, in.logPath)
+}
+
+// fetchFailure returns pip's "Could not fetch URL" line for req, if pip
+// cannot fetch the index page that lists it.
+func (in *installer) fetchFailure(ctx context.Context, python, req string) string {
+	out, _ := in.run(ctx, python, "-m", "pip", "install", "--dry-run", "--no-deps", "-vv", req)
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "Could not fetch URL") {
+			return lastLines(line, 1)[0]
+		}
+	}
+	return ""
+}
+
+type pipFailure int
+
+const (
+	pipOther pipFailure = iota
+	pipNetwork
+	pipNoDistribution
+	pipNoSpace
+)
+
+// pipNetworkSigns are what pip (and the urllib3, ssl and socket errors it
+// prints) say when the index cannot be reached. A refused, unresolvable or
+// timed-out index also ends in "No matching distribution", so these are
+// looked for first.
+var pipNetworkSigns = []string{
+	"NewConnectionError", "Failed to establish a new connection", "Connection refused",
+	"Name or service not known", "Temporary failure in name resolution", "nodename nor servname",
+	"Network is unreachable", "No route to host", "Connection reset by peer",
+	"ConnectTimeoutError", "ReadTimeoutError", "timed out",
+	"ProxyError", "SSLError", "CERTIFICATE_VERIFY_FAILED", "Max retries exceeded",
+	"RemoteDisconnected", "IncompleteRead", "Could not fetch URL", "HTTP error",
+}
+
+var noMatchingDistribution = regexp.MustCompile(`No matching distribution found for (\S+)`)
+
+// classifyPip tells why pip failed from its output; for a missing
+// distribution it also returns the requirement pip names.
+func classifyPip(out string) (pipFailure, string) {
+	m := noMatchingDistribution.FindStringSubmatch(out)
+	switch {
+	case strings.Contains(out, "No space left on device"):
+		return pipNoSpace, ""
+	// pip read the index and skipped the versions for other Pythons: the
+	// network worked, whatever else it printed.
+	case m != nil && strings.Contains(out, "require a different python version"):
+		return pipNoDistribution, m[1]
+	case containsAny(out, pipNetworkSigns):
+		return pipNetwork, ""
+	case m != nil:
+		return pipNoDistribution, m[1]
+	}
+	return pipOther, ""
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// publish points the key's symlink at dir, atomically: the symlink is made
+// under another name and renamed over the key.
+func (in *installer) publish(dir, link string) error {
+	tmp := filepath.Join(in.root, ".link-"+in.key)
+	_ = os.Remove(tmp)
+	if err := os.Symlink(filepath.Base(dir), tmp); err != nil {
+		return err
+	}
+	old, _ := os.Readlink(link)
+	if st, err := os.Lstat(link); err == nil && st.IsDir() {
+		// Not a symlink, so not published by this package: nothing to trust.
+		if err := os.RemoveAll(link); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		return err
+	}
+	// The key pointed at a runtime that no longer loads: it is replaced.
+	if old != "" && old != filepath.Base(dir) && !strings.Contains(old, "/") {
+		os.RemoveAll(filepath.Join(in.root, old))
+	}
+	return nil
+}
+
+// removeUnpublished deletes the directories no key points at: installs that
+// failed or were killed. Only lock holders install, so none is in progress.
+func (in *installer) removeUnpublished() {
+	entries, err := os.ReadDir(in.root)
+	if err != nil {
+		return
+	}
+	used := map[string]bool{}
+	for _, e := range entries {
+		if e.Type()&os.ModeSymlink != 0 && !strings.HasPrefix(e.Name(), ".") {
+			if target, err := os.Readlink(filepath.Join(in.root, e.Name())); err == nil {
+				used[target] = true
+			}
+		}
+	}
+	for _, e := range entries {
+		switch {
+		case e.IsDir() && !used[e.Name()]:
+			os.RemoveAll(filepath.Join(in.root, e.Name()))
+		case e.Type()&os.ModeSymlink != 0 && strings.HasPrefix(e.Name(), ".link-"):
+			os.Remove(filepath.Join(in.root, e.Name()))
+		}
+	}
+}
+
+// noteOthers names the runtimes of other pins or interpreters. They are left
+// in place: another interpreter, or an older paddlejob whose pods are still
+// running, may use them, and deleting a venv under a running program breaks
+// it. Only the user knows which are unused.
+func (in *installer) noteOthers() {
+	entries, err := os.ReadDir(in.root)
+	if err != nil {
+		return
+	}
+	var others []string
+	for _, e := range entries {
+		if e.Type()&os.ModeSymlink != 0 && e.Name() != in.key && !strings.HasPrefix(e.Name(), ".") {
+			others = append(others, e.Name())
+		}
+	}
+	if len(others) > 0 {
+		fmt.Fprintf(in.log, "  other Paddle runtimes in %s stay for whatever still uses them: %s (delete the unused ones with their targets to free space)\n",
+			in.root, strings.Join(others, ", "))
+	}
+}
+
+func (in *installer) progress(start time.Time, done <-chan struct{}) {
+	t := time.NewTicker(progressEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			fmt.Fprintf(in.log, "  still installing the Paddle runtime (%s so far; pip's output: %s)\n", time.Since(start).Round(time.Second), in.logPath)
+		}
+	}
+}
+
+// progressEvery is how often a running install says so; tests shorten it.
+var progressEvery = 20 * time.Second
+
+// lastLines returns up to n non-empty lines from the end of s, each cut to a
+// readable length (pip's retry warnings run to hundreds of characters).
+func lastLines(s string, n int) []string {
+	var out []string
+	lines := strings.Split(s, "\n")
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		line := strings.TrimSpace(lines[i])
+		if line == "" {
+			continue
+		}
+		if len(line) > 400 {
+			line = line[:400] + "..."
+		}
+		out = append([]string{line}, out...)
+	}
+	return out
+}
+
+// indent formats lines to follow a message, one per line.
+func indent(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return ":\n\t" + strings.Join(lines, "\n\t")
+}

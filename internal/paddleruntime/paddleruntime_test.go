@@ -1,0 +1,584 @@
+package paddleruntime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// pip's own words, captured from pip 23.2 on this project's machines.
+const (
+	pipRefused = `Looking in indexes: http://127.0.0.1:9/simple
+WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPConnection object at 0x7f729011f810>: Failed to establish a new connection: [Errno 111] Connection refused')': /simple/paddlepaddle/
+ERROR: Could not find a version that satisfies the requirement paddlepaddle==3.0.0 (from versions: none)
+ERROR: No matching distribution found for paddlepaddle==3.0.0`
+	pipNoDNS = `WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object at 0x7fcb93bd3150>: Failed to establish a new connection: [Errno -2] Name or service not known')': /simple/paddlepaddle/
+ERROR: Could not find a version that satisfies the requirement paddlepaddle==3.0.0 (from versions: none)
+ERROR: No matching distribution found for paddlepaddle==3.0.0`
+	pipNoRetries = `Looking in indexes: http://127.0.0.1:9/simple
+ERROR: Could not find a version that satisfies the requirement paddlepaddle==3.0.0 (from versions: none)
+ERROR: No matching distribution found for paddlepaddle==3.0.0`
+	pipNoRetriesDebug = `Fetching project page and analyzing links: http://127.0.0.1:9/simple/paddlepaddle/
+Starting new HTTP connection (1): 127.0.0.1:9
+Could not fetch URL http://127.0.0.1:9/simple/paddlepaddle/: connection error: HTTPConnectionPool(host='127.0.0.1', port=9): Max retries exceeded with url: /simple/paddlepaddle/ (Caused by NewConnectionError('<pip._vendor.urllib3.connection.HTTPConnection object at 0x7fd6550caa90>: Failed to establish a new connection: [Errno 111] Connection refused')) - skipping
+ERROR: Could not find a version that satisfies the requirement paddlepaddle==3.0.0 (from versions: none)
+ERROR: No matching distribution found for paddlepaddle==3.0.0`
+	pipDownloadTimeout = `Collecting paddlepaddle==3.0.0
+  Downloading paddlepaddle-3.0.0-cp311-cp311-manylinux1_x86_64.whl (192.8 MB)
+ERROR: Exception:
+pip._vendor.urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool(host='files.pythonhosted.org', port=443): Read timed out.`
+	pipOldPython = `ERROR: Ignored the following versions that require a different python version: 2.3.0 Requires-Python >=3.11; 2.4.6 Requires-Python >=3.11
+ERROR: Could not find a version that satisfies the requirement numpy==2.4.6 (from versions: 1.26.4, 2.2.6)
+ERROR: No matching distribution found for numpy==2.4.6`
+	pipNoWheel = `Collecting paddlepaddle==3.0.0
+ERROR: Could not find a version that satisfies the requirement paddlepaddle==3.0.0 (from versions: 3.1.0, 3.1.1, 3.2.0)
+ERROR: No matching distribution found for paddlepaddle==3.0.0`
+	pipDiskFull = `Installing collected packages: paddlepaddle
+ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device`
+	pipBadWheel = `Processing ./broken.whl
+ERROR: Wheel 'broken' located at /tmp/broken.whl is invalid.`
+)
+
+func TestClassifyPip(t *testing.T) {
+	tests := []struct {
+		name, out string
+		want      pipFailure
+		wantWhat  string
+	}{
+		{"connection refused", pipRefused, pipNetwork, ""},
+		{"no DNS", pipNoDNS, pipNetwork, ""},
+		{"download timed out", pipDownloadTimeout, pipNetwork, ""},
+		{"requires a newer Python", pipOldPython, pipNoDistribution, "numpy==2.4.6"},
+		{"requires a newer Python after a retried connection", "WARNING: Retrying (Retry(total=4)) after connection broken by 'ReadTimeoutError'\n" + pipOldPython, pipNoDistribution, "numpy==2.4.6"},
+		{"no wheel for this Python", pipNoWheel, pipNoDistribution, "paddlepaddle==3.0.0"},
+		{"disk full", pipDiskFull, pipNoSpace, ""},
+		{"anything else", pipBadWheel, pipOther, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, what := classifyPip(tt.out)
+			if got != tt.want || what != tt.wantWhat {
+				t.Errorf("classifyPip = %v, %q; want %v, %q", got, what, tt.want, tt.wantWhat)
+			}
+		})
+	}
+}
+
+// fake describes a stand-in for python3: a shell script that answers the
+// calls Ensure makes (describe yourself, -m venv, -m pip install, import
+// paddle) and counts the pip installs.
+type fake struct {
+	version   string // what the interpreter reports; 3.11.7 by default
+	paddle    string // what `import paddle` reports; 3.0.0 by default
+	noPip     bool   // ensurepip missing
+	pipOut    string // pip's output
+	pipDebug  string // pip's output with -vv
+	pipFails  bool
+	pipSleep  string // seconds pip takes
+	badImport bool   // `import paddle` fails
+}
+
+// write installs the fake as base/bin/python3 and returns its path and the
+// file pip appends a line to on each install.
+func (f fake) write(t *testing.T, base string) (python, pipCount string) {
+	t.Helper()
+	if f.version == "" {
+		f.version = "3.11.7"
+	}
+	if f.paddle == "" {
+		f.paddle = "3.0.0"
+	}
+	pipCount = filepath.Join(base, "pip-installs")
+	pipExit, importExit, ensurepip := 0, 0, "true"
+	if f.pipFails {
+		pipExit = 1
+	}
+	if f.badImport {
+		importExit = 1
+	}
+	if f.noPip {
+		ensurepip = "false"
+	}
+	if f.pipSleep == "" {
+		f.pipSleep = "0"
+	}
+	script := `#!/bin/sh
+# A stand-in for python3 in paddleruntime's tests.
+case "$1 $2" in
+"-m venv")
+	mkdir -p "$3/bin" && ln -s "BASE/bin/python3" "$3/bin/python3" && ln -s python3 "$3/bin/python" &&
+	echo "home = BASE/bin" > "$3/pyvenv.cfg" ;;
+"-m pip")
+	case "$*" in
+	*-vv*)
+		cat <<'EOF'
+PIPDEBUG
+EOF
+		exit 1 ;;
+	esac
+	echo "$*" >> "PIPCOUNT"
+	sleep PIPSLEEP
+	cat <<'EOF'
+PIPOUT
+EOF
+	exit PIPEXIT ;;
+-c*import\ paddle*)
+	if [ IMPORTEXIT != 0 ]; then echo "ModuleNotFoundError: No module named 'paddle'" >&2; exit 1; fi
+	prefix=$(cd "$(dirname "$0")/.." && pwd -P)
+	echo "some notice paddle prints first"
+	echo '{"paddle": "PADDLE", "version": "VERSION", "prefix": "'"$prefix"'", "basePrefix": "BASE", "baseExecPrefix": "BASE"}' ;;
+-c*)
+	echo '{"version": "VERSION", "sysVersion": "VERSION (fake)", "implementation": "cpython", "basePrefix": "BASE", "baseExecPrefix": "BASE", "executable": "BASE/bin/python3", "ensurepip": ENSUREPIP}' ;;
+*)
+	echo "fake python: unexpected arguments: $*" >&2; exit 2 ;;
+esac
+`
+	script = strings.NewReplacer(
+		"BASE", base, "PIPCOUNT", pipCount, "PIPSLEEP", f.pipSleep, "PIPOUT", f.pipOut, "PIPDEBUG", f.pipDebug,
+		"PIPEXIT", itoa(pipExit), "IMPORTEXIT", itoa(importExit), "PADDLE", f.paddle,
+		"VERSION", f.version, "ENSUREPIP", ensurepip,
+	).Replace(script)
+	python = filepath.Join(base, "bin", "python3")
+	if err := os.MkdirAll(filepath.Dir(python), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(python, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return python, pipCount
+}
+
+func itoa(n int) string { return string(rune('0' + n)) }
+
+func pipInstalls(t *testing.T, countFile string) int {
+	t.Helper()
+	b, err := os.ReadFile(countFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
+}
+
+// syncBuffer is a Log written by the install and its progress lines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// tempDir is t.TempDir with symlinks resolved, as the runtime reports paths.
+func tempDir(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestEnsureInstallsOnceThenReuses(t *testing.T) {
+	defer func(d time.Duration) { progressEvery = d }(progressEvery)
+	progressEvery = 20 * time.Millisecond
+	base, cache := tempDir(t), tempDir(t)
+	python, pipCount := fake{pipSleep: "0.2", pipOut: "Successfully installed paddlepaddle-3.0.0"}.write(t, base)
+	root := filepath.Join(cache, "paddle-runtime")
+	// What a killed install leaves behind is removed by the next.
+	leftover := filepath.Join(root, "paddle-3.0.0-py3.11.7-000000000000.123")
+	if err := os.MkdirAll(leftover, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	opts := Options{CacheDir: cache, Python: python, Log: &log}
+
+	rt, err := Ensure(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := runtimeKey(pins, pythonInfo{Version: "3.11.7", SysVersion: "3.11.7 (fake)", BasePrefix: base})
+	link := filepath.Join(root, key)
+	if target, err := os.Readlink(link); err != nil || filepath.Join(root, target) != rt.Dir {
+		t.Errorf("%s -> %q, %v; want a symlink to %s", link, target, err, rt.Dir)
+	}
+	want := &Runtime{
+		Dir:           rt.Dir,
+		BinDir:        filepath.Join(rt.Dir, "bin"),
+		Python:        filepath.Join(rt.Dir, "bin", "python3"),
+		PaddleVersion: "3.0.0",
+		PythonVersion: "3.11.7",
+		HostPaths:     []string{rt.Dir, base},
+	}
+	if !reflect.DeepEqual(rt, want) {
+		t.Errorf("Ensure = %+v\nwant %+v", rt, want)
+	}
+	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the leftover of a killed install is still there: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(rt.Dir, "paddlejob-requirements.txt")); err != nil || !bytes.Equal(b, embeddedRequirements) {
+		t.Errorf("the runtime does not record the requirements it was installed from: %v", err)
+	}
+	args, _ := os.ReadFile(pipCount)
+	if !strings.Contains(string(args), "install --no-deps") {
+		t.Errorf("pip ran as %q; want install --no-deps -r ...", args)
+	}
+	for _, line := range []string{
+		"installing the Paddle runtime (paddlepaddle 3.0.0) into " + link + " (once; about a minute)",
+		"still installing the Paddle runtime",
+		"installed the Paddle runtime in",
+	} {
+		if !strings.Contains(log.String(), line) {
+			t.Errorf("log lacks %q:\n%s", line, log.String())
+		}
+	}
+
+	logged := log.String()
+	again, err := Ensure(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again, rt) || pipInstalls(t, pipCount) != 1 || log.String() != logged {
+		t.Errorf("second Ensure = %+v with %d pip installs and log %q; want the first runtime, reused silently", again, pipInstalls(t, pipCount), log.String()[len(logged):])
+	}
+	if loaded, err := Load(link); err != nil || !reflect.DeepEqual(loaded, rt) {
+		t.Errorf("Load(%s) = %+v, %v; want %+v", link, loaded, err, rt)
+	}
+}
+
+func TestEnsureAChangedPinInstallsAnew(t *testing.T) {
+	defer func(p pinSet) { pins = p }(pins)
+	base, cache := tempDir(t), tempDir(t)
+	python, pipCount := fake{}.write(t, base)
+	var log syncBuffer
+	opts := Options{CacheDir: cache, Python: python, Log: &log}
+	first, err := Ensure(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins = mustParsePins(bytes.Replace(embeddedRequirements, []byte("numpy==2.4.6"), []byte("numpy==2.4.5"), 1))
+	second, err := Ensure(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Dir == first.Dir || pipInstalls(t, pipCount) != 2 {
+		t.Errorf("after a pin change Ensure gave %s (first %s) with %d pip installs; want a new runtime", second.Dir, first.Dir, pipInstalls(t, pipCount))
+	}
+	if _, err := Load(first.Dir); err != nil {
+		t.Errorf("the first pin's runtime was not left in place: %v", err)
+	}
+	if !strings.Contains(log.String(), "other Paddle runtimes in") {
+		t.Errorf("the log does not name the runtimes left in place:\n%s", log.String())
+	}
+}
+
+func TestEnsureConcurrentInstallsOnce(t *testing.T) {
+	base, cache := tempDir(t), tempDir(t)
+	python, pipCount := fake{pipSleep: "0.3"}.write(t, base)
+	opts := Options{CacheDir: cache, Python: python}
+	var wg sync.WaitGroup
+	dirs := make([]string, 3)
+	for i := range dirs {
+		wg.Go(func() {
+			rt, err := Ensure(context.Background(), opts)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			dirs[i] = rt.Dir
+		})
+	}
+	wg.Wait()
+	if n := pipInstalls(t, pipCount); n != 1 || dirs[0] != dirs[1] || dirs[1] != dirs[2] {
+		t.Errorf("three concurrent Ensures ran pip %d times and gave %q; want one install shared", n, dirs)
+	}
+}
+
+func TestEnsureFailures(t *testing.T) {
+	tests := []struct {
+		name    string
+		fake    fake
+		wantIs  error
+		want    []string
+		wantLog bool // the error names the install's log
+		noPip   bool // pip must not have run
+	}{
+		{
+			name: "index unreachable", fake: fake{pipFails: true, pipOut: pipRefused}, wantIs: ErrIndexUnreachable,
+			want:    []string{"cannot reach the Python package index to install the Paddle runtime: pip says:", "Connection refused", "No matching distribution found for paddlepaddle==3.0.0"},
+			wantLog: true,
+		},
+		{
+			// With retries=0 pip says nothing of the network but at debug level.
+			name: "index unreachable, pip not retrying", fake: fake{pipFails: true, pipOut: pipNoRetries, pipDebug: pipNoRetriesDebug}, wantIs: ErrIndexUnreachable,
+			want:    []string{"cannot reach the Python package index", "Could not fetch URL http://127.0.0.1:9/simple/paddlepaddle/: connection error", "No matching distribution found"},
+			wantLog: true,
+		},
+		{
+			name: "nothing for this platform", fake: fake{pipFails: true, pipOut: pipNoRetries, pipDebug: pipNoRetries}, wantIs: ErrUnsupportedPython,
+			want:    []string{"pip finds no paddlepaddle==3.0.0 for Python 3.11.7"},
+			wantLog: true,
+		},
+		{
+			name: "no wheel for this Python", fake: fake{pipFails: true, pipOut: pipNoWheel}, wantIs: ErrUnsupportedPython,
+			want:    []string{"pip finds no paddlepaddle==3.0.0 for Python 3.11.7", "wheels for CPython 3.11-3.13 only"},
+			wantLog: true,
+		},
+		{
+			name: "Python too old", fake: fake{version: "3.10.13"}, wantIs: ErrUnsupportedPython,
+			want:  []string{"is CPython 3.10.13", "paddlepaddle 3.0.0 and its pinned dependencies have wheels for CPython 3.11-3.13 only"},
+			noPip: true,
+		},
+		{
+			name: "Python too new", fake: fake{version: "3.14.0"}, wantIs: ErrUnsupportedPython,
+			want: []string{"is CPython 3.14.0"}, noPip: true,
+		},
+		{
+			name: "no venv module", fake: fake{noPip: true},
+			want: []string{"cannot create a virtual environment (no ensurepip module)", "apt-get install python3-venv"}, noPip: true,
+		},
+		{
+			name: "disk full", fake: fake{pipFails: true, pipOut: pipDiskFull},
+			want: []string{"no space left", "No space left on device"}, wantLog: true,
+		},
+		{
+			name: "pip fails otherwise", fake: fake{pipFails: true, pipOut: pipBadWheel},
+			want: []string{"pip failed (exit status 1)", "is invalid"}, wantLog: true,
+		},
+		{
+			name: "paddle does not import", fake: fake{badImport: true},
+			want: []string{"installed, but `import paddle` fails", "No module named 'paddle'"}, wantLog: true,
+		},
+		{
+			name: "another paddle version", fake: fake{paddle: "3.1.0"},
+			want: []string{"paddle reports version 3.1.0, not the pinned 3.0.0"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base, cache := tempDir(t), tempDir(t)
+			python, pipCount := tt.fake.write(t, base)
+			_, err := Ensure(context.Background(), Options{CacheDir: cache, Python: python})
+			if err == nil {
+				t.Fatal("Ensure succeeded")
+			}
+			t.Log(err)
+			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+				t.Errorf("error %q is not %v", err, tt.wantIs)
+			}
+			for _, s := range tt.want {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error lacks %q:\n%s", s, err)
+				}
+			}
+			root := filepath.Join(cache, "paddle-runtime")
+			if tt.wantLog {
+				logs, _ := filepath.Glob(filepath.Join(root, "*.log"))
+				if len(logs) != 1 || !strings.Contains(err.Error(), logs[0]) {
+					t.Errorf("error does not name the install log %v:\n%s", logs, err)
+				}
+			}
+			if tt.noPip && pipInstalls(t, pipCount) != 0 {
+				t.Error("pip ran though the interpreter was refused up front")
+			}
+			// Nothing half-built stays where a later Ensure would look.
+			entries, _ := os.ReadDir(root)
+			for _, e := range entries {
+				if e.Name() != ".lock" && !strings.HasSuffix(e.Name(), ".log") {
+					t.Errorf("a failed install left %s in the cache", e.Name())
+				}
+			}
+		})
+	}
+}
+
+func TestEnsureAfterAFailedInstall(t *testing.T) {
+	base, cache := tempDir(t), tempDir(t)
+	python, _ := fake{pipFails: true, pipOut: pipNoDNS}.write(t, base)
+	opts := Options{CacheDir: cache, Python: python}
+	if _, err := Ensure(context.Background(), opts); !errors.Is(err, ErrIndexUnreachable) {
+		t.Fatalf("Ensure offline = %v; want ErrIndexUnreachable", err)
+	}
+	fake{}.write(t, base) // the network is back
+	if rt, err := Ensure(context.Background(), opts); err != nil || rt.PaddleVersion != "3.0.0" {
+		t.Fatalf("Ensure after the failure = %+v, %v", rt, err)
+	}
+}
+
+func TestEnsureWithoutPython(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := Ensure(context.Background(), Options{CacheDir: t.TempDir()})
+	for _, s := range []string{"python3 is not on PATH", "apt-get install python3 python3-venv", "3.11-3.13"} {
+		if err == nil || !strings.Contains(err.Error(), s) {
+			t.Errorf("Ensure without python3 = %v; want an error containing %q", err, s)
+		}
+	}
+	_, err = Ensure(context.Background(), Options{CacheDir: t.TempDir(), Python: "/nonexistent/python3.11"})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/python3.11") {
+		t.Errorf("Ensure with a missing interpreter = %v; want an error naming it", err)
+	}
+}
+
+// fakeRuntime writes what Load reads: a venv whose bin/python3 exists, a
+// base prefix and the manifest.
+func fakeRuntime(t *testing.T) (dir string, m *manifest) {
+	t.Helper()
+	dir, base := tempDir(t), tempDir(t)
+	if err := os.MkdirAll(filepath.Join(base, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "bin", "python3"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "bin", "python3"), filepath.Join(dir, "bin", "python3")); err != nil {
+		t.Fatal(err)
+	}
+	m = &manifest{
+		Format: manifestFormat, Key: "paddle-3.0.0-py3.11.7-0123456789ab", Dir: dir,
+		PaddleVersion: "3.0.0", PythonVersion: "3.11.7",
+		HostPaths: hostPaths(dir, base), Installed: time.Date(2026, 5, 9, 7, 35, 25, 0, time.UTC),
+	}
+	if err := writeManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	return dir, m
+}
+
+func TestManifestRoundTrip(t *testing.T) {
+	dir, m := fakeRuntime(t)
+	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{`"format": 1`, `"paddleVersion": "3.0.0"`, `"hostPaths": [`} {
+		if !strings.Contains(string(b), field) {
+			t.Errorf("%s lacks %s:\n%s", ManifestName, field, b)
+		}
+	}
+	// Through a symlink too, as Ensure loads the published key.
+	link := filepath.Join(tempDir(t), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{dir, link} {
+		rt, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(rt, m.runtime()) || rt.Python != filepath.Join(dir, "bin", "python3") || len(rt.HostPaths) != 2 {
+			t.Errorf("Load(%s) = %+v; want %+v", path, rt, m.runtime())
+		}
+	}
+}
+
+func TestLoadRefuses(t *testing.T) {
+	tests := []struct {
+		name   string
+		break_ func(t *testing.T, dir string, m *manifest)
+		want   string
+	}{
+		{"no manifest", func(t *testing.T, dir string, _ *manifest) {
+			os.Remove(filepath.Join(dir, ManifestName))
+		}, "not a Paddle runtime installed by paddlejob"},
+		{"unreadable manifest", func(t *testing.T, dir string, _ *manifest) {
+			os.WriteFile(filepath.Join(dir, ManifestName), []byte("{"), 0o644)
+		}, "unreadable"},
+		{"another format", func(t *testing.T, dir string, m *manifest) {
+			m.Format = 99
+			writeManifest(dir, m)
+		}, "has format 99"},
+		{"moved", func(t *testing.T, dir string, m *manifest) {
+			m.Dir = "/elsewhere"
+			writeManifest(dir, m)
+		}, "was installed at /elsewhere: a virtual environment cannot move"},
+		{"base interpreter removed", func(t *testing.T, dir string, m *manifest) {
+			os.RemoveAll(m.HostPaths[1])
+		}, "its python does not resolve"},
+		{"host path gone", func(t *testing.T, dir string, m *manifest) {
+			m.HostPaths = append(m.HostPaths, "/nonexistent/prefix")
+			writeManifest(dir, m)
+		}, "host path /nonexistent/prefix"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, m := fakeRuntime(t)
+			tt.break_(t, dir, m)
+			if rt, err := Load(dir); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Load = %+v, %v; want an error containing %q", rt, err, tt.want)
+			}
+		})
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("Load of a missing directory succeeded")
+	}
+}
+
+func TestEnsureNamedDir(t *testing.T) {
+	t.Run("installed by paddlejob: read, nothing run", func(t *testing.T) {
+		dir, m := fakeRuntime(t)
+		rt, err := Ensure(context.Background(), Options{Dir: dir, Python: "/nonexistent/python3", CacheDir: "/nonexistent"})
+		if err != nil || !reflect.DeepEqual(rt, m.runtime()) {
+			t.Errorf("Ensure = %+v, %v; want %+v", rt, err, m.runtime())
+		}
+	})
+	t.Run("another venv with paddle: used as is", func(t *testing.T) {
+		base, venv := tempDir(t), tempDir(t)
+		python, _ := fake{paddle: "2.6.2"}.write(t, base)
+		if err := os.MkdirAll(filepath.Join(venv, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(python, filepath.Join(venv, "bin", "python3")); err != nil {
+			t.Fatal(err)
+		}
+		rt, err := Ensure(context.Background(), Options{Dir: venv, CacheDir: "/nonexistent"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rt.Dir != venv || rt.PaddleVersion != "2.6.2" || !slices.Equal(rt.HostPaths, []string{venv, base}) {
+			t.Errorf("Ensure = %+v; want the venv as is, paddle 2.6.2, host paths %s and %s", rt, venv, base)
+		}
+	})
+	t.Run("no runtime there", func(t *testing.T) {
+		_, err := Ensure(context.Background(), Options{Dir: t.TempDir()})
+		if err == nil || !strings.Contains(err.Error(), "$"+EnvDir) || !strings.Contains(err.Error(), "holds neither") {
+			t.Errorf("Ensure = %v; want an error naming $%s", err, EnvDir)
+		}
+	})
+	t.Run("its python lacks paddle", func(t *testing.T) {
+		base := tempDir(t)
+		fake{badImport: true}.write(t, base)
+		_, err := Ensure(context.Background(), Options{Dir: base})
+		if err == nil || !strings.Contains(err.Error(), "`import paddle` fails") || !strings.Contains(err.Error(), "No module named 'paddle'") {
+			t.Errorf("Ensure = %v; want an error saying import paddle fails and why", err)
+		}
+	})
+	t.Run("a broken paddlejob runtime is an error, not a reinstall", func(t *testing.T) {
+		dir, m := fakeRuntime(t)
+		os.RemoveAll(m.HostPaths[1])
+		if _, err := Ensure(context.Background(), Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "does not resolve") {
+			t.Errorf("Ensure = %v; want the reason the named runtime is broken", err)
+		}
+	})
+}

@@ -1,0 +1,114 @@
+package paddleruntime
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// pinSet is requirements.txt parsed: the file is the only place the versions
+// are written down.
+type pinSet struct {
+	raw    []byte
+	paddle string // the paddlepaddle version
+	// pyMin and pyMax bound the CPython minor versions every pinned package
+	// has a wheel for, both included: {3, 11} and {3, 13}.
+	pyMin, pyMax [2]int
+}
+
+var (
+	pinLine    = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!-]+)$`)
+	pythonLine = regexp.MustCompile(`^#\s*python:\s*(\d+)\.(\d+)\s*-\s*(\d+)\.(\d+)\s*$`)
+)
+
+// parsePins reads requirements.txt and insists that every package is pinned
+// exactly, because pip installs it with --no-deps: a loose line would float.
+func parsePins(raw []byte) (pinSet, error) {
+	p := pinSet{raw: raw}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if m := pythonLine.FindStringSubmatch(line); m != nil {
+			p.pyMin = [2]int{atoi(m[1]), atoi(m[2])}
+			p.pyMax = [2]int{atoi(m[3]), atoi(m[4])}
+			continue
+		}
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		m := pinLine.FindStringSubmatch(line)
+		if m == nil {
+			return pinSet{}, fmt.Errorf("requirements.txt line %d: %q is not an exact pin (name==version)", n, line)
+		}
+		if strings.EqualFold(m[1], "paddlepaddle") {
+			p.paddle = m[2]
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return pinSet{}, err
+	}
+	if p.paddle == "" {
+		return pinSet{}, fmt.Errorf("requirements.txt pins no paddlepaddle version")
+	}
+	if p.pyMin == [2]int{} || compareMinor(p.pyMin, p.pyMax) > 0 {
+		return pinSet{}, fmt.Errorf("requirements.txt needs a line like `# python: 3.11-3.13` naming the CPython versions the pinned wheels support")
+	}
+	return p, nil
+}
+
+func mustParsePins(raw []byte) pinSet {
+	p, err := parsePins(raw)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s) // the regexps admit digits only
+	return n
+}
+
+func compareMinor(a, b [2]int) int {
+	if a[0] != b[0] {
+		return a[0] - b[0]
+	}
+	return a[1] - b[1]
+}
+
+// pythonRange is pyMin-pyMax for messages, e.g. "CPython 3.11-3.13".
+func (p pinSet) pythonRange() string {
+	return fmt.Sprintf("CPython %d.%d-%d.%d", p.pyMin[0], p.pyMin[1], p.pyMax[0], p.pyMax[1])
+}
+
+// supports reports whether the pinned wheels exist for CPython version
+// ("3.11.7").
+func (p pinSet) supports(version string) bool {
+	parts := strings.SplitN(version, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	v := [2]int{major, minor}
+	return compareMinor(v, p.pyMin) >= 0 && compareMinor(v, p.pyMax) <= 0
+}
+
+// runtimeKey names a runtime's directory after everything that makes one
+// runtime differ from another: the pinned set and the interpreter (its full
+// version string, which includes the build, and its prefix, which the venv
+// links to). The readable part is for people listing the cache.
+func runtimeKey(p pinSet, py pythonInfo) string {
+	h := sha256.New()
+	h.Write(p.raw)
+	fmt.Fprintf(h, "\x00%s\x00%s", py.SysVersion, py.BasePrefix)
+	return fmt.Sprintf("paddle-%s-py%s-%s", p.paddle, py.Version, hex.EncodeToString(h.Sum(nil))[:12])
+}
