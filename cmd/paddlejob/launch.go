@@ -17,38 +17,57 @@ func init() { register(newLaunchCmd) }
 func newLaunchCmd() *cobra.Command {
 	opts := launcher.DefaultOptions()
 	dataMode := string(opts.DataMode)
+	mode := string(opts.Mode)
 	cmd := &cobra.Command{
-		Use:   "launch [flags] [-- trainer arguments...]",
+		Use:   "launch [flags] [-- program and arguments...]",
 		Short: "Run the pserver and trainer of one pod of a plain batch/v1 Job (seed 001's start_paddle.py)",
 		Long: `The container entrypoint of a plain batch/v1 Job that trains with PaddlePaddle, no operator needed.
 
 It waits until all pods of its Job (label job-name=$JOB_NAME) run with a pod IP, numbers them
 by pod IP (sorted as addresses) to get this pod's trainer id, links or copies this trainer's data
-($JOB_PATH/$JOB_NAME/<id>/data) to ./data, then starts the pserver and the trainer with the legacy
-flags built from JOB_NAME, JOB_PATH, CONF_PADDLE_NIC, CONF_PADDLE_PORT, CONF_PADDLE_PORTS_NUM,
-CONF_PADDLE_PORTS_NUM_SPARSE and CONF_PADDLE_GRADIENT_NUM. Their output goes to
-$JOB_PATH/$JOB_NAME/output/node_<id>/server.log and train.log and, prefixed, to this process's
+($JOB_PATH/$JOB_NAME/<id>/data) to ./data, then starts a pserver and a trainer. Their output goes
+to $JOB_PATH/$JOB_NAME/output/node_<id>/server.log and train.log and, prefixed, to this process's
 output. It exits with the trainer's exit code. After a successful trainer the pserver keeps serving
-the other pods' trainers until all have finished (up to --pserver-linger).
+the other pods' trainers until all have finished (up to --pserver-linger), then it is stopped.
 
-Arguments after -- go to the trainer. Without CONF_PADDLE_PORT in a one-pod Job, or with
---no-pserver, only the trainer runs (seed 000). The pod's service account needs
+--mode=fleet (default): for PaddlePaddle 2.x/3.x paddle.distributed.fleet programs in
+parameter-server mode. The program after -- runs twice, as pserver and as trainer, with the
+variables PaddleCloudRoleMaker reads (TRAINING_ROLE, PADDLE_PSERVERS_IP_PORT_LIST,
+PADDLE_TRAINER_ENDPOINTS, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ID, POD_IP, PADDLE_PORT, ...) and
+PADDLE_OUTPUT_DIR=$JOB_PATH/$JOB_NAME/output; its arguments are passed unchanged. The pserver
+listens on CONF_PADDLE_PORT (default 7164), the trainer on CONF_PADDLE_PORT + CONF_PADDLE_PORTS_NUM
+(default 1) + CONF_PADDLE_PORTS_NUM_SPARSE (default 0).
+
+--mode=legacy-flags: for PaddlePaddle v1 images only: runs 'paddle pserver' and 'paddle train'
+with the v1 flags built from CONF_PADDLE_NIC, CONF_PADDLE_PORT, CONF_PADDLE_PORTS_NUM,
+CONF_PADDLE_PORTS_NUM_SPARSE and CONF_PADDLE_GRADIENT_NUM; the arguments after -- are the trainer's.
+
+Without CONF_PADDLE_PORT in a one-pod Job, or with --no-pserver, only the trainer runs (seed 000;
+in fleet mode without a pserver list, so fleet trains locally). The pod's service account needs
 config/launcher/rbac.yaml; KUBECONFIG, when set, is used instead. See docs/launcher.md.`,
-		Example: `  # the container command of seed 001's job.yaml
-  paddlejob launch -- --config=trainer_config.py --trainer_count=4 --num_passes=10 --use_gpu=0
+		Example: `  # a fleet parameter-server program, as pserver and trainer of every pod
+  paddlejob launch -- python train.py --epochs=10
 
   # seed 000: one pod, the trainer alone
-  paddlejob launch --no-pserver -- --config=trainer_config.lr.py --save_dir=./output`,
+  paddlejob launch --no-pserver -- python train.py
+
+  # seed 001's job.yaml on a PaddlePaddle v1 image
+  paddlejob launch --mode=legacy-flags -- --config=trainer_config.py --trainer_count=4 --num_passes=10 --use_gpu=0`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); (dash < 0 && len(args) > 0) || dash > 0 {
-				return fmt.Errorf("unexpected argument %q: trainer arguments go after --", args[0])
+				return fmt.Errorf("unexpected argument %q: the program and its arguments go after --", args[0])
 			}
 			opts.ExtraArgs = args
-			mode, err := launcher.ParseDataMode(dataMode)
+			m, err := launcher.ParseMode(mode)
 			if err != nil {
 				return err
 			}
-			opts.DataMode = mode
+			opts.Mode = m
+			dm, err := launcher.ParseDataMode(dataMode)
+			if err != nil {
+				return err
+			}
+			opts.DataMode = dm
 			signals := make(chan os.Signal, 2)
 			signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 			defer signal.Stop(signals)
@@ -63,9 +82,10 @@ config/launcher/rbac.yaml; KUBECONFIG, when set, is used instead. See docs/launc
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&mode, "mode", mode, "fleet: PaddlePaddle 2.x/3.x fleet programs, peers in PADDLE_* variables; legacy-flags: PaddlePaddle v1's paddle pserver/train with v1 flags")
 	f.IntVar(&opts.Parallelism, "parallelism", 0, "pods the Job runs (default $PADDLE_PARALLELISM, else the Job's .spec.parallelism)")
-	f.StringVar(&opts.PServerCmd, "pserver-cmd", opts.PServerCmd, "pserver command line, split like a shell would (no shell runs)")
-	f.StringVar(&opts.TrainerCmd, "trainer-cmd", opts.TrainerCmd, "trainer command line, split like a shell would (no shell runs)")
+	f.StringVar(&opts.PServerCmd, "pserver-cmd", "", "pserver command line, split like a shell would (no shell runs); default: fleet: the trainer's, legacy-flags: '"+launcher.LegacyPServerCmd+"'")
+	f.StringVar(&opts.TrainerCmd, "trainer-cmd", "", "trainer command line, split like a shell would (no shell runs); default: fleet: none, the program after -- runs, legacy-flags: '"+launcher.LegacyTrainerCmd+"'")
 	f.BoolVar(&opts.NoPServer, "no-pserver", false, "run only the trainer, as trainer 0 (seed 000)")
 	f.StringVar(&dataMode, "data-mode", dataMode, "how data and TRAIN_CONFIG_DIR reach the working directory: link or copy")
 	f.StringVar(&opts.WorkDir, "workdir", opts.WorkDir, "working directory of the pserver and trainer; data goes to <workdir>/data")

@@ -61,41 +61,72 @@ type ClusterConfig struct {
 // ClusterConfig validates the variables the pserver and trainer flags are
 // built from, reporting every missing or invalid one by name.
 func (e Env) ClusterConfig() (ClusterConfig, error) {
-	var problems []string
-	required := func(name, value string) string {
-		if value == "" {
-			problems = append(problems, name+" is not set")
-		}
-		return value
-	}
-	number := func(name, value string, min, max int) int {
-		if required(name, value) == "" {
-			return 0
-		}
-		n, err := strconv.Atoi(value)
-		if err != nil || n < min || n > max {
-			problems = append(problems, fmt.Sprintf("%s=%q: want an integer from %d to %d", name, value, min, max))
-		}
-		return n
-	}
-	const maxPort = 65535
+	var c envCheck
 	cfg := ClusterConfig{
-		JobName:        required("JOB_NAME", e.JobName),
-		JobPath:        required("JOB_PATH", e.JobPath),
-		NIC:            required("CONF_PADDLE_NIC", e.NIC),
-		Port:           number("CONF_PADDLE_PORT", e.Port, 1, maxPort),
-		PortsNum:       number("CONF_PADDLE_PORTS_NUM", e.PortsNum, 1, maxPort),
-		PortsNumSparse: number("CONF_PADDLE_PORTS_NUM_SPARSE", e.PortsNumSparse, 0, maxPort),
-		GradientNum:    number("CONF_PADDLE_GRADIENT_NUM", e.GradientNum, 1, 1<<20),
+		JobName:        c.required("JOB_NAME", e.JobName),
+		JobPath:        c.required("JOB_PATH", e.JobPath),
+		NIC:            c.required("CONF_PADDLE_NIC", e.NIC),
+		Port:           c.number("CONF_PADDLE_PORT", e.Port, 1, maxPort),
+		PortsNum:       c.number("CONF_PADDLE_PORTS_NUM", e.PortsNum, 1, maxPort),
+		PortsNumSparse: c.number("CONF_PADDLE_PORTS_NUM_SPARSE", e.PortsNumSparse, 0, maxPort),
+		GradientNum:    c.number("CONF_PADDLE_GRADIENT_NUM", e.GradientNum, 1, maxGradientNum),
 	}
-	if len(problems) == 0 && cfg.Port+cfg.PortsNum+cfg.PortsNumSparse-1 > maxPort {
-		problems = append(problems, fmt.Sprintf("CONF_PADDLE_PORT=%d with %d dense and %d sparse ports runs past port %d",
+	if len(c.problems) == 0 && cfg.Port+cfg.PortsNum+cfg.PortsNumSparse-1 > maxPort {
+		c.problems = append(c.problems, fmt.Sprintf("CONF_PADDLE_PORT=%d with %d dense and %d sparse ports runs past port %d",
 			cfg.Port, cfg.PortsNum, cfg.PortsNumSparse, maxPort))
 	}
-	if len(problems) > 0 {
-		return ClusterConfig{}, fmt.Errorf("invalid environment: %s", strings.Join(problems, "; "))
+	if err := c.err(); err != nil {
+		return ClusterConfig{}, err
 	}
 	return cfg, nil
+}
+
+const (
+	maxPort        = 65535
+	maxGradientNum = 1 << 20
+)
+
+// envCheck collects the problems of several variables, so that all are
+// reported at once.
+type envCheck struct{ problems []string }
+
+// required is value, noting a problem when it is empty.
+func (c *envCheck) required(name, value string) string {
+	if value == "" {
+		c.problems = append(c.problems, name+" is not set")
+	}
+	return value
+}
+
+// number parses a required integer from min to max.
+func (c *envCheck) number(name, value string, min, max int) int {
+	if c.required(name, value) == "" {
+		return 0
+	}
+	return c.parse(name, value, min, max)
+}
+
+// optionalNumber parses an integer from min to max, def when value is empty.
+func (c *envCheck) optionalNumber(name, value string, def, min, max int) int {
+	if value == "" {
+		return def
+	}
+	return c.parse(name, value, min, max)
+}
+
+func (c *envCheck) parse(name, value string, min, max int) int {
+	n, err := strconv.Atoi(value)
+	if err != nil || n < min || n > max {
+		c.problems = append(c.problems, fmt.Sprintf("%s=%q: want an integer from %d to %d", name, value, min, max))
+	}
+	return n
+}
+
+func (c *envCheck) err() error {
+	if len(c.problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("invalid environment: %s", strings.Join(c.problems, "; "))
 }
 
 // ParallelismOverride is PADDLE_PARALLELISM, or 0 when it is not set.

@@ -2,25 +2,24 @@ package launcher
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/paddlejob/paddlejob/internal/shellwords"
 )
 
 // Options are the flags of `paddlejob launch`.
 type Options struct {
+	Mode         Mode          // fleet (default) or legacy-flags
 	Parallelism  int           // expected pods; 0: PADDLE_PARALLELISM, else the Job's
-	PServerCmd   string        // shell-like command line of the pserver
-	TrainerCmd   string        // shell-like command line of the trainer
+	PServerCmd   string        // shell-like command line of the pserver; "": see resolveCommands
+	TrainerCmd   string        // shell-like command line of the trainer; "": see resolveCommands
 	NoPServer    bool          // run only the trainer (seed 000)
 	DataMode     DataMode      // how data and config reach WorkDir
 	WorkDir      string        // the children's working directory
@@ -29,7 +28,10 @@ type Options struct {
 	GracePeriod  time.Duration // between SIGTERM and SIGKILL of a child
 	TrainerDelay time.Duration // between starting the pserver and the trainer
 	Linger       time.Duration // how long a pserver may serve others after its trainer succeeded
-	ExtraArgs    []string      // passed to the trainer (after `--`)
+	// ExtraArgs are the arguments after `--`: in fleet mode the program
+	// (or, with --trainer-cmd, its arguments) for both roles; in
+	// legacy-flags mode the trainer's extra v1 flags.
+	ExtraArgs []string
 
 	Getenv  func(string) string // os.Getenv when nil
 	Stdout  io.Writer           // children's prefixed stdout
@@ -45,8 +47,7 @@ type Options struct {
 // DefaultOptions are the flag defaults.
 func DefaultOptions() Options {
 	return Options{
-		PServerCmd:   "paddle pserver",
-		TrainerCmd:   "paddle train",
+		Mode:         ModeFleet,
 		DataMode:     DataLink,
 		WorkDir:      ".",
 		Timeout:      10 * time.Minute,
@@ -72,6 +73,10 @@ func Run(ctx context.Context, opts Options) error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
+	cmds, err := resolveCommands(opts.Mode, opts.PServerCmd, opts.TrainerCmd, opts.ExtraArgs)
+	if err != nil {
+		return err
+	}
 	workdir, err := filepath.Abs(opts.WorkDir)
 	if err != nil {
 		return fmt.Errorf("--workdir=%s: %w", opts.WorkDir, err)
@@ -88,12 +93,18 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	if alone {
-		return runAlone(ctx, opts, env)
+		return runAlone(ctx, opts, env, cmds)
 	}
-	return runWithPServer(ctx, opts, env, expected)
+	return runWithPServer(ctx, opts, env, cmds, expected)
 }
 
 func (o *Options) validate() error {
+	if o.Mode == "" {
+		o.Mode = ModeFleet
+	}
+	if _, err := ParseMode(string(o.Mode)); err != nil {
+		return err
+	}
 	for _, d := range []struct {
 		flag     string
 		value    time.Duration
@@ -125,8 +136,10 @@ func expectedOverride(flagValue int, env Env) (int, error) {
 
 // runsAlone decides between seed 000's single trainer and seed 001's pserver
 // and trainer: alone with --no-pserver, or without CONF_PADDLE_PORT when the
-// job has one pod (or no JOB_NAME to ask about). expected is the override,
-// or the Job's parallelism when the decision needed it, else 0.
+// job has one pod (or no JOB_NAME to ask about). A bigger job without
+// CONF_PADDLE_PORT runs pservers on DefaultPort in fleet mode and is an
+// error in legacy-flags mode. expected is the override, or the Job's
+// parallelism when the decision needed it, else 0.
 func runsAlone(ctx context.Context, opts *Options, env Env, override int) (alone bool, expected int, err error) {
 	switch {
 	case opts.NoPServer:
@@ -147,95 +160,162 @@ func runsAlone(ctx context.Context, opts *Options, env Env, override int) (alone
 			return false, 0, err
 		}
 	}
-	if expected == 1 {
+	switch {
+	case expected == 1:
 		return true, expected, nil
+	case opts.Mode != ModeLegacyFlags:
+		return false, expected, nil
 	}
 	return false, 0, fmt.Errorf("invalid environment: CONF_PADDLE_PORT is not set but job %s runs %d pods; set the CONF_PADDLE_* variables, or pass --no-pserver to run only the trainer", env.JobName, expected)
 }
 
 // runAlone runs the trainer only, as trainer 0.
-func runAlone(ctx context.Context, opts Options, env Env) error {
-	args, err := singleTrainerArgs(env, opts.ExtraArgs)
-	if err != nil {
-		return err
+func runAlone(ctx context.Context, opts Options, env Env, cmds commands) error {
+	hasJobDir := env.JobPath != "" && env.JobName != ""
+	var trainer roleSpec
+	if opts.Mode == ModeLegacyFlags {
+		args, err := singleTrainerArgs(env, opts.ExtraArgs)
+		if err != nil {
+			return err
+		}
+		trainer = roleSpec{argv: slices.Concat(cmds.trainer, args), env: childEnv(0, 1, netip.Addr{})}
+	} else {
+		var id, out string
+		if env.JobName != "" {
+			id = jobID(jobNamespace(env.Namespace, opts.namespaceFileOrDefault()), env.JobName)
+		}
+		if hasJobDir {
+			out = outputDir(env.JobPath, env.JobName)
+		}
+		trainer = roleSpec{argv: cmds.trainer, env: fleetChildEnv(fleetAloneEnv(id, out))}
 	}
 	logDir := opts.WorkDir
-	if env.JobPath != "" && env.JobName != "" {
+	if hasJobDir {
 		jobDir := filepath.Join(env.JobPath, env.JobName)
 		if err := stageInputs(opts, env, jobDir, 0); err != nil {
 			return err
 		}
 		logDir = nodeLogDir(env.JobPath, env.JobName, 0)
 	}
-	return runProcesses(ctx, opts, runSpec{trainerArgs: args, logDir: logDir, env: childEnv(0, 1, netip.Addr{})})
+	return runProcesses(ctx, opts, runSpec{trainer: trainer, logDir: logDir})
 }
 
 // runWithPServer finds the peers, then runs the pserver and the trainer.
 // override is the expected pod count when known already, else 0.
-func runWithPServer(ctx context.Context, opts Options, env Env, override int) error {
-	cfg, err := env.ClusterConfig()
+func runWithPServer(ctx context.Context, opts Options, env Env, cmds commands, override int) error {
+	var (
+		legacy           ClusterConfig
+		fleet            FleetConfig
+		jobName, jobPath string
+		gradientNum      int // 0: not set (fleet mode only)
+		err              error
+		legacyMode       = opts.Mode == ModeLegacyFlags
+	)
+	if legacyMode {
+		legacy, err = env.ClusterConfig()
+		jobName, jobPath, gradientNum = legacy.JobName, legacy.JobPath, legacy.GradientNum
+	} else {
+		fleet, err = env.FleetConfig()
+		jobName, jobPath, gradientNum = fleet.JobName, fleet.JobPath, fleet.GradientNum
+	}
 	if err != nil {
 		return err
 	}
-	selfIP, err := env.PodAddr()
+	p, err := findPeers(ctx, &opts, env, jobName, override, gradientNum)
 	if err != nil {
 		return err
 	}
-	c, err := opts.clusterClient(env)
-	if err != nil {
-		return err
-	}
-	ns := jobNamespace(env.Namespace, opts.namespaceFileOrDefault())
-	expected, err := expectedPods(ctx, c, ns, cfg.JobName, override, cfg.GradientNum, opts.Stderr)
-	if err != nil {
-		return err
-	}
-	if expected != cfg.GradientNum {
-		return fmt.Errorf("invalid environment: CONF_PADDLE_GRADIENT_NUM=%d but job %s/%s runs %d pods (one trainer each)", cfg.GradientNum, ns, cfg.JobName, expected)
-	}
-	fmt.Fprintf(opts.Stderr, "paddlejob launch: waiting for %d pods of job %s/%s to run with an IP (timeout %s)\n", expected, ns, cfg.JobName, opts.Timeout)
-	peers, err := waitForPeers(ctx, c, ns, cfg.JobName, expected, opts.PollInterval, opts.Timeout, opts.Stderr)
-	if err != nil {
-		return err
-	}
-	order, err := trainerOrder(peers)
-	if err != nil {
-		return err
-	}
-	if !selfIP.IsValid() {
-		if selfIP, err = opts.findSelf(env, peers); err != nil {
-			return err
-		}
-	}
-	id, err := trainerID(order, selfIP)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(opts.Stderr, "paddlejob launch: trainer id %d of %d (pod IP %s; pservers %s)\n", id, len(order), selfIP, joinAddrs(order))
 
-	targs, err := trainerArgs(cfg, order, id, opts.ExtraArgs)
-	if err != nil {
-		return err
-	}
-	if err := stageInputs(opts, env, filepath.Join(cfg.JobPath, cfg.JobName), id); err != nil {
-		return err
-	}
-	nodeDir := nodeLogDir(cfg.JobPath, cfg.JobName, id)
-	if err := clearTrainerExit(nodeDir); err != nil {
-		return err
-	}
-	return runProcesses(ctx, opts, runSpec{
-		pserverArgs: pserverArgs(cfg, order),
-		trainerArgs: targs,
-		logDir:      nodeDir,
-		env:         childEnv(id, len(order), selfIP),
-		othersDone:  func() bool { return allTrainersEnded(outputDir(cfg.JobPath, cfg.JobName), len(order)) },
+	nodeDir := nodeLogDir(jobPath, jobName, p.id)
+	run := runSpec{
+		logDir:     nodeDir,
+		othersDone: func() bool { return allTrainersEnded(outputDir(jobPath, jobName), len(p.order)) },
 		trainerEnded: func(code int) {
 			if err := recordTrainerExit(nodeDir, code); err != nil {
 				fmt.Fprintf(opts.Stderr, "paddlejob launch: warning: other pods will not see that this trainer ended: %v\n", err)
 			}
 		},
-	})
+	}
+	if legacyMode {
+		fmt.Fprintf(opts.Stderr, "paddlejob launch: trainer id %d of %d (pod IP %s; pservers %s)\n", p.id, len(p.order), p.self, joinAddrs(p.order))
+		targs, err := trainerArgs(legacy, p.order, p.id, opts.ExtraArgs)
+		if err != nil {
+			return err
+		}
+		vars := childEnv(p.id, len(p.order), p.self)
+		run.pserver = &roleSpec{argv: slices.Concat(cmds.pserver, pserverArgs(legacy, p.order)), env: vars}
+		run.trainer = roleSpec{argv: slices.Concat(cmds.trainer, targs), env: vars}
+	} else {
+		job := fleetJob{
+			jobID:       jobID(p.namespace, jobName),
+			outputDir:   outputDir(jobPath, jobName),
+			pods:        p.order,
+			pserverPort: fleet.PServerPort,
+			trainerPort: fleet.TrainerPort,
+		}
+		fmt.Fprintf(opts.Stderr, "paddlejob launch: trainer id %d of %d (pod IP %s); pservers %s; trainers %s\n",
+			p.id, len(p.order), p.self, endpoints(p.order, job.pserverPort), endpoints(p.order, job.trainerPort))
+		run.pserver = &roleSpec{argv: cmds.pserver, env: fleetChildEnv(job.env(rolePServer, p.id))}
+		run.trainer = roleSpec{argv: cmds.trainer, env: fleetChildEnv(job.env(roleTrainer, p.id))}
+	}
+
+	if err := stageInputs(opts, env, filepath.Join(jobPath, jobName), p.id); err != nil {
+		return err
+	}
+	if err := clearTrainerExit(nodeDir); err != nil {
+		return err
+	}
+	return runProcesses(ctx, opts, run)
+}
+
+// peers is what discovery found out about the job.
+type peers struct {
+	namespace string
+	order     []netip.Addr // the pods' addresses in trainer-id order
+	self      netip.Addr
+	id        int // this pod's trainer id: its index in order
+}
+
+// findPeers counts the job's pods, waits until all run with an IP, orders
+// them and finds this pod among them. override is the expected count when
+// known, else 0; gradientNum, when not 0, must equal the count (one trainer
+// per pod) and is the count when RBAC forbids reading the Job.
+func findPeers(ctx context.Context, opts *Options, env Env, jobName string, override, gradientNum int) (peers, error) {
+	selfIP, err := env.PodAddr()
+	if err != nil {
+		return peers{}, err
+	}
+	c, err := opts.clusterClient(env)
+	if err != nil {
+		return peers{}, err
+	}
+	ns := jobNamespace(env.Namespace, opts.namespaceFileOrDefault())
+	expected, err := expectedPods(ctx, c, ns, jobName, override, gradientNum, opts.Stderr)
+	if err != nil {
+		return peers{}, err
+	}
+	if gradientNum != 0 && expected != gradientNum {
+		return peers{}, fmt.Errorf("invalid environment: CONF_PADDLE_GRADIENT_NUM=%d but job %s/%s runs %d pods (one trainer each)", gradientNum, ns, jobName, expected)
+	}
+	fmt.Fprintf(opts.Stderr, "paddlejob launch: waiting for %d pods of job %s/%s to run with an IP (timeout %s)\n", expected, ns, jobName, opts.Timeout)
+	pods, err := waitForPeers(ctx, c, ns, jobName, expected, opts.PollInterval, opts.Timeout, opts.Stderr)
+	if err != nil {
+		return peers{}, err
+	}
+	order, err := trainerOrder(pods)
+	if err != nil {
+		return peers{}, err
+	}
+	if !selfIP.IsValid() {
+		if selfIP, err = opts.findSelf(env, pods); err != nil {
+			return peers{}, err
+		}
+	}
+	id, err := trainerID(order, selfIP)
+	if err != nil {
+		return peers{}, err
+	}
+	return peers{namespace: ns, order: order, self: selfIP.Unmap(), id: id}, nil
 }
 
 // nodeLogDir is $JOB_PATH/$JOB_NAME/output/node_<id>, seed 001's log place.
@@ -254,10 +334,10 @@ func stageInputs(opts Options, env Env, jobDir string, id int) error {
 	return stageData(jobDir, id, opts.WorkDir, opts.DataMode, opts.Stderr)
 }
 
-// childEnv is the children's environment: the launcher's, plus seed 002's
-// TRAINER_ID and TRAINERS for trainers that read their rank from the
-// environment, and POD_IP as found, for a pserver that must know which
-// --pservers entry it is.
+// childEnv is the children's environment in legacy-flags mode: the
+// launcher's, plus seed 002's TRAINER_ID and TRAINERS for trainers that read
+// their rank from the environment, and POD_IP as found, for a pserver that
+// must know which --pservers entry it is.
 func childEnv(id, trainers int, self netip.Addr) []string {
 	env := append(os.Environ(), "TRAINER_ID="+strconv.Itoa(id), "TRAINERS="+strconv.Itoa(trainers))
 	if self.IsValid() {
@@ -266,41 +346,41 @@ func childEnv(id, trainers int, self netip.Addr) []string {
 	return env
 }
 
+// roleSpec is one process to run: its complete command line and
+// environment.
+type roleSpec struct {
+	argv []string
+	env  []string
+}
+
 // runSpec is what runProcesses runs.
 type runSpec struct {
-	pserverArgs  []string // nil: the trainer runs alone
-	trainerArgs  []string
+	pserver      *roleSpec // nil: the trainer runs alone
+	trainer      roleSpec
 	logDir       string
-	env          []string
 	othersDone   func() bool
 	trainerEnded func(code int)
 }
 
-// runProcesses runs the trainer, after the pserver when there are pserver
-// arguments, with their logs in the log directory.
+// runProcesses runs the trainer, after the pserver when there is one, with
+// their logs in the log directory.
 func runProcesses(ctx context.Context, opts Options, run runSpec) error {
 	if err := os.MkdirAll(run.logDir, 0o755); err != nil {
 		return fmt.Errorf("creating the log directory: %w", err)
 	}
 	stdout, stderr := &syncWriter{w: opts.Stdout}, &syncWriter{w: opts.Stderr}
-	spec := func(role, cmdline string, args []string, logName string) (processSpec, error) {
-		argv, err := shellwords.Split(cmdline)
-		if err == nil && len(argv) == 0 {
-			err = errors.New("the command is empty")
-		}
-		if err != nil {
-			return processSpec{}, fmt.Errorf("--%s-cmd: %w", role, err)
-		}
+	spec := func(role string, r roleSpec, logName string) processSpec {
 		return processSpec{
 			role:    role,
-			argv:    append(argv, args...),
+			argv:    r.argv,
 			dir:     opts.WorkDir,
-			env:     run.env,
+			env:     r.env,
 			logPath: filepath.Join(run.logDir, logName),
 			output:  stdout,
-		}, nil
+		}
 	}
 	s := &supervisor{
+		trainer:      spec("trainer", run.trainer, "train.log"),
 		trainerDelay: opts.TrainerDelay,
 		grace:        opts.GracePeriod,
 		signals:      opts.Signals,
@@ -310,15 +390,8 @@ func runProcesses(ctx context.Context, opts Options, run runSpec) error {
 		othersDone:   run.othersDone,
 		trainerEnded: run.trainerEnded,
 	}
-	var err error
-	if s.trainer, err = spec("trainer", opts.TrainerCmd, run.trainerArgs, "train.log"); err != nil {
-		return err
-	}
-	if run.pserverArgs != nil {
-		ps, err := spec("pserver", opts.PServerCmd, run.pserverArgs, "server.log")
-		if err != nil {
-			return err
-		}
+	if run.pserver != nil {
+		ps := spec("pserver", *run.pserver, "server.log")
 		s.pserver = &ps
 		fmt.Fprintf(stderr, "paddlejob launch: pserver: %q\n", ps.argv)
 	}

@@ -56,6 +56,9 @@ func newLaunchFixture(t *testing.T, ns, job string) *launchFixture {
 	f.env["KUBECONFIG"] = kubeconfig
 
 	f.opts = DefaultOptions()
+	// The fixture is seed 001's v1 setup; fleet-mode tests switch the mode
+	// and give a program instead of the two commands.
+	f.opts.Mode = ModeLegacyFlags
 	f.opts.PServerCmd = fakePServer
 	f.opts.TrainerCmd = fakeTrainer
 	f.opts.WorkDir = t.TempDir()
@@ -157,6 +160,8 @@ func TestLaunchTimesOutNamingMissingPods(t *testing.T) {
 
 	f := newLaunchFixture(t, ns, job)
 	f.env["POD_IP"] = "10.5.0.1"
+	f.opts.Mode, f.opts.PServerCmd, f.opts.TrainerCmd = ModeFleet, "", ""
+	f.opts.ExtraArgs = []string{"python", "train.py"}
 	f.opts.Timeout = time.Second
 	err := Run(context.Background(), f.opts)
 	want := "1 of 3 pods are running with an IP; waiting for: paddle-cluster-job-x7k2p (Pending), 1 pod not created yet"
@@ -208,6 +213,7 @@ func (n jobParallelism) JobParallelism(context.Context, string, string) (int, er
 func TestRunsAlone(t *testing.T) {
 	tests := []struct {
 		name      string
+		mode      Mode
 		noPServer bool
 		env       map[string]string
 		override  int
@@ -216,16 +222,22 @@ func TestRunsAlone(t *testing.T) {
 		wantErr   string
 	}{
 		{name: "seed 001", env: seed001Env, want: false},
+		{name: "seed 001, legacy", mode: ModeLegacyFlags, env: seed001Env, want: false},
 		{name: "--no-pserver", noPServer: true, env: seed001Env, want: true},
+		{name: "--no-pserver, legacy", mode: ModeLegacyFlags, noPServer: true, env: seed001Env, want: true},
 		{name: "seed 000: no variables", env: map[string]string{}, want: true},
+		{name: "seed 000: no variables, legacy", mode: ModeLegacyFlags, env: map[string]string{}, want: true},
 		{name: "one-pod Job without a port", env: map[string]string{"JOB_NAME": "q"}, jobPods: 1, want: true},
+		{name: "one-pod Job without a port, legacy", mode: ModeLegacyFlags, env: map[string]string{"JOB_NAME": "q"}, jobPods: 1, want: true},
 		{name: "PADDLE_PARALLELISM=1 without a port", env: map[string]string{"JOB_NAME": "q"}, override: 1, jobPods: 5, want: true},
-		{name: "three-pod Job without a port", env: map[string]string{"JOB_NAME": "q"}, jobPods: 3,
+		{name: "PADDLE_PARALLELISM=1 without a port, legacy", mode: ModeLegacyFlags, env: map[string]string{"JOB_NAME": "q"}, override: 1, jobPods: 5, want: true},
+		{name: "three-pod Job without a port: pservers on the default port", env: map[string]string{"JOB_NAME": "q"}, jobPods: 3, want: false},
+		{name: "three-pod Job without a port, legacy", mode: ModeLegacyFlags, env: map[string]string{"JOB_NAME": "q"}, jobPods: 3,
 			wantErr: "CONF_PADDLE_PORT is not set but job q runs 3 pods"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := Options{NoPServer: tt.noPServer, cluster: jobParallelism(tt.jobPods), Stderr: &bytes.Buffer{}}
+			opts := Options{Mode: tt.mode, NoPServer: tt.noPServer, cluster: jobParallelism(tt.jobPods), Stderr: &bytes.Buffer{}}
 			env := ReadEnv(func(k string) string { return tt.env[k] })
 			got, _, err := runsAlone(context.Background(), &opts, env, tt.override)
 			if tt.wantErr != "" {
@@ -245,6 +257,7 @@ func TestRunsAlone(t *testing.T) {
 // arguments alone, logging to the working directory.
 func TestLaunchSeed000WithoutCluster(t *testing.T) {
 	opts := DefaultOptions()
+	opts.Mode = ModeLegacyFlags
 	opts.WorkDir = t.TempDir()
 	opts.TrainerCmd = `sh -c 'echo trainer "$@"' trainer`
 	opts.ExtraArgs = []string{"--config=trainer_config.lr.py", "--save_dir=./output"}
@@ -264,6 +277,7 @@ func TestLaunchSeed000WithoutCluster(t *testing.T) {
 
 func TestLaunchReportsEnvironmentErrors(t *testing.T) {
 	opts := DefaultOptions()
+	opts.Mode = ModeLegacyFlags
 	opts.WorkDir = t.TempDir()
 	env := map[string]string{"JOB_NAME": "j", "CONF_PADDLE_PORT": "7164", "CONF_PADDLE_NIC": "eth0"}
 	opts.Getenv = func(k string) string { return env[k] }

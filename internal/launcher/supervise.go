@@ -171,7 +171,11 @@ func (s *supervisor) run(ctx context.Context) error {
 // trainers: until it exits, the other trainers are done, linger passes, or
 // a signal or ctx says to stop.
 func (s *supervisor) lingerPServer(ctx context.Context, pserver *process) {
-	if pserver.exited() || (s.othersDone != nil && s.othersDone()) {
+	if pserver.exited() {
+		return
+	}
+	if s.othersDone != nil && s.othersDone() {
+		fmt.Fprintln(s.log, "paddlejob launch: all trainers are done; stopping the pserver")
 		return
 	}
 	fmt.Fprintf(s.log, "paddlejob launch: the trainer is done; the pserver serves the other trainers until they are done (at most %s)\n", s.linger)

@@ -159,6 +159,30 @@ func TestSupervisorLingerEndsWithPServer(t *testing.T) {
 	}
 }
 
+// A pserver that never exits and ignores SIGTERM (as a Paddle pserver may
+// while busy) neither keeps the pod alive nor fails it: once the trainer
+// succeeded and the others are done it is killed after the grace period,
+// and the trainer's exit code stands.
+func TestSupervisorStopsPServerThatNeverExits(t *testing.T) {
+	r := newSupervisorRun(t, `trap '' TERM; echo $$ > pserver.pid; while :; do sleep 1; done`, `exit 0`)
+	r.s.trainerDelay = 200 * time.Millisecond
+	r.s.grace = 300 * time.Millisecond
+	r.s.othersDone = func() bool { return true }
+	took, err := r.run(context.Background())
+	if err != nil {
+		t.Fatalf("run() = %v, want nil: the trainer succeeded", err)
+	}
+	if took > 5*time.Second {
+		t.Errorf("took %s with a grace period of %s", took, r.s.grace)
+	}
+	if alive(t, filepath.Join(r.dir, "pserver.pid")) {
+		t.Error("the pserver still runs")
+	}
+	if !strings.Contains(r.stderr.String(), "all trainers are done; stopping the pserver") {
+		t.Errorf("stderr %q does not say why the pserver stopped", r.stderr)
+	}
+}
+
 func TestSupervisorPServerFailureStopsTrainer(t *testing.T) {
 	r := newSupervisorRun(t, `sleep 0.3; exit 7`, `echo $$ > trainer.pid; exec sleep 60`)
 	took, err := r.run(context.Background())
