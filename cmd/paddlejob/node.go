@@ -71,10 +71,31 @@ then stops every pod.`,
 	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "when set, the kubelet API requires client certificates signed by this CA")
 	f.StringVar(&cfg.ImageTableFile, "image-table", "", "YAML file mapping images to local commands, merged over the built-in entries")
 	f.IntVar(&cfg.MaxPods, "max-pods", cfg.MaxPods, "pods the node accepts")
-	f.Func("capacity", "resources to advertise instead of the host's, e.g. cpu=64,memory=256Gi (requests are not enforced)", func(v string) error {
+	f.Func("capacity", "resources to advertise instead of the host's, e.g. cpu=64,memory=256Gi,nvidia.com/gpu=4 (requests are not enforced; GPUs are emulated); may be repeated", func(v string) error {
 		list, err := parseResourceList(v)
-		cfg.Capacity = list
-		return err
+		if err != nil {
+			return err
+		}
+		if cfg.Capacity == nil {
+			cfg.Capacity = corev1.ResourceList{}
+		}
+		for name, q := range list {
+			cfg.Capacity[name] = q
+		}
+		return nil
+	})
+	f.Func("node-labels", "labels to add to the Node, e.g. accelerator=nvidia-tesla-p100,zone=lab; may be repeated", func(v string) error {
+		labels, err := node.ParseNodeLabels(v)
+		if err != nil {
+			return err
+		}
+		if cfg.NodeLabels == nil {
+			cfg.NodeLabels = map[string]string{}
+		}
+		for k, l := range labels {
+			cfg.NodeLabels[k] = l
+		}
+		return nil
 	})
 	f.StringVar(&cfg.Bwrap, "bwrap", "", "path of bubblewrap (default: bwrap on PATH)")
 	f.IntVar(&verbosity, "v", 0, "log verbosity (higher logs more)")
@@ -89,11 +110,11 @@ func parseResourceList(s string) (corev1.ResourceList, error) {
 		if !ok {
 			return nil, fmt.Errorf("%q: want NAME=QUANTITY", kv)
 		}
-		q, err := resource.ParseQuantity(value)
+		q, err := resource.ParseQuantity(strings.TrimSpace(value))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		out[corev1.ResourceName(name)] = q
+		out[corev1.ResourceName(strings.TrimSpace(name))] = q
 	}
-	return out, nil
+	return out, node.ValidateCapacity(out)
 }

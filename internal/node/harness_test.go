@@ -23,6 +23,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -150,7 +151,8 @@ func newTestNode(t *testing.T, cfg *rest.Config, name string, withClientCA bool)
 		t.Fatal(err)
 	}
 	tableFile := filepath.Join(stateDir, "images.yaml")
-	if err := os.WriteFile(tableFile, []byte("images:\n  example.com/sleeper:v1:\n    command: [\"sleep\"]\n    args: [\"1000\"]\n"), 0o644); err != nil {
+	table := "images:\n  example.com/sleeper:v1:\n    command: [\"sleep\"]\n    args: [\"1000\"]\n" + writeLocalImages(t, stateDir)
+	if err := os.WriteFile(tableFile, []byte(table), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	httpClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
@@ -162,6 +164,9 @@ func newTestNode(t *testing.T, cfg *rest.Config, name string, withClientCA bool)
 		ImageTableFile:      tableFile,
 		ShutdownGracePeriod: 2 * time.Second,
 		Log:                 fileLogger(t, filepath.Join(stateDir, "node.log")),
+		// Emulated GPUs, as the local cluster offers them.
+		Capacity:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")},
+		NodeLabels: map[string]string{"accelerator": "nvidia-tesla-p100"},
 	}
 	if withClientCA {
 		caFile, clientCert := testClientCA(t, stateDir)

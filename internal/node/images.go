@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -13,6 +15,8 @@ import (
 
 // ImageEntry says how a container of an image runs on this machine, since the
 // node pulls no images: Command plays the image's ENTRYPOINT and Args its CMD.
+// Files and HostPaths give it a file system of its own, as an image has; a
+// Context builds all of it from a Dockerfile (see dockerfile.go).
 type ImageEntry struct {
 	Command    []string          `json:"command,omitempty"`
 	Args       []string          `json:"args,omitempty"`
@@ -21,6 +25,27 @@ type ImageEntry struct {
 	// OverrideCommand makes Command and Args replace the container's own
 	// command, so manifests written for a real image run a local equivalent.
 	OverrideCommand bool `json:"overrideCommand,omitempty"`
+	// Files are the image's own files. Each container gets a private,
+	// writable copy of them (as a container's writable layer), made in the
+	// pod's directory when it starts and removed with the pod; later entries
+	// are copied over earlier ones.
+	Files []ImageFile `json:"files,omitempty"`
+	// HostPaths are host directories the image's programs need, such as a
+	// language runtime (a Python venv and its base interpreter's prefix),
+	// bound read-only at the same path.
+	HostPaths []string `json:"hostPaths,omitempty"`
+	// Context is a Docker build context: a directory holding a Dockerfile,
+	// interpreted into the entry when the table is loaded. The entry's other
+	// fields apply over what the Dockerfile gives (see resolveContexts).
+	Context string `json:"context,omitempty"`
+}
+
+// ImageFile is a file or directory of an image: Source on the host, copied
+// to Path in the container. A directory's content is copied into Path,
+// merging with what earlier files put there.
+type ImageFile struct {
+	Source string `json:"source"`
+	Path   string `json:"path"`
 }
 
 // imageTableFile is the --image-table file format.
@@ -42,15 +67,15 @@ func builtinImages() map[string]ImageEntry {
 // "*"; an exact tag wins over a bare name, which wins over the longest prefix.
 type ImageTable struct {
 	// file is where the entries came from, for messages; empty without one.
-	file     string
-	tagged   map[string]ImageEntry // "name:tag"
-	anyTag   map[string]ImageEntry // "name"
-	prefixes []imagePrefix         // longest first
-}
-
-type imagePrefix struct {
-	prefix string
-	entry  ImageEntry
+	file string
+	// entries are by normalized key; tagged, anyTag and prefixes index them.
+	entries  map[string]ImageEntry
+	tagged   map[string]bool // "name:tag"
+	anyTag   map[string]bool // "name"
+	prefixes []string        // without the "*", longest first
+	// warnings are about the entries, for the node to log once: what their
+	// Dockerfiles ask and local images cannot do.
+	warnings []string
 }
 
 // LoadImageTable reads the table file at path (none when empty) and merges
@@ -68,7 +93,11 @@ func LoadImageTable(path string) (*ImageTable, error) {
 		}
 		entries = mergeImageEntries(entries, file)
 	}
-	return newImageTable(path, entries)
+	t, err := newImageTable(path, entries)
+	if err != nil && path != "" {
+		return nil, fmt.Errorf("image table %s: %w", path, err)
+	}
+	return t, err
 }
 
 func parseImageTable(data []byte) (map[string]ImageEntry, error) {
@@ -92,48 +121,100 @@ func mergeImageEntries(base, over map[string]ImageEntry) map[string]ImageEntry {
 	return merged
 }
 
+// newImageTable indexes the entries, builds those with a context, and checks
+// them all.
 func newImageTable(file string, entries map[string]ImageEntry) (*ImageTable, error) {
-	t := &ImageTable{file: file, tagged: map[string]ImageEntry{}, anyTag: map[string]ImageEntry{}}
-	var errs []error
+	t := &ImageTable{file: file, entries: map[string]ImageEntry{}, tagged: map[string]bool{}, anyTag: map[string]bool{}}
 	for key, e := range entries {
-		if e.OverrideCommand && len(e.Command) == 0 {
-			errs = append(errs, fmt.Errorf("image %q: overrideCommand needs a command", key))
-		}
 		key = normalizeImage(key)
+		t.entries[key] = e
 		switch {
 		case strings.HasSuffix(key, "*"):
-			t.prefixes = append(t.prefixes, imagePrefix{prefix: strings.TrimSuffix(key, "*"), entry: e})
+			t.prefixes = append(t.prefixes, strings.TrimSuffix(key, "*"))
 		case hasTag(key):
-			t.tagged[key] = e
+			t.tagged[key] = true
 		default:
-			t.anyTag[key] = e
+			t.anyTag[key] = true
 		}
 	}
 	sort.Slice(t.prefixes, func(i, j int) bool {
-		if len(t.prefixes[i].prefix) != len(t.prefixes[j].prefix) {
-			return len(t.prefixes[i].prefix) > len(t.prefixes[j].prefix)
+		if len(t.prefixes[i]) != len(t.prefixes[j]) {
+			return len(t.prefixes[i]) > len(t.prefixes[j])
 		}
-		return t.prefixes[i].prefix < t.prefixes[j].prefix
+		return t.prefixes[i] < t.prefixes[j]
 	})
+	errs := []error{t.resolveContexts()}
+	for _, key := range sortedEntryKeys(t.entries) {
+		if err := checkImageEntry(t.entries[key]); err != nil {
+			errs = append(errs, fmt.Errorf("image %q: %w", key, err))
+		}
+	}
 	return t, errors.Join(errs...)
+}
+
+// checkImageEntry checks an entry once its context is built.
+func checkImageEntry(e ImageEntry) error {
+	var errs []error
+	if e.OverrideCommand && len(e.Command) == 0 {
+		errs = append(errs, errors.New("overrideCommand needs a command"))
+	}
+	for _, f := range e.Files {
+		if !filepath.IsAbs(f.Source) {
+			errs = append(errs, fmt.Errorf("files: source %q must be an absolute path", f.Source))
+		}
+		if err := checkImagePath(f.Path); err != nil {
+			errs = append(errs, fmt.Errorf("files: %w", err))
+		}
+	}
+	for _, p := range e.HostPaths {
+		if !path.IsAbs(p) || path.Clean(p) == "/" {
+			errs = append(errs, fmt.Errorf("hostPaths: %q must be an absolute path other than /", p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkImagePath checks where an image file goes in the sandbox: an absolute
+// path outside the sandbox's own /proc and /dev.
+func checkImagePath(p string) error {
+	if !path.IsAbs(p) {
+		return fmt.Errorf("path %q must be absolute", p)
+	}
+	if p = path.Clean(p); isUnder(p, "/proc") || isUnder(p, "/dev") {
+		return fmt.Errorf("path %s: /proc and /dev are the sandbox's own", p)
+	}
+	return nil
+}
+
+// Warnings are what the entries ask that the node does not do, such as the
+// RUN instructions of their Dockerfiles; the node logs them at start.
+func (t *ImageTable) Warnings() []string { return t.warnings }
+
+// lookupKey finds the key of the entry for an image reference.
+func (t *ImageTable) lookupKey(image string) (string, bool) {
+	ref := normalizeImage(image)
+	name, tag := splitImage(ref)
+	if t.tagged[name+":"+tag] {
+		return name + ":" + tag, true
+	}
+	if t.anyTag[name] {
+		return name, true
+	}
+	for _, p := range t.prefixes {
+		if strings.HasPrefix(ref, p) {
+			return p + "*", true
+		}
+	}
+	return "", false
 }
 
 // Lookup finds the entry for an image reference.
 func (t *ImageTable) Lookup(image string) (ImageEntry, bool) {
-	ref := normalizeImage(image)
-	name, tag := splitImage(ref)
-	if e, ok := t.tagged[name+":"+tag]; ok {
-		return e, true
+	key, ok := t.lookupKey(image)
+	if !ok {
+		return ImageEntry{}, false
 	}
-	if e, ok := t.anyTag[name]; ok {
-		return e, true
-	}
-	for _, p := range t.prefixes {
-		if strings.HasPrefix(ref, p.prefix) {
-			return p.entry, true
-		}
-	}
-	return ImageEntry{}, false
+	return t.entries[key], true
 }
 
 // unknownImageMessage tells the user how to make an image runnable.
@@ -200,6 +281,15 @@ func containerArgv(c *corev1.Container, entry ImageEntry, known bool) ([]string,
 		return nil, fmt.Errorf("no command to run for image %q: neither the container nor the image table gives one", c.Image)
 	}
 	return argv, nil
+}
+
+func sortedEntryKeys(m map[string]ImageEntry) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func sortedKeys(m map[string]string) []string {

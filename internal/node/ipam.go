@@ -13,7 +13,7 @@ type ipRange struct {
 	first, last uint32
 }
 
-// parseIPRange parses "FIRST-LAST", e.g. "127.0.1.1-127.0.255.254".
+// parseIPRange parses "FIRST-LAST", e.g. "127.1.0.100-127.1.255.254".
 func parseIPRange(s string) (ipRange, error) {
 	lo, hi, ok := strings.Cut(s, "-")
 	if !ok {
@@ -52,6 +52,67 @@ func (r ipRange) size() uint64      { return uint64(r.last) - uint64(r.first) + 
 func (r ipRange) String() string    { return formatIPv4(r.first) + "-" + formatIPv4(r.last) }
 func (r ipRange) has(v uint32) bool { return v >= r.first && v <= r.last }
 
+// Pods get only addresses whose last octet has three digits, 100 to 254, and
+// never one of 127.0.0.100-127.0.0.199. PaddlePaddle's launcher finds its own
+// endpoints among its peers' with endpoint.startswith(podIP), and switches
+// every endpoint to the host when "127.0.0.1" appears anywhere in the list:
+// with a three-digit last octet no pod IP is a prefix of another's endpoint
+// ("127.1.0.1" would be of "127.1.0.12:6170"), and no pod IP contains
+// "127.0.0.1".
+const (
+	minLastOctet = 100
+	maxLastOctet = 254
+)
+
+// localhostBlock is 127.0.0.100-127.0.0.199, whose addresses contain
+// "127.0.0.1".
+var localhostBlock = ipRange{first: 0x7f000064, last: 0x7f0000c7}
+
+// usableIP reports whether the allocator may hand out v.
+func usableIP(v uint32) bool {
+	last := v & 0xff
+	return last >= minLastOctet && last <= maxLastOctet && !localhostBlock.has(v)
+}
+
+// nextUsable is the first usable address at or after v in r, and false when
+// there is none.
+func (r ipRange) nextUsable(v uint32) (uint32, bool) {
+	for v >= r.first && v <= r.last {
+		switch {
+		case localhostBlock.has(v):
+			v = localhostBlock.last + 1
+		case v&0xff < minLastOctet:
+			v = v&^0xff | minLastOctet
+		case v&0xff > maxLastOctet:
+			if v|0xff == 0xffffffff {
+				return 0, false
+			}
+			v = (v | 0xff) + 1 + minLastOctet
+		default:
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// usable counts the addresses of r the allocator may hand out.
+func (r ipRange) usable() uint64 {
+	var n uint64
+	for block := uint64(r.first &^ 0xff); block <= uint64(r.last); block += 256 {
+		lo := max(block+minLastOctet, uint64(r.first))
+		hi := min(block+maxLastOctet, uint64(r.last))
+		if lo <= hi {
+			n += hi - lo + 1
+		}
+	}
+	lo := max(localhostBlock.first, r.first)
+	hi := min(localhostBlock.last, r.last)
+	if lo <= hi {
+		n -= uint64(hi-lo) + 1
+	}
+	return n
+}
+
 // ipAllocator hands each live pod an address of its own. It allocates next-fit
 // (the address after the last one handed out) so that a released address is
 // not reused at once, while peers may still know it as the old pod's.
@@ -62,16 +123,26 @@ type ipAllocator struct {
 	byOwner  map[string]uint32
 	owners   map[uint32]string
 	next     uint32
+	// capacity is how many pods the range holds: its usable addresses but
+	// the reserved ones.
+	capacity uint64
 }
 
-// newIPAllocator allocates from r, never handing out the reserved addresses
-// (the node's own, when it falls in the range).
+// newIPAllocator allocates the usable addresses of r (see usableIP), never
+// handing out the reserved ones (the node's own, when it falls in the range).
 func newIPAllocator(r ipRange, reserved ...string) *ipAllocator {
 	a := &ipAllocator{r: r, reserved: map[uint32]bool{}, byOwner: map[string]uint32{}, owners: map[uint32]string{}, next: r.first}
+	a.capacity = r.usable()
 	for _, s := range reserved {
-		if v, err := parseIPv4(s); err == nil {
+		if v, err := parseIPv4(s); err == nil && !a.reserved[v] {
 			a.reserved[v] = true
+			if r.has(v) && usableIP(v) {
+				a.capacity--
+			}
 		}
+	}
+	if v, ok := r.nextUsable(r.first); ok {
+		a.next = v
 	}
 	return a
 }
@@ -88,19 +159,22 @@ func (a *ipAllocator) allocate(owner, preferred string) (string, error) {
 	if v, err := parseIPv4(preferred); err == nil && a.free(v) {
 		return a.assign(owner, v), nil
 	}
+	if a.capacity == 0 {
+		return "", fmt.Errorf("no pod IP in %s: the range has no address whose last octet is %d-%d (other than the node's), which is all pods are given", a.r, minLastOctet, maxLastOctet)
+	}
 	v := a.next
-	for range a.r.size() {
+	for range a.capacity + uint64(len(a.reserved)) {
 		if a.free(v) {
 			return a.assign(owner, v), nil
 		}
 		v = a.after(v)
 	}
-	return "", fmt.Errorf("no free pod IP in %s: all %d addresses are held by live pods", a.r, len(a.owners))
+	return "", fmt.Errorf("no free pod IP in %s: all %d addresses pods can have in it are held by live pods", a.r, a.capacity)
 }
 
 func (a *ipAllocator) free(v uint32) bool {
 	_, taken := a.owners[v]
-	return a.r.has(v) && !taken && !a.reserved[v]
+	return a.r.has(v) && usableIP(v) && !taken && !a.reserved[v]
 }
 
 func (a *ipAllocator) assign(owner string, v uint32) string {
@@ -110,11 +184,15 @@ func (a *ipAllocator) assign(owner string, v uint32) string {
 	return formatIPv4(v)
 }
 
+// after is the usable address after v, wrapping around to the first.
 func (a *ipAllocator) after(v uint32) uint32 {
-	if v >= a.r.last {
-		return a.r.first
+	if v < a.r.last {
+		if next, ok := a.r.nextUsable(v + 1); ok {
+			return next
+		}
 	}
-	return v + 1
+	next, _ := a.r.nextUsable(a.r.first)
+	return next
 }
 
 // release frees owner's address, if it holds one.

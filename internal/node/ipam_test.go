@@ -2,22 +2,28 @@ package node
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
 func TestParseIPRange(t *testing.T) {
 	tests := []struct {
-		in      string
-		size    uint64
-		wantErr bool
+		in           string
+		size, usable uint64
+		wantErr      bool
 	}{
-		{"127.0.1.1-127.0.255.254", 254*256 + 254, false},
-		{"10.0.0.1-10.0.0.1", 1, false},
-		{" 127.0.0.2 - 127.0.0.3 ", 2, false},
-		{"127.0.0.3-127.0.0.2", 0, true},
-		{"127.0.0.1", 0, true},
-		{"::1-::2", 0, true},
-		{"a-b", 0, true},
+		{DefaultPodIPRange, 255*256 + 155, 256 * 155, false},
+		{"127.0.1.1-127.0.255.254", 254*256 + 254, 255 * 155, false},
+		{"10.0.0.1-10.0.0.1", 1, 0, false},
+		{"10.0.0.150-10.0.0.150", 1, 1, false},
+		{"10.0.0.200-10.0.1.120", 177, 55 + 21, false},
+		{"127.0.0.2-127.0.1.100", 355, 55 + 1, false}, // 127.0.0.100-199 contain "127.0.0.1"
+		{" 127.0.0.2 - 127.0.0.3 ", 2, 0, false},
+		{"255.255.255.0-255.255.255.255", 256, 155, false},
+		{"127.0.0.3-127.0.0.2", 0, 0, true},
+		{"127.0.0.1", 0, 0, true},
+		{"::1-::2", 0, 0, true},
+		{"a-b", 0, 0, true},
 	}
 	for _, tc := range tests {
 		r, err := parseIPRange(tc.in)
@@ -25,15 +31,73 @@ func TestParseIPRange(t *testing.T) {
 			t.Errorf("parseIPRange(%q) error %v, want error %v", tc.in, err, tc.wantErr)
 			continue
 		}
-		if err == nil && r.size() != tc.size {
+		if err != nil {
+			continue
+		}
+		if r.size() != tc.size {
 			t.Errorf("parseIPRange(%q) has %d addresses, want %d", tc.in, r.size(), tc.size)
+		}
+		if r.usable() != tc.usable {
+			t.Errorf("parseIPRange(%q) has %d usable addresses, want %d", tc.in, r.usable(), tc.usable)
+		}
+		// usable agrees with usableIP, address by address.
+		var n uint64
+		for v := uint64(r.first); v <= uint64(r.last); v++ {
+			if usableIP(uint32(v)) {
+				n++
+			}
+		}
+		if n != r.usable() {
+			t.Errorf("parseIPRange(%q): usable() = %d, counted %d", tc.in, r.usable(), n)
+		}
+	}
+}
+
+// TestPodIPsAreSafeForPaddle checks what PaddlePaddle's launcher relies on:
+// no pod IP is a string prefix of another pod's endpoint, and none contains
+// "127.0.0.1".
+func TestPodIPsAreSafeForPaddle(t *testing.T) {
+	for _, s := range []string{DefaultPodIPRange, "127.0.0.1-127.0.2.255"} {
+		r, _ := parseIPRange(s)
+		a := newIPAllocator(r, DefaultNodeIP)
+		var ips []string
+		for i := range r.usable() {
+			ip, err := a.allocate(fmt.Sprint(i), "")
+			if err != nil {
+				t.Fatalf("%s: allocation %d: %v", s, i, err)
+			}
+			ips = append(ips, ip)
+		}
+		if _, err := a.allocate("one-more", ""); err == nil {
+			t.Fatalf("%s: more than %d addresses handed out", s, r.usable())
+		}
+		byPrefix := map[string]bool{}
+		for _, ip := range ips {
+			if strings.Contains(ip, "127.0.0.1") {
+				t.Errorf("%s: pod IP %s contains 127.0.0.1", s, ip)
+			}
+			last := ip[strings.LastIndex(ip, ".")+1:]
+			if len(last) != 3 {
+				t.Errorf("%s: pod IP %s has a last octet of %d digits", s, ip, len(last))
+			}
+			byPrefix[ip] = true
+		}
+		// A prefix of "ip:port" that is another IP would end in a digit
+		// before the colon: only shorter last octets could be.
+		for _, ip := range ips {
+			endpoint := ip + ":6170"
+			for i := len(ip) - 1; i > strings.LastIndex(ip, "."); i-- {
+				if byPrefix[endpoint[:i]] {
+					t.Errorf("%s: pod IP %s is a prefix of %s", s, endpoint[:i], endpoint)
+				}
+			}
 		}
 	}
 }
 
 func TestIPAllocator(t *testing.T) {
-	r, _ := parseIPRange("127.0.1.1-127.0.1.4")
-	a := newIPAllocator(r, "127.0.1.2") // the node's own address
+	r, _ := parseIPRange("127.1.0.1-127.1.0.103")
+	a := newIPAllocator(r, "127.1.0.101") // the node's own address
 	alloc := func(owner, preferred string) string {
 		t.Helper()
 		ip, err := a.allocate(owner, preferred)
@@ -45,18 +109,19 @@ func TestIPAllocator(t *testing.T) {
 	steps := []struct {
 		do, owner, preferred, want string
 	}{
-		{"alloc", "a", "", "127.0.1.1"},
-		{"alloc", "a", "", "127.0.1.1"}, // same owner, same address
-		{"alloc", "b", "", "127.0.1.3"}, // the reserved one is skipped
-		{"alloc", "c", "", "127.0.1.4"},
+		{"alloc", "a", "", "127.1.0.100"}, // .1-.99 are never handed out
+		{"alloc", "a", "", "127.1.0.100"}, // same owner, same address
+		{"alloc", "b", "", "127.1.0.102"}, // the reserved one is skipped
+		{"alloc", "c", "", "127.1.0.103"},
 		{"exhausted", "d", "", ""},
 		{"release", "b", "", ""},
-		{"alloc", "d", "", "127.0.1.3"},
+		{"alloc", "d", "", "127.1.0.102"},
 		{"release", "a", "", ""},
 		{"release", "c", "", ""},
-		{"alloc", "e", "127.0.1.4", "127.0.1.4"}, // a free preferred address is kept
-		{"alloc", "f", "127.0.1.3", "127.0.1.1"}, // a taken one is not
-		{"alloc", "g", "10.0.0.1", ""},           // out of range: exhausted anyway
+		{"alloc", "e", "127.1.0.103", "127.1.0.103"}, // a free preferred address is kept
+		{"alloc", "f", "127.1.0.102", "127.1.0.100"}, // a taken one is not
+		{"alloc", "g", "127.1.0.50", ""},             // nor an unusable one: exhausted anyway
+		{"alloc", "h", "10.0.0.1", ""},               // out of range: exhausted anyway
 	}
 	for i, s := range steps {
 		switch s.do {
@@ -71,8 +136,13 @@ func TestIPAllocator(t *testing.T) {
 				t.Fatalf("step %d: allocate(%s) = %s, want %s", i, s.owner, got, s.want)
 			}
 		case "exhausted":
-			if _, err := a.allocate(s.owner, ""); err == nil {
+			_, err := a.allocate(s.owner, "")
+			if err == nil {
 				t.Fatalf("step %d: allocation beyond the range succeeded", i)
+			}
+			// .100, .102 and .103: the node's .101 does not count.
+			if !strings.Contains(err.Error(), "all 3 addresses") {
+				t.Errorf("step %d: exhaustion error %q does not give the range's capacity, 3", i, err)
 			}
 		case "release":
 			a.release(s.owner)
@@ -80,25 +150,35 @@ func TestIPAllocator(t *testing.T) {
 	}
 }
 
+func TestIPAllocatorWithoutUsableAddresses(t *testing.T) {
+	r, _ := parseIPRange("127.1.0.1-127.1.0.99")
+	if _, err := newIPAllocator(r).allocate("a", ""); err == nil || !strings.Contains(err.Error(), "100-254") {
+		t.Errorf("a range without usable addresses: %v", err)
+	}
+}
+
 func TestIPAllocatorIsNextFitAndUnique(t *testing.T) {
-	r, _ := parseIPRange("127.0.1.1-127.0.1.100")
+	r, _ := parseIPRange("127.1.0.150-127.1.1.120")
 	a := newIPAllocator(r)
 	seen := map[string]bool{}
-	for i := range 100 {
+	for i := range 126 { // .150-.254, then 127.1.1.100-.120
 		ip, err := a.allocate(fmt.Sprint(i), "")
 		if err != nil || seen[ip] {
 			t.Fatalf("allocation %d: %s, %v (duplicate %v)", i, ip, err, seen[ip])
 		}
 		seen[ip] = true
 	}
-	a.release("10")
-	a.release("20")
+	if !seen["127.1.0.254"] || !seen["127.1.1.100"] || seen["127.1.0.255"] || seen["127.1.1.0"] {
+		t.Errorf("addresses handed out: %v", seen)
+	}
+	a.release("10")  // 127.1.0.160
+	a.release("110") // 127.1.1.105
 	// The next one goes to the first freed address after the last handed out,
 	// wrapping around.
-	if ip, _ := a.allocate("x", ""); ip != "127.0.1.11" {
-		t.Errorf("after releasing, got %s, want 127.0.1.11", ip)
+	if ip, _ := a.allocate("x", ""); ip != "127.1.0.160" {
+		t.Errorf("after releasing, got %s, want 127.1.0.160", ip)
 	}
-	if ip, _ := a.allocate("y", ""); ip != "127.0.1.21" {
-		t.Errorf("then %s, want 127.0.1.21", ip)
+	if ip, _ := a.allocate("y", ""); ip != "127.1.1.105" {
+		t.Errorf("then %s, want 127.1.1.105", ip)
 	}
 }

@@ -39,7 +39,7 @@ import (
 const (
 	DefaultNodeName            = "paddlejob-node"
 	DefaultNodeIP              = "127.0.0.1"
-	DefaultPodIPRange          = "127.0.1.1-127.0.255.254"
+	DefaultPodIPRange          = "127.1.0.100-127.1.255.254"
 	DefaultKubeletPort         = 10250
 	DefaultMaxPods             = 500
 	DefaultShutdownGracePeriod = 5 * time.Second
@@ -75,8 +75,14 @@ type Config struct {
 	MaxPods        int
 	// Capacity overrides resources of the host's capacity. The node does
 	// not enforce requests or limits, so a development machine may advertise
-	// more than it has to schedule jobs sized for a real cluster.
+	// more than it has to schedule jobs sized for a real cluster. It may add
+	// extended resources: nvidia.com/gpu makes the node offer emulated GPUs
+	// (see gpuEnv).
 	Capacity corev1.ResourceList
+	// NodeLabels are added to the Node's labels (e.g. accelerator:
+	// nvidia-tesla-p100 for pods with that nodeSelector); see
+	// ValidateNodeLabels.
+	NodeLabels map[string]string
 	// Bwrap is bubblewrap's path; empty looks it up on PATH.
 	Bwrap string
 	// ShutdownGracePeriod caps each pod's grace period when the node stops.
@@ -131,15 +137,21 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, w := range images.Warnings() {
+		cfg.Log.Info("Warning: "+w, "imageTable", cfg.ImageTableFile)
+	}
 	ipRange, err := parseIPRange(cfg.PodIPRange)
 	if err != nil {
 		return nil, err
 	}
-	capacity, err := hostCapacity(cfg.MaxPods, stateDir)
-	for name, q := range cfg.Capacity {
-		capacity[name] = q
+	if usable := ipRange.usable(); usable == 0 {
+		return nil, fmt.Errorf("pod IP range %s holds no address pods can have: pods get only addresses whose last octet is %d-%d (and none of 127.0.0.100-127.0.0.199)", ipRange, minLastOctet, maxLastOctet)
 	}
+	capacity, err := nodeCapacity(cfg.MaxPods, stateDir, cfg.Capacity)
 	if err != nil {
+		return nil, err
+	}
+	if err := ValidateNodeLabels(cfg.NodeLabels); err != nil {
 		return nil, err
 	}
 	if cfg.Bwrap != "" {
@@ -241,6 +253,9 @@ func New(cfg Config) (*Node, error) {
 	}
 
 	n.node = nodeObject(cfg.NodeName, cfg.NodeIP, n.server.port(), capacity, hostSystemInfo())
+	for k, v := range cfg.NodeLabels {
+		n.node.Labels[k] = v
+	}
 	n.nodeStatus = vknode.NewNaiveNodeProvider()
 	nodes := client.CoreV1().Nodes()
 	n.nodes, err = vknode.NewNodeController(n.nodeStatus, n.node.DeepCopy(), nodes,
@@ -323,7 +338,7 @@ func (n *Node) Run(ctx context.Context) error {
 		log.Error(err, "Pods cannot start on this node until bubblewrap is installed")
 	}
 	// Pods are started afresh: leftovers of an earlier run are stale.
-	if err := os.RemoveAll(n.provider.podsDir()); err != nil {
+	if err := removeTree(n.provider.podsDir()); err != nil {
 		return fmt.Errorf("cleaning the pods directory: %w", err)
 	}
 

@@ -3,9 +3,12 @@ package node
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/paddlejob/paddlejob/internal/kubebin"
 )
@@ -60,6 +64,101 @@ func setNodeReady(n *corev1.Node, now metav1.Time) {
 			c.LastTransitionTime = now
 		}
 	}
+}
+
+// nodeCapacity is the host's capacity (see hostCapacity) with the resources
+// of over replacing or adding to it; over is checked with ValidateCapacity.
+func nodeCapacity(maxPods int, stateDir string, over corev1.ResourceList) (corev1.ResourceList, error) {
+	if err := ValidateCapacity(over); err != nil {
+		return nil, err
+	}
+	capacity, err := hostCapacity(maxPods, stateDir)
+	if err != nil {
+		return nil, err
+	}
+	for name, q := range over {
+		capacity[name] = q
+	}
+	return capacity, nil
+}
+
+// ValidateCapacity checks resources to advertise: qualified names, no
+// negative quantity, and whole numbers of extended resources (such as
+// nvidia.com/gpu), as the API requires of them.
+func ValidateCapacity(list corev1.ResourceList) error {
+	var errs []error
+	for _, name := range sortedResourceNames(list) {
+		q := list[name]
+		if msgs := validation.IsQualifiedName(string(name)); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("capacity: resource name %q: %s", name, strings.Join(msgs, "; ")))
+			continue
+		}
+		if q.Sign() < 0 {
+			errs = append(errs, fmt.Errorf("capacity: %s=%s is negative", name, q.String()))
+		}
+		if isExtendedResource(name) && q.MilliValue()%1000 != 0 {
+			errs = append(errs, fmt.Errorf("capacity: %s=%s: an extended resource must be a whole number", name, q.String()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isExtendedResource reports whether name is a resource of a domain other
+// than kubernetes.io, such as nvidia.com/gpu.
+func isExtendedResource(name corev1.ResourceName) bool {
+	domain, _, ok := strings.Cut(string(name), "/")
+	return ok && domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io") && !strings.HasPrefix(string(name), corev1.DefaultResourceRequestsPrefix)
+}
+
+func sortedResourceNames(list corev1.ResourceList) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(list))
+	for name := range list {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	return names
+}
+
+// nodeOwnLabels are the labels the node sets itself, which --node-labels
+// may not change.
+var nodeOwnLabels = []string{corev1.LabelHostname, corev1.LabelOSStable, corev1.LabelArchStable}
+
+// ParseNodeLabels reads --node-labels: KEY=VALUE pairs separated by commas
+// ("accelerator=nvidia-tesla-p100,zone=lab"), checked by ValidateNodeLabels.
+// An empty string is no labels.
+func ParseNodeLabels(s string) (map[string]string, error) {
+	labels := map[string]string{}
+	if strings.TrimSpace(s) == "" {
+		return labels, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return nil, fmt.Errorf("node label %q: want KEY=VALUE", strings.TrimSpace(kv))
+		}
+		labels[k] = v
+	}
+	return labels, ValidateNodeLabels(labels)
+}
+
+// ValidateNodeLabels checks labels for the Node: keys and values as the API
+// requires them of labels, and none of the labels the node sets itself
+// (kubernetes.io/hostname, os, arch).
+func ValidateNodeLabels(labels map[string]string) error {
+	var errs []error
+	for _, k := range sortedKeys(labels) {
+		v := labels[k]
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("node label key %q is not valid: %s", k, strings.Join(msgs, "; ")))
+		}
+		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("node label %s=%q: the value is not valid: %s", k, v, strings.Join(msgs, "; ")))
+		}
+		if slices.Contains(nodeOwnLabels, k) {
+			errs = append(errs, fmt.Errorf("node label %s is set by the node itself and cannot be given", k))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // hostCapacity is the host's CPUs, memory and the state directory's disk,

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +46,60 @@ func TestNodeObject(t *testing.T) {
 	for _, c := range n.Status.Conditions {
 		if c.Type != corev1.NodeReady && c.Status != corev1.ConditionFalse {
 			t.Errorf("pressure condition %s = %s", c.Type, c.Status)
+		}
+	}
+}
+
+func TestNodeCapacity(t *testing.T) {
+	over := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4"), corev1.ResourceCPU: resource.MustParse("64")}
+	got, err := nodeCapacity(10, t.TempDir(), over)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Cpu().Equal(resource.MustParse("64")) || !got.Pods().Equal(resource.MustParse("10")) || got.Memory().IsZero() {
+		t.Errorf("capacity %v", got)
+	}
+	if q := got["nvidia.com/gpu"]; !q.Equal(resource.MustParse("4")) {
+		t.Errorf("nvidia.com/gpu = %v, want 4", q.String())
+	}
+	// The host's capacity cannot be read: an error, not a panic on the
+	// overrides.
+	if _, err := nodeCapacity(10, "/nonexistent/state", over); err == nil {
+		t.Error("no error for a state directory that cannot be read")
+	}
+	for _, bad := range []corev1.ResourceList{
+		{"nvidia.com/gpu": resource.MustParse("0.5")},
+		{corev1.ResourceCPU: resource.MustParse("-1")},
+		{"bad name!": resource.MustParse("1")},
+	} {
+		if err := ValidateCapacity(bad); err == nil {
+			t.Errorf("capacity %v accepted", bad)
+		}
+	}
+	if err := ValidateCapacity(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.5"), "nvidia.com/gpu": resource.MustParse("0")}); err != nil {
+		t.Errorf("a fractional CPU and no GPUs: %v", err)
+	}
+}
+
+func TestParseNodeLabels(t *testing.T) {
+	got, err := ParseNodeLabels("accelerator=nvidia-tesla-p100, example.com/zone=lab,empty=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"accelerator": "nvidia-tesla-p100", "example.com/zone": "lab", "empty": ""}; !reflect.DeepEqual(got, want) {
+		t.Errorf("labels %v, want %v", got, want)
+	}
+	if got, err := ParseNodeLabels(""); err != nil || len(got) != 0 {
+		t.Errorf("no labels: %v, %v", got, err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"accelerator", `node label "accelerator": want KEY=VALUE`},
+		{"bad key!=x", `node label key "bad key!" is not valid`},
+		{"k=bad value", `node label k="bad value": the value is not valid`},
+		{"kubernetes.io/hostname=other", "kubernetes.io/hostname is set by the node itself"},
+	} {
+		if _, err := ParseNodeLabels(tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseNodeLabels(%q): %v, want an error with %q", tc.in, err, tc.want)
 		}
 	}
 }

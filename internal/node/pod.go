@@ -506,25 +506,35 @@ func (r *podRuntime) buildProcess(c *containerRun) (processSpec, error) {
 	for i := range argv {
 		argv[i] = expandVars(argv[i], env.lookup)
 	}
-	path, _ := env.lookup("PATH")
-	argv[0] = resolveCommand(argv[0], path)
 
 	plans, err := planMounts(c.spec, vols, env.lookup)
 	if err != nil {
 		return processSpec{}, err
 	}
-	mounts := make([]mount, 0, len(plans))
+	var volumeMounts []mount
+	var volumeTargets []string
 	for _, pl := range plans {
 		src, err := pl.source()
 		if err != nil {
 			return processSpec{}, err
 		}
-		mounts = append(mounts, mount{Source: src, Target: pl.Target, ReadOnly: pl.ReadOnly})
+		volumeMounts = append(volumeMounts, mount{Source: src, Target: pl.Target, ReadOnly: pl.ReadOnly})
+		volumeTargets = append(volumeTargets, pl.Target)
 	}
 	wd := c.spec.WorkingDir
 	if wd == "" {
 		wd = entry.WorkingDir
 	}
+	// The image's files first: volumes are mounted over them.
+	mounts, err := prepareImageMounts(r.p.hostFS, r.imageRoot(c.spec.Name), entry, wd, volumeTargets)
+	if err != nil {
+		return processSpec{}, &waitError{reason: reasonCreateError, err: fmt.Errorf("image %q: %w", c.spec.Image, err)}
+	}
+	mounts = append(mounts, volumeMounts...)
+	// The command is looked up on the container's PATH (the image's, unless
+	// the container sets its own) as the sandbox will see it.
+	path, _ := env.lookup("PATH")
+	argv[0] = resolveCommand(argv[0], path, mounts)
 
 	logPath := r.logPath(c.spec.Name, c.runs)
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
@@ -554,7 +564,8 @@ func (r *podRuntime) buildProcess(c *containerRun) (processSpec, error) {
 
 // environment is the container's environment: the node's PATH and HOME (the
 // host stands in for the image), HOSTNAME, the API server's address, the
-// image table's env, then the container's resolved env.
+// image table's env, the emulated GPUs' devices, then the container's
+// resolved env.
 func (r *podRuntime) environment(pod *corev1.Pod, c *corev1.Container, entry ImageEntry) (*envList, error) {
 	resolved, err := containerEnv(pod, c, r.addresses(), r.p.allocatable, r.p.objects)
 	if err != nil {
@@ -571,6 +582,11 @@ func (r *podRuntime) environment(pod *corev1.Pod, c *corev1.Container, entry Ima
 	}
 	for _, k := range sortedKeys(entry.Env) {
 		env.set(k, entry.Env[k])
+	}
+	// As a device plugin's, these override the image's and yield to the
+	// container's own.
+	for _, v := range gpuEnv(c) {
+		env.set(v.Name, v.Value)
 	}
 	for _, v := range resolved.vars {
 		env.set(v.Name, v.Value)
@@ -756,6 +772,11 @@ func (r *podRuntime) logFor(container string, previous bool) (string, *container
 
 func (r *podRuntime) logPath(container string, run int) string {
 	return filepath.Join(r.dir, "logs", container, strconv.Itoa(run)+".log")
+}
+
+// imageRoot is where a container's copy of its image's files is made.
+func (r *podRuntime) imageRoot(container string) string {
+	return filepath.Join(r.dir, "containers", container, "rootfs")
 }
 
 func (r *podRuntime) hostsPath() string    { return filepath.Join(r.dir, "etc", "hosts") }

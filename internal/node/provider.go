@@ -220,7 +220,7 @@ func (p *Provider) reap(r *podRuntime) {
 		delete(p.runtimes, r.key)
 	}
 	p.mu.Unlock()
-	if err := os.RemoveAll(r.dir); err != nil {
+	if err := removeTree(r.dir); err != nil {
 		p.log.Error(err, "Cannot remove pod directory", "pod", r.key)
 	}
 	p.log.V(1).Info("Pod deleted", "pod", r.key)

@@ -219,10 +219,13 @@ func depth(p string) int {
 	return strings.Count(p, "/")
 }
 
-// resolveCommand finds a command named without a slash on the host's PATH,
-// so its directory can be exposed; it is returned unchanged if not found,
-// for bwrap to look up inside the sandbox.
-func resolveCommand(name, pathEnv string) string {
+// resolveCommand finds a command named without a slash on pathEnv, the
+// container's PATH, as the sandbox will see it: a directory of PATH is looked
+// up in what is mounted there (the image's files, a volume), else on the
+// host. The command's path in the sandbox is returned, so that its directory
+// can be exposed when no root covers it; a command not found is returned
+// unchanged, for bwrap to look up inside the sandbox.
+func resolveCommand(name, pathEnv string, mounts []mount) string {
 	if name == "" || strings.Contains(name, "/") {
 		return name
 	}
@@ -230,12 +233,28 @@ func resolveCommand(name, pathEnv string) string {
 		if !filepath.IsAbs(dir) {
 			continue
 		}
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode().Perm()&0o111 != 0 {
+		p := path.Join(dir, name)
+		if st, err := os.Stat(hostPathOf(p, mounts)); err == nil && !st.IsDir() && st.Mode().Perm()&0o111 != 0 {
 			return p
 		}
 	}
 	return name
+}
+
+// hostPathOf is the host path a sandbox path p shows: under the last mount
+// with the longest target covering it, else p itself.
+func hostPathOf(p string, mounts []mount) string {
+	best, bestTarget := -1, ""
+	for i, m := range mounts {
+		t := path.Clean("/" + m.Target)
+		if isUnder(p, t) && (best < 0 || len(t) >= len(bestTarget)) {
+			best, bestTarget = i, t
+		}
+	}
+	if best < 0 {
+		return p
+	}
+	return filepath.Join(mounts[best].Source, strings.TrimPrefix(p, bestTarget))
 }
 
 // underAny reports whether p is one of dirs or inside one.

@@ -182,11 +182,11 @@ func TestCommandDir(t *testing.T) {
 }
 
 func TestResolveCommand(t *testing.T) {
-	if got := resolveCommand("sh", "/nonexistent:/usr/bin:/bin"); got != "/usr/bin/sh" && got != "/bin/sh" {
+	if got := resolveCommand("sh", "/nonexistent:/usr/bin:/bin", nil); got != "/usr/bin/sh" && got != "/bin/sh" {
 		t.Errorf("sh resolved to %q", got)
 	}
 	for _, name := range []string{"/abs/prog", "./rel", "no-such-command-here"} {
-		if got := resolveCommand(name, "/usr/bin"); got != name {
+		if got := resolveCommand(name, "/usr/bin", nil); got != name {
 			t.Errorf("resolveCommand(%q) = %q, want it unchanged", name, got)
 		}
 	}

@@ -1,0 +1,288 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// A container's image files: each container gets a private copy of its
+// image's files, as a container gets a writable layer over its image. The
+// copy is made in the pod's directory each time the container starts (a
+// restarted container starts from the image again, as under a kubelet) and
+// bound read-write into the sandbox, so programs can write next to their code
+// without the write reaching the image's source or another container. The
+// host's directories stand in for the image's base: where an image directory
+// is also a host directory (/usr/local, say), the copy is bound entry by
+// entry inside it instead of hiding it.
+
+// prepareImageMounts makes the container's copy of its image's files in root
+// (replacing an earlier run's) and returns the mounts the sandbox needs: the
+// copy's entries read-write, then the image's host paths read-only. The
+// working directory wd is made in the copy too when neither the host nor a
+// volume (volumeTargets) nor a host path has it, as Docker makes a WORKDIR,
+// so it is writable. host is the host file system rooted at "/".
+func prepareImageMounts(host fs.FS, root string, entry ImageEntry, wd string, volumeTargets []string) ([]mount, error) {
+	if err := removeTree(root); err != nil {
+		return nil, fmt.Errorf("removing the previous copy of the image's files: %w", err)
+	}
+	elsewhere := append(append(slices.Clone(volumeTargets), entry.HostPaths...), "/proc", "/dev")
+	makeWD := wd != "" && path.Clean(wd) != "/" && !underAny(path.Clean(wd), elsewhere)
+	if makeWD {
+		if _, err := fs.Stat(host, rel(wd)); err == nil {
+			makeWD = false
+		}
+	}
+	var mounts []mount
+	if len(entry.Files) > 0 || makeWD {
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return nil, err
+		}
+		for _, f := range entry.Files {
+			if err := copyImageFile(root, f); err != nil {
+				return nil, err
+			}
+		}
+		if makeWD {
+			if err := mkdirInImage(root, path.Clean(wd)); err != nil {
+				return nil, fmt.Errorf("working directory %s: %w", wd, err)
+			}
+		}
+		points, err := imageBindPoints(host, root)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, points...)
+	}
+	for _, p := range entry.HostPaths {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("host path %s of the image: %w", p, err)
+		}
+		mounts = append(mounts, mount{Source: p, Target: p, ReadOnly: true})
+	}
+	return mounts, nil
+}
+
+// imageBindPoints lists what to bind of the image copy in root: each entry
+// the host lacks, or has as something other than a directory, is bound whole;
+// into the host's directories the copy descends. Targets follow the host's
+// symlinks (an image file in /bin/ lands in /usr/bin/ on a merged-/usr host),
+// since the sandbox shows the host's symlinks.
+func imageBindPoints(host fs.FS, root string) ([]mount, error) {
+	var out []mount
+	var walk func(imageDir, target string) error
+	walk = func(imageDir, target string) error {
+		entries, err := os.ReadDir(filepath.Join(root, imageDir))
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			img, t := path.Join(imageDir, e.Name()), path.Join(target, e.Name())
+			if err := checkImagePath(t); err != nil {
+				return fmt.Errorf("image file %s: %w", img, err)
+			}
+			if e.IsDir() {
+				if real, err := hostRealPath(host, t); err == nil {
+					if st, err := fs.Stat(host, rel(real)); err == nil && st.IsDir() {
+						if err := walk(img, real); err != nil {
+							return err
+						}
+						continue
+					}
+				}
+			}
+			out = append(out, mount{Source: filepath.Join(root, filepath.FromSlash(img)), Target: t})
+		}
+		return nil
+	}
+	return out, walk("/", "/")
+}
+
+// hostRealPath resolves the symlinks along p in host.
+func hostRealPath(host fs.FS, p string) (string, error) {
+	parts := strings.Split(rel(p), "/")
+	cur, hops := "/", 0
+	for i := 0; i < len(parts); i++ {
+		if parts[i] == "" || parts[i] == "." {
+			continue
+		}
+		next := path.Join(cur, parts[i])
+		info, err := fs.Lstat(host, rel(next))
+		if err != nil {
+			return "", err
+		}
+		if info.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if hops++; hops > 40 {
+			return "", fmt.Errorf("%s: too many levels of symbolic links", p)
+		}
+		dest, err := fs.ReadLink(host, rel(next))
+		if err != nil {
+			return "", err
+		}
+		if !path.IsAbs(dest) {
+			dest = path.Join(cur, dest)
+		}
+		parts = append(strings.Split(rel(dest), "/"), parts[i+1:]...)
+		cur, i = "/", -1
+	}
+	return cur, nil
+}
+
+// copyImageFile copies f.Source into root at f.Path: a file to that path, a
+// directory's content into it, merged with what earlier files put there.
+// Symlinks inside a directory are copied as symlinks; Source itself is
+// followed.
+func copyImageFile(root string, f ImageFile) error {
+	st, err := os.Stat(f.Source)
+	if err != nil {
+		return fmt.Errorf("image file %s: %w", f.Source, err)
+	}
+	target := path.Clean("/" + f.Path)
+	if target != "/" {
+		if err := mkdirInImage(root, path.Dir(target)); err != nil {
+			return fmt.Errorf("image file %s: %w", f.Path, err)
+		}
+	}
+	dst := filepath.Join(root, filepath.FromSlash(target))
+	if err := copyEntry(f.Source, dst, st); err != nil {
+		return fmt.Errorf("copying image file %s to %s: %w", f.Source, f.Path, err)
+	}
+	return nil
+}
+
+// mkdirInImage makes the directory p (and its parents) in the image copy at
+// root, refusing to go through anything but directories, so that no write
+// leaves root by a symlink.
+func mkdirInImage(root, p string) error {
+	cur := root
+	for _, part := range strings.Split(rel(p), "/") {
+		if part == "." || part == "" {
+			continue
+		}
+		cur = filepath.Join(cur, part)
+		info, err := os.Lstat(cur)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := os.Mkdir(cur, 0o755); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case !info.IsDir():
+			return fmt.Errorf("%s is not a directory in the image", "/"+strings.TrimPrefix(filepath.ToSlash(strings.TrimPrefix(cur, root)), "/"))
+		}
+	}
+	return nil
+}
+
+// copyEntry copies src, described by st, to dst: directories merged into
+// what dst has, files and symlinks replacing it. Copies are owner-writable
+// (the container's layer is its own); modes and times are kept otherwise.
+// Anything but regular files, directories and symlinks is refused.
+func copyEntry(src, dst string, st fs.FileInfo) error {
+	existing, err := os.Lstat(dst)
+	exists := err == nil
+	switch {
+	case st.IsDir():
+		if exists && !existing.IsDir() {
+			if err := os.Remove(dst); err != nil {
+				return err
+			}
+			exists = false
+		}
+		if !exists {
+			if err := os.Mkdir(dst, 0o700); err != nil {
+				return err
+			}
+		} else if err := os.Chmod(dst, existing.Mode().Perm()|0o700); err != nil {
+			return err
+		}
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			info, err := e.Info()
+			if err != nil {
+				return err
+			}
+			if err := copyEntry(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), info); err != nil {
+				return err
+			}
+		}
+		if err := os.Chmod(dst, st.Mode().Perm()|0o700); err != nil {
+			return err
+		}
+		return os.Chtimes(dst, st.ModTime(), st.ModTime())
+	case st.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		if exists {
+			if err := removeTree(dst); err != nil {
+				return err
+			}
+		}
+		return os.Symlink(target, dst)
+	case st.Mode().IsRegular():
+		if exists {
+			if err := removeTree(dst); err != nil {
+				return err
+			}
+		}
+		return copyRegularFile(src, dst, st)
+	}
+	return fmt.Errorf("%s %s", src, unsupportedFileMessage(st.Mode()))
+}
+
+// copyRegularFile copies a file's bytes: never a hard link, so a write to
+// the copy cannot reach the source.
+func copyRegularFile(src, dst string, st fs.FileInfo) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Chmod(st.Mode().Perm() | 0o200); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chtimes(dst, st.ModTime(), st.ModTime())
+}
+
+// removeTree removes p and everything under it, making directories writable
+// first so that read-only ones written by a container go too.
+func removeTree(p string) error {
+	err := os.RemoveAll(p)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	_ = filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(q, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(p)
+}
