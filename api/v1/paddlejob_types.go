@@ -323,8 +323,10 @@ type ElasticPolicy struct {
 	// +optional
 	EtcdEndpoints []string `json:"etcdEndpoints,omitempty"`
 
-	// timeoutSeconds is how long Paddle's elastic launcher waits for peers
-	// (PADDLE_ELASTIC_TIMEOUT). Defaults to 600.
+	// timeoutSeconds is how long Paddle's launcher waits for more workers
+	// (PADDLE_ELASTIC_TIMEOUT): with fewer than maxReplicas alive, training
+	// (re)starts once membership has not changed for this long. Defaults to
+	// 30, Paddle's own default.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
@@ -415,8 +417,10 @@ type PaddleJobStatus struct {
 	// +optional
 	RecreatingPods []string `json:"recreatingPods,omitempty"`
 
-	// hostPorts are the port ranges held by the job's pods in Host intranet,
-	// kept while the job is suspended so its pods come back on the same ports.
+	// hostPorts are the port ranges held by the job's pods where pods share
+	// an address (Host intranet, or an operator started with
+	// --shared-pod-network), kept while the job is suspended so its pods
+	// come back on the same ports.
 	// +listType=map
 	// +listMapKey=pod
 	// +optional

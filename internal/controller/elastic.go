@@ -19,8 +19,10 @@ import (
 // bounds (scaling, replacing failed workers: restart policy OnFailure by
 // default); it writes nothing to etcd itself.
 
-// DefaultElasticTimeout is PADDLE_ELASTIC_TIMEOUT when the job names none.
-const DefaultElasticTimeout = 600
+// DefaultElasticTimeout is PADDLE_ELASTIC_TIMEOUT when the job names none:
+// Paddle's launcher's own default. Below the job's maximum of workers, it is
+// how long membership must stay still before training (re)starts.
+const DefaultElasticTimeout = 30
 
 // elasticEndpoints are the etcd endpoints of a job: its own, else the
 // operator's.
@@ -45,8 +47,15 @@ func elasticEnv(job *paddlev1.PaddleJob, endpoints []string) []corev1.EnvVar {
 	if p := job.Spec.ElasticPolicy; p != nil && p.TimeoutSeconds != nil {
 		timeout = *p.TimeoutSeconds
 	}
+	// Paddle's launcher restarts training when workers join or leave only at
+	// an elastic level of 1 or more; at its default (-1) it exits.
+	level := int32(1)
+	if e := job.Spec.Elastic; e != nil && *e > 0 {
+		level = *e
+	}
 	env := []corev1.EnvVar{
 		{Name: envNNodes, Value: nodes},
+		{Name: "PADDLE_ELASTIC_LEVEL", Value: strconv.Itoa(int(level))},
 		{Name: "PADDLE_ELASTIC_JOB_ID", Value: job.Namespace + "-" + job.Name},
 		{Name: "PADDLE_ELASTIC_NP", Value: nodes},
 		{Name: "PADDLE_ELASTIC_TIMEOUT", Value: strconv.Itoa(int(timeout))},

@@ -58,7 +58,7 @@ func plannedJobValues(job *paddlev1.PaddleJob) map[string]string {
 	topo := topology{}
 	for _, rt := range paddlev1.ReplicaTypes {
 		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
-			topo[rt] = append(topo[rt], member{Host: serviceHost(job.Name, rt, i), Ports: defaultPortRange(job.Spec.Replicas(rt))})
+			topo[rt] = append(topo[rt], member{Host: serviceHost(job.Name, rt, i), Ports: podPorts(job, rt, i)})
 		}
 	}
 	return jobEnv(&job.Spec, topo)

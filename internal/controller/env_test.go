@@ -381,7 +381,7 @@ func TestWorkerListsLeftToTheBackupFile(t *testing.T) {
 			"PADDLE_TRAINER_ENDPOINTS": "<unset>",
 			"PADDLE_MASTER":            "etcd://etcd.paddle:2379", "PADDLE_NNODES": "2:4",
 			"PADDLE_ELASTIC_SERVER": "etcd.paddle:2379", "PADDLE_ELASTIC_NP": "2:4",
-			"PADDLE_ELASTIC_JOB_ID": "ns-el", "PADDLE_ELASTIC_TIMEOUT": "600", "PADDLE_JOB_ID": "ns-el",
+			"PADDLE_ELASTIC_JOB_ID": "ns-el", "PADDLE_ELASTIC_TIMEOUT": "30", "PADDLE_JOB_ID": "ns-el", "PADDLE_ELASTIC_LEVEL": "1",
 		},
 		wantBackup: "10.3.0.1:23000,10.3.0.2:23000,10.3.0.3:23000",
 	}, {

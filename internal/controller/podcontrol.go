@@ -42,16 +42,10 @@ func (r *PaddleJobReconciler) createMissingPods(ctx context.Context, job *paddle
 		return nil, nil
 	}
 
-	hostRanges := recordedHostPorts(job)
 	opts := podOptionsFor(job, r.Options)
 	pods := make([]*corev1.Pod, len(missing))
 	for i, s := range missing {
-		name := paddlev1.PodName(job.Name, s.rt, s.index)
-		ports, ok := hostRanges[name]
-		if !ok {
-			ports = defaultPortRange(job.Spec.Replicas(s.rt))
-		}
-		pods[i] = newPod(job, s.rt, s.index, ports, opts)
+		pods[i] = newPod(job, s.rt, s.index, podPorts(job, s.rt, s.index), opts)
 	}
 
 	var created []*corev1.Pod

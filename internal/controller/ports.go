@@ -182,8 +182,26 @@ func (a *hostPortAllocator) release(key types.NamespacedName) {
 	delete(a.pending, key)
 }
 
-// recordedHostPorts are the port ranges a Host-intranet job recorded for its
-// pods, by pod name.
+// ownsPortRanges reports whether each pod of the job gets a port range of
+// its own, allocated among all live pods: in Host intranet pods share their
+// node's address, and on a node whose pods share one network namespace (the
+// local cluster's, Options.SharedPodNetwork) every pod shares it. Elsewhere
+// every pod has an address of its own and the same range.
+func (r *PaddleJobReconciler) ownsPortRanges(spec *paddlev1.PaddleJobSpec) bool {
+	return spec.EffectiveIntranet() == paddlev1.IntranetHost || r.Options.SharedPodNetwork
+}
+
+// podPorts is the port range of a pod of the job: the one recorded for it,
+// else its role's default range.
+func podPorts(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int) portRange {
+	if r, ok := recordedHostPorts(job)[paddlev1.PodName(job.Name, rt, index)]; ok {
+		return r
+	}
+	return defaultPortRange(job.Spec.Replicas(rt))
+}
+
+// recordedHostPorts are the port ranges a job recorded for its pods (see
+// ownsPortRanges), by pod name.
 func recordedHostPorts(job *paddlev1.PaddleJob) map[string]portRange {
 	out := map[string]portRange{}
 	for _, h := range job.Status.HostPorts {
@@ -194,11 +212,12 @@ func recordedHostPorts(job *paddlev1.PaddleJob) map[string]portRange {
 	return out
 }
 
-// ensureHostPorts gives every pod a Host-intranet job wants a port range
-// recorded in the job's status, before the pods exist: the job keeps them
-// while it is suspended and its recreated pods get them back.
+// ensureHostPorts gives every pod of a job that owns port ranges (see
+// ownsPortRanges) a range recorded in the job's status, before the pods
+// exist: the job keeps them while it is suspended and its recreated pods get
+// them back.
 func (r *PaddleJobReconciler) ensureHostPorts(ctx context.Context, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob, error) {
-	if job.Spec.EffectiveIntranet() != paddlev1.IntranetHost {
+	if !r.ownsPortRanges(&job.Spec) {
 		return job, nil
 	}
 	have := recordedHostPorts(job)
@@ -247,8 +266,8 @@ func (r *PaddleJobReconciler) releaseAll(keys []types.NamespacedName) {
 	}
 }
 
-// liveHostPorts are the port ranges recorded by the unfinished
-// Host-intranet jobs of every namespace, from the cache.
+// liveHostPorts are the port ranges recorded by the unfinished jobs of every
+// namespace, from the cache.
 func (r *PaddleJobReconciler) liveHostPorts(ctx context.Context) (map[types.NamespacedName]portRange, error) {
 	var jobs paddlev1.PaddleJobList
 	if err := r.List(ctx, &jobs); err != nil {
@@ -257,7 +276,7 @@ func (r *PaddleJobReconciler) liveHostPorts(ctx context.Context) (map[types.Name
 	live := map[types.NamespacedName]portRange{}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
-		if j.Spec.EffectiveIntranet() != paddlev1.IntranetHost || j.Status.IsFinished() {
+		if j.Status.IsFinished() {
 			continue
 		}
 		for name, pr := range recordedHostPorts(j) {

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -235,7 +237,12 @@ func TestHostIntranetGivesEveryPodItsOwnPorts(t *testing.T) {
 		t.Fatal(err)
 	}
 	self := env["POD_IP"] + ":" + env["PADDLE_PORT"]
-	if eps := strings.Split(env["PADDLE_TRAINER_ENDPOINTS"], ","); len(eps) != 2 || eps[1] != self || eps[0] == eps[1] {
+	// In Host intranet the list is only in Paddle's backup file: given it in
+	// its environment, Paddle's launcher would count one node.
+	if v, ok := env["PADDLE_TRAINER_ENDPOINTS"]; ok {
+		t.Errorf("PADDLE_TRAINER_ENDPOINTS=%q is in the environment of a Host-intranet pod", v)
+	}
+	if eps := strings.Split(backupEnv(t, ns, "h1")["PADDLE_TRAINER_ENDPOINTS"], ","); len(eps) != 2 || eps[1] != self || eps[0] == eps[1] {
 		t.Errorf("worker endpoints %v, self %s", eps, self)
 	}
 
@@ -349,4 +356,53 @@ func waitForEvent(t *testing.T, ns, job, reason, text string) {
 		}
 		return false, fmt.Errorf("events: %v", seen)
 	})
+}
+
+// With --shared-pod-network (the local cluster's node, whose pods share the
+// host's network) pods of every intranet get port ranges of their own, so a
+// program listening on every address of its first port collides with no
+// other pod's; Service-intranet lists, published before the pods, use them.
+func TestSharedPodNetworkGivesEveryPodItsOwnPorts(t *testing.T) {
+	startOperator(t, func(o *operator.Options) { o.Controller.SharedPodNetwork = true })
+	ns := newNamespace(t)
+	createJob(t, testutil.MakePaddleJob("a", ns).PS(1).Workers(2).Obj())
+	createJob(t, testutil.MakePaddleJob("b", ns).Workers(2).Intranet(paddlev1.IntranetService).Obj())
+	pods := waitForPods(t, ns, "a", podNames("a", 1, 2, 0)...)
+	for k, v := range waitForPods(t, ns, "b", podNames("b", 0, 2, 0)...) {
+		pods[k] = v
+	}
+	seen := map[string]string{}
+	for name, p := range pods {
+		if p.Spec.HostNetwork {
+			t.Errorf("%s is on the host network", name)
+		}
+		ports := p.Annotations[paddlev1.AnnotationPorts]
+		if other, dup := seen[ports]; dup {
+			t.Errorf("%s and %s hold the same ports %s", other, name, ports)
+		}
+		seen[ports] = name
+	}
+	env, err := resolvedEnv(t, ns, "b-worker-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(pods["b-worker-0"].Annotations[paddlev1.AnnotationPorts], "-")
+	if want := "b-worker-0.b:" + first; !strings.HasPrefix(env["PADDLE_TRAINER_ENDPOINTS"], want+",") {
+		t.Errorf("PADDLE_TRAINER_ENDPOINTS=%q, want it to start with %s (worker-0's own port)", env["PADDLE_TRAINER_ENDPOINTS"], want)
+	}
+}
+
+// backupEnv is the backup environment file the job's pods read through
+// PADDLE_BACKUP_ENV_PATH, from its endpoints ConfigMap.
+func backupEnv(t *testing.T, ns, job string) map[string]string {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := k8s.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: job + "-endpoints"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	var env map[string]string
+	if err := json.Unmarshal([]byte(cm.Data["backup_env.json"]), &env); err != nil {
+		t.Fatalf("backup_env.json of %s: %v", job, err)
+	}
+	return env
 }
