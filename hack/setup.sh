@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the operating-system packages the project needs and checks the Go
 # toolchain. Safe to run again: it installs only what is missing.
-#   bubblewrap  sandboxes the local cluster's pods (command bwrap)
+#   bubblewrap   sandboxes the local cluster's pods (command bwrap)
+#   python3-venv the Paddle runtime is a Python virtual environment
+#                (internal/paddleruntime installs PaddlePaddle into it with pip)
 set -euo pipefail
 
 need_go="1.25"
@@ -12,6 +14,11 @@ fi
 
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+if ! command -v python3 >/dev/null 2>&1; then
+  missing+=(python3 python3-venv)
+elif ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  missing+=(python3-venv)
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
@@ -24,4 +31,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \
     || { $sudo apt-get update >/dev/null && $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; }
 fi
-echo "setup: ok ($(go version | cut -d' ' -f3), $(bwrap --version))"
+echo "setup: ok ($(go version | cut -d' ' -f3), $(bwrap --version), $(python3 --version))"

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster"
+	"github.com/paddlejob/paddlejob/internal/node"
+	"github.com/paddlejob/paddlejob/internal/paddleruntime"
 )
 
 func init() {
@@ -24,6 +26,8 @@ type clusterFlags struct {
 	binaries   string
 	imageTable string
 	noOperator bool
+	gpus       int
+	nodeLabels []string
 }
 
 func (f *clusterFlags) bind(cmd *cobra.Command) {
@@ -37,7 +41,8 @@ func (f *clusterFlags) options(cmd *cobra.Command) localcluster.Options {
 			dirs = append(dirs, d)
 		}
 	}
-	return localcluster.Options{Home: f.home, BinaryDirs: dirs, ImageTable: f.imageTable, NoOperator: f.noOperator, Out: cmd.OutOrStdout()}
+	return localcluster.Options{Home: f.home, BinaryDirs: dirs, ImageTable: f.imageTable, NoOperator: f.noOperator,
+		GPUs: f.gpus, PaddleRuntime: os.Getenv(paddleruntime.EnvDir), Out: cmd.OutOrStdout()}
 }
 
 func newUpCmd() *cobra.Command {
@@ -52,7 +57,16 @@ control-plane binaries from Go modules (a few minutes, cached); later starts reu
 A second 'up' reuses the running cluster.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := localcluster.Up(cmd.Context(), f.options(cmd))
+			opts := f.options(cmd)
+			labels, err := node.ParseNodeLabels(strings.Join(f.nodeLabels, ","))
+			if err != nil {
+				return fmt.Errorf("--node-labels: %w", err)
+			}
+			if f.gpus < 0 {
+				return fmt.Errorf("--gpus %d: must be 0 or more", f.gpus)
+			}
+			opts.NodeLabels = labels
+			st, err := localcluster.Up(cmd.Context(), opts)
 			if err != nil {
 				return err
 			}
@@ -64,6 +78,8 @@ A second 'up' reuses the running cluster.`,
 	cmd.Flags().StringVar(&f.binaries, "binaries", "", "directory holding etcd, kube-apiserver, kube-scheduler and kube-controller-manager (default: build and cache them)")
 	cmd.Flags().StringVar(&f.imageTable, "image-table", "", "YAML image table merged over the built-in one (see docs/local-node.md)")
 	cmd.Flags().BoolVar(&f.noOperator, "no-operator", false, "start without the operator, to install it yourself (kubectl apply -k config/default)")
+	cmd.Flags().IntVar(&f.gpus, "gpus", 0, "nvidia.com/gpu the node advertises: emulated, so that GPU jobs schedule (their programs run on the CPU)")
+	cmd.Flags().StringSliceVar(&f.nodeLabels, "node-labels", nil, "labels of the node, key=value,... (for jobs with a nodeSelector, e.g. accelerator=nvidia-tesla-p100)")
 	return cmd
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/paddlejob/paddlejob/config"
 	"github.com/paddlejob/paddlejob/internal/kube"
+	"github.com/paddlejob/paddlejob/internal/paddleruntime"
 	"github.com/paddlejob/paddlejob/internal/pki"
 )
 
@@ -35,18 +38,19 @@ const (
 	operatorNS   = "paddlejob-system"
 	nodeUser     = "paddlejob-node"
 	serviceCIDR  = "127.64.0.0/16"
-	// localCapacity is what the local node advertises.
-	localCapacity = "cpu=256,memory=1Ti,nvidia.com/gpu=0"
+	// localCapacity is what the local node advertises, besides its GPUs.
+	localCapacity = "cpu=256,memory=1Ti"
 	serviceIP     = "127.64.0.1"
 )
 
 // boot starts a cluster step by step.
 type boot struct {
-	opts Options
-	l    layout
-	bins string
-	st   *State
-	ca   *keyPair
+	opts   Options
+	l      layout
+	bins   string
+	paddle *paddleruntime.Runtime
+	st     *State
+	ca     *keyPair
 }
 
 func (b *boot) run(ctx context.Context) (*State, error) {
@@ -370,6 +374,8 @@ func (b *boot) startOperator(ctx context.Context) error {
 	return b.launch(ctx, componentOperator, []string{b.opts.Executable, "operator",
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probes,
 		"--elastic-etcd-endpoints=" + b.elasticEtcdURL(),
+		// The node runs pods as processes of the host's network.
+		"--shared-pod-network",
 		"--webhook-port=" + itoa(b.st.Ports.Webhook), "--webhook-cert-hosts=127.0.0.1",
 		"--webhook-cert-dir=" + filepath.Join(b.l.home, "webhook-certs"), "--operator-namespace=" + operatorNS,
 	}, []string{"KUBECONFIG=" + b.l.componentConfig(componentOperator)},
@@ -377,7 +383,7 @@ func (b *boot) startOperator(ctx context.Context) error {
 }
 
 func (b *boot) startNode(ctx context.Context) error {
-	if err := writeImageTable(b.l.imageTable(), b.opts.Executable, b.opts.ImageTable); err != nil {
+	if err := writeImageTable(b.l, b.opts.Executable, b.paddle, b.opts.ImageTable); err != nil {
 		return err
 	}
 	pki := b.l.pki()
@@ -397,7 +403,8 @@ func (b *boot) startNode(ctx context.Context) error {
 		"--image-table=" + b.l.imageTable(),
 		// Jobs sized for a real cluster (seed 002's: six pods of 3 CPUs)
 		// schedule here too; the node does not enforce requests.
-		"--capacity=" + localCapacity,
+		"--capacity=" + localCapacity + ",nvidia.com/gpu=" + itoa(b.opts.GPUs),
+		"--node-labels=" + formatLabels(b.opts.NodeLabels),
 	}, nil, 60*time.Second, func() error { return nodeReady(ctx, cfg, NodeName) })
 }
 
@@ -409,4 +416,14 @@ func (b *boot) waitDefaultServiceAccount(ctx context.Context) error {
 		return err
 	}
 	return waitFor(ctx, 60*time.Second, func() error { return serviceAccountExists(ctx, cfg, "default", "default") })
+}
+
+// formatLabels is labels as the node's --node-labels takes them, k=v,...,
+// in key order.
+func formatLabels(labels map[string]string) string {
+	pairs := make([]string, 0, len(labels))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		pairs = append(pairs, k+"="+labels[k])
+	}
+	return strings.Join(pairs, ",")
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/paddlejob/paddlejob/internal/kubebin"
+	"github.com/paddlejob/paddlejob/internal/paddleruntime"
 
 	"github.com/paddlejob/paddlejob/internal/fsutil"
 )
@@ -40,6 +41,14 @@ type Options struct {
 	// NoOperator starts the cluster without the operator (and its webhook),
 	// for installing it into the cluster as on a real one.
 	NoOperator bool
+	// GPUs is how many nvidia.com/gpu the node advertises. They are
+	// emulated: GPU pods schedule and run on the CPU.
+	GPUs int
+	// NodeLabels are labels of the node, for jobs that select nodes.
+	NodeLabels map[string]string
+	// PaddleRuntime names a Paddle runtime to use instead of installing the
+	// pinned one into the cache (paddleruntime.EnvDir).
+	PaddleRuntime string
 	// Out receives progress.
 	Out io.Writer
 }
@@ -103,7 +112,11 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &boot{opts: opts, l: l, bins: bins}
+	rt, err := paddleruntime.Ensure(ctx, paddleruntime.Options{Dir: opts.PaddleRuntime, Log: prefixed(opts.Out, "  ")})
+	if err != nil {
+		return nil, err
+	}
+	b := &boot{opts: opts, l: l, bins: bins, paddle: rt}
 	st, err := b.run(ctx)
 	if err != nil {
 		if st != nil {

@@ -2,52 +2,81 @@ package localcluster
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/paddlejob/paddlejob/examples/images"
 	"github.com/paddlejob/paddlejob/internal/node"
+	"github.com/paddlejob/paddlejob/internal/paddleruntime"
 )
 
-// The node has no image registry: its image table says what a container of
-// an image runs. The built-in entries run the project's examples for the
-// images of seed 004's examples, so those YAMLs run as written.
-const examplesBinary = "paddlejob-examples"
+// The node pulls no images: its image table says what a container of an
+// image runs. The built-in entries make the images the seeds name run as
+// written:
+//
+//   - the Paddle images (paddlepaddle/paddle and the tutorials' base images)
+//     are the pinned Paddle runtime: its python first on PATH, its
+//     directories bound read-only;
+//   - the example images are the build contexts of examples/images, written
+//     under the cluster's home, whose Dockerfiles build on those;
+//   - the operator's and the launcher's images run this paddlejob binary.
 
-// builtinImages maps images to the examples binary at examples.
-func builtinImages(examples, paddlejob string) map[string]node.ImageEntry {
+// defaultPath is PATH in a container whose image sets none, as in Docker.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// builtinImages are the built-in image table entries: contexts is where the
+// example contexts were written, paddlejob the binary that runs the operator
+// and the launcher.
+func builtinImages(contexts, paddlejob string, rt *paddleruntime.Runtime) map[string]node.ImageEntry {
+	paddle := node.ImageEntry{
+		HostPaths: rt.HostPaths,
+		Env:       map[string]string{"PATH": rt.BinDir + ":" + defaultPath},
+		Args:      []string{"/bin/bash"}, // the official image's CMD
+	}
+	context := func(name string) node.ImageEntry { return node.ImageEntry{Context: filepath.Join(contexts, name)} }
+	// Seed 001's start script runs `paddlejob launch` inside the image.
+	launcherImage := context("seed001-mypaddle")
+	launcherImage.HostPaths = []string{filepath.Dir(paddlejob)}
+	launcherImage.Env = map[string]string{"PATH": filepath.Dir(paddlejob) + ":" + rt.BinDir + ":" + defaultPath}
 	return map[string]node.ImageEntry{
-		// Seed 004 example 1 (PS mode): the image's entrypoint is train.py.
-		"registry.baidubce.com/paddle-operator/demo-wide-and-deep": {Command: []string{examples, "wide-and-deep"}},
-		// Seed 004 example 2 (collective): its YAML runs paddle.distributed.launch.
-		"registry.baidubce.com/paddle-operator/demo-resnet": {Command: []string{examples, "collective"}, OverrideCommand: true},
-		// The examples by name, subcommand in args.
-		"paddlejob/examples": {Command: []string{examples}},
+		"paddlepaddle/paddle": paddle,
+		"registry.baidubce.com/paddle-operator/paddle-ubuntu":   paddle, // seed 004, example 5
+		"registry.baidubce.com/paddle-operator/paddle-base-gpu": paddle, // FROM of example 2's image
+		// Seed 004's examples 1 and 3 (parameter server) and 2 (collective).
+		"registry.baidubce.com/paddle-operator/demo-wide-and-deep": context("demo-wide-and-deep"),
+		"registry.baidubce.com/paddle-operator/demo-resnet":        context("demo-resnet"),
+		// Seed 000's and 001's images, [YOUR_REPO] being paddlejob.
+		"mypaddle/paddle:quickstart": context("seed000-quickstart"),
+		"paddlejob/paddle:mypaddle":  launcherImage,
+		// Seed 002's runtime image: the wide & deep program.
+		"yancey1989/paddle-job": context("demo-wide-and-deep"),
 		// The operator's image, as config/ and the Helm chart deploy it.
 		"ghcr.io/paddlejob/paddlejob-operator": {Command: []string{paddlejob, "operator"}},
 		// The launcher of plain batch/v1 Jobs (seeds 000, 001, 003).
 		"paddlejob/launcher": {Command: []string{paddlejob, "launch"}},
-		// Seed 001's multi-node Job, with [YOUR_REPO] replaced by paddlejob:
-		// the launcher with the example's legacy pserver and trainer, reading
-		// the share `paddlejob data split` wrote as data/train.txt.
-		"paddlejob/paddle:mypaddle": {OverrideCommand: true, WorkingDir: "/tmp", Command: []string{paddlejob, "launch",
-			"--pserver-cmd", examples + " pserver", "--trainer-cmd", examples + " train --data=data/train.txt"}},
-		// Seed 000's single-node Job: the trainer alone, saving where the
-		// tutorial mounts its output.
-		"mypaddle/paddle:quickstart": {OverrideCommand: true, WorkingDir: "/tmp", Command: []string{paddlejob, "launch", "--no-pserver",
-			"--trainer-cmd", examples + " train --local=1 --num_passes=3 --save_dir=/root/paddle/demo/quick_start/output"}},
-		// Seed 002's runtime image: the PS example, its role from the environment.
-		"yancey1989/paddle-job": {OverrideCommand: true, Command: []string{examples, "wide-and-deep", "--rows=20000", "--passes=2"}},
 	}
 }
 
-// writeImageTable writes the node's image table: the built-in entries, then
-// the user's table over them.
-func writeImageTable(path, paddlejob, userTable string) error {
-	examples := findExamples(paddlejob)
-	images := builtinImages(examples, paddlejob)
+// writeImageTable writes the example contexts under the cluster's home and
+// the node's image table: the built-in entries, then the user's table over
+// them.
+func writeImageTable(l layout, paddlejob string, rt *paddleruntime.Runtime, userTable string) error {
+	contexts := l.imageContexts()
+	if err := os.RemoveAll(contexts); err != nil {
+		return err
+	}
+	if err := os.CopyFS(contexts, images.Contexts()); err != nil {
+		return fmt.Errorf("writing the example images: %w", err)
+	}
+	// os.CopyFS writes files read-only as they are in the binary; scripts
+	// the images run must stay executable.
+	if err := markScriptsExecutable(contexts); err != nil {
+		return err
+	}
+	entries := builtinImages(contexts, paddlejob, rt)
 	if userTable != "" {
 		data, err := os.ReadFile(userTable)
 		if err != nil {
@@ -60,28 +89,22 @@ func writeImageTable(path, paddlejob, userTable string) error {
 			return fmt.Errorf("image table %s: %w", userTable, err)
 		}
 		for k, v := range user.Images {
-			images[k] = v
+			entries[k] = v
 		}
 	}
-	data, err := yaml.Marshal(map[string]any{"images": images})
+	data, err := yaml.Marshal(map[string]any{"images": entries})
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, data, 0o644)
+	return os.WriteFile(l.imageTable(), data, 0o644)
 }
 
-// findExamples locates the examples binary: beside paddlejob, else on PATH.
-// When it is missing the entries still name it, and a pod of those images
-// fails with the node's message about the missing command.
-func findExamples(paddlejob string) string {
-	beside := filepath.Join(filepath.Dir(paddlejob), examplesBinary)
-	if _, err := os.Stat(beside); err == nil {
-		return beside
-	}
-	if p, err := exec.LookPath(examplesBinary); err == nil {
-		if abs, err := filepath.Abs(p); err == nil {
-			return abs
+// markScriptsExecutable makes the shell scripts of the contexts executable.
+func markScriptsExecutable(dir string) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".sh" {
+			return err
 		}
-	}
-	return beside
+		return os.Chmod(path, 0o755)
+	})
 }

@@ -35,6 +35,7 @@ func (l layout) logs() string                    { return filepath.Join(l.home, 
 func (l layout) etcdData() string                { return filepath.Join(l.home, "etcd") }
 func (l layout) nodeState() string               { return filepath.Join(l.home, "node") }
 func (l layout) imageTable() string              { return filepath.Join(l.home, "images.yaml") }
+func (l layout) imageContexts() string           { return filepath.Join(l.home, "images") }
 func (l layout) componentConfig(c string) string { return filepath.Join(l.pki(), c+".kubeconfig") }
 
 // Ports are the loopback ports a cluster listens on.

@@ -10,6 +10,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"time"
 
@@ -31,8 +32,14 @@ type Client struct {
 	cs     kubernetes.Interface
 }
 
-// New returns a client for a cluster.
+// New returns a client for a cluster. The API server's warnings (a
+// deprecated field, say) go to stderr as kubectl prints them, unless cfg
+// has a warning handler of its own.
 func New(cfg *rest.Config) (*Client, error) {
+	if cfg.WarningHandler == nil && cfg.WarningHandlerWithContext == nil {
+		cfg = rest.CopyConfig(cfg)
+		cfg.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true})
+	}
 	c, err := ctrlclient.NewWithWatch(cfg, ctrlclient.Options{Scheme: kube.Scheme})
 	if err != nil {
 		return nil, err

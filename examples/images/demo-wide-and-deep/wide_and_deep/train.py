@@ -1,0 +1,173 @@
+"""Wide & deep click-through-rate training in parameter-server mode.
+
+A PaddlePaddle fleet program as a PaddleJob runs it unmodified: every pod runs
+`python3 train.py`; PaddleCloudRoleMaker reads the pod's role, index and peers
+from the environment the operator provides (docs/env-contract.md). Parameter
+servers serve until the job completes; trainers train on their shard of the
+synthetic data (row i goes to trainer i mod trainers), report the test AUC after
+every pass next to the data's optimum, and trainer 0 saves the model of every
+pass as pass-0000N under the output directory.
+
+The parameter servers run GEO-SGD (a_sync with k_steps): each trainer trains a
+local copy and exchanges updates with the servers every k steps. Paddle 3.0's
+plain async mode never refreshes a trainer's dense parameters when the
+program is driven by Executor.run, so it does not learn here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import time
+
+# Paddle 3.0's parameter-server passes work on the legacy program IR only.
+os.environ.setdefault("FLAGS_enable_pir_api", "0")
+
+import numpy as np  # noqa: E402
+import paddle  # noqa: E402
+import paddle.distributed.fleet as fleet  # noqa: E402
+
+import ctr_data  # noqa: E402
+
+
+def parse_args() -> argparse.Namespace:
+    env = os.environ.get
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--passes", type=int, default=int(env("PASSES", "5")))
+    p.add_argument("--rows", type=int, default=int(env("ROWS", "40000")), help="training rows of the whole job")
+    p.add_argument("--train-data", default="", help="a file of this trainer's rows (ctr_data.py's format) instead of its shard of generated rows")
+    p.add_argument("--test-rows", type=int, default=20000)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--learning-rate", type=float, default=0.005)
+    p.add_argument("--k-steps", type=int, default=20, help="GEO-SGD: steps between exchanges with the servers")
+    p.add_argument("--output-dir", default=env("PADDLE_OUTPUT_DIR", "output"))
+    p.add_argument("--server-timeout", type=float, default=600, help="seconds to wait for the parameter servers")
+    return p.parse_args()
+
+
+def build_model(learning_rate: float, k_steps: int):
+    """The wide & deep network; returns its inputs, loss and probability."""
+    fields = len(ctr_data.VOCAB)
+    ids = paddle.static.data("ids", [None, fields], "int64")
+    dense = paddle.static.data("dense", [None, ctr_data.DENSE], "float32")
+    label = paddle.static.data("label", [None, 1], "float32")
+    # One embedding row per category id: fleet's sparse tables take [n, 1] ids.
+    flat_ids = paddle.reshape(ids, [-1, 1])
+    size = ctr_data.vocabulary_size()
+    wide = paddle.static.nn.embedding(flat_ids, size=[size, 1], is_sparse=True, param_attr=paddle.ParamAttr(name="wide"))
+    deep = paddle.static.nn.embedding(flat_ids, size=[size, 8], is_sparse=True, param_attr=paddle.ParamAttr(name="deep"))
+    hidden = paddle.concat([paddle.reshape(deep, [-1, fields * 8]), dense], axis=1)
+    hidden = paddle.static.nn.fc(hidden, 32, activation="relu")
+    hidden = paddle.static.nn.fc(hidden, 16, activation="relu")
+    logit = (
+        paddle.static.nn.fc(hidden, 1)
+        + paddle.sum(paddle.reshape(wide, [-1, fields]), axis=1, keepdim=True)
+        + paddle.static.nn.fc(dense, 1)
+    )
+    loss = paddle.mean(paddle.nn.functional.binary_cross_entropy_with_logits(logit, label))
+    probability = paddle.nn.functional.sigmoid(logit)
+
+    optimizer = paddle.optimizer.Adam(learning_rate)
+    if fleet.server_num() > 0:
+        strategy = fleet.DistributedStrategy()
+        strategy.a_sync = True
+        strategy.a_sync_configs = {"k_steps": k_steps}
+        optimizer = fleet.distributed_optimizer(optimizer, strategy)
+    # else: no parameter servers (a single trainer, seed 000): train locally.
+    optimizer.minimize(loss)
+    # Evaluation runs the forward pass only: prune what computes the
+    # probability out of the distributed training program.
+    test_program = paddle.static.default_main_program().clone(for_test=True)._prune([probability])
+    return (ids, dense, label), loss, probability, test_program
+
+
+def wait_for_servers(endpoints: list[str], timeout: float) -> None:
+    """Waits until every parameter server accepts connections.
+
+    Paddle 2.x trainers waited for the servers themselves; Paddle 3.0's
+    wait_server_ready does nothing, and a trainer that reaches a server before
+    it listens fails ("push dense param failed").
+    """
+    deadline = time.monotonic() + timeout
+    for endpoint in endpoints:
+        host, port = endpoint.rsplit(":", 1)
+        while True:
+            try:
+                socket.create_connection((host, int(port)), timeout=2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    sys.exit(f"parameter server {endpoint} did not accept connections within {timeout:.0f}s")
+                time.sleep(0.2)
+
+
+def run_server() -> None:
+    index, count = fleet.server_index(), fleet.server_num()
+    print(f"role=PSERVER index={index} servers={count} endpoint={fleet.server_endpoints()[index]}", flush=True)
+    fleet.init_server()
+    fleet.run_server()
+
+
+def run_trainer(args: argparse.Namespace, inputs, loss, probability, test_program) -> None:
+    index, count = fleet.worker_index(), fleet.worker_num()
+    servers = fleet.server_endpoints()
+    print(f"role=TRAINER index={index} trainers={count} servers={len(servers)} pservers={','.join(servers)}", flush=True)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(paddle.static.default_startup_program())
+    if servers:
+        wait_for_servers(servers, args.server_timeout)
+        fleet.init_worker()
+
+    if args.train_data:
+        train = ctr_data.read_rows(args.train_data)
+        ids, dense, label = train.ids, train.dense, train.label
+        print(f"trainer {index}: {len(label)} training rows from {args.train_data}", flush=True)
+    else:
+        train = ctr_data.generate(args.rows, ctr_data.TRAIN_STREAM)
+        mine = np.arange(args.rows) % count == index  # this trainer's shard
+        ids, dense, label = train.ids[mine], train.dense[mine], train.label[mine]
+        print(f"trainer {index}: {len(label)} of {args.rows} training rows (row r when r mod {count} = {index})", flush=True)
+    test = ctr_data.generate(args.test_rows, ctr_data.TEST_STREAM)
+    best = ctr_data.optimal_auc(test)
+
+    main = paddle.static.default_main_program()
+    test_feed = {"ids": test.ids, "dense": test.dense, "label": test.label}
+    started = time.monotonic()
+    test_auc = 0.0
+    for p in range(args.passes):
+        order = np.random.default_rng([p, index]).permutation(len(label))
+        losses = []
+        for start in range(0, len(order), args.batch_size):
+            batch = order[start : start + args.batch_size]
+            (value,) = exe.run(main, feed={"ids": ids[batch], "dense": dense[batch], "label": label[batch]}, fetch_list=[loss])
+            losses.append(float(np.asarray(value)))
+        (predicted,) = exe.run(test_program, feed=test_feed, fetch_list=[probability])
+        test_auc = ctr_data.auc(test.label, predicted)
+        print(
+            f"pass {p + 1}/{args.passes}: train_loss={np.mean(losses):.4f} test_auc={test_auc:.4f} "
+            f"optimal_auc={best:.4f} ({time.monotonic() - started:.1f}s)",
+            flush=True,
+        )
+        if index == 0:
+            saved = os.path.join(args.output_dir, f"pass-{p:05d}")
+            paddle.static.save(test_program, os.path.join(saved, "model"))
+    print(f"final: trainer={index} trainers={count} test_auc={test_auc:.4f} optimal_auc={best:.4f}", flush=True)
+    if servers:
+        fleet.stop_worker()
+
+
+def main() -> None:
+    args = parse_args()
+    paddle.enable_static()
+    fleet.init(fleet.PaddleCloudRoleMaker())
+    inputs, loss, probability, test_program = build_model(args.learning_rate, args.k_steps)
+    if fleet.is_server():
+        run_server()
+    else:
+        run_trainer(args, inputs, loss, probability, test_program)
+
+
+if __name__ == "__main__":
+    main()
