@@ -1,17 +1,20 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -61,14 +64,26 @@ func newNamespace(t testing.TB) string {
 	return ""
 }
 
+// createJob creates a job that the test deletes when it ends, so that a job
+// a failed test leaves running holds no resources the next test needs.
+func createJob(t testing.TB, job *paddlev1.PaddleJob) {
+	t.Helper()
+	if _, err := pj.Create(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := pj.Delete(context.Background(), job.Namespace, job.Name); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting PaddleJob %s/%s: %v", job.Namespace, job.Name, err)
+		}
+	})
+}
+
 // runToEnd creates the job in a fresh namespace and waits until it finishes.
 func runToEnd(t *testing.T, job *paddlev1.PaddleJob) *paddlev1.PaddleJob {
 	t.Helper()
 	job.Namespace = newNamespace(t)
 	start := time.Now()
-	if _, err := pj.Create(context.Background(), job); err != nil {
-		t.Fatal(err)
-	}
+	createJob(t, job)
 	done, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
 	if err != nil {
 		dumpJob(t, job.Namespace, job.Name)
@@ -103,27 +118,6 @@ func podLog(t *testing.T, ns, pod string) string {
 	return string(b)
 }
 
-var finalLine = regexp.MustCompile(`final: test_auc=([0-9.]+) optimal_auc=([0-9.]+) passes=(\d+) model=(\S+)`)
-
-// trainingResult is the final line the example trainers print.
-type trainingResult struct {
-	AUC, OptimalAUC float64
-	Passes          int
-	Model           string
-}
-
-func parseResult(t *testing.T, log string) trainingResult {
-	t.Helper()
-	m := finalLine.FindStringSubmatch(log)
-	if m == nil {
-		t.Fatalf("no final line in the log:\n%s", log)
-	}
-	auc, _ := strconv.ParseFloat(m[1], 64)
-	opt, _ := strconv.ParseFloat(m[2], 64)
-	passes, _ := strconv.Atoi(m[3])
-	return trainingResult{AUC: auc, OptimalAUC: opt, Passes: passes, Model: m[4]}
-}
-
 // outputDir points a job's output hostPath volume at a fresh directory.
 func outputDir(t *testing.T, job *paddlev1.PaddleJob) string {
 	t.Helper()
@@ -140,8 +134,8 @@ func outputDir(t *testing.T, job *paddlev1.PaddleJob) string {
 	return dir
 }
 
-// withArgs sets the args of every container of the job (the example
-// trainer's flags, after the image's mapped command).
+// withArgs sets the args of every container of the job: the example
+// program's flags, after its image's ENTRYPOINT.
 func withArgs(job *paddlev1.PaddleJob, args ...string) {
 	for _, rt := range paddlev1.ReplicaTypes {
 		if rs := job.Spec.Replicas(rt); rs != nil {
@@ -186,18 +180,88 @@ func statusLine(p *corev1.Pod) string {
 }
 
 // waitNoPods waits until the job's pods are gone.
-func waitNoPods(t *testing.T, ns, name string) {
+func waitNoPods(t *testing.T, ns, name string) { t.Helper(); waitPods(t, ns, name) }
+
+// waitPods waits until the job's pods are exactly those named.
+func waitPods(t *testing.T, ns, name string, want ...string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
+	var got []string
 	for time.Now().Before(deadline) {
 		pods, err := pj.Pods(context.Background(), ns, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(pods) == 0 {
+		got = got[:0]
+		for _, p := range pods {
+			got = append(got, p.Name)
+		}
+		if slices.Equal(got, want) {
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Errorf("the pods of %s are still there", name)
+	t.Errorf("the pods of %s are %v, want %v", name, got, want)
+}
+
+// followLogs follows the log of each named pod of ns from the moment its
+// container starts to its end, so that the logs of pods a finished job
+// deletes (its parameter servers, or every pod under cleanPodPolicy
+// OnCompletion) can still be checked. wait returns them.
+func followLogs(t *testing.T, ns string, pods ...string) (wait func() map[string]string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
+	var mu sync.Mutex
+	logs := map[string]string{}
+	var wg sync.WaitGroup
+	for _, pod := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf bytes.Buffer
+			defer func() {
+				mu.Lock()
+				logs[pod] = buf.String()
+				mu.Unlock()
+			}()
+			for ctx.Err() == nil {
+				p, err := pj.Clientset().CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+				if err == nil && started(p) {
+					r, err := pj.Logs(ctx, ns, pod, client.LogOptions{Follow: true})
+					if err == nil {
+						_, _ = io.Copy(&buf, r)
+						r.Close()
+						return
+					}
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}()
+	}
+	return func() map[string]string {
+		wg.Wait()
+		cancel()
+		return logs
+	}
+}
+
+// started reports whether a pod's first container has started.
+func started(p *corev1.Pod) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == p.Spec.Containers[0].Name {
+			return cs.State.Running != nil || cs.State.Terminated != nil
+		}
+	}
+	return false
+}
+
+// podNames are the names of every pod a job's spec asks for.
+func podNames(job *paddlev1.PaddleJob) []string {
+	var out []string
+	for _, rt := range paddlev1.ReplicaTypes {
+		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
+			out = append(out, paddlev1.PodName(job.Name, rt, i))
+		}
+	}
+	return out
 }

@@ -22,6 +22,7 @@ import (
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/kube"
 	"github.com/paddlejob/paddlejob/internal/localcluster"
+	"github.com/paddlejob/paddlejob/internal/testutil"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
@@ -108,9 +109,8 @@ func TestInstalledOperatorWithTwoReplicasSurvivesItsLeader(t *testing.T) {
 
 	// A job through the installed operator (and its webhook, behind its Service).
 	ns := "default"
-	job := collectiveJob(t, "ha", 2, 3*time.Second)
-	outputDir(t, job)
-	job.Namespace = ns
+	job := testutil.MakePaddleJob("ha", ns).Workers(2).Image("busybox:1.36").
+		Command(paddlev1.ReplicaWorker, "sh", "-c", "sleep 15").Obj()
 	if _, err := c.Create(ctx, job); err != nil {
 		t.Fatalf("creating a job through the installed operator: %v", err)
 	}

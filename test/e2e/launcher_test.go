@@ -6,8 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/paddlejob/paddlejob/internal/kube"
+	"github.com/paddlejob/paddlejob/internal/paddleruntime"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
 )
@@ -127,17 +127,20 @@ func dumpJobPods(t *testing.T, job *batchv1.Job) {
 	}
 }
 
-// Seed 001's three-node Job runs with the launcher as its entrypoint: its
-// image ([YOUR_REPO]/paddle:mypaddle, with paddlejob as the repository) is
-// mapped to `paddlejob launch` and the example's legacy pserver and trainer.
+// Seed 001's three-node Job, as the tutorial writes it (its image
+// [YOUR_REPO]/paddle:mypaddle with paddlejob as the repository, whose
+// /root/start.sh is `paddlejob launch`), trains real Paddle: the launcher
+// finds the other pods, numbers them by pod IP, and runs the wide & deep
+// program as each pod's parameter server and trainer on the pod's share of
+// the data `paddlejob data split` wrote to the shared volume.
 func TestSeed001JobWithTheLauncher(t *testing.T) {
 	const ns, name = "default", "paddle-cluster-job" // the seed's JOB_NAMESPACE is default
 	installLauncherRBAC(t, ns)
 	mfs := t.TempDir()
-	examples := filepath.Join(binDir, "paddlejob-examples")
 	train := filepath.Join(t.TempDir(), "train.txt")
-	if out, err := exec.Command(examples, "gen-data", "--out", train, "--rows", "30000").CombinedOutput(); err != nil {
-		t.Fatalf("gen-data: %v\n%s", err, out)
+	gen := exec.Command(paddlePython(t), filepath.Join(testenv.RepoRoot(), "examples/images/demo-wide-and-deep/wide_and_deep/ctr_data.py"), "--rows", "60000", "--out", train)
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("generating the data: %v\n%s", err, out)
 	}
 	split := exec.Command(filepath.Join(binDir, "paddlejob"), "data", "split", "--input", train, "--out", mfs, "--job", name, "--parts", "3")
 	if out, err := split.CombinedOutput(); err != nil {
@@ -148,46 +151,56 @@ func TestSeed001JobWithTheLauncher(t *testing.T) {
 	}
 
 	job := runJob(t, loadSeedJob(t, "config/samples/seed001/job.yaml", ns, mfs), jobTimeout)
-	logs := jobPodLogs(t, job)
 	if job.Status.Succeeded != 3 {
 		dumpJobPods(t, job)
 		t.Fatalf("%d of 3 pods succeeded", job.Status.Succeeded)
 	}
 
-	// Trainer ids 0..2, one per pod, each with its node_<id> logs.
-	idRE := regexp.MustCompile(`--trainer_id=(\d)`)
-	var ids []string
-	for pod, log := range logs {
-		m := idRE.FindStringSubmatch(log)
-		if m == nil {
-			t.Fatalf("pod %s logged no trainer id:\n%s", pod, log)
-		}
-		ids = append(ids, m[1])
-	}
-	sort.Strings(ids)
-	if strings.Join(ids, ",") != "0,1,2" {
-		t.Errorf("trainer ids %v, want 0, 1 and 2 once each", ids)
-	}
+	// Each trainer id 0..2 once, each pod with its node_<id> logs, in which
+	// Paddle reports the role and index the launcher gave it.
 	output := filepath.Join(mfs, name, "output")
 	for i := 0; i < 3; i++ {
-		for _, f := range []string{"server.log", "train.log"} {
-			data, err := os.ReadFile(filepath.Join(output, fmt.Sprintf("node_%d", i), f))
-			if err != nil || len(data) == 0 {
-				t.Errorf("node_%d/%s: %v (%d bytes)", i, f, err, len(data))
+		node := filepath.Join(output, fmt.Sprintf("node_%d", i))
+		server := parsePSRole(t, "node_"+strconv.Itoa(i)+"/server.log", readFileOrEmpty(filepath.Join(node, "server.log")))
+		if server.Role != "PSERVER" || server.Index != i || server.Count != 3 {
+			t.Errorf("node_%d/server.log: Paddle says %s %d of %d, want PSERVER %d of 3", i, server.Role, server.Index, server.Count, i)
+		}
+		trainer := parsePSRole(t, "node_"+strconv.Itoa(i)+"/train.log", readFileOrEmpty(filepath.Join(node, "train.log")))
+		if trainer.Role != "TRAINER" || trainer.Index != i || trainer.Count != 3 || trainer.Servers != 3 || !trainer.HasFinal {
+			t.Errorf("node_%d/train.log: Paddle says %+v, want TRAINER %d of 3 with 3 servers, finished", i, trainer, i)
+		}
+		if i == 0 {
+			t.Logf("trainer 0: test AUC %.4f (optimum %.4f)", trainer.AUC, trainer.Optimal)
+			if trainer.AUC < trainer.Optimal-aucTolerance {
+				t.Errorf("trainer 0's test AUC %.4f is more than %.2f below the optimum %.4f", trainer.AUC, aucTolerance, trainer.Optimal)
 			}
 		}
-		train, _ := os.ReadFile(filepath.Join(output, fmt.Sprintf("node_%d", i), "train.log"))
-		if !strings.Contains(string(train), fmt.Sprintf("trainer-%d:", i)) {
-			t.Errorf("node_%d/train.log is not trainer %d's", i, i)
-		}
 	}
-	passes, _ := filepath.Glob(filepath.Join(output, "pass-*", "done"))
-	if len(passes) == 0 {
-		t.Errorf("no pass-* model directories under %s", output)
+	passes, _ := filepath.Glob(filepath.Join(output, "pass-*", "model.pdparams"))
+	if len(passes) != 5 {
+		t.Errorf("%d pass-* models under %s, want 5", len(passes), output)
 	}
 }
 
-// Seed 000's single-node Job: the trainer alone writes its passes.
+// readFileOrEmpty is a file's content, empty when it cannot be read.
+func readFileOrEmpty(path string) string {
+	data, _ := os.ReadFile(path)
+	return string(data)
+}
+
+// paddlePython is the pinned Paddle runtime's interpreter, which the local
+// cluster installed.
+func paddlePython(t *testing.T) string {
+	t.Helper()
+	rt, err := paddleruntime.Ensure(context.Background(), paddleruntime.Options{Dir: os.Getenv(paddleruntime.EnvDir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt.Python
+}
+
+// Seed 000's single-node Job: Paddle trains alone and writes its passes to
+// the output volume.
 func TestSeed000SingleNodeJob(t *testing.T) {
 	ns := newNamespace(t)
 	out := t.TempDir()
@@ -196,7 +209,13 @@ func TestSeed000SingleNodeJob(t *testing.T) {
 		dumpJobPods(t, job)
 		t.Fatalf("the quickstart Job did not succeed")
 	}
-	passes, _ := filepath.Glob(filepath.Join(out, "pass-*", "done"))
+	for pod, log := range jobPodLogs(t, job) {
+		r := parsePSRole(t, pod, log)
+		if r.Role != "TRAINER" || r.Count != 1 || r.Servers != 0 || !r.HasFinal {
+			t.Errorf("%s: Paddle says %+v, want a lone trainer that finished", pod, r)
+		}
+	}
+	passes, _ := filepath.Glob(filepath.Join(out, "pass-*", "model.pdparams"))
 	if len(passes) != 3 {
 		t.Errorf("%d passes written to the output volume, want 3", len(passes))
 	}
@@ -251,7 +270,8 @@ func TestLauncherTimesOutNamingTheMissingPeer(t *testing.T) {
 }
 
 // paddlejob submit with seed 002's example parameters runs on the local
-// cluster (without its CephFS volume, which no local node mounts).
+// cluster (without its CephFS volume, which no local node mounts): real
+// Paddle with 3 parameter servers and 3 trainers.
 func TestSubmitSeed002Example(t *testing.T) {
 	ns := newNamespace(t)
 	cmd := exec.Command(filepath.Join(binDir, "paddlejob"), "submit", "--kubeconfig", cluster.Kubeconfig(), "-n", ns,
@@ -277,6 +297,7 @@ func TestSubmitSeed002Example(t *testing.T) {
 	if env["TRAINER_ID"] != "2" || env["TRAINERS"] != "3" {
 		t.Errorf("TRAINER_ID %q, TRAINERS %q", env["TRAINER_ID"], env["TRAINERS"])
 	}
+	checkPSJob(t, job, workerLogs(jobLogs(t, job)))
 }
 
 func TestSubmitRejectsBadValuesNamingFlagAndRule(t *testing.T) {
@@ -326,9 +347,7 @@ func TestKubectlPlugin(t *testing.T) {
 	ns := newNamespace(t)
 	job := loadJob(t, "examples/jobs/resnet.yaml")
 	job.Namespace = ns
-	if _, err := pj.Create(context.Background(), job); err != nil {
-		t.Fatal(err)
-	}
+	createJob(t, job)
 	cmd := exec.Command(kubectl, "paddlejob", "get", "-n", ns)
 	cmd.Env = append(os.Environ(), "PATH="+pluginDir+":"+os.Getenv("PATH"), "KUBECONFIG="+cluster.Kubeconfig())
 	out, err := cmd.CombinedOutput()
