@@ -10,13 +10,13 @@ import (
 // resourceNvidiaGPU is the extended resource of NVIDIA's device plugin.
 const resourceNvidiaGPU corev1.ResourceName = "nvidia.com/gpu"
 
-// gpuEnv is the environment NVIDIA's device plugin and container runtime
-// give a container allotted GPUs: NVIDIA_VISIBLE_DEVICES and
-// CUDA_VISIBLE_DEVICES listing as many device indices as it asks for
-// ("0,1" for two). The node's GPUs are emulated: the scheduler places pods
-// that request them, and the programs run on the CPU; the variables only
-// tell them how many devices they were given. Nil when the container asks
-// for none.
+// gpuEnv is the environment NVIDIA's device plugin gives a container
+// allotted GPUs: NVIDIA_VISIBLE_DEVICES, here listing as many device
+// indices as it asks for ("0,1" for two). The node's GPUs are emulated: the
+// scheduler places pods that request them, and the programs run on the CPU.
+// CUDA_VISIBLE_DEVICES stays unset, as under the device plugin: Paddle's
+// launcher takes it to mean GPUs and would configure NCCL on a CPU build.
+// Nil when the container asks for none.
 func gpuEnv(c *corev1.Container) []envVar {
 	n := gpuCount(c)
 	if n <= 0 {
@@ -27,7 +27,7 @@ func gpuEnv(c *corev1.Container) []envVar {
 		indices[i] = strconv.Itoa(i)
 	}
 	devices := strings.Join(indices, ",")
-	return []envVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: devices}, {Name: "CUDA_VISIBLE_DEVICES", Value: devices}}
+	return []envVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: devices}}
 }
 
 // gpuCount is the number of GPUs a container asks for: its limit, else its

@@ -20,11 +20,11 @@ func TestGPUEnv(t *testing.T) {
 		{"none", corev1.ResourceRequirements{}, nil},
 		{"zero", corev1.ResourceRequirements{Limits: gpus("0")}, nil},
 		{"one by limit", corev1.ResourceRequirements{Limits: gpus("1")},
-			[]envVar{{"NVIDIA_VISIBLE_DEVICES", "0"}, {"CUDA_VISIBLE_DEVICES", "0"}}},
+			[]envVar{{"NVIDIA_VISIBLE_DEVICES", "0"}}},
 		{"two by request", corev1.ResourceRequirements{Requests: gpus("2")},
-			[]envVar{{"NVIDIA_VISIBLE_DEVICES", "0,1"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}},
+			[]envVar{{"NVIDIA_VISIBLE_DEVICES", "0,1"}}},
 		{"the limit wins", corev1.ResourceRequirements{Limits: gpus("3"), Requests: gpus("1")},
-			[]envVar{{"NVIDIA_VISIBLE_DEVICES", "0,1,2"}, {"CUDA_VISIBLE_DEVICES", "0,1,2"}}},
+			[]envVar{{"NVIDIA_VISIBLE_DEVICES", "0,1,2"}}},
 	}
 	for _, tc := range tests {
 		if got := gpuEnv(&corev1.Container{Resources: tc.resources}); !reflect.DeepEqual(got, tc.want) {

@@ -41,7 +41,7 @@ touch ` + runtime + `/written 2>/dev/null || echo "runtime read-only"
 mkdir -p log && echo "$NAME" > "log/$NAME.log"
 sleep 1
 echo "log=$(ls log | tr '\n' ' ')"
-echo "gpus=$NVIDIA_VISIBLE_DEVICES/$CUDA_VISIBLE_DEVICES"
+echo "gpus=$NVIDIA_VISIBLE_DEVICES/${CUDA_VISIBLE_DEVICES-unset}"
 `,
 	}
 	for p, content := range files {
@@ -71,7 +71,7 @@ func TestLocalImageFromBuildContext(t *testing.T) {
 		}
 	}
 	a, b := container("a"), container("b")
-	b.Env = append(b.Env, corev1.EnvVar{Name: "CUDA_VISIBLE_DEVICES", Value: "7"})
+	b.Env = append(b.Env, corev1.EnvVar{Name: "NVIDIA_VISIBLE_DEVICES", Value: "7"})
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "trainer", Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -84,7 +84,7 @@ func TestLocalImageFromBuildContext(t *testing.T) {
 	}
 	n.create(t, pod)
 	n.waitPhase(t, ns, "trainer", corev1.PodSucceeded)
-	for _, tc := range []struct{ name, gpus string }{{"a", "0,1/0,1"}, {"b", "0,1/7"}} {
+	for _, tc := range []struct{ name, gpus string }{{"a", "0,1/unset"}, {"b", "7/unset"}} {
 		want := "pwd=/wide_and_deep trainer=local\nthe data\nruntime tool ran\nruntime read-only\n" +
 			"log=" + tc.name + ".log \ngpus=" + tc.gpus + "\n"
 		if got := n.logs(t, ns, "trainer", tc.name, ""); got != want {
