@@ -185,8 +185,13 @@ func TestOperatorRestartMidJobCreatesNoDuplicates(t *testing.T) {
 		setPodStatus(t, ns, paddlev1.PodName("rs", paddlev1.ReplicaWorker, i), succeeded)
 	}
 	waitForPhase(t, ns, "rs", paddlev1.PaddleJobCompleted)
-	if n := len(listPods(t, ns, "rs")); n > 3 {
-		t.Errorf("%d pods after completion", n)
+	// The finished job stops its parameter server and keeps exactly the
+	// three workers it created before the restart.
+	finished := waitForPods(t, ns, "rs", podNames("rs", 0, 3, 0)...)
+	for n, p := range finished {
+		if before[n].UID != p.UID {
+			t.Errorf("pod %s was recreated after completion", n)
+		}
 	}
 }
 
