@@ -31,7 +31,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the markers.
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true rbac:roleName=paddlejob-operator webhook \
-		paths="./api/..." paths="./internal/controller/..." paths="./internal/webhook/..." \
+		paths="./api/..." paths="./internal/operator/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
 	go run ./hack/trimcrd config/crd/bases/*.yaml

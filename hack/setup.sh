@@ -3,7 +3,7 @@
 # toolchain. Safe to run again: it installs only what is missing.
 #   bubblewrap   sandboxes the local cluster's pods (command bwrap)
 #   python3-venv the Paddle runtime is a Python virtual environment
-#                (internal/paddleruntime installs PaddlePaddle into it with pip)
+#                (internal/localcluster/paddleruntime installs PaddlePaddle into it with pip)
 set -euo pipefail
 
 need_go="1.25"

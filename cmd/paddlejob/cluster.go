@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster"
-	"github.com/paddlejob/paddlejob/internal/node"
-	"github.com/paddlejob/paddlejob/internal/paddleruntime"
+	"github.com/paddlejob/paddlejob/internal/localcluster/node"
+	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
 )
 
 func init() {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddlejob/paddlejob/internal/datasplit"
+	"github.com/paddlejob/paddlejob/internal/podtools/datasplit"
 )
 
 func init() { register(newDataCmd) }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddlejob/paddlejob/internal/imagecontext"
+	"github.com/paddlejob/paddlejob/internal/podtools/imagecontext"
 )
 
 func init() { register(newImageCmd) }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddlejob/paddlejob/internal/launcher"
+	"github.com/paddlejob/paddlejob/internal/podtools/launcher"
 )
 
 func init() { register(newLaunchCmd) }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/paddlejob/paddlejob/internal/node"
+	"github.com/paddlejob/paddlejob/internal/localcluster/node"
 )
 
 func init() { register(newNodeCmd) }

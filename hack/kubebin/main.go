@@ -1,6 +1,6 @@
 // Command kubebin prints a directory holding the control-plane binaries,
 // building them from Go modules into the cache the first time (see
-// internal/kubebin). Progress goes to stderr, the directory to stdout:
+// internal/localcluster/kubebin). Progress goes to stderr, the directory to stdout:
 //
 //	export KUBEBUILDER_ASSETS=$(go run ./hack/kubebin -components etcd,kube-apiserver)
 package main
@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/paddlejob/paddlejob/internal/kubebin"
+	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
 )
 
 func main() {

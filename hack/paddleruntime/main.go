@@ -1,6 +1,6 @@
 // Command paddleruntime prints the directory of the pinned CPU PaddlePaddle
 // runtime, a Python virtual environment, installing it into the cache the
-// first time (see internal/paddleruntime). $PADDLEJOB_PADDLE_RUNTIME names a
+// first time (see internal/localcluster/paddleruntime). $PADDLEJOB_PADDLE_RUNTIME names a
 // runtime to use instead. Progress goes to stderr, the directory to stdout:
 //
 //	$(go run ./hack/paddleruntime)/bin/python3 -c 'import paddle; paddle.utils.run_check()'
@@ -13,7 +13,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/paddlejob/paddlejob/internal/paddleruntime"
+	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
 )
 
 func main() {

@@ -1,4 +1,3 @@
-// Package fsutil holds the file-system helpers more than one package needs.
 package fsutil
 
 import (

@@ -14,7 +14,7 @@ import (
 
 	"github.com/paddlejob/paddlejob/config"
 	"github.com/paddlejob/paddlejob/internal/kube"
-	"github.com/paddlejob/paddlejob/internal/paddleruntime"
+	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
 	"github.com/paddlejob/paddlejob/internal/pki"
 )
 

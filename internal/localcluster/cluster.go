@@ -1,8 +1,3 @@
-// Package localcluster runs a real single-node Kubernetes on this machine:
-// etcd, kube-apiserver, kube-scheduler and kube-controller-manager as local
-// processes bound to 127.0.0.1 with generated certificates, the PaddleJob CRD
-// and operator, and the process node that runs pods as sandboxed processes.
-// Everything lives in one directory (DefaultHome) that Down removes.
 package localcluster
 
 import (
@@ -17,8 +12,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/paddlejob/paddlejob/internal/kubebin"
-	"github.com/paddlejob/paddlejob/internal/paddleruntime"
+	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
+	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
 
 	"github.com/paddlejob/paddlejob/internal/fsutil"
 )

@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/paddlejob/paddlejob/examples/images"
-	"github.com/paddlejob/paddlejob/internal/node"
-	"github.com/paddlejob/paddlejob/internal/paddleruntime"
+	"github.com/paddlejob/paddlejob/internal/localcluster/node"
+	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
 )
 
 // The node pulls no images: its image table says what a container of an

@@ -1,6 +1,3 @@
-// Package operator wires the PaddleJob controller into a controller-runtime
-// manager. The operator binary, the local cluster and the integration tests
-// all start it through Run or NewManager, so they run the same thing.
 package operator
 
 import (
@@ -23,7 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
-	"github.com/paddlejob/paddlejob/internal/controller"
+	"github.com/paddlejob/paddlejob/internal/operator/controller"
 )
 
 // Scheme knows the built-in types and PaddleJob.

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/paddlejob/paddlejob/internal/controller"
-	pjwebhook "github.com/paddlejob/paddlejob/internal/webhook"
+	"github.com/paddlejob/paddlejob/internal/operator/controller"
+	pjwebhook "github.com/paddlejob/paddlejob/internal/operator/webhook"
 )
 
 // Ways the webhook's serving certificate is provided.

@@ -1,6 +1,3 @@
-// Package progress renders a job's progress for a terminal or a log: a
-// header and a line per role, redrawn in place on a terminal, a line per
-// change otherwise.
 package progress
 
 import (

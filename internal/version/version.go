@@ -1,5 +1,3 @@
-// Package version holds the build's version, stamped with -ldflags
-// "-X github.com/paddlejob/paddlejob/internal/version.Version=v1.2.3".
 package version
 
 import "runtime/debug"

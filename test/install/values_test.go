@@ -17,8 +17,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/yaml"
 
-	"github.com/paddlejob/paddlejob/internal/controller"
 	"github.com/paddlejob/paddlejob/internal/operator"
+	"github.com/paddlejob/paddlejob/internal/operator/controller"
 )
 
 const podIP = "192.0.2.10"

@@ -28,9 +28,9 @@ import (
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/kube"
 	"github.com/paddlejob/paddlejob/internal/operator"
+	pjwebhook "github.com/paddlejob/paddlejob/internal/operator/webhook"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
-	pjwebhook "github.com/paddlejob/paddlejob/internal/webhook"
 )
 
 var (

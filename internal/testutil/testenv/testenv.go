@@ -1,6 +1,3 @@
-// Package testenv starts a real kube-apiserver and etcd for integration tests
-// (controller-runtime's envtest), with the binaries from internal/kubebin:
-// KUBEBUILDER_ASSETS when set, else the cache, built there on first use.
 package testenv
 
 import (
@@ -14,7 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/paddlejob/paddlejob/internal/kubebin"
+	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
 )
 
 // Env is a running control plane.

@@ -32,7 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/paddlejob/paddlejob/internal/kubebin"
+	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
 )
 
 // backendEnv makes this test binary, run in a pod, serve as a Service

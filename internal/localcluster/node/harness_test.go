@@ -31,7 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/paddlejob/paddlejob/internal/kubebin"
+	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
 )
 
 // The integration tests run the node against a real kube-apiserver and etcd

@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
-	"github.com/paddlejob/paddlejob/internal/controller"
+	"github.com/paddlejob/paddlejob/internal/operator/controller"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 

@@ -1,6 +1,3 @@
-// Package webhook is the PaddleJob admission webhook: defaults and checks the
-// CRD schema cannot express, changes that may not happen to a running job,
-// and warnings for deprecated or ignored fields.
 package webhook
 
 import (
@@ -14,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
-	"github.com/paddlejob/paddlejob/internal/controller"
+	"github.com/paddlejob/paddlejob/internal/operator/controller"
 )
 
 // Paths of the webhooks, as the generated configurations name them.

@@ -1,25 +1,3 @@
-// Package paddleruntime provides the pinned CPU PaddlePaddle runtime: a Python
-// virtual environment holding paddlepaddle and every dependency at the
-// versions of requirements.txt, which Paddle programs run with on this
-// machine.
-//
-// Paddle is a large native wheel with exact dependency needs, so the runtime is
-// installed with pip once and cached outside the repository, in a directory
-// named after the pin and the interpreter: a changed pin or Python gets a new
-// runtime instead of a stale one. A directory the user names is used instead
-// when it holds a working runtime.
-//
-// Layout under <cache>/paddle-runtime:
-//
-//	.lock                      serialises installs across processes
-//	<key> -> <key>.<random>    the published runtime (a symlink)
-//	<key>.<random>/            the venv, built here and never moved
-//	<key>.log                  the last install's venv and pip output
-//
-// A venv cannot be renamed after it is built (pip writes its absolute path
-// into the scripts of bin/), so it is built in its final place under a random
-// name and published by renaming a symlink over <key>: a half-built runtime
-// is never reachable by its key.
 package paddleruntime
 
 import (
@@ -34,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddlejob/paddlejob/internal/kubebin"
+	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
 )
 
 // EnvDir is the environment variable naming a runtime to use instead of the
