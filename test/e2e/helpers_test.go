@@ -147,7 +147,7 @@ func withArgs(job *paddlev1.PaddleJob, args ...string) {
 }
 
 // dumpJob logs what a failed test needs to see: the job, its pods and logs.
-func dumpJob(t *testing.T, ns, name string) {
+func dumpJob(t testing.TB, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
 	if job, err := pj.Get(ctx, ns, name); err == nil {
