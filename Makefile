@@ -58,6 +58,7 @@ vet: ## Run go vet.
 lint: ## Check formatting and vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed on:"; echo "$$out"; exit 1; }
 	go vet ./...
+	go vet -tags integration ./...
 
 ##@ Test
 
@@ -71,30 +72,46 @@ paddle-runtime: ## Install (once, cached outside the repo) the pinned CPU Paddle
 	@mkdir -p $(LOCALBIN)
 	@go run ./hack/paddleruntime > $(LOCALBIN)/.paddle-runtime
 
+# Three tiers. Unit tests need nothing running. Tests that need a
+# kube-apiserver or a sandbox carry the `integration` build tag when they
+# live beside unit tests, or live in test/integration, test/webhook and
+# test/install. The end-to-end tests run the local cluster with real Paddle.
+UNIT_PKGS := ./api/... ./cmd/... ./examples/... ./hack/... ./internal/... ./pkg/...
+INTEGRATION_PKGS = $(addprefix ./,$(sort $(dir $(shell grep -rl --include='*_test.go' '^//go:build integration' api cmd hack internal pkg)))) \
+	./test/integration/... ./test/webhook/... ./test/install/...
+ENVTEST_ENV = KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)"
+
 .PHONY: test
-test: verify-generated lint envtest $(HELM) $(KUSTOMIZE) ## Run every test: unit, integration (real API server), install checks and end to end.
-	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test $(GO_TEST_FLAGS) ./...
+test: verify-generated lint test-unit test-integration test-e2e ## Run every test: unit, integration (real API server) and end to end (local cluster, real Paddle).
+
+.PHONY: test-unit
+test-unit: ## Unit tests: no API server, no sandbox, no cluster.
+	go test -timeout 5m $(GO_TEST_FLAGS) $(UNIT_PKGS)
+
+.PHONY: test-integration
+test-integration: envtest $(HELM) $(KUSTOMIZE) ## Integration tests against a real kube-apiserver and etcd, sandboxes included.
+	$(ENVTEST_ENV) go test -tags integration -timeout 20m $(GO_TEST_FLAGS) $(INTEGRATION_PKGS)
+
+.PHONY: test-e2e
+test-e2e: envtest ## End-to-end tests on the local cluster, with real PaddlePaddle.
+	$(ENVTEST_ENV) go test -timeout 45m $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: bench
 bench: envtest ## Benchmark the operator's pod creation and the examples on the local cluster.
-	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test ./test/integration -run '^$$' -bench PodCreation -benchtime 3x
-	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test ./test/e2e -run '^$$' -bench Example -benchtime 1x -timeout 60m
+	$(ENVTEST_ENV) go test ./test/integration -run '^$$' -bench PodCreation -benchtime 3x
+	$(ENVTEST_ENV) go test ./test/e2e -run '^$$' -bench Example -benchtime 1x -timeout 60m
 
 BENCH_SCALE_FLAGS ?=
 .PHONY: bench-scale
 bench-scale: envtest ## Scale benchmark: the operator against direct pod creation, 1-1000 jobs and 10-1000-pod jobs (BENCH_SCALE_FLAGS="--runs 3 --out bench.md").
-	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go run ./hack/benchscale $(BENCH_SCALE_FLAGS)
+	$(ENVTEST_ENV) go run ./hack/benchscale $(BENCH_SCALE_FLAGS)
 
 .PHONY: test-install
 test-install: envtest $(HELM) $(KUSTOMIZE) ## Check config/ and the Helm chart against the generated manifests, each other and a real API server.
-	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test $(GO_TEST_FLAGS) ./hack/chartgen/... ./test/install/...
+	$(ENVTEST_ENV) go test $(GO_TEST_FLAGS) ./hack/chartgen/... ./test/install/...
 
 .PHONY: tools
 tools: $(CONTROLLER_GEN) $(HELM) $(KUSTOMIZE) ## Build the pinned tools of hack/tools (controller-gen, helm, kustomize) into bin/.
-
-.PHONY: test-unit
-test-unit: ## Run the unit tests only.
-	go test $(GO_TEST_FLAGS) ./api/... ./internal/...
 
 ##@ Build
 

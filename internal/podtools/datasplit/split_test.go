@@ -149,9 +149,6 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // 50 MB generated on the fly go through with a few MB of allocation in all:
 // nothing buffers whole inputs or allocates per line.
 func TestSplitStreamsWithBoundedMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("streams 50 MB (twice for contiguous)")
-	}
 	const size = 50 << 20
 	line := append(bytes.Repeat([]byte("7,"), 31), "9\n"...) // 64 bytes
 	source := Source{Name: "generated", Open: func() (io.ReadCloser, error) {

@@ -1,3 +1,5 @@
+//go:build integration
+
 package launcher
 
 import (
@@ -40,9 +42,6 @@ func TestMain(m *testing.M) {
 // apiServer returns the shared control plane and an admin clientset.
 func apiServer(t *testing.T) (*testenv.Env, kubernetes.Interface) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd")
-	}
 	planeOnce.Do(func() { plane, planeErr = testenv.Start() })
 	if planeErr != nil {
 		t.Fatalf("starting the control plane: %v", planeErr)
