@@ -253,12 +253,19 @@ func TestVolcanoPodGroupGatesPodCreation(t *testing.T) {
 	if ref := metav1.GetControllerOf(pg); ref == nil || ref.Name != "gang" {
 		t.Errorf("PodGroup owner %+v", ref)
 	}
-	time.Sleep(time.Second)
+	// Scaling while the group waits updates its minimum. The reconcile that
+	// writes it ran after every earlier event of the job, while the group
+	// was not admitted: it created no pod.
+	scale(t, ns, "gang", 3)
+	eventually(t, "minMember 4", func() (bool, error) {
+		n, _, _ := unstructured.NestedInt64(getPodGroup(t, ns, "gang", "scheduling.volcano.sh", "v1beta1").Object, "spec", "minMember")
+		return n == 4, fmt.Errorf("minMember %d", n)
+	})
 	if pods := listPods(t, ns, "gang"); len(pods) != 0 {
 		t.Fatalf("%d pods before Volcano admitted the group", len(pods))
 	}
 	setPodGroupPhase(t, ns, "gang", "Inqueue")
-	pods := waitForPods(t, ns, "gang", podNames("gang", 1, 2, 0)...)
+	pods := waitForPods(t, ns, "gang", podNames("gang", 1, 3, 0)...)
 	for n, p := range pods {
 		if p.Spec.SchedulerName != "volcano" || p.Annotations["scheduling.k8s.io/group-name"] != "gang" {
 			t.Errorf("%s: scheduler %q, group %q", n, p.Spec.SchedulerName, p.Annotations["scheduling.k8s.io/group-name"])
@@ -266,11 +273,11 @@ func TestVolcanoPodGroupGatesPodCreation(t *testing.T) {
 	}
 	waitForCondition(t, ns, "gang", paddlev1.JobPodGroupAdmitted, metav1.ConditionTrue, "PodGroupAdmitted")
 
-	// Scaling updates the group's minimum.
-	scale(t, ns, "gang", 3)
-	eventually(t, "minMember 4", func() (bool, error) {
+	// Scaling an admitted job updates the group's minimum too.
+	scale(t, ns, "gang", 4)
+	eventually(t, "minMember 5", func() (bool, error) {
 		n, _, _ := unstructured.NestedInt64(getPodGroup(t, ns, "gang", "scheduling.volcano.sh", "v1beta1").Object, "spec", "minMember")
-		return n == 4, fmt.Errorf("minMember %d", n)
+		return n == 5, fmt.Errorf("minMember %d", n)
 	})
 }
 
