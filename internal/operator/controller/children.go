@@ -27,7 +27,7 @@ import (
 // long until the restart backoff ends.
 func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, now time.Time) (*paddlev1.PaddleJob, observed, time.Duration, error) {
 	active, excess := splitPods(job, pods)
-	obs := observed{pods: active, podUIDs: uidsOf(pods), gang: gangSchedulerFor(&job.Spec, r.Options)}
+	obs := observed{pods: active, podUIDs: uidsOf(pods), gang: GangSchedulerFor(&job.Spec, r.Options)}
 	errs := []error{r.deletePods(ctx, job, excess, "scaled down")}
 
 	admitted, waiting, err := r.ensurePodGroup(ctx, job)

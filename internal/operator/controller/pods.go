@@ -45,7 +45,7 @@ type podOptions struct {
 
 // podOptionsFor are the pod options of a job under the operator's settings.
 func podOptionsFor(job *paddlev1.PaddleJob, opts Options) podOptions {
-	gang := gangSchedulerFor(&job.Spec, opts)
+	gang := GangSchedulerFor(&job.Spec, opts)
 	return podOptions{
 		InitImage:        opts.InitImage,
 		gang:             gang,

@@ -41,7 +41,7 @@ func TestGangSchedulerFor(t *testing.T) {
 		{"schedulingPolicy, gang scheduling off", withPolicy, noneDefault, ""},
 	}
 	for _, tc := range tests {
-		if got := gangSchedulerFor(&tc.job.Spec, tc.opts); got != tc.want {
+		if got := GangSchedulerFor(&tc.job.Spec, tc.opts); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
