@@ -1,14 +1,24 @@
 package controller
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
+
+// Restarts: each role's restartPolicy decides which failed pods are
+// recreated and which fail the job; backoffLimit bounds the restarts and the
+// restart backoff spaces them. A recreation is counted in the status (the
+// write-ahead step recordRestarts) before its pod is deleted, so a failure
+// counts once whatever is retried.
 
 // Reasons of the Failed condition besides a pod's failure.
 const (
@@ -21,40 +31,6 @@ const (
 	DefaultRestartBackoff    = 5 * time.Second
 	DefaultMaxRestartBackoff = 5 * time.Minute
 )
-
-// cleansTerminatedPods reports whether cleanPodPolicy deletes the terminated
-// pods of a job that finished in the given phase.
-func cleansTerminatedPods(policy paddlev1.CleanPodPolicy, phase paddlev1.PaddleJobPhase) bool {
-	switch policy {
-	case paddlev1.CleanPodPolicyAlways:
-		return true
-	case paddlev1.CleanPodPolicyOnFailure:
-		return phase == paddlev1.PaddleJobFailed
-	case paddlev1.CleanPodPolicyOnCompletion:
-		return phase == paddlev1.PaddleJobCompleted
-	default:
-		return false
-	}
-}
-
-// podsToDeleteWhenFinished is what a finished job deletes: pods still running
-// (parameter servers and heter trainers once the workers are done, the other
-// pods of a failed job) always, since a finished job holds no resources, and
-// terminated pods when cleanPodPolicy says so.
-func podsToDeleteWhenFinished(job *paddlev1.PaddleJob, pods []*corev1.Pod) []*corev1.Pod {
-	clean := cleansTerminatedPods(job.Spec.EffectiveCleanPodPolicy(), job.Status.Phase)
-	var out []*corev1.Pod
-	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		terminated := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-		if !terminated || clean {
-			out = append(out, p)
-		}
-	}
-	return out
-}
 
 // failures is what the restart policies make of a job's failed pods.
 type failures struct {
@@ -158,6 +134,37 @@ func lastRestartedContainer(pods []*corev1.Pod) string {
 	return "unknown"
 }
 
+// describeFailure says why a pod failed: the first container that exited
+// with a non-zero code, else the pod's own reason (eviction, deadline...).
+func describeFailure(p *corev1.Pod) string {
+	statuses := append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		t := cs.State.Terminated
+		if t == nil {
+			t = cs.LastTerminationState.Terminated
+		}
+		if t == nil || t.ExitCode == 0 {
+			continue
+		}
+		msg := fmt.Sprintf("pod %s: container %q exited with code %d", p.Name, cs.Name, t.ExitCode)
+		if t.Reason != "" {
+			msg += " (" + t.Reason + ")"
+		}
+		if m := strings.TrimSpace(t.Message); m != "" {
+			msg += ": " + truncate(m, 256)
+		}
+		return msg
+	}
+	msg := fmt.Sprintf("pod %s failed", p.Name)
+	if p.Status.Reason != "" {
+		msg += ": " + p.Status.Reason
+	}
+	if p.Status.Message != "" {
+		msg += ": " + truncate(p.Status.Message, 256)
+	}
+	return msg
+}
+
 // restartBackoff is the wait before the n-th recreation: base doubling per
 // restart, at most max.
 func restartBackoff(restarts int32, base, maxBackoff time.Duration) time.Duration {
@@ -168,28 +175,65 @@ func restartBackoff(restarts int32, base, maxBackoff time.Duration) time.Duratio
 	return min(d, maxBackoff)
 }
 
-// deadlineExceeded reports whether the job ran past activeDeadlineSeconds
-// and, if not, how long until it does (0 without a deadline).
-func deadlineExceeded(job *paddlev1.PaddleJob, now time.Time) (bool, time.Duration) {
-	if job.Spec.ActiveDeadlineSeconds == nil || job.Status.StartTime == nil {
-		return false, 0
+// restartBackoffLeft is how long the job must still wait before creating the
+// replacement of a recreated pod.
+func (r *PaddleJobReconciler) restartBackoffLeft(job *paddlev1.PaddleJob, now time.Time) time.Duration {
+	if job.Status.LastRestartTime == nil {
+		return 0
 	}
-	end := job.Status.StartTime.Add(time.Duration(*job.Spec.ActiveDeadlineSeconds) * time.Second)
-	if !now.Before(end) {
-		return true, 0
+	wait := restartBackoff(job.Status.RestartCount, r.Options.RestartBackoff, r.Options.MaxRestartBackoff)
+	if left := job.Status.LastRestartTime.Add(wait).Sub(now); left > 0 {
+		return left
 	}
-	return false, end.Sub(now)
+	return 0
 }
 
-// ttlExpired reports whether a finished job's ttlSecondsAfterFinished has
-// passed and, if not, how long until it does (0 without a TTL).
-func ttlExpired(job *paddlev1.PaddleJob, now time.Time) (bool, time.Duration) {
-	if job.Spec.TTLSecondsAfterFinished == nil || job.Status.CompletionTime == nil {
-		return false, 0
+// recreating are the pods counted for recreation whose deletion has not
+// started.
+func recreating(job *paddlev1.PaddleJob, pods []*corev1.Pod) []*corev1.Pod {
+	if len(job.Status.RecreatingPods) == 0 {
+		return nil
 	}
-	end := job.Status.CompletionTime.Add(time.Duration(*job.Spec.TTLSecondsAfterFinished) * time.Second)
-	if !now.Before(end) {
-		return true, 0
+	counted := map[string]bool{}
+	for _, uid := range job.Status.RecreatingPods {
+		counted[uid] = true
 	}
-	return false, end.Sub(now)
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if counted[string(p.UID)] && p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// recreatePods restarts failed pods the restart policies allow: it counts
+// them in the status first — so each failure counts once, even when a delete
+// must be retried — then deletes them; the pass their deletion triggers
+// creates them anew after the backoff.
+func (r *PaddleJobReconciler) recreatePods(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, fails failures, now time.Time) (reconcile.Result, error) {
+	if len(fails.recreate) > 0 {
+		updated := job.DeepCopy()
+		st := &updated.Status
+		for _, p := range fails.recreate {
+			st.RestartCount += 1 + containerRestarts(p)
+			st.RecreatingPods = append(st.RecreatingPods, string(p.UID))
+		}
+		t := metav1.NewMicroTime(now)
+		st.LastRestartTime = &t
+		if err := r.Status().Update(ctx, updated); err != nil {
+			if apierrors.IsConflict(err) {
+				return reconcile.Result{}, nil // the newer job's event brings us back
+			}
+			return reconcile.Result{}, fmt.Errorf("recording the restart of PaddleJob %s/%s: %w", job.Namespace, job.Name, err)
+		}
+		for _, p := range fails.recreate {
+			rt, _, _ := podIndex(p)
+			podRestarts.WithLabelValues(string(rt)).Inc()
+			r.Recorder.Eventf(updated, nil, corev1.EventTypeWarning, "RestartingPod", "Restart",
+				"recreating after %s (restart %d, backoffLimit %d)", describeFailure(p), st.RestartCount, updated.Spec.BackoffLimitOrDefault())
+		}
+		job = updated
+	}
+	return reconcile.Result{}, r.deletePods(ctx, job, recreating(job, pods), "restarting after a failure")
 }
