@@ -136,7 +136,7 @@ var workerListNames = []string{envTrainerEndpoints, envTrainerHosts, envLaunchTr
 // limit stay out too; Paddle reads PADDLE_TRAINER_ENDPOINTS from the backup
 // file in every case.
 func workerListsInEnv(spec *paddlev1.PaddleJobSpec, trainerEndpoints string) bool {
-	return spec.EffectiveIntranet() != paddlev1.IntranetHost && !spec.IsElastic() && len(trainerEndpoints) <= paddleEnvLimit
+	return !onHostNetwork(spec) && !spec.IsElastic() && len(trainerEndpoints) <= paddleEnvLimit
 }
 
 // jobEnvNames lists the job variables a pod of a role receives, in the order

@@ -187,6 +187,19 @@ func podGroupWaiting(pg *unstructured.Unstructured, gang string) string {
 	return fmt.Sprintf("Volcano has not admitted PodGroup %s (phase %s, queue %s): the job's pods are created once it is Inqueue", pg.GetName(), phase, queue)
 }
 
+// setPodGroupCondition records whether the gang scheduler (if any) admitted
+// the job's pod group, or what it waits for.
+func setPodGroupCondition(st *paddlev1.PaddleJobStatus, gang, waiting string, now metav1.Time) {
+	switch {
+	case gang == "":
+	case waiting != "":
+		setCondition(st, now, paddlev1.JobPodGroupAdmitted, metav1.ConditionFalse, ReasonWaitingForPodGroup, waiting)
+	default:
+		setCondition(st, now, paddlev1.JobPodGroupAdmitted, metav1.ConditionTrue, ReasonPodGroupAdmitted,
+			fmt.Sprintf("%s admitted the job's pod group", gang))
+	}
+}
+
 // ensurePodGroup creates or updates a gang-scheduled job's PodGroup and says
 // whether its pods may be created, or what they wait for.
 func (r *PaddleJobReconciler) ensurePodGroup(ctx context.Context, job *paddlev1.PaddleJob) (admitted bool, waiting string, err error) {

@@ -22,10 +22,22 @@ import (
 // exists), and whether the endpoints are published only once every pod has
 // an IP (PodIP and Host) or up front as DNS names (Service).
 
+// addressedByName reports whether the job's pods address each other by DNS
+// name (Service intranet), known before any pod exists.
+func addressedByName(spec *paddlev1.PaddleJobSpec) bool {
+	return spec.EffectiveIntranet() == paddlev1.IntranetService
+}
+
+// onHostNetwork reports whether the job's pods run in their node's network
+// namespace and share its address (Host intranet).
+func onHostNetwork(spec *paddlev1.PaddleJobSpec) bool {
+	return spec.EffectiveIntranet() == paddlev1.IntranetHost
+}
+
 // waitsForEndpoints reports whether pods of the job start only once every pod
 // has an IP: addresses are IPs in PodIP and Host intranet.
 func waitsForEndpoints(spec *paddlev1.PaddleJobSpec) bool {
-	return spec.EffectiveIntranet() != paddlev1.IntranetService
+	return !addressedByName(spec)
 }
 
 // ownsPortRanges reports whether each pod of the job gets a port range of
@@ -34,7 +46,7 @@ func waitsForEndpoints(spec *paddlev1.PaddleJobSpec) bool {
 // local cluster's, Options.SharedPodNetwork) every pod shares it. Elsewhere
 // every pod has an address of its own and the same range.
 func (r *PaddleJobReconciler) ownsPortRanges(spec *paddlev1.PaddleJobSpec) bool {
-	return spec.EffectiveIntranet() == paddlev1.IntranetHost || r.Options.SharedPodNetwork
+	return onHostNetwork(spec) || r.Options.SharedPodNetwork
 }
 
 // serviceHost is a pod's stable DNS name, resolved through the job's headless
@@ -45,7 +57,7 @@ func serviceHost(job string, rt paddlev1.ReplicaType, index int) string {
 
 // podIPEnv is POD_IP: the address the pod has in the endpoint lists.
 func podIPEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int) corev1.EnvVar {
-	if job.Spec.EffectiveIntranet() == paddlev1.IntranetService {
+	if addressedByName(&job.Spec) {
 		return corev1.EnvVar{Name: "POD_IP", Value: serviceHost(job.Name, rt, index)}
 	}
 	return corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
@@ -53,11 +65,24 @@ func podIPEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int) corev
 	}}
 }
 
+// setPodNetwork puts a pod of a Host-intranet job in its node's network
+// namespace, and declares its ports (addPorts).
+func setPodNetwork(pod *corev1.Pod, spec *paddlev1.PaddleJobSpec, ports portRange) {
+	hostNetwork := onHostNetwork(spec)
+	if hostNetwork {
+		pod.Spec.HostNetwork = true
+		if pod.Spec.DNSPolicy == "" {
+			pod.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+		}
+	}
+	addPorts(pod, hostNetwork, ports)
+}
+
 // addPorts declares the pod's PADDLE_PORT as the named port "paddle" on its
-// first container. In Host intranet every port of the range is declared as a
-// host port, so the scheduler never puts the pod beside another pod holding
-// one of them.
-func addPorts(pod *corev1.Pod, intranet paddlev1.Intranet, ports portRange) {
+// first container. On the host network every port of the range is declared
+// as a host port, so the scheduler never puts the pod beside another pod
+// holding one of them.
+func addPorts(pod *corev1.Pod, hostNetwork bool, ports portRange) {
 	c := &pod.Spec.Containers[0]
 	declared := map[int32]bool{}
 	named := false
@@ -75,7 +100,7 @@ func addPorts(pod *corev1.Pod, intranet paddlev1.Intranet, ports portRange) {
 		if port == ports.First && !named {
 			cp.Name = portName
 		}
-		if intranet == paddlev1.IntranetHost {
+		if hostNetwork {
 			cp.HostPort = port
 		} else if port != ports.First {
 			continue
@@ -106,9 +131,9 @@ func recordedHostPorts(job *paddlev1.PaddleJob) map[string]portRange {
 }
 
 // ensureHostPorts gives every pod of a job that owns port ranges (see
-// ownsPortRanges) a range recorded in the job's status, before the pods
-// exist: the job keeps them while it is suspended and its recreated pods get
-// them back.
+// ownsPortRanges) a range, before the pods exist: the job keeps them while
+// it is suspended and its recreated pods get them back. It returns the job
+// with its ranges recorded (recordHostPorts), nil on a conflict.
 func (r *PaddleJobReconciler) ensureHostPorts(ctx context.Context, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob, error) {
 	if !r.ownsPortRanges(&job.Spec) {
 		return job, nil
@@ -129,7 +154,7 @@ func (r *PaddleJobReconciler) ensureHostPorts(ctx context.Context, job *paddlev1
 	if err != nil {
 		return job, err
 	}
-	updated := job.DeepCopy()
+	st := *job.Status.DeepCopy()
 	var allocated []types.NamespacedName
 	for _, rt := range paddlev1.ReplicaTypes {
 		if len(want[rt]) == 0 {
@@ -142,15 +167,22 @@ func (r *PaddleJobReconciler) ensureHostPorts(ctx context.Context, job *paddlev1
 		}
 		for _, key := range want[rt] {
 			allocated = append(allocated, key)
-			updated.Status.HostPorts = append(updated.Status.HostPorts, paddlev1.HostPortRange{Pod: key.Name, Ports: got[key].String()})
+			st.HostPorts = append(st.HostPorts, paddlev1.HostPortRange{Pod: key.Name, Ports: got[key].String()})
 		}
 	}
-	sort.Slice(updated.Status.HostPorts, func(i, j int) bool { return updated.Status.HostPorts[i].Pod < updated.Status.HostPorts[j].Pod })
-	if err := r.Status().Update(ctx, updated); err != nil {
+	sort.Slice(st.HostPorts, func(i, j int) bool { return st.HostPorts[i].Pod < st.HostPorts[j].Pod })
+	updated, err := r.recordHostPorts(ctx, job, st)
+	if err != nil || updated == nil {
 		r.releaseAll(allocated)
-		return job, fmt.Errorf("recording the host ports of PaddleJob %s/%s: %w", job.Namespace, job.Name, err)
 	}
-	return updated, nil
+	return updated, err
+}
+
+// recordHostPorts is a write-ahead step: the port ranges are in the job's
+// status before any pod is created with one, so no other job is handed
+// them, whatever happens to this pass.
+func (r *PaddleJobReconciler) recordHostPorts(ctx context.Context, job *paddlev1.PaddleJob, st paddlev1.PaddleJobStatus) (*paddlev1.PaddleJob, error) {
+	return r.updateStatus(ctx, job, st, "recording the host ports")
 }
 
 func (r *PaddleJobReconciler) releaseAll(keys []types.NamespacedName) {

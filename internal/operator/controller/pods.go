@@ -103,12 +103,6 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 	if job.Spec.EffectiveRestartPolicy(rt) == paddlev1.RestartPolicyOnFailure {
 		spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	}
-	if job.Spec.EffectiveIntranet() == paddlev1.IntranetHost {
-		spec.HostNetwork = true
-		if spec.DNSPolicy == "" {
-			spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
-		}
-	}
 
 	env := podEnv(job, rt, index, ports, opts.elasticEndpoints)
 	for _, n := range jobEnvNames(&job.Spec, rt) {
@@ -128,7 +122,7 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 	for i := range spec.Containers {
 		injectContainer(&spec.Containers[i], env)
 	}
-	addPorts(pod, job.Spec.EffectiveIntranet(), ports)
+	setPodNetwork(pod, &job.Spec, ports)
 
 	if !hasVolume(spec.Volumes, endpointsVolume) {
 		spec.Volumes = append(spec.Volumes, endpointsVolumeSource(job.Name))

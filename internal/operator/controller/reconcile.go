@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -201,11 +200,10 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 	if obs.invalid == "" {
 		active, _ := splitPods(job, pods)
 		fails := evaluateFailures(job, active)
-		exceeded, untilDeadline := deadlineExceeded(job, now)
+		pastDeadline, untilDeadline := deadlineFailure(job, now)
 		switch {
-		case exceeded:
-			obs.fatal = &metav1.Condition{Type: paddlev1.JobFailed, Status: metav1.ConditionTrue, Reason: ReasonDeadlineExceeded,
-				Message: fmt.Sprintf("the job ran longer than activeDeadlineSeconds (%ds)", *job.Spec.ActiveDeadlineSeconds)}
+		case pastDeadline != nil:
+			obs.fatal = pastDeadline
 			obs.pods = active
 		case fails.fatal != nil:
 			obs.fatal = fails.fatal
@@ -215,6 +213,9 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 		default:
 			var wait time.Duration
 			job, obs, wait, actErr = r.run(ctx, job, pods, now)
+			if job == nil {
+				return reconcile.Result{}, actErr // a write-ahead step met a newer job
+			}
 			requeue = earliest(untilDeadline, wait)
 			if obs.created > 0 && actErr == nil {
 				// The status is written by the pass the new pods' events
@@ -241,8 +242,9 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 // scaled away, keeps the pod group current, creates
 // the missing pods (once the gang scheduler admits the job and no restart
 // backoff is pending), the Service and the endpoints. It returns the job (its
-// status may have been written), what the status is computed from, and how
-// long until the restart backoff ends.
+// status may have been written ahead: recordHostPorts), what the status is
+// computed from, and how long until the restart backoff ends; a nil job when
+// a write-ahead step met a newer job.
 func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, now time.Time) (*paddlev1.PaddleJob, observed, time.Duration, error) {
 	active, excess := splitPods(job, pods)
 	obs := observed{pods: active, podUIDs: uidsOf(pods), gang: GangSchedulerFor(&job.Spec, r.Options)}
@@ -253,9 +255,12 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 		return job, obs, 0, errors.Join(append(errs, err)...)
 	}
 	obs.podGroupWaiting = waiting
-	if job, err = r.ensureHostPorts(ctx, job); err != nil {
-		return job, obs, 0, errors.Join(append(errs, err)...)
+	recorded, err := r.ensureHostPorts(ctx, job)
+	if err != nil || recorded == nil {
+		// nil: a newer job was written meanwhile; its event brings it back.
+		return recorded, obs, 0, errors.Join(append(errs, err)...)
 	}
+	job = recorded
 	// Pods read the job variables from the ConfigMap: where they are known
 	// up front it exists before the pods.
 	if jobValues := plannedJobValues(job); jobValues != nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -20,11 +19,9 @@ import (
 // write-ahead step recordRestarts) before its pod is deleted, so a failure
 // counts once whatever is retried.
 
-// Reasons of the Failed condition besides a pod's failure.
-const (
-	ReasonBackoffLimitExceeded = "BackoffLimitExceeded"
-	ReasonDeadlineExceeded     = "DeadlineExceeded"
-)
+// ReasonBackoffLimitExceeded fails a job whose pods restarted more than
+// backoffLimit times.
+const ReasonBackoffLimitExceeded = "BackoffLimitExceeded"
 
 // Backoff between recreations of failed pods, doubling with each restart.
 const (
@@ -208,32 +205,40 @@ func recreating(job *paddlev1.PaddleJob, pods []*corev1.Pod) []*corev1.Pod {
 }
 
 // recreatePods restarts failed pods the restart policies allow: it counts
-// them in the status first — so each failure counts once, even when a delete
-// must be retried — then deletes them; the pass their deletion triggers
-// creates them anew after the backoff.
+// them in the status first (recordRestarts) — so each failure counts once,
+// even when a delete must be retried — then deletes them; the pass their
+// deletion triggers creates them anew after the backoff.
 func (r *PaddleJobReconciler) recreatePods(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, fails failures, now time.Time) (reconcile.Result, error) {
 	if len(fails.recreate) > 0 {
-		updated := job.DeepCopy()
-		st := &updated.Status
-		for _, p := range fails.recreate {
-			st.RestartCount += 1 + containerRestarts(p)
-			st.RecreatingPods = append(st.RecreatingPods, string(p.UID))
-		}
-		t := metav1.NewMicroTime(now)
-		st.LastRestartTime = &t
-		if err := r.Status().Update(ctx, updated); err != nil {
-			if apierrors.IsConflict(err) {
-				return reconcile.Result{}, nil // the newer job's event brings us back
-			}
-			return reconcile.Result{}, fmt.Errorf("recording the restart of PaddleJob %s/%s: %w", job.Namespace, job.Name, err)
-		}
-		for _, p := range fails.recreate {
-			rt, _, _ := podIndex(p)
-			podRestarts.WithLabelValues(string(rt)).Inc()
-			r.Recorder.Eventf(updated, nil, corev1.EventTypeWarning, "RestartingPod", "Restart",
-				"recreating after %s (restart %d, backoffLimit %d)", describeFailure(p), st.RestartCount, updated.Spec.BackoffLimitOrDefault())
+		updated, err := r.recordRestarts(ctx, job, fails.recreate, now)
+		if err != nil || updated == nil {
+			return reconcile.Result{}, err
 		}
 		job = updated
 	}
 	return reconcile.Result{}, r.deletePods(ctx, job, recreating(job, pods), "restarting after a failure")
+}
+
+// recordRestarts is a write-ahead step: it counts the pods to recreate in
+// the job's restart count, and their UIDs in status.recreatingPods, before
+// they are deleted. It returns the job as written, nil on a conflict.
+func (r *PaddleJobReconciler) recordRestarts(ctx context.Context, job *paddlev1.PaddleJob, recreate []*corev1.Pod, now time.Time) (*paddlev1.PaddleJob, error) {
+	st := *job.Status.DeepCopy()
+	for _, p := range recreate {
+		st.RestartCount += 1 + containerRestarts(p)
+		st.RecreatingPods = append(st.RecreatingPods, string(p.UID))
+	}
+	t := metav1.NewMicroTime(now)
+	st.LastRestartTime = &t
+	updated, err := r.updateStatus(ctx, job, st, "recording the restart")
+	if err != nil || updated == nil {
+		return nil, err
+	}
+	for _, p := range recreate {
+		rt, _, _ := podIndex(p)
+		podRestarts.WithLabelValues(string(rt)).Inc()
+		r.Recorder.Eventf(updated, nil, corev1.EventTypeWarning, "RestartingPod", "Restart",
+			"recreating after %s (restart %d, backoffLimit %d)", describeFailure(p), updated.Status.RestartCount, updated.Spec.BackoffLimitOrDefault())
+	}
+	return updated, nil
 }

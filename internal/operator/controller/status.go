@@ -77,9 +77,7 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 			Type: paddlev1.JobFailed, Status: metav1.ConditionTrue, Reason: ReasonInvalidSpec, Message: obs.invalid,
 		})
 	}
-	if meta.IsStatusConditionTrue(st.Conditions, paddlev1.JobSuspended) {
-		setCondition(&st, now, paddlev1.JobSuspended, metav1.ConditionFalse, ReasonResumed, "spec.suspend was cleared")
-	}
+	markResumed(&st, now)
 	st.RecreatingPods = keepPresent(st.RecreatingPods, obs.podUIDs)
 	st.HostPorts = keepDesiredPorts(job, st.HostPorts)
 
@@ -109,14 +107,7 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 		})
 	}
 
-	if obs.gang != "" {
-		if obs.podGroupWaiting != "" {
-			setCondition(&st, now, paddlev1.JobPodGroupAdmitted, metav1.ConditionFalse, ReasonWaitingForPodGroup, obs.podGroupWaiting)
-		} else {
-			setCondition(&st, now, paddlev1.JobPodGroupAdmitted, metav1.ConditionTrue, ReasonPodGroupAdmitted,
-				fmt.Sprintf("%s admitted the job's pod group", obs.gang))
-		}
-	}
+	setPodGroupCondition(&st, obs.gang, obs.podGroupWaiting, now)
 	desired := job.Spec.TotalReplicas()
 	if len(obs.pods) < desired {
 		st.Phase = paddlev1.PaddleJobPending
@@ -236,13 +227,24 @@ func keepPresent(uids []string, present map[string]bool) []string {
 	return out
 }
 
-// writeStatus writes a status that differs from the job's, and returns the
-// job as written; nil when the cache was behind (the newer job's event
-// brings the job back).
+// writeStatus writes the status a pass computed, with the error of its
+// actions (if any) on the Created condition. It returns the job as written;
+// nil when the cache was behind (the newer job's event brings the job back).
 func (r *PaddleJobReconciler) writeStatus(ctx context.Context, job *paddlev1.PaddleJob, status paddlev1.PaddleJobStatus, actErr error) (*paddlev1.PaddleJob, error) {
 	if actErr != nil && !status.IsFinished() {
 		setCondition(&status, metav1.NewTime(r.Clock.Now()), paddlev1.JobCreated, metav1.ConditionFalse, ReasonCreatingPods, actErr.Error())
 	}
+	return r.updateStatus(ctx, job, status, "updating the status")
+}
+
+// updateStatus is the one place the job's status is written: by the end of
+// a pass (writeStatus), and by the write-ahead steps that must be recorded
+// before the pods they concern change — recordRestarts (restart.go) and
+// recordHostPorts (intranet.go). step names the write in errors. It returns
+// the job as written (unchanged when status is the job's), or nil on a
+// conflict: the job changed since the cache showed it, and the newer job's
+// event brings it back, so the pass stops without an error.
+func (r *PaddleJobReconciler) updateStatus(ctx context.Context, job *paddlev1.PaddleJob, status paddlev1.PaddleJobStatus, step string) (*paddlev1.PaddleJob, error) {
 	if !statusChanged(&job.Status, &status) {
 		return job, nil
 	}
@@ -250,10 +252,10 @@ func (r *PaddleJobReconciler) writeStatus(ctx context.Context, job *paddlev1.Pad
 	updated.Status = status
 	if err := r.Status().Update(ctx, updated); err != nil {
 		if apierrors.IsConflict(err) {
-			log.FromContext(ctx).V(1).Info("status update conflict; waiting for the newer job")
+			log.FromContext(ctx).V(1).Info("status update conflict; waiting for the newer job", "step", step)
 			return nil, nil
 		}
-		return nil, fmt.Errorf("updating status of PaddleJob %s/%s: %w", job.Namespace, job.Name, err)
+		return nil, fmt.Errorf("%s of PaddleJob %s/%s: %w", step, job.Namespace, job.Name, err)
 	}
 	r.recordTransition(job, updated)
 	return updated, nil

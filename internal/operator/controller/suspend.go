@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -27,6 +28,13 @@ func (r *PaddleJobReconciler) reconcileSuspended(ctx context.Context, job *paddl
 	deleteErr := r.deletePods(ctx, job, live, "suspended")
 	_, err := r.writeStatus(ctx, job, suspendedStatus(job, metav1.NewTime(now)), nil)
 	return reconcile.Result{}, errors.Join(deleteErr, err)
+}
+
+// markResumed records that a suspended job was resumed: it runs again.
+func markResumed(st *paddlev1.PaddleJobStatus, now metav1.Time) {
+	if meta.IsStatusConditionTrue(st.Conditions, paddlev1.JobSuspended) {
+		setCondition(st, now, paddlev1.JobSuspended, metav1.ConditionFalse, ReasonResumed, "spec.suspend was cleared")
+	}
 }
 
 // suspendedStatus is the status of a suspended job: no pods, and a start
