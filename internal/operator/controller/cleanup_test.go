@@ -80,3 +80,60 @@ func TestTTL(t *testing.T) {
 		t.Error("the TTL did not expire at 60 s")
 	}
 }
+
+func TestFinishedJobPass(t *testing.T) {
+	completed := func() *testutil.JobWrapper {
+		return testutil.MakePaddleJob("done", "ns").UID("done-uid").PS(1).Workers(1).
+			Status(finishedStatus(paddlev1.PaddleJobCompleted, 10*time.Second))
+	}
+	tests := []struct {
+		name string
+		job  *paddlev1.PaddleJob
+		want passWant
+	}{
+		{
+			name: "Never stops the running pserver and keeps the finished worker",
+			job:  completed().CleanPodPolicy(paddlev1.CleanPodPolicyNever).Obj(),
+			want: passWant{deleted: []string{"done-ps-0"}},
+		},
+		{
+			name: "Always deletes every pod",
+			job:  completed().CleanPodPolicy(paddlev1.CleanPodPolicyAlways).Obj(),
+			want: passWant{deleted: []string{"done-ps-0", "done-worker-0"}},
+		},
+		{
+			name: "OnFailure keeps a completed job's finished pods",
+			job:  completed().CleanPodPolicy(paddlev1.CleanPodPolicyOnFailure).Obj(),
+			want: passWant{deleted: []string{"done-ps-0"}},
+		},
+		{
+			name: "the deprecated cleanPolicy alias applies when cleanPodPolicy is unset",
+			job: func() *paddlev1.PaddleJob {
+				j := completed().Obj()
+				j.Spec.CleanPolicy = paddlev1.CleanPodPolicyOnCompletion
+				return j
+			}(),
+			want: passWant{deleted: []string{"done-ps-0", "done-worker-0"}},
+		},
+		{
+			name: "before its TTL the job stays and comes back when it ends",
+			job:  completed().TTLSecondsAfterFinished(60).Obj(),
+			want: passWant{deleted: []string{"done-ps-0"}, requeue: 50 * time.Second},
+		},
+		{
+			name: "past its TTL the job is deleted",
+			job:  completed().TTLSecondsAfterFinished(5).Obj(),
+			want: passWant{deleted: []string{"done-ps-0"}, jobDeleted: true},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := testutil.MakePod(tc.job, paddlev1.ReplicaPS, 0).Running("10.0.0.1").Obj()
+			worker := testutil.MakePod(tc.job, paddlev1.ReplicaWorker, 0).Succeeded().Obj()
+			f := newFixture(t, Options{}, objects(tc.job, ps, worker)...)
+			got := f.reconcile(t, tc.job)
+			tc.want.phase = paddlev1.PaddleJobCompleted
+			tc.want.check(t, got)
+		})
+	}
+}

@@ -2,12 +2,14 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -153,5 +155,107 @@ func TestRestartBackoff(t *testing.T) {
 		if got := restartBackoff(tc.restarts, 5*time.Second, 5*time.Minute); got != tc.want {
 			t.Errorf("restartBackoff(%d) = %s, want %s", tc.restarts, got, tc.want)
 		}
+	}
+}
+
+func TestRestartPass(t *testing.T) {
+	onFailure := func() *testutil.JobWrapper {
+		return testutil.MakePaddleJob("rs", "ns").UID("rs-uid").Workers(2).RestartPolicy(paddlev1.ReplicaWorker, corev1.RestartPolicyOnFailure)
+	}
+	restarted := func(count int32, ago time.Duration) paddlev1.PaddleJobStatus {
+		at := metav1.NewMicroTime(t0.Add(-ago))
+		return paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobRunning, RestartCount: count, LastRestartTime: &at}
+	}
+	tests := []struct {
+		name       string
+		job        *paddlev1.PaddleJob
+		pods       func(*paddlev1.PaddleJob) []*corev1.Pod
+		want       passWant
+		wantStatus func(*testing.T, paddlev1.PaddleJobStatus)
+	}{
+		{
+			name: "a worker failing under OnFailure is counted, then deleted",
+			job:  onFailure().Obj(),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 137).Obj(),
+				}
+			},
+			want: passWant{deleted: []string{"rs-worker-1"}},
+			wantStatus: func(t *testing.T, st paddlev1.PaddleJobStatus) {
+				if st.RestartCount != 1 || !slices.Equal(st.RecreatingPods, []string{"rs-worker-1-uid"}) || st.LastRestartTime == nil || !st.LastRestartTime.Equal(ptr.To(metav1.NewMicroTime(t0))) {
+					t.Errorf("restart not recorded ahead: count %d, recreating %v, last %v", st.RestartCount, st.RecreatingPods, st.LastRestartTime)
+				}
+			},
+		},
+		{
+			name: "the replacement waits for the restart backoff",
+			job:  onFailure().Status(restarted(1, 2*time.Second)).Obj(),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj()}
+			},
+			want: passWant{requeue: 3 * time.Second, phase: paddlev1.PaddleJobPending,
+				conditions: map[string]wantCondition{paddlev1.JobRunning: {metav1.ConditionFalse, ReasonRestartBackoff}}},
+		},
+		{
+			name: "after the backoff the replacement is created",
+			job:  onFailure().Status(restarted(1, 6*time.Second)).Obj(),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj()}
+			},
+			want: passWant{created: []string{"rs-worker-1"}, requeue: expectationTimeout},
+		},
+		{
+			name: "a failure under Never fails the job and stops its other pods",
+			job:  testutil.MakePaddleJob("rs", "ns").UID("rs-uid").Workers(2).Obj(),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 1).Obj(),
+				}
+			},
+			want: passWant{deleted: []string{"rs-worker-0"}, phase: paddlev1.PaddleJobFailed,
+				conditions: map[string]wantCondition{paddlev1.JobFailed: {metav1.ConditionTrue, ReasonPodFailed}}},
+		},
+		{
+			name: "a restart past backoffLimit fails the job",
+			job:  onFailure().BackoffLimit(1).Status(restarted(1, time.Minute)).Obj(),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 137).Obj(),
+				}
+			},
+			want: passWant{deleted: []string{"rs-worker-0"}, phase: paddlev1.PaddleJobFailed,
+				conditions: map[string]wantCondition{paddlev1.JobFailed: {metav1.ConditionTrue, ReasonBackoffLimitExceeded}}},
+		},
+		{
+			name: "a pod counted already is only deleted, not counted again",
+			job: onFailure().Status(paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobRunning, RestartCount: 1,
+				RecreatingPods: []string{"rs-worker-1-uid"}, LastRestartTime: ptr.To(metav1.NewMicroTime(t0))}).Obj(),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 137).Obj(),
+				}
+			},
+			want: passWant{deleted: []string{"rs-worker-1"}},
+			wantStatus: func(t *testing.T, st paddlev1.PaddleJobStatus) {
+				if st.RestartCount != 1 {
+					t.Errorf("restart count %d, want 1: the failure was counted before", st.RestartCount)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Options{}, objects(tc.job, tc.pods(tc.job)...)...)
+			got := f.reconcile(t, tc.job)
+			tc.want.check(t, got)
+			if tc.wantStatus != nil {
+				tc.wantStatus(t, got.job.Status)
+			}
+		})
 	}
 }
