@@ -1,9 +1,16 @@
 package controller
 
 import (
+	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/testutil"
@@ -78,5 +85,138 @@ func TestNewPodKeepsTheUsersPorts(t *testing.T) {
 	ports := pod.Spec.Containers[0].Ports
 	if len(ports) != 2 || ports[1].Name != "" || ports[1].ContainerPort != 23000 {
 		t.Errorf("ports = %+v; want the user's named port kept and PADDLE_PORT added unnamed", ports)
+	}
+}
+
+func TestIntranetPass(t *testing.T) {
+	job := func(intranet paddlev1.Intranet) *paddlev1.PaddleJob {
+		return testutil.MakePaddleJob("ij", "ns").UID("ij-uid").Workers(2).Intranet(intranet).Obj()
+	}
+	// withPorts is a pod created earlier with the default range.
+	withPorts := func(j *paddlev1.PaddleJob, i int) *testutil.PodWrapper {
+		return testutil.MakePod(j, paddlev1.ReplicaWorker, i).Annotation(paddlev1.AnnotationPorts, "23000-23002")
+	}
+	otherJob := func(phase paddlev1.PaddleJobPhase) *paddlev1.PaddleJob {
+		return testutil.MakePaddleJob("other", "elsewhere").UID("other-uid").Workers(1).Intranet(paddlev1.IntranetHost).
+			Status(paddlev1.PaddleJobStatus{Phase: phase, HostPorts: []paddlev1.HostPortRange{{Pod: "other-worker-0", Ports: "24000-24002"}}}).Obj()
+	}
+	endpoints := func(t *testing.T, got passResult) *corev1.ConfigMap {
+		t.Helper()
+		var cm corev1.ConfigMap
+		err := got.client.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "ij-endpoints"}, &cm)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &cm
+	}
+	hostPortsAre := func(want ...string) func(*testing.T, passResult) {
+		return func(t *testing.T, got passResult) {
+			var recorded []string
+			for _, h := range got.job.Status.HostPorts {
+				recorded = append(recorded, h.Pod+"="+h.Ports)
+			}
+			if !slices.Equal(recorded, want) {
+				t.Errorf("recorded host ports %v, want %v", recorded, want)
+			}
+			for _, w := range want {
+				name, ports, _ := strings.Cut(w, "=")
+				p := got.pods[name]
+				if p == nil || p.Annotations[paddlev1.AnnotationPorts] != ports || !p.Spec.HostNetwork || p.Spec.Containers[0].Ports[0].HostPort != p.Spec.Containers[0].Ports[0].ContainerPort {
+					t.Errorf("pod %s not created on the host network with its recorded ports %s: %+v", name, ports, p)
+				}
+			}
+		}
+	}
+	tests := []struct {
+		name   string
+		job    *paddlev1.PaddleJob
+		others []client.Object
+		pods   func(*paddlev1.PaddleJob) []*corev1.Pod
+		want   passWant
+		check  func(*testing.T, passResult)
+	}{
+		{
+			name:  "Host: the port ranges are recorded before the pods are created with them",
+			job:   job(paddlev1.IntranetHost),
+			want:  passWant{created: []string{"ij-worker-0", "ij-worker-1"}, requeue: expectationTimeout},
+			check: hostPortsAre("ij-worker-0=24000-24002", "ij-worker-1=24003-24005"),
+		},
+		{
+			name:   "Host: a running job's ranges are not handed out again",
+			job:    job(paddlev1.IntranetHost),
+			others: []client.Object{otherJob(paddlev1.PaddleJobRunning)},
+			want:   passWant{created: []string{"ij-worker-0", "ij-worker-1"}, requeue: expectationTimeout},
+			check:  hostPortsAre("ij-worker-0=24003-24005", "ij-worker-1=24006-24008"),
+		},
+		{
+			name:   "Host: a finished job's ranges are free again",
+			job:    job(paddlev1.IntranetHost),
+			others: []client.Object{otherJob(paddlev1.PaddleJobCompleted)},
+			want:   passWant{created: []string{"ij-worker-0", "ij-worker-1"}, requeue: expectationTimeout},
+			check:  hostPortsAre("ij-worker-0=24000-24002", "ij-worker-1=24003-24005"),
+		},
+		{
+			name: "PodIP: nothing is published while a pod has no IP",
+			job:  job(paddlev1.IntranetPodIP),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{withPorts(j, 0).Pending("10.0.0.1").Obj(), withPorts(j, 1).Pending("").Obj()}
+			},
+			want: passWant{phase: paddlev1.PaddleJobStarting,
+				conditions: map[string]wantCondition{paddlev1.JobRunning: {metav1.ConditionFalse, ReasonWaitingForAddresses}}},
+			check: func(t *testing.T, got passResult) {
+				if cm := endpoints(t, got); cm != nil {
+					t.Errorf("endpoints published before every pod has an IP: %v", cm.Data)
+				}
+			},
+		},
+		{
+			name: "PodIP: once every pod has an IP the lists are published and the pods released",
+			job:  job(paddlev1.IntranetPodIP),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{withPorts(j, 0).Pending("10.0.0.1").Obj(), withPorts(j, 1).Pending("10.0.0.2").Obj()}
+			},
+			want: passWant{phase: paddlev1.PaddleJobStarting},
+			check: func(t *testing.T, got passResult) {
+				cm := endpoints(t, got)
+				if cm == nil || cm.Data[envTrainerEndpoints] != "10.0.0.1:23000,10.0.0.2:23000" {
+					t.Fatalf("endpoints ConfigMap %v, want the workers' IPs", cm)
+				}
+				for _, p := range got.pods {
+					if p.Annotations[paddlev1.AnnotationEndpoints] != cm.Data[versionKey] {
+						t.Errorf("pod %s not released: endpoints annotation %q, want version %q", p.Name, p.Annotations[paddlev1.AnnotationEndpoints], cm.Data[versionKey])
+					}
+				}
+			},
+		},
+		{
+			name: "Service: the DNS names are published before the pods, which do not wait",
+			job:  job(paddlev1.IntranetService),
+			want: passWant{created: []string{"ij-worker-0", "ij-worker-1"}, requeue: expectationTimeout},
+			check: func(t *testing.T, got passResult) {
+				if cm := endpoints(t, got); cm == nil || cm.Data[envTrainerEndpoints] != "ij-worker-0.ij:23000,ij-worker-1.ij:23000" {
+					t.Errorf("endpoints ConfigMap %v, want the workers' DNS names", cm)
+				}
+				for _, p := range got.pods {
+					if len(p.Spec.InitContainers) != 0 || p.Spec.HostNetwork {
+						t.Errorf("pod %s: init containers %v, host network %v; want neither", p.Name, p.Spec.InitContainers, p.Spec.HostNetwork)
+					}
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var pods []*corev1.Pod
+			if tc.pods != nil {
+				pods = tc.pods(tc.job)
+			}
+			f := newFixture(t, Options{}, append(objects(tc.job, pods...), tc.others...)...)
+			got := f.reconcile(t, tc.job)
+			tc.want.check(t, got)
+			tc.check(t, got)
+		})
 	}
 }

@@ -72,6 +72,8 @@ type passResult struct {
 	job *paddlev1.PaddleJob
 	// pods are the job's pods after the pass, by name.
 	pods map[string]*corev1.Pod
+	// client reads the other objects after the pass.
+	client client.Client
 }
 
 // reconcile runs one pass over the job of that name.
@@ -81,7 +83,7 @@ func (f *fixture) reconcile(t *testing.T, job *paddlev1.PaddleJob) passResult {
 	before := f.pods(t, job.Namespace)
 	res, err := f.r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: job.Namespace, Name: job.Name}})
 	after := f.pods(t, job.Namespace)
-	out := passResult{result: res, err: err, pods: after}
+	out := passResult{result: res, err: err, pods: after, client: f.client}
 	for name, p := range after {
 		if b, ok := before[name]; !ok || b.UID != p.UID {
 			out.created = append(out.created, name)
