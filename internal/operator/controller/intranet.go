@@ -278,10 +278,24 @@ func plannedJobValues(job *paddlev1.PaddleJob) map[string]string {
 	return jobEnv(&job.Spec, topo)
 }
 
+// publishPlannedEndpoints publishes the job variables of a job whose
+// addresses are known up front (Service intranet) before its pods exist:
+// pods read them from the ConfigMap.
+func (r *PaddleJobReconciler) publishPlannedEndpoints(ctx context.Context, job *paddlev1.PaddleJob) error {
+	jobValues := plannedJobValues(job)
+	if jobValues == nil {
+		return nil
+	}
+	return r.ensureEndpointsConfigMap(ctx, job, endpointsData(jobValues))
+}
+
 // publishEndpoints, in PodIP and Host intranet, publishes the job variables
 // once every pod has an address and releases the pods waiting for them. It
 // returns the pods whose address is still unknown.
 func (r *PaddleJobReconciler) publishEndpoints(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod) ([]string, error) {
+	if !waitsForEndpoints(&job.Spec) {
+		return nil, nil // published up front: publishPlannedEndpoints
+	}
 	topo := observedTopology(job, pods)
 	if missing := topo.missingHosts(job.Name); len(missing) > 0 {
 		return missing, nil

@@ -261,12 +261,8 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 		return recorded, obs, 0, errors.Join(append(errs, err)...)
 	}
 	job = recorded
-	// Pods read the job variables from the ConfigMap: where they are known
-	// up front it exists before the pods.
-	if jobValues := plannedJobValues(job); jobValues != nil {
-		if err := r.ensureEndpointsConfigMap(ctx, job, endpointsData(jobValues)); err != nil {
-			return job, obs, 0, errors.Join(append(errs, err)...)
-		}
+	if err := r.publishPlannedEndpoints(ctx, job); err != nil {
+		return job, obs, 0, errors.Join(append(errs, err)...)
 	}
 	backoff := r.restartBackoffLeft(job, now)
 	if admitted && backoff == 0 {
@@ -280,7 +276,7 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 	// Pods resolve each other's names only once they run: the Service can
 	// follow their creation.
 	errs = append(errs, r.ensureService(ctx, job))
-	if waitsForEndpoints(&job.Spec) && errors.Join(errs...) == nil {
+	if errors.Join(errs...) == nil {
 		missing, err := r.publishEndpoints(ctx, job, obs.pods)
 		errs = append(errs, err)
 		obs.missingHosts = missing
