@@ -21,7 +21,8 @@
 // The features
 //
 //	intranet.go   spec.intranet: host network, host ports and their
-//	              write-ahead record, POD_IP, endpoint publication
+//	              write-ahead record (recordHostPorts), POD_IP, endpoint
+//	              publication (up front, or once every pod has an IP)
 //	restart.go    restartPolicy, backoffLimit, restart backoff and the
 //	              recreation of failed pods (write-ahead: recordRestarts)
 //	cleanup.go    a finished job: cleanPodPolicy and ttlSecondsAfterFinished
@@ -41,5 +42,7 @@
 //
 // A new feature is a new file with its decision, its action and its test,
 // called from reconcile.go (or from newPod or nextStatus when it shapes the
-// pod or the status).
+// pod or the status). Its test drives whole passes with pass_test.go's
+// fixture: a job and its pods on controller-runtime's fake client, a fake
+// clock, and what the pass created, deleted, wrote and requeued.
 package controller
