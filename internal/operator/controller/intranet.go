@@ -133,7 +133,8 @@ func recordedHostPorts(job *paddlev1.PaddleJob) map[string]portRange {
 // ensureHostPorts gives every pod of a job that owns port ranges (see
 // ownsPortRanges) a range, before the pods exist: the job keeps them while
 // it is suspended and its recreated pods get them back. It returns the job
-// with its ranges recorded (recordHostPorts), nil on a conflict.
+// with its ranges recorded (recordHostPorts); nil on a conflict; the job as
+// it was with an error (no free range, a failed write).
 func (r *PaddleJobReconciler) ensureHostPorts(ctx context.Context, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob, error) {
 	if !r.ownsPortRanges(&job.Spec) {
 		return job, nil
@@ -172,10 +173,14 @@ func (r *PaddleJobReconciler) ensureHostPorts(ctx context.Context, job *paddlev1
 	}
 	sort.Slice(st.HostPorts, func(i, j int) bool { return st.HostPorts[i].Pod < st.HostPorts[j].Pod })
 	updated, err := r.recordHostPorts(ctx, job, st)
-	if err != nil || updated == nil {
+	if err != nil {
+		r.releaseAll(allocated)
+		return job, err // the pass goes on to report it in the status
+	}
+	if updated == nil {
 		r.releaseAll(allocated)
 	}
-	return updated, err
+	return updated, nil
 }
 
 // recordHostPorts is a write-ahead step: the port ranges are in the job's

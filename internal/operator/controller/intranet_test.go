@@ -2,15 +2,18 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/testutil"
@@ -217,6 +220,59 @@ func TestIntranetPass(t *testing.T) {
 			got := f.reconcile(t, tc.job)
 			tc.want.check(t, got)
 			tc.check(t, got)
+		})
+	}
+}
+
+// TestHostPortsNotRecorded covers the passes whose write-ahead record of the
+// host ports does not happen: no pod may be created without its range.
+func TestHostPortsNotRecorded(t *testing.T) {
+	conflict := interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		return apierrors.NewConflict(paddlev1.GroupVersion.WithResource("paddlejobs").GroupResource(), obj.GetName(), errors.New("the job changed"))
+	}}
+	tests := []struct {
+		name       string
+		opts       Options
+		funcs      interceptor.Funcs
+		wantErr    string
+		wantReason string // of the Created condition written; "" when nothing is written
+	}{
+		{
+			name:       "no free range left: the job says so and creates nothing",
+			opts:       Options{HostPortMin: 24000, HostPortMax: 24004},
+			wantErr:    "no free range of 3 host ports left in 24000-24004",
+			wantReason: ReasonCreatingPods,
+		},
+		{
+			name:  "the job changed meanwhile: the pass stops quietly for the newer job",
+			funcs: conflict,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := testutil.MakePaddleJob("hp", "ns").UID("hp-uid").Workers(2).Intranet(paddlev1.IntranetHost).Obj()
+			f := newFixtureWith(t, tc.opts, tc.funcs, job)
+			got := f.reconcile(t, job)
+			if (got.err == nil) != (tc.wantErr == "") || (got.err != nil && !strings.Contains(got.err.Error(), tc.wantErr)) {
+				t.Errorf("error %v, want %q", got.err, tc.wantErr)
+			}
+			if len(got.created) != 0 || got.result.RequeueAfter != 0 {
+				t.Errorf("created %v, requeue %s; want nothing before the ranges are recorded", got.created, got.result.RequeueAfter)
+			}
+			if len(got.job.Status.HostPorts) != 0 {
+				t.Errorf("host ports %v recorded", got.job.Status.HostPorts)
+			}
+			c := meta.FindStatusCondition(got.job.Status.Conditions, paddlev1.JobCreated)
+			switch {
+			case tc.wantReason == "" && c != nil:
+				t.Errorf("condition %+v written from a stale job", c)
+			case tc.wantReason != "" && (c == nil || c.Reason != tc.wantReason || !strings.Contains(c.Message, tc.wantErr)):
+				t.Errorf("Created condition %+v, want %s saying %q", c, tc.wantReason, tc.wantErr)
+			}
+			// A range handed out but not recorded goes back to the pool.
+			if len(f.r.hostPorts.pending) != 0 {
+				t.Errorf("ranges %v still held by the allocator", f.r.hostPorts.pending)
+			}
 		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -42,6 +43,13 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts Options, objs ...client.Object) *fixture {
 	t.Helper()
+	return newFixtureWith(t, opts, interceptor.Funcs{}, objs...)
+}
+
+// newFixtureWith is newFixture with a client whose calls funcs intercept,
+// to make the API server fail in a test.
+func newFixtureWith(t *testing.T, opts Options, funcs interceptor.Funcs, objs ...client.Object) *fixture {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -54,6 +62,7 @@ func newFixture(t *testing.T, opts Options, objs ...client.Object) *fixture {
 		WithObjects(objs...).
 		WithStatusSubresource(&paddlev1.PaddleJob{}).
 		WithIndex(&corev1.Pod{}, podOwnerKey, podOwnerIndex).
+		WithInterceptorFuncs(funcs).
 		Build()
 	recorder := events.NewFakeRecorder(1000)
 	r := NewReconciler(c, recorder, opts)

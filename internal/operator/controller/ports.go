@@ -159,6 +159,7 @@ func (a *hostPortAllocator) allocate(live map[types.NamespacedName]portRange, wa
 		used = append(used, r)
 	}
 	out := make(map[types.NamespacedName]portRange, len(want))
+	var handedOut []types.NamespacedName
 	for _, key := range want {
 		if r, ok := live[key]; ok {
 			out[key] = r
@@ -166,8 +167,14 @@ func (a *hostPortAllocator) allocate(live map[types.NamespacedName]portRange, wa
 		}
 		r, ok := firstFit(used, a.lo, a.hi, count)
 		if !ok {
+			// The caller gets no range: none of this call's may stay
+			// pending, or they would be held until the operator restarts.
+			for _, k := range handedOut {
+				delete(a.pending, k)
+			}
 			return nil, fmt.Errorf("no free range of %d host ports left in %d-%d for pod %s", count, a.lo, a.hi, key.Name)
 		}
+		handedOut = append(handedOut, key)
 		a.pending[key] = r
 		used = append(used, r)
 		out[key] = r
