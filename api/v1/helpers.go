@@ -191,3 +191,29 @@ func (s *PaddleJobSpec) BackoffLimitOrDefault() int32 {
 	}
 	return *s.BackoffLimit
 }
+
+// The values of the enum fields, as their kubebuilder:validation:Enum
+// markers list them (TestEnumListsMatchTheCRD holds the two together). The
+// API server enforces the markers; code that checks a value before it gets
+// there, such as the CLI's flags, checks it against these lists.
+var (
+	Intranets        = []Intranet{IntranetPodIP, IntranetService, IntranetHost}
+	CleanPodPolicies = []CleanPodPolicy{CleanPodPolicyAlways, CleanPodPolicyNever, CleanPodPolicyOnFailure, CleanPodPolicyOnCompletion}
+	RestartPolicies  = []RestartPolicy{RestartPolicyNever, RestartPolicyOnFailure, RestartPolicyExitCode}
+)
+
+// OneOf says which values an enum field takes: "A, B or C".
+func OneOf[T ~string](values []T) string {
+	out := ""
+	for i, v := range values {
+		switch {
+		case i == 0:
+		case i == len(values)-1:
+			out += " or "
+		default:
+			out += ", "
+		}
+		out += string(v)
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,8 +76,8 @@ environment contract.`,
 	fl.StringArrayVar(&f.pvcs, "pvc", nil, "PersistentVolumeClaim CLAIM:/MOUNT[:ro] (repeatable)")
 	fl.StringArrayVar(&f.hosts, "host-path", nil, "host directory /HOST:/MOUNT[:ro] (repeatable)")
 	fl.StringArrayVar(&f.env, "env", nil, "environment variable NAME=VALUE for every container (repeatable)")
-	fl.StringVar(&f.intranet, "intranet", "", "PodIP (default), Service or Host")
-	fl.StringVar(&f.clean, "clean-pod-policy", "", "Always, Never (default), OnFailure or OnCompletion")
+	fl.StringVar(&f.intranet, "intranet", "", paddlev1.OneOf(paddlev1.Intranets)+" (default "+string(paddlev1.IntranetPodIP)+")")
+	fl.StringVar(&f.clean, "clean-pod-policy", "", paddlev1.OneOf(paddlev1.CleanPodPolicies)+" (default "+string(paddlev1.CleanPodPolicyNever)+")")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the PaddleJob instead of creating it")
 	fl.StringVarP(&f.output, "output", "o", "yaml", "format of --dry-run: yaml or json")
 	fl.BoolVar(&f.wait, "wait", false, "wait for the job to finish; exit 1 if it fails")
@@ -163,15 +164,11 @@ func (f *submitFlags) build() (*paddlev1.PaddleJob, error) {
 		}
 		t.Env[k] = v
 	}
-	switch t.Intranet {
-	case "", paddlev1.IntranetPodIP, paddlev1.IntranetService, paddlev1.IntranetHost:
-	default:
-		errs = append(errs, fmt.Errorf("--intranet %q: want PodIP, Service or Host", f.intranet))
+	if t.Intranet != "" && !slices.Contains(paddlev1.Intranets, t.Intranet) {
+		errs = append(errs, fmt.Errorf("--intranet %q: want %s", f.intranet, paddlev1.OneOf(paddlev1.Intranets)))
 	}
-	switch t.CleanPodPolicy {
-	case "", paddlev1.CleanPodPolicyAlways, paddlev1.CleanPodPolicyNever, paddlev1.CleanPodPolicyOnFailure, paddlev1.CleanPodPolicyOnCompletion:
-	default:
-		errs = append(errs, fmt.Errorf("--clean-pod-policy %q: want Always, Never, OnFailure or OnCompletion", f.clean))
+	if t.CleanPodPolicy != "" && !slices.Contains(paddlev1.CleanPodPolicies, t.CleanPodPolicy) {
+		errs = append(errs, fmt.Errorf("--clean-pod-policy %q: want %s", f.clean, paddlev1.OneOf(paddlev1.CleanPodPolicies)))
 	}
 	job, err := t.Build()
 	if err != nil {

@@ -1,74 +1,121 @@
 package testutil
 
 import (
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
 // DefaultImage is the image of the containers the wrappers create.
 const DefaultImage = "registry.example.com/paddle/trainer:test"
 
-// JobWrapper wraps a PaddleJob under construction.
-type JobWrapper struct{ paddlev1.PaddleJob }
+// JobWrapper builds a PaddleJob for tests on the public builder
+// (pkg/client's JobBuilder): what the builder sets, it sets; the rest — what
+// only tests need — are edits applied, in order, when Obj is called.
+type JobWrapper struct {
+	builder *client.JobBuilder
+	edits   []func(*paddlev1.PaddleJob)
+}
 
 // MakePaddleJob starts a job with no roles.
 func MakePaddleJob(name, namespace string) *JobWrapper {
-	return &JobWrapper{paddlev1.PaddleJob{
-		TypeMeta:   metav1.TypeMeta{APIVersion: paddlev1.GroupVersion.String(), Kind: "PaddleJob"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-	}}
+	return &JobWrapper{builder: client.NewJob(name, namespace)}
 }
 
 // Obj returns the job.
-func (w *JobWrapper) Obj() *paddlev1.PaddleJob { return &w.PaddleJob }
+func (w *JobWrapper) Obj() *paddlev1.PaddleJob {
+	job := w.builder.Obj()
+	for _, edit := range w.edits {
+		edit(job)
+	}
+	return job
+}
+
+func (w *JobWrapper) edit(fn func(*paddlev1.PaddleJob)) *JobWrapper {
+	w.edits = append(w.edits, fn)
+	return w
+}
 
 // PS sets n parameter servers with a default container.
 func (w *JobWrapper) PS(n int32) *JobWrapper {
-	w.Spec.PS = replicaSpec(n)
+	w.builder.PS(n, defaultTemplate())
 	return w
 }
 
 // Workers sets n workers with a default container.
 func (w *JobWrapper) Workers(n int32) *JobWrapper {
-	w.Spec.Worker = replicaSpec(n)
+	w.builder.Workers(n, defaultTemplate())
 	return w
 }
 
 // Heter sets n heterogeneous trainers with a default container.
 func (w *JobWrapper) Heter(n int32) *JobWrapper {
-	w.Spec.Heter = replicaSpec(n)
+	w.builder.Heter(n, defaultTemplate())
 	return w
 }
 
 // Intranet sets spec.intranet.
 func (w *JobWrapper) Intranet(i paddlev1.Intranet) *JobWrapper {
-	w.Spec.Intranet = i
-	return w
-}
-
-// Elastic makes the workers elastic between min and max, rendezvousing in
-// the etcd at endpoints (none: the operator's).
-func (w *JobWrapper) Elastic(minReplicas, maxReplicas int32, endpoints ...string) *JobWrapper {
-	w.Spec.ElasticPolicy = &paddlev1.ElasticPolicy{MinReplicas: &minReplicas, MaxReplicas: &maxReplicas, EtcdEndpoints: endpoints}
+	w.builder.Intranet(i)
 	return w
 }
 
 // WithGloo sets spec.withGloo.
 func (w *JobWrapper) WithGloo(level int32) *JobWrapper {
-	w.Spec.WithGloo = ptr.To(level)
+	w.builder.WithGloo(level)
 	return w
 }
 
 // CleanPodPolicy sets spec.cleanPodPolicy.
 func (w *JobWrapper) CleanPodPolicy(p paddlev1.CleanPodPolicy) *JobWrapper {
-	w.Spec.CleanPodPolicy = p
+	w.builder.CleanPodPolicy(p)
 	return w
+}
+
+// UID sets the job's UID, which a fake client does not assign.
+func (w *JobWrapper) UID(uid string) *JobWrapper {
+	return w.edit(func(j *paddlev1.PaddleJob) { j.UID = types.UID(uid) })
+}
+
+// Elastic makes the workers elastic between min and max, rendezvousing in
+// the etcd at endpoints (none: the operator's).
+func (w *JobWrapper) Elastic(minReplicas, maxReplicas int32, endpoints ...string) *JobWrapper {
+	return w.edit(func(j *paddlev1.PaddleJob) {
+		j.Spec.ElasticPolicy = &paddlev1.ElasticPolicy{MinReplicas: &minReplicas, MaxReplicas: &maxReplicas, EtcdEndpoints: endpoints}
+	})
+}
+
+// Suspend sets spec.suspend.
+func (w *JobWrapper) Suspend(suspend bool) *JobWrapper {
+	return w.edit(func(j *paddlev1.PaddleJob) { j.Spec.Suspend = ptr.To(suspend) })
+}
+
+// TTLSecondsAfterFinished sets spec.ttlSecondsAfterFinished.
+func (w *JobWrapper) TTLSecondsAfterFinished(seconds int32) *JobWrapper {
+	return w.edit(func(j *paddlev1.PaddleJob) { j.Spec.TTLSecondsAfterFinished = ptr.To(seconds) })
+}
+
+// BackoffLimit sets spec.backoffLimit.
+func (w *JobWrapper) BackoffLimit(n int32) *JobWrapper {
+	return w.edit(func(j *paddlev1.PaddleJob) { j.Spec.BackoffLimit = ptr.To(n) })
+}
+
+// SchedulingPolicy sets spec.schedulingPolicy.
+func (w *JobWrapper) SchedulingPolicy(p paddlev1.SchedulingPolicy) *JobWrapper {
+	return w.edit(func(j *paddlev1.PaddleJob) { j.Spec.SchedulingPolicy = &p })
+}
+
+// Status sets the job's status, as the operator would have written it.
+func (w *JobWrapper) Status(st paddlev1.PaddleJobStatus) *JobWrapper {
+	return w.edit(func(j *paddlev1.PaddleJob) { j.Status = st })
 }
 
 // Image sets the image of every container of every role.
@@ -96,46 +143,91 @@ func (w *JobWrapper) Env(rt paddlev1.ReplicaType, name, value string) *JobWrappe
 
 // GPUs sets an nvidia.com/gpu limit on the first container of a role.
 func (w *JobWrapper) GPUs(rt paddlev1.ReplicaType, n int64) *JobWrapper {
-	rs := w.Spec.Replicas(rt)
-	c := &rs.Template.Spec.Containers[0]
-	if c.Resources.Limits == nil {
-		c.Resources.Limits = corev1.ResourceList{}
-	}
-	c.Resources.Limits["nvidia.com/gpu"] = *resource.NewQuantity(n, resource.DecimalSI)
-	return w
+	return w.edit(func(j *paddlev1.PaddleJob) {
+		c := &j.Spec.Replicas(rt).Template.Spec.Containers[0]
+		if c.Resources.Limits == nil {
+			c.Resources.Limits = corev1.ResourceList{}
+		}
+		c.Resources.Limits["nvidia.com/gpu"] = *resource.NewQuantity(n, resource.DecimalSI)
+	})
 }
 
 // RestartPolicy sets the pod restart policy of a role's template.
 func (w *JobWrapper) RestartPolicy(rt paddlev1.ReplicaType, p corev1.RestartPolicy) *JobWrapper {
-	w.Spec.Replicas(rt).Template.Spec.RestartPolicy = p
-	return w
+	return w.edit(func(j *paddlev1.PaddleJob) { j.Spec.Replicas(rt).Template.Spec.RestartPolicy = p })
+}
+
+// SchedulerName sets the scheduler name of a role's template.
+func (w *JobWrapper) SchedulerName(rt paddlev1.ReplicaType, name string) *JobWrapper {
+	return w.edit(func(j *paddlev1.PaddleJob) { j.Spec.Replicas(rt).Template.Spec.SchedulerName = name })
 }
 
 func (w *JobWrapper) eachContainer(fn func(paddlev1.ReplicaType, *corev1.Container)) *JobWrapper {
-	for _, rt := range paddlev1.ReplicaTypes {
-		if rs := w.Spec.Replicas(rt); rs != nil {
-			for i := range rs.Template.Spec.Containers {
-				fn(rt, &rs.Template.Spec.Containers[i])
+	return w.edit(func(j *paddlev1.PaddleJob) {
+		for _, rt := range paddlev1.ReplicaTypes {
+			if rs := j.Spec.Replicas(rt); rs != nil {
+				for i := range rs.Template.Spec.Containers {
+					fn(rt, &rs.Template.Spec.Containers[i])
+				}
 			}
 		}
-	}
-	return w
+	})
 }
 
-func replicaSpec(n int32) *paddlev1.ReplicaSpec {
-	return &paddlev1.ReplicaSpec{
-		Replicas: n,
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "paddle", Image: DefaultImage}},
-		}},
-	}
-}
+func defaultTemplate() corev1.PodTemplateSpec { return client.Container("paddle", DefaultImage) }
 
 // PodWrapper wraps a pod whose status a test writes, standing in for a kubelet.
 type PodWrapper struct{ corev1.Pod }
 
 // WrapPod copies a pod for status changes.
 func WrapPod(p *corev1.Pod) *PodWrapper { return &PodWrapper{*p.DeepCopy()} }
+
+// MakePod starts the pod of a job's role and index as the operator names,
+// labels and owns it (job.UID is its controller), with the default
+// container and a UID of its own: a pod a fake client can be seeded with, as
+// if the operator had created it earlier.
+func MakePod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int) *PodWrapper {
+	name := paddlev1.PodName(job.Name, rt, index)
+	return &PodWrapper{corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: job.Namespace,
+			UID:       types.UID(name + "-uid"),
+			Labels: map[string]string{
+				paddlev1.LabelJobName:      job.Name,
+				paddlev1.LabelReplicaType:  string(rt),
+				paddlev1.LabelReplicaIndex: strconv.Itoa(index),
+			},
+			Annotations:     map[string]string{},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, paddlev1.GroupVersion.WithKind("PaddleJob"))},
+		},
+		Spec: defaultTemplate().Spec,
+	}}
+}
+
+// UID sets the pod's UID (a recreated pod has a new one).
+func (w *PodWrapper) UID(uid string) *PodWrapper {
+	w.Pod.UID = types.UID(uid)
+	return w
+}
+
+// Annotation sets an annotation of the pod.
+func (w *PodWrapper) Annotation(key, value string) *PodWrapper {
+	if w.Annotations == nil {
+		w.Annotations = map[string]string{}
+	}
+	w.Annotations[key] = value
+	return w
+}
+
+// Terminating marks the pod as being deleted (a finalizer holds it).
+func (w *PodWrapper) Terminating() *PodWrapper {
+	now := metav1.NewTime(time.Now())
+	w.DeletionTimestamp = &now
+	w.Finalizers = append(w.Finalizers, "test.paddlejob/hold")
+	return w
+}
 
 // Obj returns the pod.
 func (w *PodWrapper) Obj() *corev1.Pod { return &w.Pod }

@@ -1,12 +1,16 @@
 package controller
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
@@ -19,50 +23,6 @@ import (
 // does once every pod has an IP: no process ever starts with a partial list.
 
 func endpointsConfigMapName(job string) string { return job + "-endpoints" }
-
-// observedTopology is the job's topology from its live pods: the address and
-// recorded ports of pod i of each role i < replicas. Missing pods and pods
-// without an address leave an empty host.
-func observedTopology(job *paddlev1.PaddleJob, pods []*corev1.Pod) topology {
-	topo := topology{}
-	for _, rt := range paddlev1.ReplicaTypes {
-		if n := job.Spec.ReplicaCount(rt); n > 0 {
-			topo[rt] = make([]member, n)
-		}
-	}
-	for _, pod := range pods {
-		rt, i, ok := podIndex(pod)
-		if !ok || i >= len(topo[rt]) || pod.DeletionTimestamp != nil {
-			continue
-		}
-		ports, err := podPortRange(pod)
-		if err != nil {
-			continue
-		}
-		host := pod.Status.PodIP
-		if !waitsForEndpoints(&job.Spec) {
-			host = serviceHost(job.Name, rt, i)
-		}
-		topo[rt][i] = member{Host: host, Ports: ports}
-	}
-	return topo
-}
-
-// plannedJobValues are the job variables of a job whose addresses are known
-// before any pod exists — Service intranet, where they are DNS names — and
-// nil for the intranets whose pods wait for their addresses.
-func plannedJobValues(job *paddlev1.PaddleJob) map[string]string {
-	if waitsForEndpoints(&job.Spec) {
-		return nil
-	}
-	topo := topology{}
-	for _, rt := range paddlev1.ReplicaTypes {
-		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
-			topo[rt] = append(topo[rt], member{Host: serviceHost(job.Name, rt, i), Ports: podPorts(job, rt, i)})
-		}
-	}
-	return jobEnv(&job.Spec, topo)
-}
 
 // endpointsData is the ConfigMap data for a job's variables, with its version.
 func endpointsData(values map[string]string) map[string]string {
@@ -94,4 +54,27 @@ func newEndpointsConfigMap(job *paddlev1.PaddleJob, data map[string]string) *cor
 		},
 		Data: data,
 	}
+}
+
+// ensureEndpointsConfigMap creates or updates the job's endpoints ConfigMap.
+func (r *PaddleJobReconciler) ensureEndpointsConfigMap(ctx context.Context, job *paddlev1.PaddleJob, data map[string]string) error {
+	var cm corev1.ConfigMap
+	key := types.NamespacedName{Namespace: job.Namespace, Name: endpointsConfigMapName(job.Name)}
+	err := r.Get(ctx, key, &cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.Create(ctx, newEndpointsConfigMap(job, data)); err != nil {
+			return fmt.Errorf("creating ConfigMap %s: %w", key, err)
+		}
+		return nil
+	case err != nil:
+		return err
+	case cm.Data[versionKey] == data[versionKey]:
+		return nil
+	}
+	cm.Data = data
+	if err := r.Update(ctx, &cm); err != nil {
+		return fmt.Errorf("updating ConfigMap %s: %w", key, err)
+	}
+	return nil
 }

@@ -87,12 +87,6 @@ func rendezvousRole(spec *paddlev1.PaddleJobSpec) paddlev1.ReplicaType {
 	return paddlev1.ReplicaWorker
 }
 
-// serviceHost is a pod's stable DNS name, resolved through the job's headless
-// Service (the pod's hostname and subdomain).
-func serviceHost(job string, rt paddlev1.ReplicaType, index int) string {
-	return paddlev1.PodName(job, rt, index) + "." + job
-}
-
 // Names of the job variables.
 const (
 	envNNodes            = "PADDLE_NNODES"
@@ -142,7 +136,7 @@ var workerListNames = []string{envTrainerEndpoints, envTrainerHosts, envLaunchTr
 // limit stay out too; Paddle reads PADDLE_TRAINER_ENDPOINTS from the backup
 // file in every case.
 func workerListsInEnv(spec *paddlev1.PaddleJobSpec, trainerEndpoints string) bool {
-	return spec.EffectiveIntranet() != paddlev1.IntranetHost && !spec.IsElastic() && len(trainerEndpoints) <= paddleEnvLimit
+	return !onHostNetwork(spec) && !spec.IsElastic() && len(trainerEndpoints) <= paddleEnvLimit
 }
 
 // jobEnvNames lists the job variables a pod of a role receives, in the order
@@ -277,16 +271,6 @@ func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		)
 	}
 	return append(env, elasticEnv(job, elasticEndpoints)...)
-}
-
-// podIPEnv is POD_IP: the address the pod has in the endpoint lists.
-func podIPEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int) corev1.EnvVar {
-	if job.Spec.EffectiveIntranet() == paddlev1.IntranetService {
-		return corev1.EnvVar{Name: "POD_IP", Value: serviceHost(job.Name, rt, index)}
-	}
-	return corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
-		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"},
-	}}
 }
 
 func heterStage(rt paddlev1.ReplicaType) string {

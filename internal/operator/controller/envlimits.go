@@ -101,7 +101,7 @@ func longestTopology(spec *paddlev1.PaddleJobSpec, jobName string) topology {
 		rs := spec.Replicas(rt)
 		for i := 0; i < spec.ReplicaCount(rt); i++ {
 			host := "255.255.255.255"
-			if spec.EffectiveIntranet() == paddlev1.IntranetService {
+			if addressedByName(spec) {
 				host = serviceHost(jobName, rt, i)
 			}
 			topo[rt] = append(topo[rt], member{Host: host, Ports: portRange{First: 65000, Count: portsPerPod(rs)}})

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -42,7 +42,7 @@ func init() {
 
 // gaugeReader is where jobsByPhase reads the jobs: the running manager's
 // cache.
-var gaugeReader atomic.Pointer[ctrl.Reader]
+var gaugeReader atomic.Pointer[client.Reader]
 
 // jobsByPhase counts the PaddleJobs of the cache by phase when scraped, so
 // the gauge is right after an operator restart and costs nothing between
@@ -82,7 +82,7 @@ func (j jobsByPhase) Collect(ch chan<- prometheus.Metric) {
 
 // ReadJobGaugeFrom makes the jobs-by-phase gauge count the jobs of reader
 // (the manager's cache).
-func ReadJobGaugeFrom(reader ctrl.Reader) { gaugeReader.Store(&reader) }
+func ReadJobGaugeFrom(reader client.Reader) { gaugeReader.Store(&reader) }
 
 // observeTransition records the metrics of a job's phase change.
 func observeTransition(old, updated *paddlev1.PaddleJob) {

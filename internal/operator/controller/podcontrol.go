@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
@@ -94,7 +94,7 @@ func (r *PaddleJobReconciler) deletePods(ctx context.Context, job *paddlev1.Padd
 	var deleted []*corev1.Pod
 	err := r.forEach(ctx, pods, func(p *corev1.Pod) error {
 		uid, rv := p.UID, p.ResourceVersion
-		err := r.Delete(ctx, p, ctrl.Preconditions{UID: &uid, ResourceVersion: &rv})
+		err := r.Delete(ctx, p, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 		switch {
 		case err == nil:
 			mu.Lock()

@@ -1,14 +1,17 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"maps"
+	"sort"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
@@ -45,7 +48,7 @@ type podOptions struct {
 
 // podOptionsFor are the pod options of a job under the operator's settings.
 func podOptionsFor(job *paddlev1.PaddleJob, opts Options) podOptions {
-	gang := gangSchedulerFor(&job.Spec, opts)
+	gang := GangSchedulerFor(&job.Spec, opts)
 	return podOptions{
 		InitImage:        opts.InitImage,
 		gang:             gang,
@@ -61,12 +64,6 @@ func podLabels(job string, rt paddlev1.ReplicaType, index int) map[string]string
 		paddlev1.LabelReplicaType:  string(rt),
 		paddlev1.LabelReplicaIndex: strconv.Itoa(index),
 	}
-}
-
-// waitsForEndpoints reports whether pods of the job start only once every pod
-// has an IP: addresses are IPs in PodIP and Host intranet.
-func waitsForEndpoints(spec *paddlev1.PaddleJobSpec) bool {
-	return spec.EffectiveIntranet() != paddlev1.IntranetService
 }
 
 // newPod builds the pod of a role and index from the role's template: the
@@ -106,12 +103,6 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 	if job.Spec.EffectiveRestartPolicy(rt) == paddlev1.RestartPolicyOnFailure {
 		spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	}
-	if job.Spec.EffectiveIntranet() == paddlev1.IntranetHost {
-		spec.HostNetwork = true
-		if spec.DNSPolicy == "" {
-			spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
-		}
-	}
 
 	env := podEnv(job, rt, index, ports, opts.elasticEndpoints)
 	for _, n := range jobEnvNames(&job.Spec, rt) {
@@ -131,7 +122,7 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 	for i := range spec.Containers {
 		injectContainer(&spec.Containers[i], env)
 	}
-	addPorts(pod, job.Spec.EffectiveIntranet(), ports)
+	setPodNetwork(pod, &job.Spec, ports)
 
 	if !hasVolume(spec.Volumes, endpointsVolume) {
 		spec.Volumes = append(spec.Volumes, endpointsVolumeSource(job.Name))
@@ -153,37 +144,6 @@ func injectContainer(c *corev1.Container, env []corev1.EnvVar) {
 		}
 	}
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: endpointsVolume, MountPath: endpointsMountPath, ReadOnly: true})
-}
-
-// addPorts declares the pod's PADDLE_PORT as the named port "paddle" on its
-// first container. In Host intranet every port of the range is declared as a
-// host port, so the scheduler never puts the pod beside another pod holding
-// one of them.
-func addPorts(pod *corev1.Pod, intranet paddlev1.Intranet, ports portRange) {
-	c := &pod.Spec.Containers[0]
-	declared := map[int32]bool{}
-	named := false
-	for _, cs := range pod.Spec.Containers {
-		for _, p := range cs.Ports {
-			declared[p.ContainerPort] = true
-			named = named || p.Name == portName
-		}
-	}
-	for port := ports.First; port <= ports.last(); port++ {
-		if declared[port] {
-			continue
-		}
-		cp := corev1.ContainerPort{ContainerPort: port, Protocol: corev1.ProtocolTCP}
-		if port == ports.First && !named {
-			cp.Name = portName
-		}
-		if intranet == paddlev1.IntranetHost {
-			cp.HostPort = port
-		} else if port != ports.First {
-			continue
-		}
-		c.Ports = append(c.Ports, cp)
-	}
 }
 
 func hasVolume(volumes []corev1.Volume, name string) bool {
@@ -261,4 +221,56 @@ func podIndex(pod *corev1.Pod) (paddlev1.ReplicaType, int, bool) {
 		return "", 0, false
 	}
 	return rt, i, true
+}
+
+// jobPods lists the pods the job controls, from the cache.
+func (r *PaddleJobReconciler) jobPods(ctx context.Context, job *paddlev1.PaddleJob) ([]*corev1.Pod, error) {
+	var list corev1.PodList
+	if err := r.List(ctx, &list, client.InNamespace(job.Namespace), client.MatchingFields{podOwnerKey: job.Name}); err != nil {
+		return nil, fmt.Errorf("listing pods of PaddleJob %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	out := make([]*corev1.Pod, 0, len(list.Items))
+	for i := range list.Items {
+		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.UID == job.UID {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return sortPods(out), nil
+}
+
+// splitPods separates the pods the spec wants (index < replicas, not being
+// deleted) from the pods beyond the replica counts.
+func splitPods(job *paddlev1.PaddleJob, pods []*corev1.Pod) (active, excess []*corev1.Pod) {
+	for _, p := range pods {
+		rt, i, ok := podIndex(p)
+		switch {
+		case p.DeletionTimestamp != nil:
+		case !ok || i >= job.Spec.ReplicaCount(rt):
+			excess = append(excess, p)
+		default:
+			active = append(active, p)
+		}
+	}
+	return active, excess
+}
+
+// sortPods orders pods by role (ps, worker, heter) then index: every list the
+// operator derives from pods is deterministic.
+func sortPods(pods []*corev1.Pod) []*corev1.Pod {
+	rank := map[paddlev1.ReplicaType]int{}
+	for i, rt := range paddlev1.ReplicaTypes {
+		rank[rt] = i
+	}
+	sort.SliceStable(pods, func(a, b int) bool {
+		ra, ia, _ := podIndex(pods[a])
+		rb, ib, _ := podIndex(pods[b])
+		if ra != rb {
+			return rank[ra] < rank[rb]
+		}
+		if ia != ib {
+			return ia < ib
+		}
+		return pods[a].Name < pods[b].Name
+	})
+	return pods
 }

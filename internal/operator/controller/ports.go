@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -49,7 +48,8 @@ func (p portRange) last() int32 { return p.First + p.Count - 1 }
 // processPorts is P, the ports the Paddle processes of the pod may use.
 func (p portRange) processPorts() int32 { return p.Count - extraPorts }
 
-func (p portRange) glooPort() int32   { return p.First + p.processPorts() }
+func (p portRange) glooPort() int32 { return p.First + p.processPorts() }
+
 func (p portRange) masterPort() int32 { return p.First + p.processPorts() + 1 }
 
 func (p portRange) String() string { return fmt.Sprintf("%d-%d", p.First, p.last()) }
@@ -159,6 +159,7 @@ func (a *hostPortAllocator) allocate(live map[types.NamespacedName]portRange, wa
 		used = append(used, r)
 	}
 	out := make(map[types.NamespacedName]portRange, len(want))
+	var handedOut []types.NamespacedName
 	for _, key := range want {
 		if r, ok := live[key]; ok {
 			out[key] = r
@@ -166,8 +167,14 @@ func (a *hostPortAllocator) allocate(live map[types.NamespacedName]portRange, wa
 		}
 		r, ok := firstFit(used, a.lo, a.hi, count)
 		if !ok {
+			// The caller gets no range: none of this call's may stay
+			// pending, or they would be held until the operator restarts.
+			for _, k := range handedOut {
+				delete(a.pending, k)
+			}
 			return nil, fmt.Errorf("no free range of %d host ports left in %d-%d for pod %s", count, a.lo, a.hi, key.Name)
 		}
+		handedOut = append(handedOut, key)
 		a.pending[key] = r
 		used = append(used, r)
 		out[key] = r
@@ -180,108 +187,4 @@ func (a *hostPortAllocator) release(key types.NamespacedName) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.pending, key)
-}
-
-// ownsPortRanges reports whether each pod of the job gets a port range of
-// its own, allocated among all live pods: in Host intranet pods share their
-// node's address, and on a node whose pods share one network namespace (the
-// local cluster's, Options.SharedPodNetwork) every pod shares it. Elsewhere
-// every pod has an address of its own and the same range.
-func (r *PaddleJobReconciler) ownsPortRanges(spec *paddlev1.PaddleJobSpec) bool {
-	return spec.EffectiveIntranet() == paddlev1.IntranetHost || r.Options.SharedPodNetwork
-}
-
-// podPorts is the port range of a pod of the job: the one recorded for it,
-// else its role's default range.
-func podPorts(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int) portRange {
-	if r, ok := recordedHostPorts(job)[paddlev1.PodName(job.Name, rt, index)]; ok {
-		return r
-	}
-	return defaultPortRange(job.Spec.Replicas(rt))
-}
-
-// recordedHostPorts are the port ranges a job recorded for its pods (see
-// ownsPortRanges), by pod name.
-func recordedHostPorts(job *paddlev1.PaddleJob) map[string]portRange {
-	out := map[string]portRange{}
-	for _, h := range job.Status.HostPorts {
-		if r, err := parsePortRange(h.Ports); err == nil {
-			out[h.Pod] = r
-		}
-	}
-	return out
-}
-
-// ensureHostPorts gives every pod of a job that owns port ranges (see
-// ownsPortRanges) a range recorded in the job's status, before the pods
-// exist: the job keeps them while it is suspended and its recreated pods get
-// them back.
-func (r *PaddleJobReconciler) ensureHostPorts(ctx context.Context, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob, error) {
-	if !r.ownsPortRanges(&job.Spec) {
-		return job, nil
-	}
-	have := recordedHostPorts(job)
-	want := map[paddlev1.ReplicaType][]types.NamespacedName{}
-	for _, rt := range paddlev1.ReplicaTypes {
-		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
-			if name := paddlev1.PodName(job.Name, rt, i); have[name] == (portRange{}) {
-				want[rt] = append(want[rt], types.NamespacedName{Namespace: job.Namespace, Name: name})
-			}
-		}
-	}
-	if len(want) == 0 {
-		return job, nil
-	}
-	live, err := r.liveHostPorts(ctx)
-	if err != nil {
-		return job, err
-	}
-	updated := job.DeepCopy()
-	var allocated []types.NamespacedName
-	for _, rt := range paddlev1.ReplicaTypes {
-		if len(want[rt]) == 0 {
-			continue
-		}
-		got, err := r.hostPorts.allocate(live, want[rt], portsPerPod(job.Spec.Replicas(rt)))
-		if err != nil {
-			r.releaseAll(allocated)
-			return job, err
-		}
-		for _, key := range want[rt] {
-			allocated = append(allocated, key)
-			updated.Status.HostPorts = append(updated.Status.HostPorts, paddlev1.HostPortRange{Pod: key.Name, Ports: got[key].String()})
-		}
-	}
-	sort.Slice(updated.Status.HostPorts, func(i, j int) bool { return updated.Status.HostPorts[i].Pod < updated.Status.HostPorts[j].Pod })
-	if err := r.Status().Update(ctx, updated); err != nil {
-		r.releaseAll(allocated)
-		return job, fmt.Errorf("recording the host ports of PaddleJob %s/%s: %w", job.Namespace, job.Name, err)
-	}
-	return updated, nil
-}
-
-func (r *PaddleJobReconciler) releaseAll(keys []types.NamespacedName) {
-	for _, k := range keys {
-		r.hostPorts.release(k)
-	}
-}
-
-// liveHostPorts are the port ranges recorded by the unfinished jobs of every
-// namespace, from the cache.
-func (r *PaddleJobReconciler) liveHostPorts(ctx context.Context) (map[types.NamespacedName]portRange, error) {
-	var jobs paddlev1.PaddleJobList
-	if err := r.List(ctx, &jobs); err != nil {
-		return nil, fmt.Errorf("listing PaddleJobs for their host ports: %w", err)
-	}
-	live := map[types.NamespacedName]portRange{}
-	for i := range jobs.Items {
-		j := &jobs.Items[i]
-		if j.Status.IsFinished() {
-			continue
-		}
-		for name, pr := range recordedHostPorts(j) {
-			live[types.NamespacedName{Namespace: j.Namespace, Name: name}] = pr
-		}
-	}
-	return live, nil
 }

@@ -98,6 +98,14 @@ func controllingJob(o metav1.Object) (string, bool) {
 	return ref.Name, true
 }
 
+// podOwnerIndex is the podOwnerKey index: the PaddleJob controlling a pod.
+func podOwnerIndex(o client.Object) []string {
+	if job, ok := controllingJob(o); ok {
+		return []string{job}
+	}
+	return nil
+}
+
 // batchedByController enqueues the PaddleJob controlling an object, after
 // period: the events of one job's pods within it coalesce into one pass (the
 // queue keeps a waiting item once). Nothing in a pod event needs a faster
@@ -129,12 +137,7 @@ func batchedByController(period time.Duration) handler.TypedEventHandler[client.
 // DiscoverPodGroupKinds; the manager's cache must know them too).
 func (r *PaddleJobReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, podGroupKinds map[string]bool) error {
 	r.podGroupKinds = podGroupKinds
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podOwnerKey, func(o client.Object) []string {
-		if job, ok := controllingJob(o); ok {
-			return []string{job}
-		}
-		return nil
-	}); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podOwnerKey, podOwnerIndex); err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).

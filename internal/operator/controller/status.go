@@ -1,15 +1,17 @@
 package controller
 
 import (
+	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
@@ -75,9 +77,7 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 			Type: paddlev1.JobFailed, Status: metav1.ConditionTrue, Reason: ReasonInvalidSpec, Message: obs.invalid,
 		})
 	}
-	if meta.IsStatusConditionTrue(st.Conditions, paddlev1.JobSuspended) {
-		setCondition(&st, now, paddlev1.JobSuspended, metav1.ConditionFalse, ReasonResumed, "spec.suspend was cleared")
-	}
+	markResumed(&st, now)
 	st.RecreatingPods = keepPresent(st.RecreatingPods, obs.podUIDs)
 	st.HostPorts = keepDesiredPorts(job, st.HostPorts)
 
@@ -107,14 +107,7 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 		})
 	}
 
-	if obs.gang != "" {
-		if obs.podGroupWaiting != "" {
-			setCondition(&st, now, paddlev1.JobPodGroupAdmitted, metav1.ConditionFalse, ReasonWaitingForPodGroup, obs.podGroupWaiting)
-		} else {
-			setCondition(&st, now, paddlev1.JobPodGroupAdmitted, metav1.ConditionTrue, ReasonPodGroupAdmitted,
-				fmt.Sprintf("%s admitted the job's pod group", obs.gang))
-		}
-	}
+	setPodGroupCondition(&st, obs.gang, obs.podGroupWaiting, now)
 	desired := job.Spec.TotalReplicas()
 	if len(obs.pods) < desired {
 		st.Phase = paddlev1.PaddleJobPending
@@ -150,60 +143,6 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForPods, msg)
 	}
 	return st
-}
-
-// suspendedStatus is the status of a suspended job: no pods, and a start
-// time cleared so the deadline counts from the resume.
-func suspendedStatus(job *paddlev1.PaddleJob, now metav1.Time) paddlev1.PaddleJobStatus {
-	st := *job.Status.DeepCopy()
-	st.ObservedGeneration = job.Generation
-	st.Mode = job.Spec.Mode()
-	st.Phase = paddlev1.PaddleJobSuspended
-	st.StartTime = nil
-	for _, rt := range paddlev1.ReplicaTypes {
-		if job.Spec.Replicas(rt) == nil {
-			st.SetReplicaStatus(rt, nil)
-			continue
-		}
-		st.SetReplicaStatus(rt, countPods(nil, job.Spec.ReplicaCount(rt)))
-	}
-	setCondition(&st, now, paddlev1.JobSuspended, metav1.ConditionTrue, ReasonSuspended, "spec.suspend is set: the job's pods are deleted until it is cleared")
-	setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonSuspended, "the job is suspended")
-	return st
-}
-
-// keepPresent keeps the UIDs still among the job's pods.
-func keepPresent(uids []string, present map[string]bool) []string {
-	var out []string
-	for _, u := range uids {
-		if present[u] {
-			out = append(out, u)
-		}
-	}
-	return out
-}
-
-// keepDesiredPorts drops the host port ranges of pods scaled away.
-func keepDesiredPorts(job *paddlev1.PaddleJob, ranges []paddlev1.HostPortRange) []paddlev1.HostPortRange {
-	var out []paddlev1.HostPortRange
-	for _, h := range ranges {
-		if desiredPodName(job, h.Pod) {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
-// desiredPodName reports whether the spec wants a pod of that name.
-func desiredPodName(job *paddlev1.PaddleJob, name string) bool {
-	for _, rt := range paddlev1.ReplicaTypes {
-		prefix := job.Name + "-" + string(rt) + "-"
-		if rest, ok := strings.CutPrefix(name, prefix); ok {
-			i, err := strconv.Atoi(rest)
-			return err == nil && i >= 0 && i < job.Spec.ReplicaCount(rt) && paddlev1.PodName(job.Name, rt, i) == name
-		}
-	}
-	return false
 }
 
 // finish moves the status to a terminal phase with its condition.
@@ -258,37 +197,6 @@ func podsNotRunning(pods []*corev1.Pod) []string {
 	return out
 }
 
-// describeFailure says why a pod failed: the first container that exited
-// with a non-zero code, else the pod's own reason (eviction, deadline...).
-func describeFailure(p *corev1.Pod) string {
-	statuses := append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
-	for _, cs := range statuses {
-		t := cs.State.Terminated
-		if t == nil {
-			t = cs.LastTerminationState.Terminated
-		}
-		if t == nil || t.ExitCode == 0 {
-			continue
-		}
-		msg := fmt.Sprintf("pod %s: container %q exited with code %d", p.Name, cs.Name, t.ExitCode)
-		if t.Reason != "" {
-			msg += " (" + t.Reason + ")"
-		}
-		if m := strings.TrimSpace(t.Message); m != "" {
-			msg += ": " + truncate(m, 256)
-		}
-		return msg
-	}
-	msg := fmt.Sprintf("pod %s failed", p.Name)
-	if p.Status.Reason != "" {
-		msg += ": " + p.Status.Reason
-	}
-	if p.Status.Message != "" {
-		msg += ": " + truncate(p.Status.Message, 256)
-	}
-	return msg
-}
-
 func listNames(names []string) string {
 	if len(names) <= maxListed {
 		return strings.Join(names, ", ")
@@ -306,4 +214,74 @@ func truncate(s string, n int) string {
 // statusChanged reports whether a status write is needed.
 func statusChanged(old, updated *paddlev1.PaddleJobStatus) bool {
 	return !equality.Semantic.DeepEqual(old, updated)
+}
+
+// keepPresent keeps the UIDs still among the job's pods.
+func keepPresent(uids []string, present map[string]bool) []string {
+	var out []string
+	for _, u := range uids {
+		if present[u] {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// writeStatus writes the status a pass computed, with the error of its
+// actions (if any) on the Created condition. It returns the job as written;
+// nil when the cache was behind (the newer job's event brings the job back).
+func (r *PaddleJobReconciler) writeStatus(ctx context.Context, job *paddlev1.PaddleJob, status paddlev1.PaddleJobStatus, actErr error) (*paddlev1.PaddleJob, error) {
+	if actErr != nil && !status.IsFinished() {
+		setCondition(&status, metav1.NewTime(r.Clock.Now()), paddlev1.JobCreated, metav1.ConditionFalse, ReasonCreatingPods, actErr.Error())
+	}
+	return r.updateStatus(ctx, job, status, "updating the status")
+}
+
+// updateStatus is the one place the job's status is written: by the end of
+// a pass (writeStatus), and by the write-ahead steps that must be recorded
+// before the pods they concern change — recordRestarts (restart.go) and
+// recordHostPorts (intranet.go). step names the write in errors. It returns
+// the job as written (unchanged when status is the job's), or nil on a
+// conflict: the job changed since the cache showed it, and the newer job's
+// event brings it back, so the pass stops without an error.
+func (r *PaddleJobReconciler) updateStatus(ctx context.Context, job *paddlev1.PaddleJob, status paddlev1.PaddleJobStatus, step string) (*paddlev1.PaddleJob, error) {
+	if !statusChanged(&job.Status, &status) {
+		return job, nil
+	}
+	updated := job.DeepCopy()
+	updated.Status = status
+	if err := r.Status().Update(ctx, updated); err != nil {
+		if apierrors.IsConflict(err) {
+			log.FromContext(ctx).V(1).Info("status update conflict; waiting for the newer job", "step", step)
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s of PaddleJob %s/%s: %w", step, job.Namespace, job.Name, err)
+	}
+	r.recordTransition(job, updated)
+	return updated, nil
+}
+
+// recordTransition emits an event when a job reaches a terminal phase.
+func (r *PaddleJobReconciler) recordTransition(old, updated *paddlev1.PaddleJob) {
+	if old.Status.Phase == updated.Status.Phase {
+		return
+	}
+	observeTransition(old, updated)
+	switch updated.Status.Phase {
+	case paddlev1.PaddleJobCompleted:
+		c := findCondition(updated, paddlev1.JobSucceeded)
+		r.Recorder.Eventf(updated, nil, corev1.EventTypeNormal, "JobCompleted", "Complete", "%s", c.Message)
+	case paddlev1.PaddleJobFailed:
+		c := findCondition(updated, paddlev1.JobFailed)
+		r.Recorder.Eventf(updated, nil, corev1.EventTypeWarning, "JobFailed", "Fail", "%s: %s", c.Reason, c.Message)
+	}
+}
+
+func findCondition(job *paddlev1.PaddleJob, t string) metav1.Condition {
+	for _, c := range job.Status.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return metav1.Condition{}
 }

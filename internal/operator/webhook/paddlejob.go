@@ -37,14 +37,12 @@ func (w *PaddleJobWebhook) Setup(mgr ctrl.Manager) error {
 		Complete()
 }
 
-// Default fills in what the schema cannot: cleanPodPolicy from its
-// deprecated alias, and the effective restart policy of each role, so the
-// stored job says what will happen.
+// Default fills in what the schema cannot: the effective restart policy of
+// each role, so the stored job says what will happen. The deprecated
+// cleanPolicy alias is left as written: api/v1's EffectiveCleanPodPolicy
+// alone resolves it, with or without this webhook.
 func (w *PaddleJobWebhook) Default(_ context.Context, job *paddlev1.PaddleJob) error {
 	spec := &job.Spec
-	if spec.CleanPodPolicy == "" && spec.CleanPolicy != "" {
-		spec.CleanPodPolicy = spec.CleanPolicy
-	}
 	for _, rt := range paddlev1.ReplicaTypes {
 		if rs := spec.Replicas(rt); rs != nil && rs.RestartPolicy == "" {
 			rs.RestartPolicy = spec.EffectiveRestartPolicy(rt)
@@ -94,8 +92,9 @@ func (w *PaddleJobWebhook) warnings(job *paddlev1.PaddleJob) admission.Warnings 
 			out = append(out, fmt.Sprintf("spec.%s.requests and limits are ignored: only workers are elastic", rt))
 		}
 	}
-	if spec.SchedulingPolicy != nil && w.Options.GangScheduler == controller.GangNone && gangNamed(spec) == "" {
-		out = append(out, "spec.schedulingPolicy is ignored: the operator runs without a gang scheduler (--gang-scheduler=none) and no template names one")
+	if spec.SchedulingPolicy != nil && controller.GangSchedulerFor(spec, w.Options) == "" {
+		out = append(out, fmt.Sprintf("spec.schedulingPolicy is ignored: the operator runs without a gang scheduler (--gang-scheduler=none) and no template names one (schedulerName %s or %s)",
+			controller.VolcanoSchedulerName, w.Options.SchedulerPluginsName))
 	}
 	if spec.IsElastic() && (spec.ElasticPolicy == nil || len(spec.ElasticPolicy.EtcdEndpoints) == 0) && len(w.Options.ElasticEtcdEndpoints) == 0 {
 		out = append(out, "the job is elastic but names no etcd (spec.elasticPolicy.etcdEndpoints) and the operator has none: PADDLE_MASTER stays unset and Paddle's launcher will not run elastic")
@@ -104,16 +103,6 @@ func (w *PaddleJobWebhook) warnings(job *paddlev1.PaddleJob) admission.Warnings 
 		out = append(out, "spec.elastic: 0 changes nothing (elastic training is off by default)")
 	}
 	return out
-}
-
-// gangNamed is the scheduler a template names, if any.
-func gangNamed(spec *paddlev1.PaddleJobSpec) string {
-	for _, rt := range paddlev1.ReplicaTypes {
-		if rs := spec.Replicas(rt); rs != nil && rs.Template.Spec.SchedulerName != "" {
-			return rs.Template.Spec.SchedulerName
-		}
-	}
-	return ""
 }
 
 func equalSpecs(a, b *paddlev1.PaddleJob) bool { return equality.Semantic.DeepEqual(a.Spec, b.Spec) }

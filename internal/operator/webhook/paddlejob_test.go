@@ -20,8 +20,8 @@ func TestDefault(t *testing.T) {
 	if err := w.Default(context.Background(), job); err != nil {
 		t.Fatal(err)
 	}
-	if job.Spec.CleanPodPolicy != paddlev1.CleanPodPolicyOnCompletion {
-		t.Errorf("cleanPodPolicy %q, want the alias's OnCompletion", job.Spec.CleanPodPolicy)
+	if job.Spec.CleanPodPolicy != "" || job.Spec.CleanPolicy != paddlev1.CleanPodPolicyOnCompletion {
+		t.Errorf("cleanPodPolicy %q, cleanPolicy %q: want the alias left as written, for api/v1 to resolve", job.Spec.CleanPodPolicy, job.Spec.CleanPolicy)
 	}
 	if job.Spec.Worker.RestartPolicy != paddlev1.RestartPolicyOnFailure || job.Spec.PS.RestartPolicy != paddlev1.RestartPolicyNever {
 		t.Errorf("restart policies: worker %q, ps %q", job.Spec.Worker.RestartPolicy, job.Spec.PS.RestartPolicy)
@@ -53,6 +53,14 @@ func TestValidateCreate(t *testing.T) {
 		{name: "a schedulingPolicy no scheduler reads", mutate: func(j *paddlev1.PaddleJob) {
 			j.Spec.SchedulingPolicy = &paddlev1.SchedulingPolicy{Queue: "q"}
 		}, opts: func(o *controller.Options) { o.GangScheduler = controller.GangNone }, wantWarn: "spec.schedulingPolicy is ignored"},
+		{name: "a schedulingPolicy under default-scheduler with no gang scheduler", mutate: func(j *paddlev1.PaddleJob) {
+			j.Spec.SchedulingPolicy = &paddlev1.SchedulingPolicy{Queue: "q"}
+			j.Spec.Worker.Template.Spec.SchedulerName = "default-scheduler"
+		}, opts: func(o *controller.Options) { o.GangScheduler = controller.GangNone }, wantWarn: "spec.schedulingPolicy is ignored"},
+		{name: "a schedulingPolicy for a template naming volcano", mutate: func(j *paddlev1.PaddleJob) {
+			j.Spec.SchedulingPolicy = &paddlev1.SchedulingPolicy{Queue: "q"}
+			j.Spec.Worker.Template.Spec.SchedulerName = "volcano"
+		}, opts: func(o *controller.Options) { o.GangScheduler = controller.GangNone }},
 		{name: "an elastic job without etcd", mutate: func(j *paddlev1.PaddleJob) { j.Spec.Elastic = ptr.To[int32](1) },
 			wantWarn: "PADDLE_MASTER stays unset"},
 	}

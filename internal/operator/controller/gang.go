@@ -34,7 +34,8 @@ const (
 	// coscheduling is deployed under by default.
 	DefaultSchedulerPluginsName = "scheduler-plugins-scheduler"
 
-	volcanoSchedulerName = "volcano"
+	// VolcanoSchedulerName is the scheduler name Volcano's pods carry.
+	VolcanoSchedulerName = "volcano"
 	// volcanoGroupAnnotation tells Volcano a pod's group.
 	volcanoGroupAnnotation = "scheduling.k8s.io/group-name"
 	// coschedulingGroupLabel tells scheduler-plugins a pod's group.
@@ -47,17 +48,19 @@ var PodGroupGVKs = map[string]schema.GroupVersionKind{
 	GangSchedulerPlugins: {Group: "scheduling.x-k8s.io", Version: "v1alpha1", Kind: "PodGroup"},
 }
 
-// gangSchedulerFor is the gang scheduler of a job: the one a template names
-// as its scheduler, else — for a job with a schedulingPolicy — the
-// operator's default; "" for none.
-func gangSchedulerFor(spec *paddlev1.PaddleJobSpec, opts Options) string {
+// GangSchedulerFor is the gang scheduler of a job: the one a template names
+// as its scheduler (volcano, or scheduler-plugins' name), else — for a job
+// with a schedulingPolicy — the operator's default; "" for none. A template
+// naming default-scheduler, or any other scheduler, names no gang
+// scheduler. The admission webhook warns by the same rule.
+func GangSchedulerFor(spec *paddlev1.PaddleJobSpec, opts Options) string {
 	for _, rt := range paddlev1.ReplicaTypes {
 		rs := spec.Replicas(rt)
 		if rs == nil {
 			continue
 		}
 		switch rs.Template.Spec.SchedulerName {
-		case volcanoSchedulerName:
+		case VolcanoSchedulerName:
 			return GangVolcano
 		case opts.SchedulerPluginsName:
 			return GangSchedulerPlugins
@@ -72,7 +75,7 @@ func gangSchedulerFor(spec *paddlev1.PaddleJobSpec, opts Options) string {
 // schedulerNameOf is the scheduler name pods of a gang scheduler need.
 func schedulerNameOf(gang string, opts Options) string {
 	if gang == GangVolcano {
-		return volcanoSchedulerName
+		return VolcanoSchedulerName
 	}
 	return opts.SchedulerPluginsName
 }
@@ -184,10 +187,23 @@ func podGroupWaiting(pg *unstructured.Unstructured, gang string) string {
 	return fmt.Sprintf("Volcano has not admitted PodGroup %s (phase %s, queue %s): the job's pods are created once it is Inqueue", pg.GetName(), phase, queue)
 }
 
+// setPodGroupCondition records whether the gang scheduler (if any) admitted
+// the job's pod group, or what it waits for.
+func setPodGroupCondition(st *paddlev1.PaddleJobStatus, gang, waiting string, now metav1.Time) {
+	switch {
+	case gang == "":
+	case waiting != "":
+		setCondition(st, now, paddlev1.JobPodGroupAdmitted, metav1.ConditionFalse, ReasonWaitingForPodGroup, waiting)
+	default:
+		setCondition(st, now, paddlev1.JobPodGroupAdmitted, metav1.ConditionTrue, ReasonPodGroupAdmitted,
+			fmt.Sprintf("%s admitted the job's pod group", gang))
+	}
+}
+
 // ensurePodGroup creates or updates a gang-scheduled job's PodGroup and says
 // whether its pods may be created, or what they wait for.
 func (r *PaddleJobReconciler) ensurePodGroup(ctx context.Context, job *paddlev1.PaddleJob) (admitted bool, waiting string, err error) {
-	gang := gangSchedulerFor(&job.Spec, r.Options)
+	gang := GangSchedulerFor(&job.Spec, r.Options)
 	if gang == "" {
 		return true, "", nil
 	}

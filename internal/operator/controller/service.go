@@ -1,8 +1,13 @@
 package controller
 
 import (
+	"context"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
@@ -24,4 +29,17 @@ func newService(job *paddlev1.PaddleJob) *corev1.Service {
 			PublishNotReadyAddresses: true,
 		},
 	}
+}
+
+func (r *PaddleJobReconciler) ensureService(ctx context.Context, job *paddlev1.PaddleJob) error {
+	var svc corev1.Service
+	err := r.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: job.Name}, &svc)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := r.Create(ctx, newService(job)); err != nil && !apierrors.IsAlreadyExists(err) {
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, "FailedCreateService", "Create", "creating Service %s: %v", job.Name, err)
+		return fmt.Errorf("creating Service %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,57 +16,6 @@ import (
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
-
-func TestCleanPodPolicy(t *testing.T) {
-	job := testutil.MakePaddleJob("wd", "ns").PS(1).Workers(2).Obj()
-	pods := map[string]*corev1.Pod{}
-	var all []*corev1.Pod
-	for _, p := range []struct {
-		name  string
-		state func(*testutil.PodWrapper) *testutil.PodWrapper
-	}{
-		{"wd-ps-0", func(w *testutil.PodWrapper) *testutil.PodWrapper { return w.Running("10.0.0.1") }},
-		{"wd-worker-0", func(w *testutil.PodWrapper) *testutil.PodWrapper { return w.Succeeded() }},
-		{"wd-worker-1", func(w *testutil.PodWrapper) *testutil.PodWrapper { return w.Failed("paddle", 3) }},
-	} {
-		pod := p.state(testutil.WrapPod(&corev1.Pod{})).Obj()
-		pod.Name = p.name
-		pods[p.name] = pod
-		all = append(all, pod)
-	}
-
-	tests := []struct {
-		policy paddlev1.CleanPodPolicy
-		alias  paddlev1.CleanPodPolicy
-		phase  paddlev1.PaddleJobPhase
-		want   []string
-	}{
-		// Running pods are stopped whatever the policy; terminated ones as the policy says.
-		{policy: paddlev1.CleanPodPolicyNever, phase: paddlev1.PaddleJobCompleted, want: []string{"wd-ps-0"}},
-		{policy: paddlev1.CleanPodPolicyNever, phase: paddlev1.PaddleJobFailed, want: []string{"wd-ps-0"}},
-		{policy: paddlev1.CleanPodPolicyAlways, phase: paddlev1.PaddleJobCompleted, want: []string{"wd-ps-0", "wd-worker-0", "wd-worker-1"}},
-		{policy: paddlev1.CleanPodPolicyAlways, phase: paddlev1.PaddleJobFailed, want: []string{"wd-ps-0", "wd-worker-0", "wd-worker-1"}},
-		{policy: paddlev1.CleanPodPolicyOnCompletion, phase: paddlev1.PaddleJobCompleted, want: []string{"wd-ps-0", "wd-worker-0", "wd-worker-1"}},
-		{policy: paddlev1.CleanPodPolicyOnCompletion, phase: paddlev1.PaddleJobFailed, want: []string{"wd-ps-0"}},
-		{policy: paddlev1.CleanPodPolicyOnFailure, phase: paddlev1.PaddleJobCompleted, want: []string{"wd-ps-0"}},
-		{policy: paddlev1.CleanPodPolicyOnFailure, phase: paddlev1.PaddleJobFailed, want: []string{"wd-ps-0", "wd-worker-0", "wd-worker-1"}},
-		// Unset means Never; the deprecated cleanPolicy alias counts when cleanPodPolicy is unset.
-		{phase: paddlev1.PaddleJobCompleted, want: []string{"wd-ps-0"}},
-		{alias: paddlev1.CleanPodPolicyOnCompletion, phase: paddlev1.PaddleJobCompleted, want: []string{"wd-ps-0", "wd-worker-0", "wd-worker-1"}},
-	}
-	for _, tc := range tests {
-		j := job.DeepCopy()
-		j.Spec.CleanPodPolicy, j.Spec.CleanPolicy = tc.policy, tc.alias
-		j.Status.Phase = tc.phase
-		var got []string
-		for _, p := range podsToDeleteWhenFinished(j, all) {
-			got = append(got, p.Name)
-		}
-		if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("policy %q (alias %q), job %s (-want +got):\n%s", tc.policy, tc.alias, tc.phase, diff)
-		}
-	}
-}
 
 func TestEvaluateFailures(t *testing.T) {
 	pod := func(name string, state func(*testutil.PodWrapper) *testutil.PodWrapper, restarts int32) *corev1.Pod {
@@ -208,30 +158,104 @@ func TestRestartBackoff(t *testing.T) {
 	}
 }
 
-func TestDeadlineAndTTL(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	job := testutil.MakePaddleJob("j", "ns").Workers(1).Obj()
-	if exceeded, left := deadlineExceeded(job, t0); exceeded || left != 0 {
-		t.Errorf("no deadline: %v %s", exceeded, left)
+func TestRestartPass(t *testing.T) {
+	onFailure := func() *testutil.JobWrapper {
+		return testutil.MakePaddleJob("rs", "ns").UID("rs-uid").Workers(2).RestartPolicy(paddlev1.ReplicaWorker, corev1.RestartPolicyOnFailure)
 	}
-	job.Spec.ActiveDeadlineSeconds = ptr.To[int64](20)
-	start := metav1.NewTime(t0)
-	job.Status.StartTime = &start
-	if exceeded, left := deadlineExceeded(job, t0.Add(15*time.Second)); exceeded || left != 5*time.Second {
-		t.Errorf("5 s before the deadline: %v %s", exceeded, left)
+	restarted := func(count int32, ago time.Duration) paddlev1.PaddleJobStatus {
+		at := metav1.NewMicroTime(t0.Add(-ago))
+		return paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobRunning, RestartCount: count, LastRestartTime: &at}
 	}
-	if exceeded, _ := deadlineExceeded(job, t0.Add(20*time.Second)); !exceeded {
-		t.Error("the deadline did not fire at 20 s")
+	tests := []struct {
+		name       string
+		job        *paddlev1.PaddleJob
+		pods       func(*paddlev1.PaddleJob) []*corev1.Pod
+		want       passWant
+		wantStatus func(*testing.T, paddlev1.PaddleJobStatus)
+	}{
+		{
+			name: "a worker failing under OnFailure is counted, then deleted",
+			job:  onFailure().Obj(),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 137).Obj(),
+				}
+			},
+			want: passWant{deleted: []string{"rs-worker-1"}},
+			wantStatus: func(t *testing.T, st paddlev1.PaddleJobStatus) {
+				if st.RestartCount != 1 || !slices.Equal(st.RecreatingPods, []string{"rs-worker-1-uid"}) || st.LastRestartTime == nil || !st.LastRestartTime.Equal(ptr.To(metav1.NewMicroTime(t0))) {
+					t.Errorf("restart not recorded ahead: count %d, recreating %v, last %v", st.RestartCount, st.RecreatingPods, st.LastRestartTime)
+				}
+			},
+		},
+		{
+			name: "the replacement waits for the restart backoff",
+			job:  onFailure().Status(restarted(1, 2*time.Second)).Obj(),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj()}
+			},
+			want: passWant{requeue: 3 * time.Second, phase: paddlev1.PaddleJobPending,
+				conditions: map[string]wantCondition{paddlev1.JobRunning: {metav1.ConditionFalse, ReasonRestartBackoff}}},
+		},
+		{
+			name: "after the backoff the replacement is created",
+			job:  onFailure().Status(restarted(1, 6*time.Second)).Obj(),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj()}
+			},
+			want: passWant{created: []string{"rs-worker-1"}, requeue: expectationTimeout},
+		},
+		{
+			name: "a failure under Never fails the job and stops its other pods",
+			job:  testutil.MakePaddleJob("rs", "ns").UID("rs-uid").Workers(2).Obj(),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 1).Obj(),
+				}
+			},
+			want: passWant{deleted: []string{"rs-worker-0"}, phase: paddlev1.PaddleJobFailed,
+				conditions: map[string]wantCondition{paddlev1.JobFailed: {metav1.ConditionTrue, ReasonPodFailed}}},
+		},
+		{
+			name: "a restart past backoffLimit fails the job",
+			job:  onFailure().BackoffLimit(1).Status(restarted(1, time.Minute)).Obj(),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 137).Obj(),
+				}
+			},
+			want: passWant{deleted: []string{"rs-worker-0"}, phase: paddlev1.PaddleJobFailed,
+				conditions: map[string]wantCondition{paddlev1.JobFailed: {metav1.ConditionTrue, ReasonBackoffLimitExceeded}}},
+		},
+		{
+			name: "a pod counted already is only deleted, not counted again",
+			job: onFailure().Status(paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobRunning, RestartCount: 1,
+				RecreatingPods: []string{"rs-worker-1-uid"}, LastRestartTime: ptr.To(metav1.NewMicroTime(t0))}).Obj(),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 137).Obj(),
+				}
+			},
+			want: passWant{deleted: []string{"rs-worker-1"}},
+			wantStatus: func(t *testing.T, st paddlev1.PaddleJobStatus) {
+				if st.RestartCount != 1 {
+					t.Errorf("restart count %d, want 1: the failure was counted before", st.RestartCount)
+				}
+			},
+		},
 	}
-	job.Spec.TTLSecondsAfterFinished = ptr.To[int32](60)
-	if expired, left := ttlExpired(job, t0); expired || left != 0 {
-		t.Errorf("an unfinished job has no TTL: %v %s", expired, left)
-	}
-	job.Status.CompletionTime = &start
-	if expired, left := ttlExpired(job, t0.Add(59*time.Second)); expired || left != time.Second {
-		t.Errorf("1 s before the TTL: %v %s", expired, left)
-	}
-	if expired, _ := ttlExpired(job, t0.Add(time.Minute)); !expired {
-		t.Error("the TTL did not expire at 60 s")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Options{}, objects(tc.job, tc.pods(tc.job)...)...)
+			got := f.reconcile(t, tc.job)
+			tc.want.check(t, got)
+			if tc.wantStatus != nil {
+				tc.wantStatus(t, got.job.Status)
+			}
+		})
 	}
 }

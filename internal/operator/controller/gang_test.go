@@ -1,13 +1,16 @@
 package controller
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -41,7 +44,7 @@ func TestGangSchedulerFor(t *testing.T) {
 		{"schedulingPolicy, gang scheduling off", withPolicy, noneDefault, ""},
 	}
 	for _, tc := range tests {
-		if got := gangSchedulerFor(&tc.job.Spec, tc.opts); got != tc.want {
+		if got := GangSchedulerFor(&tc.job.Spec, tc.opts); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
@@ -115,5 +118,94 @@ func TestGangPods(t *testing.T) {
 	pod = newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, podOptionsFor(job, opts))
 	if pod.Spec.SchedulerName != DefaultSchedulerPluginsName || pod.Labels["scheduling.x-k8s.io/pod-group"] != "wd" {
 		t.Errorf("coscheduling pod: scheduler %q, labels %v", pod.Spec.SchedulerName, pod.Labels)
+	}
+}
+
+func TestGangPass(t *testing.T) {
+	withPolicy := func() *testutil.JobWrapper {
+		return testutil.MakePaddleJob("gj", "ns").UID("gj-uid").Workers(2).Intranet(paddlev1.IntranetService).
+			SchedulingPolicy(paddlev1.SchedulingPolicy{Queue: "training"})
+	}
+	volcanoGroup := func(job *paddlev1.PaddleJob, phase string) *unstructured.Unstructured {
+		pg := newPodGroup(job, GangVolcano)
+		if phase != "" {
+			pg.Object["status"] = map[string]any{"phase": phase}
+		}
+		return pg
+	}
+	tests := []struct {
+		name     string
+		job      *paddlev1.PaddleJob
+		opts     Options
+		served   map[string]bool
+		admitted string // the phase of an existing Volcano PodGroup; "" for none
+		want     passWant
+		wantPods func(*testing.T, passResult)
+	}{
+		{
+			name:   "Volcano: the PodGroup is created and the pods wait for its admission",
+			job:    withPolicy().Obj(),
+			served: map[string]bool{GangVolcano: true},
+			want: passWant{phase: paddlev1.PaddleJobPending,
+				conditions: map[string]wantCondition{paddlev1.JobPodGroupAdmitted: {metav1.ConditionFalse, ReasonWaitingForPodGroup}}},
+			wantPods: func(t *testing.T, got passResult) {
+				pg := podGroupObject(PodGroupGVKs[GangVolcano])
+				if err := got.client.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "gj"}, pg); err != nil {
+					t.Fatalf("no PodGroup: %v", err)
+				}
+				if queue, _, _ := unstructured.NestedString(pg.Object, "spec", "queue"); queue != "training" {
+					t.Errorf("PodGroup queue %q, want training", queue)
+				}
+			},
+		},
+		{
+			name:     "Volcano admitted the group: the pods are created in it",
+			job:      withPolicy().Obj(),
+			served:   map[string]bool{GangVolcano: true},
+			admitted: "Inqueue",
+			want:     passWant{created: []string{"gj-worker-0", "gj-worker-1"}, requeue: expectationTimeout},
+			wantPods: func(t *testing.T, got passResult) {
+				for _, p := range got.pods {
+					if p.Spec.SchedulerName != VolcanoSchedulerName || p.Annotations[volcanoGroupAnnotation] != "gj" {
+						t.Errorf("pod %s: scheduler %q, group %q; want volcano's, gj", p.Name, p.Spec.SchedulerName, p.Annotations[volcanoGroupAnnotation])
+					}
+				}
+			},
+		},
+		{
+			name:   "the cluster serves no PodGroups: the job waits, saying so",
+			job:    withPolicy().Obj(),
+			served: map[string]bool{},
+			want: passWant{phase: paddlev1.PaddleJobPending,
+				conditions: map[string]wantCondition{paddlev1.JobPodGroupAdmitted: {metav1.ConditionFalse, ReasonWaitingForPodGroup}}},
+		},
+		{
+			name: "default-scheduler without a gang scheduler: not gang-scheduled (the webhook's rule too)",
+			job:  withPolicy().SchedulerName(paddlev1.ReplicaWorker, corev1.DefaultSchedulerName).Obj(),
+			opts: Options{GangScheduler: GangNone},
+			want: passWant{created: []string{"gj-worker-0", "gj-worker-1"}, requeue: expectationTimeout},
+			wantPods: func(t *testing.T, got passResult) {
+				for _, p := range got.pods {
+					if p.Spec.SchedulerName != corev1.DefaultSchedulerName || p.Annotations[volcanoGroupAnnotation] != "" {
+						t.Errorf("pod %s: scheduler %q, group %q; want default-scheduler, none", p.Name, p.Spec.SchedulerName, p.Annotations[volcanoGroupAnnotation])
+					}
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := objects(tc.job)
+			if tc.admitted != "" {
+				objs = append(objs, volcanoGroup(tc.job, tc.admitted))
+			}
+			f := newFixture(t, tc.opts, objs...)
+			f.r.podGroupKinds = tc.served
+			got := f.reconcile(t, tc.job)
+			tc.want.check(t, got)
+			if tc.wantPods != nil {
+				tc.wantPods(t, got)
+			}
+		})
 	}
 }

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -13,12 +12,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
+
+// The reconcile pass: observe the job and its pods from the cache, decide,
+// act, and write the status once (status.go). What a pass does for each
+// feature lives in that feature's file (see doc.go).
 
 // Options are the operator settings the reconciler needs.
 type Options struct {
@@ -77,7 +81,7 @@ func DefaultOptions() Options {
 // cache, decides with pure functions (pods.go, env.go, status.go,
 // policies.go) and then acts, in bulk.
 type PaddleJobReconciler struct {
-	ctrl.Client
+	client.Client
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
 	Options  Options
@@ -102,7 +106,7 @@ type PaddleJobReconciler struct {
 }
 
 // NewReconciler returns a reconciler with opts completed from DefaultOptions.
-func NewReconciler(c ctrl.Client, recorder events.EventRecorder, opts Options) *PaddleJobReconciler {
+func NewReconciler(c client.Client, recorder events.EventRecorder, opts Options) *PaddleJobReconciler {
 	def := DefaultOptions()
 	if opts.InitImage == "" {
 		opts.InitImage = def.InitImage
@@ -196,11 +200,10 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 	if obs.invalid == "" {
 		active, _ := splitPods(job, pods)
 		fails := evaluateFailures(job, active)
-		exceeded, untilDeadline := deadlineExceeded(job, now)
+		pastDeadline, untilDeadline := deadlineFailure(job, now)
 		switch {
-		case exceeded:
-			obs.fatal = &metav1.Condition{Type: paddlev1.JobFailed, Status: metav1.ConditionTrue, Reason: ReasonDeadlineExceeded,
-				Message: fmt.Sprintf("the job ran longer than activeDeadlineSeconds (%ds)", *job.Spec.ActiveDeadlineSeconds)}
+		case pastDeadline != nil:
+			obs.fatal = pastDeadline
 			obs.pods = active
 		case fails.fatal != nil:
 			obs.fatal = fails.fatal
@@ -210,6 +213,9 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 		default:
 			var wait time.Duration
 			job, obs, wait, actErr = r.run(ctx, job, pods, now)
+			if job == nil {
+				return reconcile.Result{}, actErr // a write-ahead step met a newer job
+			}
 			requeue = earliest(untilDeadline, wait)
 			if obs.created > 0 && actErr == nil {
 				// The status is written by the pass the new pods' events
@@ -232,27 +238,60 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 	return reconcile.Result{RequeueAfter: requeue}, actErr
 }
 
-// writeStatus writes a status that differs from the job's, and returns the
-// job as written; nil when the cache was behind (the newer job's event
-// brings the job back).
-func (r *PaddleJobReconciler) writeStatus(ctx context.Context, job *paddlev1.PaddleJob, status paddlev1.PaddleJobStatus, actErr error) (*paddlev1.PaddleJob, error) {
-	if actErr != nil && !status.IsFinished() {
-		setCondition(&status, metav1.NewTime(r.Clock.Now()), paddlev1.JobCreated, metav1.ConditionFalse, ReasonCreatingPods, actErr.Error())
+// run syncs a running job's children with its spec: it deletes the pods
+// scaled away, keeps the pod group current, creates
+// the missing pods (once the gang scheduler admits the job and no restart
+// backoff is pending), the Service and the endpoints. It returns the job (its
+// status may have been written ahead: recordHostPorts), what the status is
+// computed from, and how long until the restart backoff ends; a nil job when
+// a write-ahead step met a newer job.
+func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, now time.Time) (*paddlev1.PaddleJob, observed, time.Duration, error) {
+	active, excess := splitPods(job, pods)
+	obs := observed{pods: active, podUIDs: uidsOf(pods), gang: GangSchedulerFor(&job.Spec, r.Options)}
+	errs := []error{r.deletePods(ctx, job, excess, "scaled down")}
+
+	admitted, waiting, err := r.ensurePodGroup(ctx, job)
+	if err != nil {
+		return job, obs, 0, errors.Join(append(errs, err)...)
 	}
-	if !statusChanged(&job.Status, &status) {
-		return job, nil
+	obs.podGroupWaiting = waiting
+	recorded, err := r.ensureHostPorts(ctx, job)
+	if err != nil || recorded == nil {
+		// nil: a newer job was written meanwhile; its event brings it back.
+		return recorded, obs, 0, errors.Join(append(errs, err)...)
 	}
-	updated := job.DeepCopy()
-	updated.Status = status
-	if err := r.Status().Update(ctx, updated); err != nil {
-		if apierrors.IsConflict(err) {
-			log.FromContext(ctx).V(1).Info("status update conflict; waiting for the newer job")
-			return nil, nil
-		}
-		return nil, fmt.Errorf("updating status of PaddleJob %s/%s: %w", job.Namespace, job.Name, err)
+	job = recorded
+	if err := r.publishPlannedEndpoints(ctx, job); err != nil {
+		return job, obs, 0, errors.Join(append(errs, err)...)
 	}
-	r.recordTransition(job, updated)
-	return updated, nil
+	backoff := r.restartBackoffLeft(job, now)
+	if admitted && backoff == 0 {
+		created, err := r.createMissingPods(ctx, job, pods, active)
+		errs = append(errs, err)
+		obs.pods = sortPods(append(active, created...))
+		obs.created = len(created)
+	} else if backoff > 0 && len(obs.pods) < job.Spec.TotalReplicas() {
+		obs.backoff = backoff
+	}
+	// Pods resolve each other's names only once they run: the Service can
+	// follow their creation.
+	errs = append(errs, r.ensureService(ctx, job))
+	if errors.Join(errs...) == nil {
+		missing, err := r.publishEndpoints(ctx, job, obs.pods)
+		errs = append(errs, err)
+		obs.missingHosts = missing
+	}
+	return job, obs, backoff, errors.Join(errs...)
+}
+
+// validateForRun checks what the schema cannot (paddlev1.ValidateSpec and
+// ValidateEndpoints): the admission webhook rejects it already where it is
+// installed.
+func validateForRun(job *paddlev1.PaddleJob) string {
+	if errs := append(paddlev1.ValidateSpec(&job.Spec), ValidateEndpoints(&job.Spec, job.Name)...); len(errs) > 0 {
+		return errs.ToAggregate().Error()
+	}
+	return ""
 }
 
 // earliest is the sooner of two requeue delays, 0 meaning none.
@@ -274,41 +313,8 @@ func uidsOf(pods []*corev1.Pod) map[string]bool {
 	return out
 }
 
-// recordTransition emits an event when a job reaches a terminal phase.
-func (r *PaddleJobReconciler) recordTransition(old, updated *paddlev1.PaddleJob) {
-	if old.Status.Phase == updated.Status.Phase {
-		return
-	}
-	observeTransition(old, updated)
-	switch updated.Status.Phase {
-	case paddlev1.PaddleJobCompleted:
-		c := findCondition(updated, paddlev1.JobSucceeded)
-		r.Recorder.Eventf(updated, nil, corev1.EventTypeNormal, "JobCompleted", "Complete", "%s", c.Message)
-	case paddlev1.PaddleJobFailed:
-		c := findCondition(updated, paddlev1.JobFailed)
-		r.Recorder.Eventf(updated, nil, corev1.EventTypeWarning, "JobFailed", "Fail", "%s: %s", c.Reason, c.Message)
-	}
-}
-
-func findCondition(job *paddlev1.PaddleJob, t string) metav1.Condition {
-	for _, c := range job.Status.Conditions {
-		if c.Type == t {
-			return c
-		}
-	}
-	return metav1.Condition{}
-}
-
-func (r *PaddleJobReconciler) markFinished(job *paddlev1.PaddleJob) {
-	r.finishedMu.Lock()
-	defer r.finishedMu.Unlock()
-	r.finished[types.NamespacedName{Namespace: job.Namespace, Name: job.Name}] = job.UID
-}
-
-func (r *PaddleJobReconciler) sawFinish(job *paddlev1.PaddleJob) bool {
-	r.finishedMu.Lock()
-	defer r.finishedMu.Unlock()
-	return r.finished[types.NamespacedName{Namespace: job.Namespace, Name: job.Name}] == job.UID
+func refOf(job *paddlev1.PaddleJob) jobRef {
+	return jobRef{key: types.NamespacedName{Namespace: job.Namespace, Name: job.Name}, uid: job.UID}
 }
 
 func (r *PaddleJobReconciler) forget(ctx context.Context, key types.NamespacedName) {
@@ -316,8 +322,4 @@ func (r *PaddleJobReconciler) forget(ctx context.Context, key types.NamespacedNa
 	r.finishedMu.Lock()
 	defer r.finishedMu.Unlock()
 	delete(r.finished, key)
-}
-
-func refOf(job *paddlev1.PaddleJob) jobRef {
-	return jobRef{key: types.NamespacedName{Namespace: job.Namespace, Name: job.Name}, uid: job.UID}
 }

@@ -1,0 +1,329 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+)
+
+// Intranet: how a job's pods address each other (spec.intranet), and all
+// that follows from it — the pod's network (host network and host ports in
+// Host intranet), its POD_IP, whether its port range is its own (recorded in
+// the status by the write-ahead step recordHostPorts before the pod
+// exists), and whether the endpoints are published only once every pod has
+// an IP (PodIP and Host) or up front as DNS names (Service).
+
+// addressedByName reports whether the job's pods address each other by DNS
+// name (Service intranet), known before any pod exists.
+func addressedByName(spec *paddlev1.PaddleJobSpec) bool {
+	return spec.EffectiveIntranet() == paddlev1.IntranetService
+}
+
+// onHostNetwork reports whether the job's pods run in their node's network
+// namespace and share its address (Host intranet).
+func onHostNetwork(spec *paddlev1.PaddleJobSpec) bool {
+	return spec.EffectiveIntranet() == paddlev1.IntranetHost
+}
+
+// waitsForEndpoints reports whether pods of the job start only once every pod
+// has an IP: addresses are IPs in PodIP and Host intranet.
+func waitsForEndpoints(spec *paddlev1.PaddleJobSpec) bool {
+	return !addressedByName(spec)
+}
+
+// ownsPortRanges reports whether each pod of the job gets a port range of
+// its own, allocated among all live pods: in Host intranet pods share their
+// node's address, and on a node whose pods share one network namespace (the
+// local cluster's, Options.SharedPodNetwork) every pod shares it. Elsewhere
+// every pod has an address of its own and the same range.
+func (r *PaddleJobReconciler) ownsPortRanges(spec *paddlev1.PaddleJobSpec) bool {
+	return onHostNetwork(spec) || r.Options.SharedPodNetwork
+}
+
+// serviceHost is a pod's stable DNS name, resolved through the job's headless
+// Service (the pod's hostname and subdomain).
+func serviceHost(job string, rt paddlev1.ReplicaType, index int) string {
+	return paddlev1.PodName(job, rt, index) + "." + job
+}
+
+// podIPEnv is POD_IP: the address the pod has in the endpoint lists.
+func podIPEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int) corev1.EnvVar {
+	if addressedByName(&job.Spec) {
+		return corev1.EnvVar{Name: "POD_IP", Value: serviceHost(job.Name, rt, index)}
+	}
+	return corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"},
+	}}
+}
+
+// setPodNetwork puts a pod of a Host-intranet job in its node's network
+// namespace, and declares its ports (addPorts).
+func setPodNetwork(pod *corev1.Pod, spec *paddlev1.PaddleJobSpec, ports portRange) {
+	hostNetwork := onHostNetwork(spec)
+	if hostNetwork {
+		pod.Spec.HostNetwork = true
+		if pod.Spec.DNSPolicy == "" {
+			pod.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+		}
+	}
+	addPorts(pod, hostNetwork, ports)
+}
+
+// addPorts declares the pod's PADDLE_PORT as the named port "paddle" on its
+// first container. On the host network every port of the range is declared
+// as a host port, so the scheduler never puts the pod beside another pod
+// holding one of them.
+func addPorts(pod *corev1.Pod, hostNetwork bool, ports portRange) {
+	c := &pod.Spec.Containers[0]
+	declared := map[int32]bool{}
+	named := false
+	for _, cs := range pod.Spec.Containers {
+		for _, p := range cs.Ports {
+			declared[p.ContainerPort] = true
+			named = named || p.Name == portName
+		}
+	}
+	for port := ports.First; port <= ports.last(); port++ {
+		if declared[port] {
+			continue
+		}
+		cp := corev1.ContainerPort{ContainerPort: port, Protocol: corev1.ProtocolTCP}
+		if port == ports.First && !named {
+			cp.Name = portName
+		}
+		if hostNetwork {
+			cp.HostPort = port
+		} else if port != ports.First {
+			continue
+		}
+		c.Ports = append(c.Ports, cp)
+	}
+}
+
+// podPorts is the port range of a pod of the job: the one recorded for it,
+// else its role's default range.
+func podPorts(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int) portRange {
+	if r, ok := recordedHostPorts(job)[paddlev1.PodName(job.Name, rt, index)]; ok {
+		return r
+	}
+	return defaultPortRange(job.Spec.Replicas(rt))
+}
+
+// recordedHostPorts are the port ranges a job recorded for its pods (see
+// ownsPortRanges), by pod name.
+func recordedHostPorts(job *paddlev1.PaddleJob) map[string]portRange {
+	out := map[string]portRange{}
+	for _, h := range job.Status.HostPorts {
+		if r, err := parsePortRange(h.Ports); err == nil {
+			out[h.Pod] = r
+		}
+	}
+	return out
+}
+
+// ensureHostPorts gives every pod of a job that owns port ranges (see
+// ownsPortRanges) a range, before the pods exist: the job keeps them while
+// it is suspended and its recreated pods get them back. It returns the job
+// with its ranges recorded (recordHostPorts); nil on a conflict; the job as
+// it was with an error (no free range, a failed write).
+func (r *PaddleJobReconciler) ensureHostPorts(ctx context.Context, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob, error) {
+	if !r.ownsPortRanges(&job.Spec) {
+		return job, nil
+	}
+	have := recordedHostPorts(job)
+	want := map[paddlev1.ReplicaType][]types.NamespacedName{}
+	for _, rt := range paddlev1.ReplicaTypes {
+		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
+			if name := paddlev1.PodName(job.Name, rt, i); have[name] == (portRange{}) {
+				want[rt] = append(want[rt], types.NamespacedName{Namespace: job.Namespace, Name: name})
+			}
+		}
+	}
+	if len(want) == 0 {
+		return job, nil
+	}
+	live, err := r.liveHostPorts(ctx)
+	if err != nil {
+		return job, err
+	}
+	st := *job.Status.DeepCopy()
+	var allocated []types.NamespacedName
+	for _, rt := range paddlev1.ReplicaTypes {
+		if len(want[rt]) == 0 {
+			continue
+		}
+		got, err := r.hostPorts.allocate(live, want[rt], portsPerPod(job.Spec.Replicas(rt)))
+		if err != nil {
+			r.releaseAll(allocated)
+			return job, err
+		}
+		for _, key := range want[rt] {
+			allocated = append(allocated, key)
+			st.HostPorts = append(st.HostPorts, paddlev1.HostPortRange{Pod: key.Name, Ports: got[key].String()})
+		}
+	}
+	sort.Slice(st.HostPorts, func(i, j int) bool { return st.HostPorts[i].Pod < st.HostPorts[j].Pod })
+	updated, err := r.recordHostPorts(ctx, job, st)
+	if err != nil {
+		r.releaseAll(allocated)
+		return job, err // the pass goes on to report it in the status
+	}
+	if updated == nil {
+		r.releaseAll(allocated)
+	}
+	return updated, nil
+}
+
+// recordHostPorts is a write-ahead step: the port ranges are in the job's
+// status before any pod is created with one, so no other job is handed
+// them, whatever happens to this pass.
+func (r *PaddleJobReconciler) recordHostPorts(ctx context.Context, job *paddlev1.PaddleJob, st paddlev1.PaddleJobStatus) (*paddlev1.PaddleJob, error) {
+	return r.updateStatus(ctx, job, st, "recording the host ports")
+}
+
+func (r *PaddleJobReconciler) releaseAll(keys []types.NamespacedName) {
+	for _, k := range keys {
+		r.hostPorts.release(k)
+	}
+}
+
+// liveHostPorts are the port ranges recorded by the unfinished jobs of every
+// namespace, from the cache.
+func (r *PaddleJobReconciler) liveHostPorts(ctx context.Context) (map[types.NamespacedName]portRange, error) {
+	var jobs paddlev1.PaddleJobList
+	if err := r.List(ctx, &jobs); err != nil {
+		return nil, fmt.Errorf("listing PaddleJobs for their host ports: %w", err)
+	}
+	live := map[types.NamespacedName]portRange{}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if j.Status.IsFinished() {
+			continue
+		}
+		for name, pr := range recordedHostPorts(j) {
+			live[types.NamespacedName{Namespace: j.Namespace, Name: name}] = pr
+		}
+	}
+	return live, nil
+}
+
+// keepDesiredPorts drops the host port ranges of pods scaled away.
+func keepDesiredPorts(job *paddlev1.PaddleJob, ranges []paddlev1.HostPortRange) []paddlev1.HostPortRange {
+	var out []paddlev1.HostPortRange
+	for _, h := range ranges {
+		if desiredPodName(job, h.Pod) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// desiredPodName reports whether the spec wants a pod of that name.
+func desiredPodName(job *paddlev1.PaddleJob, name string) bool {
+	for _, rt := range paddlev1.ReplicaTypes {
+		prefix := job.Name + "-" + string(rt) + "-"
+		if rest, ok := strings.CutPrefix(name, prefix); ok {
+			i, err := strconv.Atoi(rest)
+			return err == nil && i >= 0 && i < job.Spec.ReplicaCount(rt) && paddlev1.PodName(job.Name, rt, i) == name
+		}
+	}
+	return false
+}
+
+// observedTopology is the job's topology from its live pods: the address and
+// recorded ports of pod i of each role i < replicas. Missing pods and pods
+// without an address leave an empty host.
+func observedTopology(job *paddlev1.PaddleJob, pods []*corev1.Pod) topology {
+	topo := topology{}
+	for _, rt := range paddlev1.ReplicaTypes {
+		if n := job.Spec.ReplicaCount(rt); n > 0 {
+			topo[rt] = make([]member, n)
+		}
+	}
+	for _, pod := range pods {
+		rt, i, ok := podIndex(pod)
+		if !ok || i >= len(topo[rt]) || pod.DeletionTimestamp != nil {
+			continue
+		}
+		ports, err := podPortRange(pod)
+		if err != nil {
+			continue
+		}
+		host := pod.Status.PodIP
+		if !waitsForEndpoints(&job.Spec) {
+			host = serviceHost(job.Name, rt, i)
+		}
+		topo[rt][i] = member{Host: host, Ports: ports}
+	}
+	return topo
+}
+
+// plannedJobValues are the job variables of a job whose addresses are known
+// before any pod exists — Service intranet, where they are DNS names — and
+// nil for the intranets whose pods wait for their addresses.
+func plannedJobValues(job *paddlev1.PaddleJob) map[string]string {
+	if waitsForEndpoints(&job.Spec) {
+		return nil
+	}
+	topo := topology{}
+	for _, rt := range paddlev1.ReplicaTypes {
+		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
+			topo[rt] = append(topo[rt], member{Host: serviceHost(job.Name, rt, i), Ports: podPorts(job, rt, i)})
+		}
+	}
+	return jobEnv(&job.Spec, topo)
+}
+
+// publishPlannedEndpoints publishes the job variables of a job whose
+// addresses are known up front (Service intranet) before its pods exist:
+// pods read them from the ConfigMap.
+func (r *PaddleJobReconciler) publishPlannedEndpoints(ctx context.Context, job *paddlev1.PaddleJob) error {
+	jobValues := plannedJobValues(job)
+	if jobValues == nil {
+		return nil
+	}
+	return r.ensureEndpointsConfigMap(ctx, job, endpointsData(jobValues))
+}
+
+// publishEndpoints, in PodIP and Host intranet, publishes the job variables
+// once every pod has an address and releases the pods waiting for them. It
+// returns the pods whose address is still unknown.
+func (r *PaddleJobReconciler) publishEndpoints(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod) ([]string, error) {
+	if !waitsForEndpoints(&job.Spec) {
+		return nil, nil // published up front: publishPlannedEndpoints
+	}
+	topo := observedTopology(job, pods)
+	if missing := topo.missingHosts(job.Name); len(missing) > 0 {
+		return missing, nil
+	}
+	data := endpointsData(jobEnv(&job.Spec, topo))
+	if err := r.ensureEndpointsConfigMap(ctx, job, data); err != nil {
+		return nil, err
+	}
+	version := data[versionKey]
+	var waiting []*corev1.Pod
+	for _, p := range pods {
+		// Pods past their init containers keep the lists they started with.
+		if p.Status.Phase == corev1.PodPending && p.Annotations[paddlev1.AnnotationEndpoints] != version {
+			waiting = append(waiting, p)
+		}
+	}
+	return nil, r.forEach(ctx, waiting, func(p *corev1.Pod) error {
+		patch := client.MergeFrom(p.DeepCopy())
+		p = p.DeepCopy()
+		p.Annotations[paddlev1.AnnotationEndpoints] = version
+		if err := r.Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("releasing pod %s: %w", p.Name, err)
+		}
+		return nil
+	})
+}

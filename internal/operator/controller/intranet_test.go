@@ -1,0 +1,278 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/testutil"
+)
+
+func TestNewPodNetworking(t *testing.T) {
+	tests := []struct {
+		name          string
+		intranet      paddlev1.Intranet
+		wantInit      bool
+		wantHostNet   bool
+		wantHostPorts int
+	}{
+		{"PodIP waits for every pod's IP", paddlev1.IntranetPodIP, true, false, 0},
+		{"Service knows the names up front", paddlev1.IntranetService, false, false, 0},
+		{"Host declares every port of the range as a host port", paddlev1.IntranetHost, true, true, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := testutil.MakePaddleJob("wd", "ns").Workers(1).Intranet(tc.intranet).Obj()
+			job.Spec.Worker.Template.Spec.InitContainers = []corev1.Container{{Name: "fetch-data", Image: "busybox"}}
+			pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{24000, 3}, podOptions{InitImage: "busybox:1.36"})
+
+			inits := pod.Spec.InitContainers
+			hasWait := len(inits) > 0 && inits[0].Name == waitContainerName
+			if hasWait != tc.wantInit {
+				t.Fatalf("wait-for-endpoints first init container = %v, want %v (%d init containers)", hasWait, tc.wantInit, len(inits))
+			}
+			if hasWait {
+				w := inits[0]
+				if w.Image != "busybox:1.36" || w.SecurityContext == nil || !*w.SecurityContext.RunAsNonRoot ||
+					*w.SecurityContext.AllowPrivilegeEscalation || len(w.SecurityContext.Capabilities.Drop) != 1 {
+					t.Errorf("wait container is not a least-privilege busybox: %+v", w)
+				}
+			}
+			if pod.Spec.HostNetwork != tc.wantHostNet {
+				t.Errorf("hostNetwork = %v", pod.Spec.HostNetwork)
+			}
+			if tc.wantHostNet && pod.Spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+				t.Errorf("dnsPolicy = %q", pod.Spec.DNSPolicy)
+			}
+			ports := pod.Spec.Containers[0].Ports
+			if len(ports) == 0 || ports[0].Name != portName || ports[0].ContainerPort != 24000 {
+				t.Fatalf("ports = %+v, want the named port %q first", ports, portName)
+			}
+			hostPorts := 0
+			for _, p := range ports {
+				if p.HostPort != 0 {
+					hostPorts++
+				}
+			}
+			if hostPorts != tc.wantHostPorts {
+				t.Errorf("%d host ports, want %d", hostPorts, tc.wantHostPorts)
+			}
+			// The user's init container and every main container get the contract and the mount.
+			for _, c := range append(pod.Spec.InitContainers[len(pod.Spec.InitContainers)-1:], pod.Spec.Containers...) {
+				if !hasEnv(c, "PADDLE_TRAINER_ID") || !hasMount(c, endpointsMountPath) {
+					t.Errorf("container %s lacks the contract env or the endpoints mount", c.Name)
+				}
+			}
+			if !hasVolume(pod.Spec.Volumes, endpointsVolume) {
+				t.Error("no endpoints volume")
+			}
+		})
+	}
+}
+
+func TestNewPodKeepsTheUsersPorts(t *testing.T) {
+	job := testutil.MakePaddleJob("wd", "ns").Workers(1).Obj()
+	job.Spec.Worker.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "paddle", ContainerPort: 9000}}
+	pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, podOptions{})
+	ports := pod.Spec.Containers[0].Ports
+	if len(ports) != 2 || ports[1].Name != "" || ports[1].ContainerPort != 23000 {
+		t.Errorf("ports = %+v; want the user's named port kept and PADDLE_PORT added unnamed", ports)
+	}
+}
+
+func TestIntranetPass(t *testing.T) {
+	job := func(intranet paddlev1.Intranet) *paddlev1.PaddleJob {
+		return testutil.MakePaddleJob("ij", "ns").UID("ij-uid").Workers(2).Intranet(intranet).Obj()
+	}
+	// withPorts is a pod created earlier with the default range.
+	withPorts := func(j *paddlev1.PaddleJob, i int) *testutil.PodWrapper {
+		return testutil.MakePod(j, paddlev1.ReplicaWorker, i).Annotation(paddlev1.AnnotationPorts, "23000-23002")
+	}
+	otherJob := func(phase paddlev1.PaddleJobPhase) *paddlev1.PaddleJob {
+		return testutil.MakePaddleJob("other", "elsewhere").UID("other-uid").Workers(1).Intranet(paddlev1.IntranetHost).
+			Status(paddlev1.PaddleJobStatus{Phase: phase, HostPorts: []paddlev1.HostPortRange{{Pod: "other-worker-0", Ports: "24000-24002"}}}).Obj()
+	}
+	endpoints := func(t *testing.T, got passResult) *corev1.ConfigMap {
+		t.Helper()
+		var cm corev1.ConfigMap
+		err := got.client.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "ij-endpoints"}, &cm)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &cm
+	}
+	hostPortsAre := func(want ...string) func(*testing.T, passResult) {
+		return func(t *testing.T, got passResult) {
+			var recorded []string
+			for _, h := range got.job.Status.HostPorts {
+				recorded = append(recorded, h.Pod+"="+h.Ports)
+			}
+			if !slices.Equal(recorded, want) {
+				t.Errorf("recorded host ports %v, want %v", recorded, want)
+			}
+			for _, w := range want {
+				name, ports, _ := strings.Cut(w, "=")
+				p := got.pods[name]
+				if p == nil || p.Annotations[paddlev1.AnnotationPorts] != ports || !p.Spec.HostNetwork || p.Spec.Containers[0].Ports[0].HostPort != p.Spec.Containers[0].Ports[0].ContainerPort {
+					t.Errorf("pod %s not created on the host network with its recorded ports %s: %+v", name, ports, p)
+				}
+			}
+		}
+	}
+	tests := []struct {
+		name   string
+		job    *paddlev1.PaddleJob
+		others []client.Object
+		pods   func(*paddlev1.PaddleJob) []*corev1.Pod
+		want   passWant
+		check  func(*testing.T, passResult)
+	}{
+		{
+			name:  "Host: the port ranges are recorded before the pods are created with them",
+			job:   job(paddlev1.IntranetHost),
+			want:  passWant{created: []string{"ij-worker-0", "ij-worker-1"}, requeue: expectationTimeout},
+			check: hostPortsAre("ij-worker-0=24000-24002", "ij-worker-1=24003-24005"),
+		},
+		{
+			name:   "Host: a running job's ranges are not handed out again",
+			job:    job(paddlev1.IntranetHost),
+			others: []client.Object{otherJob(paddlev1.PaddleJobRunning)},
+			want:   passWant{created: []string{"ij-worker-0", "ij-worker-1"}, requeue: expectationTimeout},
+			check:  hostPortsAre("ij-worker-0=24003-24005", "ij-worker-1=24006-24008"),
+		},
+		{
+			name:   "Host: a finished job's ranges are free again",
+			job:    job(paddlev1.IntranetHost),
+			others: []client.Object{otherJob(paddlev1.PaddleJobCompleted)},
+			want:   passWant{created: []string{"ij-worker-0", "ij-worker-1"}, requeue: expectationTimeout},
+			check:  hostPortsAre("ij-worker-0=24000-24002", "ij-worker-1=24003-24005"),
+		},
+		{
+			name: "PodIP: nothing is published while a pod has no IP",
+			job:  job(paddlev1.IntranetPodIP),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{withPorts(j, 0).Pending("10.0.0.1").Obj(), withPorts(j, 1).Pending("").Obj()}
+			},
+			want: passWant{phase: paddlev1.PaddleJobStarting,
+				conditions: map[string]wantCondition{paddlev1.JobRunning: {metav1.ConditionFalse, ReasonWaitingForAddresses}}},
+			check: func(t *testing.T, got passResult) {
+				if cm := endpoints(t, got); cm != nil {
+					t.Errorf("endpoints published before every pod has an IP: %v", cm.Data)
+				}
+			},
+		},
+		{
+			name: "PodIP: once every pod has an IP the lists are published and the pods released",
+			job:  job(paddlev1.IntranetPodIP),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{withPorts(j, 0).Pending("10.0.0.1").Obj(), withPorts(j, 1).Pending("10.0.0.2").Obj()}
+			},
+			want: passWant{phase: paddlev1.PaddleJobStarting},
+			check: func(t *testing.T, got passResult) {
+				cm := endpoints(t, got)
+				if cm == nil || cm.Data[envTrainerEndpoints] != "10.0.0.1:23000,10.0.0.2:23000" {
+					t.Fatalf("endpoints ConfigMap %v, want the workers' IPs", cm)
+				}
+				for _, p := range got.pods {
+					if p.Annotations[paddlev1.AnnotationEndpoints] != cm.Data[versionKey] {
+						t.Errorf("pod %s not released: endpoints annotation %q, want version %q", p.Name, p.Annotations[paddlev1.AnnotationEndpoints], cm.Data[versionKey])
+					}
+				}
+			},
+		},
+		{
+			name: "Service: the DNS names are published before the pods, which do not wait",
+			job:  job(paddlev1.IntranetService),
+			want: passWant{created: []string{"ij-worker-0", "ij-worker-1"}, requeue: expectationTimeout},
+			check: func(t *testing.T, got passResult) {
+				if cm := endpoints(t, got); cm == nil || cm.Data[envTrainerEndpoints] != "ij-worker-0.ij:23000,ij-worker-1.ij:23000" {
+					t.Errorf("endpoints ConfigMap %v, want the workers' DNS names", cm)
+				}
+				for _, p := range got.pods {
+					if len(p.Spec.InitContainers) != 0 || p.Spec.HostNetwork {
+						t.Errorf("pod %s: init containers %v, host network %v; want neither", p.Name, p.Spec.InitContainers, p.Spec.HostNetwork)
+					}
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var pods []*corev1.Pod
+			if tc.pods != nil {
+				pods = tc.pods(tc.job)
+			}
+			f := newFixture(t, Options{}, append(objects(tc.job, pods...), tc.others...)...)
+			got := f.reconcile(t, tc.job)
+			tc.want.check(t, got)
+			tc.check(t, got)
+		})
+	}
+}
+
+// TestHostPortsNotRecorded covers the passes whose write-ahead record of the
+// host ports does not happen: no pod may be created without its range.
+func TestHostPortsNotRecorded(t *testing.T) {
+	conflict := interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		return apierrors.NewConflict(paddlev1.GroupVersion.WithResource("paddlejobs").GroupResource(), obj.GetName(), errors.New("the job changed"))
+	}}
+	tests := []struct {
+		name       string
+		opts       Options
+		funcs      interceptor.Funcs
+		wantErr    string
+		wantReason string // of the Created condition written; "" when nothing is written
+	}{
+		{
+			name:       "no free range left: the job says so and creates nothing",
+			opts:       Options{HostPortMin: 24000, HostPortMax: 24004},
+			wantErr:    "no free range of 3 host ports left in 24000-24004",
+			wantReason: ReasonCreatingPods,
+		},
+		{
+			name:  "the job changed meanwhile: the pass stops quietly for the newer job",
+			funcs: conflict,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := testutil.MakePaddleJob("hp", "ns").UID("hp-uid").Workers(2).Intranet(paddlev1.IntranetHost).Obj()
+			f := newFixtureWith(t, tc.opts, tc.funcs, job)
+			got := f.reconcile(t, job)
+			if (got.err == nil) != (tc.wantErr == "") || (got.err != nil && !strings.Contains(got.err.Error(), tc.wantErr)) {
+				t.Errorf("error %v, want %q", got.err, tc.wantErr)
+			}
+			if len(got.created) != 0 || got.result.RequeueAfter != 0 {
+				t.Errorf("created %v, requeue %s; want nothing before the ranges are recorded", got.created, got.result.RequeueAfter)
+			}
+			if len(got.job.Status.HostPorts) != 0 {
+				t.Errorf("host ports %v recorded", got.job.Status.HostPorts)
+			}
+			c := meta.FindStatusCondition(got.job.Status.Conditions, paddlev1.JobCreated)
+			switch {
+			case tc.wantReason == "" && c != nil:
+				t.Errorf("condition %+v written from a stale job", c)
+			case tc.wantReason != "" && (c == nil || c.Reason != tc.wantReason || !strings.Contains(c.Message, tc.wantErr)):
+				t.Errorf("Created condition %+v, want %s saying %q", c, tc.wantReason, tc.wantErr)
+			}
+			// A range handed out but not recorded goes back to the pool.
+			if len(f.r.hostPorts.pending) != 0 {
+				t.Errorf("ranges %v still held by the allocator", f.r.hostPorts.pending)
+			}
+		})
+	}
+}
