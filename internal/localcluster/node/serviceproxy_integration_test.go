@@ -431,3 +431,32 @@ func (ca *testCA) serverCert(t *testing.T, dnsName string) (certPEM, keyPEM []by
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
+
+// exchange sends msg, half-closes and reads the reply to EOF. (The
+// serviceproxy package's unit tests have the same client.)
+func exchange(addr, msg string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, msg); err != nil {
+		return "", err
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		return "", err
+	}
+	reply, err := io.ReadAll(c)
+	return string(reply), err
+}
+
+// listening reports whether something accepts connections at addr.
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		c.Close()
+		return true
+	}
+	return !errors.Is(err, syscall.ECONNREFUSED)
+}
