@@ -335,11 +335,11 @@ func (n *Node) KubeletAddress() string {
 // reports them Failed, and returns.
 func (n *Node) Run(ctx context.Context) error {
 	log := n.log.WithValues("node", n.cfg.NodeName)
-	if _, err := n.provider.bwrapPath(); err != nil {
+	if _, err := n.provider.deps.bwrapPath(); err != nil {
 		log.Error(err, "Pods cannot start on this node until bubblewrap is installed")
 	}
 	// Pods are started afresh: leftovers of an earlier run are stale.
-	if err := removeTree(n.provider.podsDir()); err != nil {
+	if err := removeTree(n.provider.deps.podsDir); err != nil {
 		return fmt.Errorf("cleaning the pods directory: %w", err)
 	}
 

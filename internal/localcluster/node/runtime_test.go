@@ -61,8 +61,8 @@ func TestProcessSignals(t *testing.T) {
 	wait := func(p *process) int32 {
 		t.Helper()
 		select {
-		case <-p.exited:
-			return p.exitCode
+		case <-p.exited():
+			return p.exitCode()
 		case <-time.After(10 * time.Second):
 			t.Fatal("process did not exit")
 			return 0
@@ -86,7 +86,7 @@ func TestProcessSignals(t *testing.T) {
 	p.signal(syscall.SIGTERM)
 	time.Sleep(100 * time.Millisecond)
 	select {
-	case <-p.exited:
+	case <-p.exited():
 		t.Fatal("a process ignoring SIGTERM exited")
 	default:
 	}
