@@ -103,3 +103,12 @@ func TestParseNodeLabels(t *testing.T) {
 		}
 	}
 }
+
+func findNodeCondition(n *corev1.Node, t corev1.NodeConditionType) (corev1.NodeCondition, bool) {
+	for _, c := range n.Status.Conditions {
+		if c.Type == t {
+			return c, true
+		}
+	}
+	return corev1.NodeCondition{}, false
+}
