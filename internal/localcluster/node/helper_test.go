@@ -1,3 +1,5 @@
+//go:build integration
+
 package node
 
 import (
@@ -19,6 +21,8 @@ const helperEnv = "NODE_TEST_HELPER"
 
 func runHelper(name string, args []string) int {
 	switch name {
+	case "service-backend":
+		return serveBackend(os.Getenv(backendEnv))
 	case "resolve":
 		// Go's own resolver, which reads /etc/hosts itself.
 		r := &net.Resolver{PreferGo: true}

@@ -2,12 +2,15 @@ package node
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -85,4 +88,74 @@ func writeFileInPlace(path string, content []byte) (bool, error) {
 		return false, fmt.Errorf("truncating %s: %w", path, err)
 	}
 	return true, nil
+}
+
+// hostsFiles keeps the hosts files of the node's pods: each live pod of a
+// namespace and subdomain lists the others, as a headless Service's DNS
+// would.
+type hostsFiles struct {
+	log logr.Logger
+	// pods lists the node's current pods.
+	pods func() []*podRuntime
+	// mu serializes hosts file writes and guards podRuntime.inHosts.
+	mu sync.Mutex
+}
+
+// join adds a pod to the hosts files of its namespace and subdomain.
+func (h *hostsFiles) join(r *podRuntime) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r.inHosts = true
+	return h.writeLocked(r.namespace, r.podCopy().Spec.Subdomain)
+}
+
+// leave removes a pod that stopped from its peers' hosts files.
+func (h *hostsFiles) leave(r *podRuntime) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !r.inHosts {
+		return
+	}
+	r.inHosts = false
+	if err := h.writeLocked(r.namespace, r.podCopy().Spec.Subdomain); err != nil {
+		h.log.Error(err, "Cannot update hosts files", "namespace", r.namespace)
+	}
+}
+
+// writeLocked rewrites the hosts files of the live pods of a namespace
+// and subdomain, each listing the others (a pod without a subdomain lists
+// only itself).
+func (h *hostsFiles) writeLocked(namespace, subdomain string) error {
+	type member struct {
+		r       *podRuntime
+		entry   hostEntry
+		aliases []corev1.HostAlias
+	}
+	var members []member
+	for _, r := range h.pods() {
+		if !r.inHosts || r.namespace != namespace {
+			continue
+		}
+		pod := r.podCopy()
+		if pod.Spec.Subdomain != subdomain {
+			continue
+		}
+		members = append(members, member{r: r, aliases: pod.Spec.HostAliases,
+			entry: hostEntry{IP: r.ip, Hostname: r.hostname, Subdomain: subdomain, Namespace: namespace}})
+	}
+	var errs []error
+	for _, m := range members {
+		var peers []hostEntry
+		if subdomain != "" {
+			for _, o := range members {
+				if o.r != m.r {
+					peers = append(peers, o.entry)
+				}
+			}
+		}
+		if _, err := writeFileInPlace(m.r.hostsPath(), hostsFileContent(m.entry, peers, m.aliases)); err != nil {
+			errs = append(errs, fmt.Errorf("hosts file of pod %s: %w", m.r.key, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
 )
 
 // Defaults of the node's settings.
@@ -39,6 +41,10 @@ const (
 	DefaultMaxPods             = 500
 	DefaultShutdownGracePeriod = 5 * time.Second
 )
+
+// DefaultServiceCIDR is the cluster IPs the node serves by default (see
+// Config.ServiceCIDR).
+const DefaultServiceCIDR = serviceproxy.DefaultCIDR
 
 // podSyncWorkers is how many pods virtual-kubelet syncs at once; the
 // provider's calls return quickly, so a few suffice.
@@ -103,7 +109,7 @@ type Node struct {
 	nodeStatus   *vknode.NaiveNodeProviderV2
 	node         *corev1.Node
 	server       *kubeletServer
-	services     *serviceProxy
+	services     *serviceproxy.Proxy
 	ready        chan struct{}
 }
 
@@ -154,7 +160,7 @@ func New(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	serviceCIDRs, err := parseServiceCIDRs(cfg.ServiceCIDR)
+	serviceCIDRs, err := serviceproxy.ParseCIDRs(cfg.ServiceCIDR)
 	if err != nil {
 		return nil, err
 	}
@@ -204,8 +210,8 @@ func New(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.services = newServiceProxy(cfg.Log, serviceInformer.Lister(), podInformer.Lister(), serviceCIDRs.contains)
-	if _, err := serviceInformer.Informer().AddEventHandler(n.services.handler()); err != nil {
+	n.services = serviceproxy.New(cfg.Log, serviceInformer.Lister(), podInformer.Lister(), serviceCIDRs.Contains)
+	if _, err := serviceInformer.Informer().AddEventHandler(n.services.Handler()); err != nil {
 		return nil, err
 	}
 
@@ -329,11 +335,11 @@ func (n *Node) KubeletAddress() string {
 // reports them Failed, and returns.
 func (n *Node) Run(ctx context.Context) error {
 	log := n.log.WithValues("node", n.cfg.NodeName)
-	if _, err := n.provider.bwrapPath(); err != nil {
+	if _, err := n.provider.deps.bwrapPath(); err != nil {
 		log.Error(err, "Pods cannot start on this node until bubblewrap is installed")
 	}
 	// Pods are started afresh: leftovers of an earlier run are stale.
-	if err := removeTree(n.provider.podsDir()); err != nil {
+	if err := removeTree(n.provider.deps.podsDir); err != nil {
 		return fmt.Errorf("cleaning the pods directory: %w", err)
 	}
 
@@ -346,8 +352,8 @@ func (n *Node) Run(ctx context.Context) error {
 	n.podInformers.Start(vkCtx.Done())
 	n.objInformers.Start(vkCtx.Done())
 	// Stopped after the pods (defers run last first).
-	n.services.start()
-	defer n.services.stop()
+	n.services.Start()
+	defer n.services.Stop()
 
 	serveErr := make(chan error, 1)
 	go func() {

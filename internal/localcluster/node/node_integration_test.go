@@ -1,3 +1,5 @@
+//go:build integration
+
 package node
 
 import (
@@ -108,13 +110,4 @@ func TestStoppingNodeKillsEveryPod(t *testing.T) {
 			t.Errorf("pod %s after the node stopped: %s", name, describeStatus(pod))
 		}
 	}
-}
-
-func findNodeCondition(n *corev1.Node, t corev1.NodeConditionType) (corev1.NodeCondition, bool) {
-	for _, c := range n.Status.Conditions {
-		if c.Type == t {
-			return c, true
-		}
-	}
-	return corev1.NodeCondition{}, false
 }

@@ -50,6 +50,16 @@ func TestNodeObject(t *testing.T) {
 	}
 }
 
+// TestNodeCapacityOfAnUnreadableHostIsAnError: when the host's capacity
+// cannot be read, nodeCapacity returns the error rather than panicking as it
+// writes the overrides into the nil capacity (it once did).
+func TestNodeCapacityOfAnUnreadableHostIsAnError(t *testing.T) {
+	over := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")}
+	if got, err := nodeCapacity(10, "/nonexistent/state", over); err == nil {
+		t.Errorf("capacity %v and no error for a state directory that cannot be read", got)
+	}
+}
+
 func TestNodeCapacity(t *testing.T) {
 	over := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4"), corev1.ResourceCPU: resource.MustParse("64")}
 	got, err := nodeCapacity(10, t.TempDir(), over)
@@ -61,11 +71,6 @@ func TestNodeCapacity(t *testing.T) {
 	}
 	if q := got["nvidia.com/gpu"]; !q.Equal(resource.MustParse("4")) {
 		t.Errorf("nvidia.com/gpu = %v, want 4", q.String())
-	}
-	// The host's capacity cannot be read: an error, not a panic on the
-	// overrides.
-	if _, err := nodeCapacity(10, "/nonexistent/state", over); err == nil {
-		t.Error("no error for a state directory that cannot be read")
 	}
 	for _, bad := range []corev1.ResourceList{
 		{"nvidia.com/gpu": resource.MustParse("0.5")},
@@ -102,4 +107,13 @@ func TestParseNodeLabels(t *testing.T) {
 			t.Errorf("ParseNodeLabels(%q): %v, want an error with %q", tc.in, err, tc.want)
 		}
 	}
+}
+
+func findNodeCondition(n *corev1.Node, t corev1.NodeConditionType) (corev1.NodeCondition, bool) {
+	for _, c := range n.Status.Conditions {
+		if c.Type == t {
+			return c, true
+		}
+	}
+	return corev1.NodeCondition{}, false
 }

@@ -2,10 +2,8 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -32,35 +31,18 @@ const standardPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 // pods are bound, changed and deleted, and it reports their status back
 // through NotifyPods.
 type Provider struct {
-	log     logr.Logger
-	clock   clock.Clock
-	client  kubernetes.Interface
-	pods    corev1listers.PodLister
-	objects objectSource
-	// tokens issues the pods' service-account tokens.
-	tokens *tokenIssuer
-	// apiServerEnv tells containers where the API server is.
-	apiServerEnv []corev1.EnvVar
-	recorder     record.EventRecorder
-	images       *ImageTable
-	ipam         *ipAllocator
-	spawner      *spawner
-	hostFS       fs.FS
-	allocatable  corev1.ResourceList
-	stateDir     string
-	nodeIP       string
-	hostname     string
-	defaultPath  string
-	// bwrap is the configured bubblewrap, or empty to look it up on PATH
-	// when a container starts (so installing it fixes a running node).
-	bwrap string
+	log    logr.Logger
+	clock  clock.Clock
+	client kubernetes.Interface
+	pods   corev1listers.PodLister
+	// ipam gives pods their IPs; they are released through deps.
+	ipam *ipAllocator
+	// deps is what the pods' runtimes use of the node.
+	deps podDeps
 
 	mu       sync.Mutex
 	runtimes map[string]*podRuntime
 	notify   func(*corev1.Pod)
-
-	// hostsMu serializes hosts file writes and guards podRuntime.inHosts.
-	hostsMu sync.Mutex
 }
 
 // providerConfig is what a Provider is built from.
@@ -90,28 +72,44 @@ func newProvider(cfg providerConfig) *Provider {
 		path = standardPath
 	}
 	tokens := newTokenIssuer(cfg.Client, cfg.Clock)
-	return &Provider{
-		log:          cfg.Log,
-		clock:        cfg.Clock,
-		client:       cfg.Client,
-		pods:         cfg.Pods,
-		objects:      listerObjects{configMaps: cfg.ConfigMaps, secrets: cfg.Secrets, tokens: tokens},
-		tokens:       tokens,
-		apiServerEnv: apiServerEnv(cfg.APIServer),
-		recorder:     cfg.Recorder,
-		images:       cfg.Images,
-		ipam:         cfg.IPs,
-		spawner:      newSpawner(),
-		hostFS:       os.DirFS("/"),
-		allocatable:  cfg.Allocatable,
-		stateDir:     cfg.StateDir,
+	p := &Provider{
+		log:      cfg.Log,
+		clock:    cfg.Clock,
+		client:   cfg.Client,
+		pods:     cfg.Pods,
+		ipam:     cfg.IPs,
+		runtimes: map[string]*podRuntime{},
+		notify:   func(*corev1.Pod) {},
+	}
+	p.deps = podDeps{
+		log:       cfg.Log,
+		clock:     cfg.Clock,
+		recorder:  cfg.Recorder,
+		processes: newSpawner(),
+		images:    cfg.Images,
+		objects:   listerObjects{configMaps: cfg.ConfigMaps, secrets: cfg.Secrets, tokens: tokens},
+		setUpVolume: func(ctx context.Context, namespace, podDir string, v *corev1.Volume) (podVolume, error) {
+			return setUpHostVolume(ctx, cfg.Client, namespace, podDir, v)
+		},
+		hosts: &hostsFiles{log: cfg.Log, pods: p.allRuntimes},
+		release: func(uid types.UID) {
+			tokens.forget(uid)
+			cfg.IPs.release(string(uid))
+		},
+		apiStatus: p.apiPodStatus,
+		notify:    p.notifyPod,
+		// Looked up when a container starts, unless configured, so that
+		// installing bubblewrap fixes a running node.
+		bwrapPath:    func() (string, error) { return findBwrap(cfg.Bwrap) },
+		podsDir:      filepath.Join(cfg.StateDir, "pods"),
 		nodeIP:       cfg.NodeIP,
 		hostname:     hostname,
 		defaultPath:  path,
-		bwrap:        cfg.Bwrap,
-		runtimes:     map[string]*podRuntime{},
-		notify:       func(*corev1.Pod) {},
+		apiServerEnv: apiServerEnv(cfg.APIServer),
+		allocatable:  cfg.Allocatable,
+		hostFS:       os.DirFS("/"),
 	}
+	return p
 }
 
 // listerObjects reads ConfigMaps and Secrets from informer caches and
@@ -134,11 +132,6 @@ func (l listerObjects) Secret(ns, name string) (*corev1.Secret, error) {
 	return l.secrets.Secrets(ns).Get(name)
 }
 
-func (p *Provider) podsDir() string { return filepath.Join(p.stateDir, "pods") }
-
-// bwrapPath is the bubblewrap to run containers with.
-func (p *Provider) bwrapPath() (string, error) { return findBwrap(p.bwrap) }
-
 // CreatePod starts a pod bound to the node.
 func (p *Provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
 	key := podKey(pod.Namespace, pod.Name)
@@ -149,7 +142,7 @@ func (p *Provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
 		old.update(pod)
 		return nil
 	}
-	ip := p.nodeIP
+	ip := p.deps.nodeIP
 	if !pod.Spec.HostNetwork {
 		var err error
 		if ip, err = p.ipam.allocate(string(pod.UID), pod.Status.PodIP); err != nil {
@@ -157,7 +150,7 @@ func (p *Provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
 			return fmt.Errorf("pod %s: %w", key, err)
 		}
 	}
-	r := newPodRuntime(p, pod, ip, old)
+	r := newPodRuntime(&p.deps, pod, ip, old)
 	p.runtimes[key] = r
 	p.mu.Unlock()
 
@@ -302,73 +295,14 @@ func (p *Provider) objectsChanged(namespace string) {
 	}
 }
 
-// apiPodStatus is the status the API holds for the runtime's pod, nil when
-// the cache has no such pod.
-func (p *Provider) apiPodStatus(r *podRuntime) *corev1.PodStatus {
-	pod, err := p.pods.Pods(r.namespace).Get(r.name)
-	if err != nil || pod.UID != r.uid {
+// apiPodStatus is the status the API holds for a pod, nil when the cache has
+// no such pod.
+func (p *Provider) apiPodStatus(namespace, name string, uid types.UID) *corev1.PodStatus {
+	pod, err := p.pods.Pods(namespace).Get(name)
+	if err != nil || pod.UID != uid {
 		return nil
 	}
 	return pod.Status.DeepCopy()
-}
-
-// joinHosts adds a pod to the hosts files of its namespace and subdomain.
-func (p *Provider) joinHosts(r *podRuntime) error {
-	p.hostsMu.Lock()
-	defer p.hostsMu.Unlock()
-	r.inHosts = true
-	return p.writeHostsLocked(r.namespace, r.podCopy().Spec.Subdomain)
-}
-
-// leaveHosts removes a pod that stopped from its peers' hosts files.
-func (p *Provider) leaveHosts(r *podRuntime) {
-	p.hostsMu.Lock()
-	defer p.hostsMu.Unlock()
-	if !r.inHosts {
-		return
-	}
-	r.inHosts = false
-	if err := p.writeHostsLocked(r.namespace, r.podCopy().Spec.Subdomain); err != nil {
-		p.log.Error(err, "Cannot update hosts files", "namespace", r.namespace)
-	}
-}
-
-// writeHostsLocked rewrites the hosts files of the live pods of a namespace
-// and subdomain, each listing the others (a pod without a subdomain lists
-// only itself).
-func (p *Provider) writeHostsLocked(namespace, subdomain string) error {
-	type member struct {
-		r       *podRuntime
-		entry   hostEntry
-		aliases []corev1.HostAlias
-	}
-	var members []member
-	for _, r := range p.allRuntimes() {
-		if !r.inHosts || r.namespace != namespace {
-			continue
-		}
-		pod := r.podCopy()
-		if pod.Spec.Subdomain != subdomain {
-			continue
-		}
-		members = append(members, member{r: r, aliases: pod.Spec.HostAliases,
-			entry: hostEntry{IP: r.ip, Hostname: r.hostname, Subdomain: subdomain, Namespace: namespace}})
-	}
-	var errs []error
-	for _, m := range members {
-		var peers []hostEntry
-		if subdomain != "" {
-			for _, o := range members {
-				if o.r != m.r {
-					peers = append(peers, o.entry)
-				}
-			}
-		}
-		if _, err := writeFileInPlace(m.r.hostsPath(), hostsFileContent(m.entry, peers, m.aliases)); err != nil {
-			errs = append(errs, fmt.Errorf("hosts file of pod %s: %w", m.r.key, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // shutdown stops every pod, giving each at most grace, and waits until their

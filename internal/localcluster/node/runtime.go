@@ -39,10 +39,36 @@ func newSpawner() *spawner {
 	return s
 }
 
-func (s *spawner) start(cmd *exec.Cmd) error {
+func (s *spawner) run(cmd *exec.Cmd) error {
 	done := make(chan error, 1)
 	s.reqs <- spawnRequest{cmd: cmd, done: done}
 	return <-done
+}
+
+// processStarter starts the sandboxed process of a container's run. The
+// node's is a spawner; the container loop's tests use a fake.
+type processStarter interface {
+	start(spec processSpec) (containerProcess, error)
+}
+
+// containerProcess is a container's running sandbox.
+type containerProcess interface {
+	// exited closes once every process of the sandbox is gone.
+	exited() <-chan struct{}
+	// exitCode is the command's exit status (128+signal if a signal ended
+	// it); it is valid once exited is closed.
+	exitCode() int32
+	// signal sends sig to every process of the sandbox.
+	signal(sig syscall.Signal)
+}
+
+// start starts a container's sandbox with bubblewrap.
+func (s *spawner) start(spec processSpec) (containerProcess, error) {
+	p, err := startProcess(s, spec)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // processSpec is a sandboxed process to start.
@@ -61,9 +87,9 @@ type processSpec struct {
 type process struct {
 	cmd        *exec.Cmd
 	sandboxPID int
-	exited     chan struct{}
-	// exitCode is set before exited closes.
-	exitCode int32
+	done       chan struct{}
+	// code is set before done closes.
+	code int32
 }
 
 // startProcess starts a sandbox and returns once its processes exist.
@@ -81,12 +107,12 @@ func startProcess(sp *spawner, spec processSpec) (*process, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Output of processes that outlive the sandbox's init cannot hold up Wait.
 	cmd.WaitDelay = 2 * time.Second
-	err = sp.start(cmd)
+	err = sp.run(cmd)
 	infoW.Close()
 	if err != nil {
 		return nil, fmt.Errorf("starting bwrap: %w", err)
 	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
+	p := &process{cmd: cmd, done: make(chan struct{})}
 	go p.wait()
 
 	// bwrap writes the sandbox's pid once it has cloned it and closes the
@@ -97,7 +123,7 @@ func startProcess(sp *spawner, spec processSpec) (*process, error) {
 	}
 	data, _ := io.ReadAll(infoR)
 	if err := json.Unmarshal(data, &info); err != nil || info.ChildPID <= 0 {
-		<-p.exited
+		<-p.done
 		return nil, errors.New("the sandbox could not be set up: " + spec.Log.terminationMessage())
 	}
 	p.sandboxPID = info.ChildPID
@@ -116,9 +142,12 @@ func startFailure(exitCode int32, ranFor time.Duration, output string) (string, 
 
 func (p *process) wait() {
 	_ = p.cmd.Wait()
-	p.exitCode = exitCodeOf(p.cmd.ProcessState)
-	close(p.exited)
+	p.code = exitCodeOf(p.cmd.ProcessState)
+	close(p.done)
 }
+
+func (p *process) exited() <-chan struct{} { return p.done }
+func (p *process) exitCode() int32         { return p.code }
 
 // exitCodeOf reports a signal as 128+signal, as shells and the kubelet do.
 func exitCodeOf(st *os.ProcessState) int32 {

@@ -1,3 +1,5 @@
+//go:build integration
+
 package node
 
 import (
@@ -35,8 +37,7 @@ import (
 	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
 )
 
-// backendEnv makes this test binary, run in a pod, serve as a Service
-// backend (see TestServiceBackendProcess).
+// backendEnv is the kind of Service backend serveBackend is.
 const backendEnv = "NODE_TEST_SERVICE_BACKEND"
 
 // Ports the backend pods listen on, at their pod IP.
@@ -45,28 +46,26 @@ const (
 	tlsPort  = 8443
 )
 
-// TestServiceBackendProcess is not a test: pods of TestServiceProxy run this
-// test binary with -test.run naming it and backendEnv set, and it then
-// serves until killed. "echo" answers each connection, once the client has
-// half-closed it, with "<hostname>: <what the client sent>"; "tls" serves
-// HTTPS with the certificate in /tls.
-func TestServiceBackendProcess(t *testing.T) {
-	mode := os.Getenv(backendEnv)
-	if mode == "" {
-		t.Skip("a helper process of TestServiceProxy")
-	}
+// serveBackend is the program of TestServiceProxy's backend pods, which run
+// this test binary as the "service-backend" helper (see runHelper) with
+// backendEnv set; it serves until killed. "echo" answers each connection,
+// once the client has half-closed it, with "<hostname>: <what the client
+// sent>"; "tls" serves HTTPS with the certificate in /tls.
+func serveBackend(mode string) int {
 	host, _ := os.Hostname()
 	ip := os.Getenv("POD_IP")
 	switch mode {
 	case "echo":
 		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(echoPort)))
 		if err != nil {
-			t.Fatal(err)
+			fmt.Println("listen error:", err)
+			return 1
 		}
 		for {
 			c, err := ln.Accept()
 			if err != nil {
-				t.Fatal(err)
+				fmt.Println("accept error:", err)
+				return 1
 			}
 			go func() {
 				defer c.Close()
@@ -80,9 +79,11 @@ func TestServiceBackendProcess(t *testing.T) {
 			fmt.Fprintf(w, "%s over TLS: %s %s %s", host, r.Method, r.URL.Path, body)
 		})
 		srv := &http.Server{Addr: net.JoinHostPort(ip, strconv.Itoa(tlsPort)), Handler: handler}
-		t.Fatal(srv.ListenAndServeTLS("/tls/tls.crt", "/tls/tls.key"))
+		fmt.Println("serve error:", srv.ListenAndServeTLS("/tls/tls.crt", "/tls/tls.key"))
+		return 1
 	}
-	t.Fatalf("unknown backend %q", mode)
+	fmt.Printf("unknown backend %q\n", mode)
+	return 2
 }
 
 // serviceTestCluster starts an API server of its own whose Services get
@@ -344,8 +345,9 @@ func backendProcessPod(t *testing.T, n *testNode, ns, name, mode string) *corev1
 	pod.Spec.Containers = []corev1.Container{{
 		Name:    "main",
 		Image:   "paddlejob.test/backend",
-		Command: []string{self, "-test.run=^TestServiceBackendProcess$", "-test.timeout=0"},
+		Command: []string{self},
 		Env: []corev1.EnvVar{
+			{Name: helperEnv, Value: "service-backend"},
 			{Name: backendEnv, Value: mode},
 			{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
 		},
@@ -430,4 +432,33 @@ func (ca *testCA) serverCert(t *testing.T, dnsName string) (certPEM, keyPEM []by
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+}
+
+// exchange sends msg, half-closes and reads the reply to EOF. (The
+// serviceproxy package's unit tests have the same client.)
+func exchange(addr, msg string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, msg); err != nil {
+		return "", err
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		return "", err
+	}
+	reply, err := io.ReadAll(c)
+	return string(reply), err
+}
+
+// listening reports whether something accepts connections at addr.
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		c.Close()
+		return true
+	}
+	return !errors.Is(err, syscall.ECONNREFUSED)
 }

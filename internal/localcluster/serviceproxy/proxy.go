@@ -1,4 +1,4 @@
-package node
+package serviceproxy
 
 import (
 	"context"
@@ -22,17 +22,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// The service proxy stands in for kube-proxy, which the local cluster does
-// not have: for each TCP port of a Service whose cluster IP is one of the
-// node's (a loopback address), the node listens on clusterIP:port and
-// forwards every connection it accepts to a ready pod of the Service on this
-// node. Endpoints play no part (they cannot hold loopback addresses): a
-// connection's backends are looked up in the node's pod cache when it
-// arrives.
-
-// DefaultServiceCIDR is the cluster IPs the node serves by default: loopback
+// DefaultCIDR is the cluster IPs the node serves by default: loopback
 // addresses, the only ones that are surely this machine's.
-const DefaultServiceCIDR = "127.0.0.0/8"
+const DefaultCIDR = "127.0.0.0/8"
 
 const (
 	// serviceDialTimeout bounds a connection attempt to one backend.
@@ -42,12 +34,12 @@ const (
 	serviceRetryInterval = 2 * time.Second
 )
 
-// serviceCIDRs is the set of cluster IPs the node serves.
-type serviceCIDRs []netip.Prefix
+// CIDRs is the set of cluster IPs the node serves.
+type CIDRs []netip.Prefix
 
-// parseServiceCIDRs parses a comma-separated list of CIDRs.
-func parseServiceCIDRs(s string) (serviceCIDRs, error) {
-	var out serviceCIDRs
+// ParseCIDRs parses a comma-separated list of CIDRs.
+func ParseCIDRs(s string) (CIDRs, error) {
+	var out CIDRs
 	for _, f := range strings.Split(s, ",") {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
@@ -65,7 +57,7 @@ func parseServiceCIDRs(s string) (serviceCIDRs, error) {
 }
 
 // contains reports whether ip, a textual address, lies in one of the ranges.
-func (c serviceCIDRs) contains(ip string) bool {
+func (c CIDRs) Contains(ip string) bool {
 	a, err := netip.ParseAddr(ip)
 	if err != nil {
 		return false
@@ -196,7 +188,7 @@ func serviceBackends(pods []*corev1.Pod, t *serviceTarget) []serviceBackend {
 		if !ok {
 			continue
 		}
-		out = append(out, serviceBackend{pod: podKey(pod.Namespace, pod.Name), addr: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port)))})
+		out = append(out, serviceBackend{pod: pod.Namespace + "/" + pod.Name, addr: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port)))})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].pod < out[j].pod })
 	return out
@@ -239,9 +231,9 @@ func targetPort(pod *corev1.Pod, sp corev1.ServicePort) (port int32, ok bool) {
 	return sp.Port, true
 }
 
-// serviceProxy keeps a listener open for every Service port the node serves
+// Proxy keeps a listener open for every Service port the node serves
 // and forwards their connections.
-type serviceProxy struct {
+type Proxy struct {
 	log      logr.Logger
 	services corev1listers.ServiceLister
 	pods     corev1listers.PodLister
@@ -276,9 +268,12 @@ type serviceListener struct {
 	next atomic.Uint64
 }
 
-func newServiceProxy(log logr.Logger, services corev1listers.ServiceLister, pods corev1listers.PodLister, eligible func(ip string) bool) *serviceProxy {
+// New makes a proxy for the Services the lister holds whose cluster IPs
+// eligible accepts, forwarding to the pods the pod lister holds (the node's).
+// It does nothing until Start; Handler keeps it up to date.
+func New(log logr.Logger, services corev1listers.ServiceLister, pods corev1listers.PodLister, eligible func(ip string) bool) *Proxy {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &serviceProxy{
+	return &Proxy{
 		log:       log.WithName("services"),
 		services:  services,
 		pods:      pods,
@@ -295,9 +290,9 @@ func newServiceProxy(log logr.Logger, services corev1listers.ServiceLister, pods
 	}
 }
 
-// handler is the Service informer's event handler: any change brings the
+// Handler is the Service informer's event handler: any change brings the
 // listeners up to date.
-func (p *serviceProxy) handler() cache.ResourceEventHandler {
+func (p *Proxy) Handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { p.trigger() },
 		UpdateFunc: func(_, _ any) { p.trigger() },
@@ -305,15 +300,15 @@ func (p *serviceProxy) handler() cache.ResourceEventHandler {
 	}
 }
 
-func (p *serviceProxy) trigger() {
+func (p *Proxy) trigger() {
 	select {
 	case p.kick <- struct{}{}:
 	default:
 	}
 }
 
-// start runs the proxy until stop.
-func (p *serviceProxy) start() {
+// Start runs the proxy until Stop.
+func (p *Proxy) Start() {
 	go func() {
 		defer close(p.done)
 		var retry <-chan time.Time
@@ -332,8 +327,8 @@ func (p *serviceProxy) start() {
 	}()
 }
 
-// stop closes every listener and connection and waits for their goroutines.
-func (p *serviceProxy) stop() {
+// Stop closes every listener and connection and waits for their goroutines.
+func (p *Proxy) Stop() {
 	p.cancel()
 	<-p.done
 	p.mu.Lock()
@@ -350,7 +345,7 @@ func (p *serviceProxy) stop() {
 
 // sync opens and closes listeners to match the Services. It reports false
 // when some listener could not be opened and should be tried again.
-func (p *serviceProxy) sync() bool {
+func (p *Proxy) sync() bool {
 	services, err := p.services.List(labels.Everything())
 	if err != nil {
 		p.log.Error(err, "Cannot list Services")
@@ -407,7 +402,7 @@ func (p *serviceProxy) sync() bool {
 	return ok
 }
 
-func (p *serviceProxy) closeListenerLocked(l *serviceListener, why string) {
+func (p *Proxy) closeListenerLocked(l *serviceListener, why string) {
 	t := l.target.Load()
 	l.ln.Close()
 	delete(p.listeners, l.addr)
@@ -415,7 +410,7 @@ func (p *serviceProxy) closeListenerLocked(l *serviceListener, why string) {
 }
 
 // logNotes logs each note once while it holds.
-func (p *serviceProxy) logNotes(notes []serviceNote) {
+func (p *Proxy) logNotes(notes []serviceNote) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	current := map[string]bool{}
@@ -435,7 +430,7 @@ func (p *serviceProxy) logNotes(notes []serviceNote) {
 }
 
 // serve accepts a listener's connections until it is closed.
-func (p *serviceProxy) serve(l *serviceListener) {
+func (p *Proxy) serve(l *serviceListener) {
 	defer p.wg.Done()
 	for {
 		c, err := l.ln.Accept()
@@ -455,7 +450,7 @@ func (p *serviceProxy) serve(l *serviceListener) {
 
 // handle forwards one accepted connection to a backend, or resets it when
 // there is none.
-func (p *serviceProxy) handle(l *serviceListener, client net.Conn) {
+func (p *Proxy) handle(l *serviceListener, client net.Conn) {
 	defer p.wg.Done()
 	if !p.track(client) {
 		return
@@ -481,7 +476,7 @@ func (p *serviceProxy) handle(l *serviceListener, client net.Conn) {
 
 // connect dials the target's backends in round-robin order until one
 // answers.
-func (p *serviceProxy) connect(l *serviceListener, t *serviceTarget) (net.Conn, error) {
+func (p *Proxy) connect(l *serviceListener, t *serviceTarget) (net.Conn, error) {
 	pods, err := p.pods.Pods(t.namespace).List(t.selector)
 	if err != nil {
 		return nil, err
@@ -506,7 +501,7 @@ func (p *serviceProxy) connect(l *serviceListener, t *serviceTarget) (net.Conn, 
 
 // track records an open connection, so that stop closes it; when the proxy
 // has stopped it closes c and returns false.
-func (p *serviceProxy) track(c net.Conn) bool {
+func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
@@ -517,7 +512,7 @@ func (p *serviceProxy) track(c net.Conn) bool {
 	return true
 }
 
-func (p *serviceProxy) untrack(c net.Conn) {
+func (p *Proxy) untrack(c net.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.conns, c)

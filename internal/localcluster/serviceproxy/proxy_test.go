@@ -1,4 +1,4 @@
-package node
+package serviceproxy
 
 import (
 	"errors"
@@ -25,11 +25,11 @@ import (
 
 func loopbackOnly(t *testing.T) func(string) bool {
 	t.Helper()
-	cidrs, err := parseServiceCIDRs(DefaultServiceCIDR)
+	cidrs, err := ParseCIDRs(DefaultCIDR)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cidrs.contains
+	return cidrs.Contains
 }
 
 func TestParseServiceCIDRs(t *testing.T) {
@@ -48,17 +48,17 @@ func TestParseServiceCIDRs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
-			c, err := parseServiceCIDRs(tc.in)
+			c, err := ParseCIDRs(tc.in)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want error %v", err, tc.wantErr)
 			}
 			for _, ip := range tc.in4 {
-				if !c.contains(ip) {
+				if !c.Contains(ip) {
 					t.Errorf("%s not in %s", ip, tc.in)
 				}
 			}
 			for _, ip := range tc.out {
-				if c.contains(ip) {
+				if c.Contains(ip) {
 					t.Errorf("%s in %s", ip, tc.in)
 				}
 			}
@@ -272,9 +272,9 @@ func TestTargetPort(t *testing.T) {
 	}
 }
 
-// proxyFixture runs a serviceProxy over in-memory listers.
+// proxyFixture runs a Proxy over in-memory listers.
 type proxyFixture struct {
-	proxy    *serviceProxy
+	proxy    *Proxy
 	services cache.Indexer
 	pods     cache.Indexer
 }
@@ -285,9 +285,9 @@ func newProxyFixture(t *testing.T) *proxyFixture {
 		services: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
 		pods:     cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
 	}
-	f.proxy = newServiceProxy(logr.Discard(), corev1listers.NewServiceLister(f.services), corev1listers.NewPodLister(f.pods), loopbackOnly(t))
-	f.proxy.start()
-	t.Cleanup(f.proxy.stop)
+	f.proxy = New(logr.Discard(), corev1listers.NewServiceLister(f.services), corev1listers.NewPodLister(f.pods), loopbackOnly(t))
+	f.proxy.Start()
+	t.Cleanup(f.proxy.Stop)
 	return f
 }
 
@@ -445,9 +445,17 @@ func TestServiceProxyForwards(t *testing.T) {
 		if _, err := io.WriteString(c, "half"); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond) // the proxy is connected to a backend
+		// Stop must close a connection that is piped to a backend: wait
+		// until the proxy has both ends.
+		deadline := time.Now().Add(5 * time.Second)
+		for f.proxy.openConns() < 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the proxy holds %d connections, want the client's and the backend's", f.proxy.openConns())
+			}
+			time.Sleep(time.Millisecond)
+		}
 		stopped := make(chan struct{})
-		go func() { f.proxy.stop(); close(stopped) }()
+		go func() { f.proxy.Stop(); close(stopped) }()
 		select {
 		case <-stopped:
 		case <-time.After(5 * time.Second):
@@ -460,7 +468,7 @@ func TestServiceProxyForwards(t *testing.T) {
 		if listening(addr) {
 			t.Error("the listener is still open after stop")
 		}
-		f.proxy.stop() // again, as the cleanup does: harmless
+		f.proxy.Stop() // again, as the cleanup does: harmless
 	})
 }
 
@@ -543,6 +551,13 @@ func TestPipeHalfClose(t *testing.T) {
 // listening reports whether something listens at addr: a connection is not
 // refused. (The proxy resets connections it has no backend for, at times
 // before the dial returns.)
+// openConns is how many connections the proxy tracks.
+func (p *Proxy) openConns() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns)
+}
+
 func listening(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err == nil {

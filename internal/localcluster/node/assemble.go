@@ -1,0 +1,137 @@
+package node
+
+// Process assembly: how a container's run becomes a sandboxed process, from
+// its command, environment and mounts.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// buildProcess works out how to start the container's next run: command,
+// environment, mounts and sandbox. Errors keep the container waiting.
+func (r *podRuntime) buildProcess(c *containerRun) (processSpec, error) {
+	bwrap, err := r.deps.bwrapPath()
+	if err != nil {
+		return processSpec{}, &waitError{reason: reasonCreateError, err: err}
+	}
+	pod := r.podCopy()
+	r.mu.Lock()
+	vols := r.volumes
+	r.mu.Unlock()
+
+	entry, known := r.deps.images.Lookup(c.spec.Image)
+	if !known && len(c.spec.Command) == 0 {
+		return processSpec{}, &waitError{reason: reasonErrImagePull, err: errors.New(r.deps.images.unknownImageMessage(c.spec.Image))}
+	}
+	env, err := r.environment(pod, c.spec, entry)
+	if err != nil {
+		return processSpec{}, err
+	}
+	argv, err := containerArgv(c.spec, entry, known)
+	if err != nil {
+		return processSpec{}, &waitError{reason: reasonCreateError, err: err}
+	}
+	for i := range argv {
+		argv[i] = expandVars(argv[i], env.lookup)
+	}
+
+	plans, err := planMounts(c.spec, vols, env.lookup)
+	if err != nil {
+		return processSpec{}, err
+	}
+	var volumeMounts []mount
+	var volumeTargets []string
+	for _, pl := range plans {
+		src, err := pl.source()
+		if err != nil {
+			return processSpec{}, err
+		}
+		volumeMounts = append(volumeMounts, mount{Source: src, Target: pl.Target, ReadOnly: pl.ReadOnly})
+		volumeTargets = append(volumeTargets, pl.Target)
+	}
+	wd := c.spec.WorkingDir
+	if wd == "" {
+		wd = entry.WorkingDir
+	}
+	// The image's files first: volumes are mounted over them.
+	mounts, err := prepareImageMounts(r.deps.hostFS, r.imageRoot(c.spec.Name), entry, wd, volumeTargets)
+	if err != nil {
+		return processSpec{}, &waitError{reason: reasonCreateError, err: fmt.Errorf("image %q: %w", c.spec.Image, err)}
+	}
+	mounts = append(mounts, volumeMounts...)
+	// The command is looked up on the container's PATH (the image's, unless
+	// the container sets its own) as the sandbox will see it.
+	path, _ := env.lookup("PATH")
+	argv[0] = resolveCommand(argv[0], path, mounts)
+
+	logPath := r.logPath(c.spec.Name, c.runs)
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return processSpec{}, err
+	}
+	// Keep this run's log and the previous one, as the kubelet does.
+	_ = os.Remove(r.logPath(c.spec.Name, c.runs-2))
+	log, err := createContainerLog(logPath, r.deps.clock)
+	if err != nil {
+		return processSpec{}, err
+	}
+	r.mu.Lock()
+	c.runs++
+	c.log = log
+	r.mu.Unlock()
+
+	args := bwrapArgs(r.deps.hostFS, sandboxSpec{
+		Hostname:     r.hostname,
+		HostsFile:    r.hostsPath(),
+		HostnameFile: r.hostnamePath(),
+		Mounts:       mounts,
+		WorkingDir:   wd,
+		Argv:         argv,
+	})
+	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log}, nil
+}
+
+// environment is the container's environment: the node's PATH and HOME (the
+// host stands in for the image), HOSTNAME, the API server's address, the
+// image table's env, the emulated GPUs' devices, then the container's
+// resolved env.
+func (r *podRuntime) environment(pod *corev1.Pod, c *corev1.Container, entry ImageEntry) (*envList, error) {
+	resolved, err := containerEnv(pod, c, r.addresses(), r.deps.allocatable, r.deps.objects)
+	if err != nil {
+		return nil, err
+	}
+	env := &envList{}
+	env.set("PATH", r.deps.defaultPath)
+	if home := os.Getenv("HOME"); home != "" {
+		env.set("HOME", home)
+	}
+	env.set("HOSTNAME", r.hostname)
+	for _, v := range r.deps.apiServerEnv {
+		env.set(v.Name, v.Value)
+	}
+	for _, k := range sortedKeys(entry.Env) {
+		env.set(k, entry.Env[k])
+	}
+	// As a device plugin's, these override the image's and yield to the
+	// container's own.
+	for _, v := range gpuEnv(c) {
+		env.set(v.Name, v.Value)
+	}
+	for _, v := range resolved.vars {
+		env.set(v.Name, v.Value)
+	}
+	return env, nil
+}
+
+func (r *podRuntime) addresses() podAddresses {
+	return podAddresses{PodIPs: []string{r.ip}, HostIPs: []string{r.deps.nodeIP}}
+}
+
+// imageRoot is where a container's copy of its image's files is made.
+func (r *podRuntime) imageRoot(container string) string {
+	return filepath.Join(r.dir, "containers", container, "rootfs")
+}
