@@ -213,10 +213,13 @@ func TestDeletedPodStopsOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	n := sharedNode(t)
 	ns := n.namespace(t)
-	pod := n.shellPod(ns, "polite", "trap 'echo got TERM; exit 0' TERM; while :; do sleep 0.1; done")
+	pod := n.shellPod(ns, "polite", "trap 'echo got TERM; exit 0' TERM; echo trapping; while :; do sleep 0.1; done")
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
 	n.create(t, pod)
 	n.waitPhase(t, ns, "polite", corev1.PodRunning)
+	// The shell is its sandbox's first process, which ignores a signal it has
+	// no handler for yet, as PID 1 in a container does: delete once it traps.
+	waitForLog(t, n, ns, "polite", "trapping", 10*time.Second)
 	start := time.Now()
 	if err := n.client.CoreV1().Pods(ns).Delete(context.Background(), "polite", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
