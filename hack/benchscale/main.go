@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -153,10 +154,8 @@ func validate(cfg *config) ([]scenario, bool, error) {
 	if len(scenarios) == 0 {
 		return nil, false, fmt.Errorf("no scenario: --jobs and --pods are both empty")
 	}
-	switch paddlev1.Intranet(cfg.intranet) {
-	case paddlev1.IntranetService, paddlev1.IntranetPodIP, paddlev1.IntranetHost:
-	default:
-		return nil, false, fmt.Errorf("--intranet %q: want Service, PodIP or Host", cfg.intranet)
+	if !slices.Contains(paddlev1.Intranets, paddlev1.Intranet(cfg.intranet)) {
+		return nil, false, fmt.Errorf("--intranet %q: want %s", cfg.intranet, paddlev1.OneOf(paddlev1.Intranets))
 	}
 	fake, err := fakeKubeletWanted(cfg.fakeKubelet, cfg.kubeconfig != "")
 	if err != nil {
