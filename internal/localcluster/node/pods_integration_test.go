@@ -219,7 +219,7 @@ func TestDeletedPodStopsOnSIGTERM(t *testing.T) {
 	n.waitPhase(t, ns, "polite", corev1.PodRunning)
 	// The shell is its sandbox's first process, which ignores a signal it has
 	// no handler for yet, as PID 1 in a container does: delete once it traps.
-	waitForLog(t, n, ns, "polite", "trapping", 10*time.Second)
+	waitForLog(t, n, ns, "polite", "trapping\n", 10*time.Second)
 	start := time.Now()
 	if err := n.client.CoreV1().Pods(ns).Delete(context.Background(), "polite", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
