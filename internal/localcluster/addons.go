@@ -277,7 +277,7 @@ func (b *boot) startVolcano(ctx context.Context) error {
 		"--schedule-period=500ms",
 		"--leader-elect=false",
 		"--enable-healthz=true", "--healthz-address=" + healthz,
-		"--enable-metrics=false", "--listen-address=127.0.0.1:" + itoa(b.st.Ports.VolcanoMetrics),
+		"--enable-metrics=false",
 		"--cache-dumper=false",
 		"--v=2",
 	}, nil, 60*time.Second, func() error { return getPlain(ctx, "http://"+healthz+"/healthz") })

@@ -68,7 +68,7 @@ func (b *boot) run(ctx context.Context) (*State, error) {
 		*p = port
 	}
 	addonPorts := map[string][]*int{
-		AddonVolcano:      {&b.st.Ports.Volcano, &b.st.Ports.VolcanoMetrics},
+		AddonVolcano:      {&b.st.Ports.Volcano},
 		AddonCoscheduling: {&b.st.Ports.SchedulerPlugins},
 		AddonKueue:        {&b.st.Ports.KueueWebhook, &b.st.Ports.KueueProbes},
 	}

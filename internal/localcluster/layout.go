@@ -52,7 +52,6 @@ type Ports struct {
 	Webhook           int `json:"webhook"`
 	// The add-ons' ports, 0 for those the cluster does not run.
 	Volcano          int `json:"volcano,omitempty"`
-	VolcanoMetrics   int `json:"volcanoMetrics,omitempty"`
 	SchedulerPlugins int `json:"schedulerPlugins,omitempty"`
 	KueueWebhook     int `json:"kueueWebhook,omitempty"`
 	KueueProbes      int `json:"kueueProbes,omitempty"`
@@ -61,7 +60,7 @@ type Ports struct {
 // All lists every port the cluster listens on.
 func (p Ports) All() []int {
 	return []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.Kubelet, p.ElasticEtcd, p.ElasticEtcdPeer, p.Webhook,
-		p.Volcano, p.VolcanoMetrics, p.SchedulerPlugins, p.KueueWebhook, p.KueueProbes}
+		p.Volcano, p.SchedulerPlugins, p.KueueWebhook, p.KueueProbes}
 }
 
 // State is what `paddlejob up` recorded about a running cluster.
