@@ -335,12 +335,15 @@ func (b *boot) kueueWebhookURL(path string) string {
 	return fmt.Sprintf("https://127.0.0.1:%d%s", b.st.Ports.KueueWebhook, path)
 }
 
-// kueueConversion points the conversion webhook of Kueue's multi-version
-// CRDs at the manager's loopback port, as Kueue's kustomization does with
-// its Service.
+// kueueConverted are the CRDs Kueue's kustomization gives a conversion
+// webhook (the others convert between their versions by relabelling).
+var kueueConverted = []string{"localqueues", "clusterqueues", "cohorts", "workloads", "multikueueclusters"}
+
+// kueueConversion points the conversion webhook of those CRDs at the
+// manager's loopback port, where Kueue's kustomization names its Service.
 func (b *boot) kueueConversion(crd *unstructured.Unstructured) error {
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	if len(versions) < 2 {
+	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+	if !slices.Contains(kueueConverted, plural) {
 		return nil
 	}
 	return unstructured.SetNestedField(crd.Object, map[string]any{
