@@ -56,7 +56,10 @@ var Addons = map[string]Addon{
 	AddonVolcano: {
 		Name: AddonVolcano, Module: "volcano.sh/volcano", Version: "v1.10.0",
 		Binaries: map[string]string{"vc-scheduler": "volcano.sh/volcano/cmd/scheduler"},
+		// The scheduler waits for a watch on Numatopologies before its first
+		// session.
 		Files: []string{
+			"config/crd/volcano/bases/nodeinfo.volcano.sh_numatopologies.yaml",
 			"config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml",
 			"config/crd/volcano/bases/scheduling.volcano.sh_queues.yaml",
 		},
