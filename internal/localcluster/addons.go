@@ -416,13 +416,27 @@ integrations:
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return err
 	}
-	if err := b.launch(ctx, componentKueue, []string{filepath.Join(b.addons[AddonKueue], "kueue-manager"),
-		"--config=" + path,
+	// With its own certificate management off, the manager reads a
+	// certificate for its metrics server from /etc/kueue/metrics/certs, a
+	// path of a container image: it runs in a bubblewrap sandbox that sees
+	// the host read-only with an /etc of its own holding that path, bound
+	// to the webhook's certificate (the metrics server itself is off).
+	args := []string{"bwrap", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+		"--tmpfs", "/etc"}
+	for _, f := range []string{"/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/ssl", "/etc/localtime"} {
+		if _, err := os.Stat(f); err == nil {
+			args = append(args, "--ro-bind", f, f)
+		}
+	}
+	args = append(args, "--ro-bind", certDir, "/etc/kueue/metrics/certs",
+		"--", filepath.Join(b.addons[AddonKueue], "kueue-manager"),
+		"--config="+path,
 		// The visibility API is an aggregated API server of its own,
 		// which the local cluster does not register.
 		"--feature-gates=VisibilityOnDemand=false",
-		"--zap-log-level=info",
-	}, []string{"KUBECONFIG=" + kc}, 90*time.Second, func() error { return getPlain(ctx, "http://"+probes+"/readyz") }); err != nil {
+		"--zap-log-level=info")
+	if err := b.launch(ctx, componentKueue, args, []string{"KUBECONFIG=" + kc}, 90*time.Second,
+		func() error { return getPlain(ctx, "http://"+probes+"/readyz") }); err != nil {
 		return err
 	}
 	cfg, err := kube.LoadConfig(b.l.kubeconfig(), "")
