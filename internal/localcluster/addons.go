@@ -362,6 +362,10 @@ func (b *boot) caBundle() string {
 	return base64.StdEncoding.EncodeToString(b.ca.CertPEM)
 }
 
+// kueuePaddleJobFramework names PaddleJobs to Kueue as a kind whose
+// Workloads an external controller — the operator — manages.
+const kueuePaddleJobFramework = "PaddleJob.v1.batch.paddlepaddle.org"
+
 // kueueFrameworks are the integrations the local Kueue manages: batch/v1
 // Jobs. (PaddleJobs come in through the operator's own integration.)
 var kueueFrameworks = []string{"batch/job"}
@@ -411,7 +415,9 @@ internalCertManagement:
   enable: false
 integrations:
   frameworks:
-%s`, KueueNamespace, probes, b.st.Ports.KueueWebhook, certDir, fw.String())
+%s  externalFrameworks:
+  - %s
+`, KueueNamespace, probes, b.st.Ports.KueueWebhook, certDir, fw.String(), kueuePaddleJobFramework)
 	path := filepath.Join(dir, "kueue.yaml")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return err
