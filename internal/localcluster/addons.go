@@ -325,6 +325,11 @@ profiles:
 		"--config=" + path,
 		"--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
 		"--bind-address=127.0.0.1", "--secure-port=" + itoa(b.st.Ports.SchedulerPlugins),
+		// Coscheduling asks to retry a group it turned down only when a
+		// pod or PodGroup is added or changed, not when a pod leaves and
+		// frees room: such a group waits for this flush (5 minutes by
+		// default).
+		"--pod-max-in-unschedulable-pods-duration=15s",
 		"--profiling=false",
 		"--v=2",
 	}, nil, 60*time.Second, func() error { return getInsecure(ctx, b.st.Ports.SchedulerPlugins, "/healthz") })
