@@ -67,6 +67,10 @@ envtest: ## Build (once, cached outside the repo) the kube-apiserver and etcd th
 	@mkdir -p $(LOCALBIN)
 	@go run ./hack/kubebin -components etcd,kube-apiserver > $(LOCALBIN)/.envtest-assets
 
+.PHONY: addons
+addons: ## Build (once, cached outside the repo) the add-ons the gang-scheduling tests run: Volcano, scheduler-plugins, Kueue.
+	@go run ./hack/kubebin -components etcd -addons volcano,coscheduling,kueue >/dev/null
+
 .PHONY: paddle-runtime
 paddle-runtime: ## Install (once, cached outside the repo) the pinned CPU PaddlePaddle runtime, a Python venv.
 	@mkdir -p $(LOCALBIN)
@@ -93,7 +97,7 @@ test-integration: envtest $(HELM) $(KUSTOMIZE) ## Integration tests against a re
 	$(ENVTEST_ENV) go test -tags integration -timeout 20m $(GO_TEST_FLAGS) $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
-test-e2e: envtest ## End-to-end tests on the local cluster, with real PaddlePaddle.
+test-e2e: envtest addons ## End-to-end tests on the local cluster, with real PaddlePaddle and real gang schedulers.
 	$(ENVTEST_ENV) go test -timeout 45m $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: bench

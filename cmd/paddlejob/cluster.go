@@ -28,6 +28,7 @@ type clusterFlags struct {
 	noOperator bool
 	gpus       int
 	nodeLabels []string
+	with       []string
 }
 
 func (f *clusterFlags) bind(cmd *cobra.Command) {
@@ -42,7 +43,7 @@ func (f *clusterFlags) options(cmd *cobra.Command) localcluster.Options {
 		}
 	}
 	return localcluster.Options{Home: f.home, BinaryDirs: dirs, ImageTable: f.imageTable, NoOperator: f.noOperator,
-		GPUs: f.gpus, PaddleRuntime: os.Getenv(paddleruntime.EnvDir), Out: cmd.OutOrStdout()}
+		GPUs: f.gpus, PaddleRuntime: os.Getenv(paddleruntime.EnvDir), With: f.with, Out: cmd.OutOrStdout()}
 }
 
 func newUpCmd() *cobra.Command {
@@ -79,6 +80,10 @@ A second 'up' reuses the running cluster.`,
 	cmd.Flags().StringVar(&f.imageTable, "image-table", "", "YAML image table merged over the built-in one (see docs/local-node.md)")
 	cmd.Flags().BoolVar(&f.noOperator, "no-operator", false, "start without the operator, to install it yourself (kubectl apply -k config/default)")
 	cmd.Flags().IntVar(&f.gpus, "gpus", 0, "nvidia.com/gpu the node advertises: emulated, so that GPU jobs schedule (their programs run on the CPU)")
+	cmd.Flags().StringSliceVar(&f.with, "with", nil, "add-ons to run besides the control plane, built from their Go modules the first time (minutes, cached): "+
+		"volcano (Volcano's scheduler with gang scheduling, its PodGroup and Queue CRDs and the default Queue), "+
+		"coscheduling (scheduler-plugins' scheduler with Coscheduling, named "+localcluster.CoschedulingSchedulerName+", and its PodGroup CRD), "+
+		"kueue (Kueue's manager for batch/v1 Jobs, a ClusterQueue sized to this machine and LocalQueue default in namespace default)")
 	cmd.Flags().StringSliceVar(&f.nodeLabels, "node-labels", nil, "labels of the node, key=value,... (for jobs with a nodeSelector, e.g. accelerator=nvidia-tesla-p100)")
 	return cmd
 }

@@ -3,6 +3,10 @@
 // internal/localcluster/kubebin). Progress goes to stderr, the directory to stdout:
 //
 //	export KUBEBUILDER_ASSETS=$(go run ./hack/kubebin -components etcd,kube-apiserver)
+//
+// -addons also builds the named add-ons (volcano, coscheduling, kueue) that
+// `paddlejob up --with` runs, so that a test run does not spend its timeout
+// building them.
 package main
 
 import (
@@ -19,6 +23,7 @@ import (
 
 func main() {
 	components := flag.String("components", strings.Join(kubebin.AllComponents, ","), "comma-separated binaries to provide")
+	addons := flag.String("addons", "", "comma-separated add-ons to build too: "+strings.Join(kubebin.AddonNames, ", "))
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -29,6 +34,15 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kubebin:", err)
 		os.Exit(1)
+	}
+	for _, a := range strings.Split(*addons, ",") {
+		if a == "" {
+			continue
+		}
+		if _, err := kubebin.EnsureAddon(ctx, kubebin.Options{Log: os.Stderr}, a); err != nil {
+			fmt.Fprintln(os.Stderr, "kubebin:", err)
+			os.Exit(1)
+		}
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {

@@ -49,12 +49,14 @@ type boot struct {
 	l      layout
 	bins   string
 	paddle *paddleruntime.Runtime
+	// addons are the directories of the add-ons' builds, by name.
+	addons map[string]string
 	st     *State
 	ca     *keyPair
 }
 
 func (b *boot) run(ctx context.Context) (*State, error) {
-	b.st = &State{Home: b.l.home, Started: time.Now(), Binaries: b.bins}
+	b.st = &State{Home: b.l.home, Started: time.Now(), Binaries: b.bins, With: b.opts.With}
 	ports := []*int{&b.st.Ports.EtcdClient, &b.st.Ports.EtcdPeer, &b.st.Ports.APIServer, &b.st.Ports.Scheduler,
 		&b.st.Ports.ControllerManager, &b.st.Ports.OperatorProbes, &b.st.Ports.Kubelet,
 		&b.st.Ports.ElasticEtcd, &b.st.Ports.ElasticEtcdPeer, &b.st.Ports.Webhook}
@@ -64,6 +66,20 @@ func (b *boot) run(ctx context.Context) (*State, error) {
 			return nil, err
 		}
 		*p = port
+	}
+	addonPorts := map[string][]*int{
+		AddonVolcano:      {&b.st.Ports.Volcano},
+		AddonCoscheduling: {&b.st.Ports.SchedulerPlugins},
+		AddonKueue:        {&b.st.Ports.KueueWebhook, &b.st.Ports.KueueProbes},
+	}
+	for _, name := range b.opts.With {
+		for _, p := range addonPorts[name] {
+			port, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			*p = port
+		}
 	}
 	if err := b.step("certificates", b.certificates); err != nil {
 		return b.st, err
@@ -77,13 +93,18 @@ func (b *boot) run(ctx context.Context) (*State, error) {
 		{componentAPIServer, b.startAPIServer},
 		{"PaddleJob CRD and operator RBAC", b.install},
 		{componentControllerManager, b.startControllerManager},
+		{"add-ons' CRDs and defaults", b.installAddons},
 		{componentScheduler, b.startScheduler},
+		{"add-ons", b.startAddons},
 		{componentOperator, b.startOperator},
 		{componentNode, b.startNode},
 		{"default service account", b.waitDefaultServiceAccount},
 	}
 	for _, s := range steps {
 		if b.opts.NoOperator && (s.name == componentOperator) {
+			continue
+		}
+		if len(b.opts.With) == 0 && strings.HasPrefix(s.name, "add-ons") {
 			continue
 		}
 		if err := b.step(s.name, func() error { return s.fn(ctx) }); err != nil {

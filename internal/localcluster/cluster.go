@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
@@ -44,6 +45,9 @@ type Options struct {
 	// PaddleRuntime names a Paddle runtime to use instead of installing the
 	// pinned one into the cache (paddleruntime.EnvDir).
 	PaddleRuntime string
+	// With names the add-ons to run besides the control plane (see
+	// ParseAddons): volcano, coscheduling, kueue.
+	With []string
 	// Out receives progress.
 	Out io.Writer
 }
@@ -67,6 +71,11 @@ func (o *Options) complete() error {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
+	with, err := ParseAddons(o.With)
+	if err != nil {
+		return err
+	}
+	o.With = with
 	return nil
 }
 
@@ -88,6 +97,10 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 
 	if st, err := readState(l); err == nil {
 		if healthy(ctx, st) {
+			if missing := slices.DeleteFunc(slices.Clone(opts.With), func(a string) bool { return slices.Contains(st.With, a) }); len(missing) > 0 {
+				return nil, fmt.Errorf("the local cluster in %s already runs without %s: stop it (paddlejob down) and start it again with them",
+					l.home, strings.Join(missing, ", "))
+			}
 			fmt.Fprintf(opts.Out, "local cluster already running (%s)\n", st.Server())
 			return st, nil
 		}
@@ -111,7 +124,11 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &boot{opts: opts, l: l, bins: bins, paddle: rt}
+	addons, err := ensureAddons(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	b := &boot{opts: opts, l: l, bins: bins, paddle: rt, addons: addons}
 	st, err := b.run(ctx)
 	if err != nil {
 		if st != nil {

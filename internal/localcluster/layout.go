@@ -50,11 +50,17 @@ type Ports struct {
 	ElasticEtcd       int `json:"elasticEtcd"`
 	ElasticEtcdPeer   int `json:"elasticEtcdPeer"`
 	Webhook           int `json:"webhook"`
+	// The add-ons' ports, 0 for those the cluster does not run.
+	Volcano          int `json:"volcano,omitempty"`
+	SchedulerPlugins int `json:"schedulerPlugins,omitempty"`
+	KueueWebhook     int `json:"kueueWebhook,omitempty"`
+	KueueProbes      int `json:"kueueProbes,omitempty"`
 }
 
 // All lists every port the cluster listens on.
 func (p Ports) All() []int {
-	return []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.Kubelet, p.ElasticEtcd, p.ElasticEtcdPeer, p.Webhook}
+	return []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.Kubelet, p.ElasticEtcd, p.ElasticEtcdPeer, p.Webhook,
+		p.Volcano, p.SchedulerPlugins, p.KueueWebhook, p.KueueProbes}
 }
 
 // State is what `paddlejob up` recorded about a running cluster.
@@ -64,6 +70,8 @@ type State struct {
 	Binaries  string     `json:"binaries"`
 	Ports     Ports      `json:"ports"`
 	Processes []*process `json:"processes"`
+	// With are the add-ons the cluster runs.
+	With []string `json:"with,omitempty"`
 }
 
 // Server is the API server's URL.

@@ -153,28 +153,7 @@ func (b *builder) build(ctx context.Context, component string) error {
 	if component == Etcd {
 		version = EtcdVersion
 	}
-	fmt.Fprintf(b.log, "building %s %s from Go modules (once; cached in %s)...\n", component, version, b.binDir)
-	start := time.Now()
-	tmp := filepath.Join(b.binDir, "."+component+".tmp")
-	// The flags must not change between runs: CGO_ENABLED and -trimpath are
-	// part of the Go build cache key, and a mismatch rebuilds everything.
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, pkg)
-	cmd.Dir = modDir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=mod", "GONOSUMDB=k8s.io,"+os.Getenv("GONOSUMDB"))
-	out := &tailBuffer{max: 8 << 10}
-	cmd.Stdout, cmd.Stderr = out, out
-	done := make(chan struct{})
-	go b.progress(component, start, done)
-	err = cmd.Run()
-	close(done)
-	if err != nil {
-		return fmt.Errorf("building %s %s failed: %w\n%s", component, version, err, out.String())
-	}
-	if err := os.Rename(tmp, filepath.Join(b.binDir, component)); err != nil {
-		return err
-	}
-	fmt.Fprintf(b.log, "built %s in %s\n", component, time.Since(start).Round(time.Second))
-	return nil
+	return b.goBuild(ctx, modDir, pkg, component, version, ldflags)
 }
 
 func (b *builder) progress(component string, start time.Time, done <-chan struct{}) {

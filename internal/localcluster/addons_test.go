@@ -1,0 +1,24 @@
+package localcluster
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseAddonsOrdersAndDeduplicates(t *testing.T) {
+	got, err := ParseAddons([]string{"kueue", " volcano", "coscheduling", "volcano", ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{AddonVolcano, AddonCoscheduling, AddonKueue}; !slices.Equal(got, want) {
+		t.Errorf("ParseAddons = %v, want %v", got, want)
+	}
+}
+
+func TestParseAddonsRefusesUnknownNames(t *testing.T) {
+	_, err := ParseAddons([]string{"volcano", "yunikorn"})
+	if err == nil || !strings.Contains(err.Error(), `"yunikorn"`) || !strings.Contains(err.Error(), "coscheduling") {
+		t.Errorf("ParseAddons(yunikorn) = %v, want an error naming it and the known add-ons", err)
+	}
+}

@@ -1,0 +1,421 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/kube"
+	"github.com/paddlejob/paddlejob/internal/localcluster"
+	"github.com/paddlejob/paddlejob/internal/testutil"
+	"github.com/paddlejob/paddlejob/pkg/client"
+)
+
+// The real gang schedulers and Kueue, each built from its Go module and run
+// by a local cluster of its own started with --with, as a user starts one.
+
+var (
+	volcanoPodGroups      = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
+	coschedulingPodGroups = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
+	kueueWorkloads        = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
+)
+
+// withAddons starts a local cluster running the add-ons and points the
+// suite's client (pj) at it until the test ends, when the cluster is
+// stopped. Tests run one at a time, so the swap is safe.
+func withAddons(t *testing.T, addons ...string) *localcluster.State {
+	t.Helper()
+	home, err := os.MkdirTemp("", "paddlejob-e2e-addons-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := opts
+	o.Home = home
+	o.With = addons
+	o.Out = testWriter{t, new([]byte)}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	defer cancel()
+	start := time.Now()
+	st, err := localcluster.Up(ctx, o)
+	if err != nil {
+		t.Fatalf("starting a local cluster with %v: %v", addons, err)
+	}
+	t.Logf("local cluster with %v up in %s", addons, time.Since(start).Round(100*time.Millisecond))
+	main := pj
+	c, err := client.NewFromKubeconfig(st.Kubeconfig(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pj = c
+	t.Cleanup(func() {
+		pj = main
+		o.Out = os.Stderr
+		if err := localcluster.Down(o); err != nil {
+			t.Errorf("stopping the cluster with %v: %v", addons, err)
+		}
+		if left := processesMentioning(home); len(left) > 0 {
+			t.Errorf("processes left after down:\n%s", strings.Join(left, "\n"))
+		}
+	})
+	return st
+}
+
+// testWriter logs whole lines to the test's log.
+type testWriter struct {
+	t    *testing.T
+	line *[]byte
+}
+
+func (w testWriter) Write(p []byte) (int, error) {
+	*w.line = append(*w.line, p...)
+	for {
+		i := slices.Index(*w.line, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.t.Log(string((*w.line)[:i]))
+		*w.line = (*w.line)[i+1:]
+	}
+}
+
+func dynamicClient(t *testing.T, st *localcluster.State) *dynamic.DynamicClient {
+	t.Helper()
+	cfg, err := kube.LoadConfig(st.Kubeconfig(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dyn
+}
+
+// Seed 004's example 4 as written — its PaddleJob, whose workers name
+// Volcano, and its PodGroup of minMember 4 — completes with real Paddle,
+// every pod placed by the real Volcano scheduler.
+func TestVolcanoSeed004Example4(t *testing.T) {
+	st := withAddons(t, localcluster.AddonVolcano)
+	const path = "config/samples/seed004/example-4-wide-and-deep-volcano.yaml"
+	// The file's two documents, the PaddleJob then its PodGroup, sent in
+	// that order as kubectl apply -f sends them.
+	job, pg := &paddlev1.PaddleJob{}, &unstructured.Unstructured{}
+	var docs []string
+	for _, d := range regexp.MustCompile(`(?m)^---\s*$`).Split(mustRead(t, path), -1) {
+		if strings.Contains(d, "kind:") {
+			docs = append(docs, d)
+		}
+	}
+	if len(docs) != 2 {
+		t.Fatalf("%s holds %d objects, want a PaddleJob and a PodGroup", path, len(docs))
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), job); err != nil || job.Kind != "PaddleJob" {
+		t.Fatalf("the first object of %s is no PaddleJob (%v)", path, err)
+	}
+	if err := yaml.Unmarshal([]byte(docs[1]), &pg.Object); err != nil || pg.GetKind() != "PodGroup" {
+		t.Fatalf("the second object of %s is no PodGroup (%v)", path, err)
+	}
+	job.Namespace = newNamespace(t)
+	pg.SetNamespace(job.Namespace)
+	dyn := dynamicClient(t, st)
+	start := time.Now()
+	createJob(t, job)
+	if _, err := dyn.Resource(volcanoPodGroups).Namespace(job.Namespace).Apply(context.Background(), pg.GetName(), pg,
+		metav1.ApplyOptions{FieldManager: "e2e", Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	logs := followLogs(t, job.Namespace, podNames(job)...)
+	done, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
+	if err != nil {
+		dumpJob(t, job.Namespace, job.Name)
+		t.Fatal(err)
+	}
+	t.Logf("PaddleJob %s/%s %s in %s", job.Namespace, job.Name, done.Status.Phase, time.Since(start).Round(100*time.Millisecond))
+	mustComplete(t, done)
+	checkPSJob(t, done, logs())
+	// The workers stay (cleanPodPolicy Never): Volcano placed them.
+	for _, pod := range []string{"wide-ande-deep-worker-0", "wide-ande-deep-worker-1"} {
+		if by := scheduledBy(t, job.Namespace, pod); by != localcluster.VolcanoSchedulerName {
+			t.Errorf("%s was scheduled by %q, want %q", pod, by, localcluster.VolcanoSchedulerName)
+		}
+	}
+	got, err := dyn.Resource(volcanoPodGroups).Namespace(job.Namespace).Get(context.Background(), pg.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mm, _, _ := unstructured.NestedInt64(got.Object, "spec", "minMember"); mm != 4 {
+		t.Errorf("PodGroup minMember %d, want the example's 4", mm)
+	}
+}
+
+// A Volcano gang that cannot fit while a blocker holds the node starts no
+// pod at all; once the blocker goes, every pod starts together.
+func TestVolcanoGangWaitsForRoom(t *testing.T) {
+	st := withAddons(t, localcluster.AddonVolcano)
+	testGangWaitsForRoom(t, st, localcluster.VolcanoSchedulerName, volcanoPodGroups)
+}
+
+// The same with scheduler-plugins' Coscheduling.
+func TestCoschedulingGangWaitsForRoom(t *testing.T) {
+	st := withAddons(t, localcluster.AddonCoscheduling)
+	testGangWaitsForRoom(t, st, localcluster.CoschedulingSchedulerName, coschedulingPodGroups)
+}
+
+// Sizes of the gang test on the node's 256 CPUs: the blocker leaves 36,
+// room for one of the gang's three pods of 30 and not for the group. (Volcano's
+// overcommit plugin admits a group when its 90 fit in 1.2 times the node
+// less what is in use: 307 - 220 = 87 does not.)
+const (
+	blockerCPU = "220"
+	gangPods   = 3
+	gangPodCPU = "30"
+)
+
+func testGangWaitsForRoom(t *testing.T, st *localcluster.State, schedulerName string, podGroups schema.GroupVersionResource) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	cs := pj.Clientset()
+	blocker := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "blocker", Namespace: ns},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36", Command: []string{"sleep", "3600"},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(blockerCPU)}}}},
+			TerminationGracePeriodSeconds: new(int64),
+		},
+	}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, blocker, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Pods(ns).Delete(ctx, "blocker", metav1.DeleteOptions{}) })
+	poll(t, time.Minute, "the blocker runs", func() (bool, string) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "blocker", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return started(p), string(p.Status.Phase)
+	})
+
+	job := testutil.MakePaddleJob("gang", ns).Workers(gangPods).Image("busybox:1.36").
+		Command(paddlev1.ReplicaWorker, "sh", "-c", "echo started; sleep 2").Obj()
+	tmpl := &job.Spec.Worker.Template.Spec
+	tmpl.SchedulerName = schedulerName
+	tmpl.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(gangPodCPU)}
+	createJob(t, job)
+
+	// The scheduler has seen the group and turned it down...
+	dyn := dynamicClient(t, st)
+	switch schedulerName {
+	case localcluster.VolcanoSchedulerName:
+		// Volcano keeps the group Pending (not Inqueue) and says why; the
+		// operator creates no pod before it is Inqueue.
+		poll(t, time.Minute, "Volcano turns the group down", func() (bool, string) {
+			pg, err := dyn.Resource(podGroups).Namespace(ns).Get(ctx, job.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			phase, _, _ := unstructured.NestedString(pg.Object, "status", "phase")
+			conds, _, _ := unstructured.NestedSlice(pg.Object, "status", "conditions")
+			for _, c := range conds {
+				c := c.(map[string]any)
+				if c["type"] == "Unschedulable" && c["status"] == "True" && phase == "Pending" {
+					return true, fmt.Sprint(c["message"])
+				}
+			}
+			return false, fmt.Sprintf("phase %q, conditions %v", phase, conds)
+		})
+	default:
+		// Coscheduling has every pod of the group unschedulable.
+		poll(t, time.Minute, "Coscheduling turns every pod down", func() (bool, string) {
+			pods, err := pj.Pods(ctx, ns, job.Name)
+			if err != nil {
+				return false, err.Error()
+			}
+			var states []string
+			for _, p := range pods {
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+						states = append(states, p.Name+": "+c.Message)
+					}
+				}
+			}
+			return len(states) == gangPods, strings.Join(states, "; ")
+		})
+	}
+	// ...and no pod of it holds the node.
+	pods, err := pj.Pods(ctx, ns, job.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			t.Fatalf("pod %s was bound to %s while its group could not fit whole", p.Name, p.Spec.NodeName)
+		}
+	}
+	t.Logf("%d of the gang's pods exist, none bound", len(pods))
+
+	if err := cs.CoreV1().Pods(ns).Delete(ctx, "blocker", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	done, err := pj.WaitFor(ctx, ns, job.Name, client.Finished, jobTimeout)
+	if err != nil {
+		dumpJob(t, ns, job.Name)
+		t.Fatal(err)
+	}
+	mustComplete(t, done)
+	t.Logf("the gang completed %s after the blocker was deleted", time.Since(freed).Round(100*time.Millisecond))
+	// Every pod was placed by the gang scheduler, all in one go.
+	pods, err = pj.Pods(ctx, ns, job.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != gangPods {
+		t.Fatalf("%d pods after completion, want %d (cleanPodPolicy Never)", len(pods), gangPods)
+	}
+	var bound []time.Time
+	for _, p := range pods {
+		if by := scheduledBy(t, ns, p.Name); by != schedulerName {
+			t.Errorf("%s was scheduled by %q, want %q", p.Name, by, schedulerName)
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+				if c.LastTransitionTime.Time.Before(freed.Truncate(time.Second)) {
+					t.Errorf("%s was bound at %s, before the blocker was deleted at %s", p.Name, c.LastTransitionTime, freed)
+				}
+				bound = append(bound, c.LastTransitionTime.Time)
+			}
+		}
+	}
+	if len(bound) != gangPods {
+		t.Fatalf("%d pods have a PodScheduled condition, want %d", len(bound), gangPods)
+	}
+	spread := slices.MaxFunc(bound, time.Time.Compare).Sub(slices.MinFunc(bound, time.Time.Compare))
+	if spread > 3*time.Second {
+		t.Errorf("the gang's pods were bound %s apart, want together", spread)
+	}
+	t.Logf("the gang's %d pods were bound within %s of each other", gangPods, spread)
+}
+
+// scheduledBy is the component that reported a pod's Scheduled event.
+func scheduledBy(t *testing.T, ns, pod string) string {
+	t.Helper()
+	var by string
+	poll(t, 30*time.Second, "the Scheduled event of "+pod, func() (bool, string) {
+		evs, err := pj.Clientset().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + pod + ",reason=Scheduled"})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range evs.Items {
+			by = e.Source.Component
+			if by == "" {
+				by = e.ReportingController
+			}
+			return true, by
+		}
+		return false, "no event"
+	})
+	return by
+}
+
+// poll waits until cond holds, failing with its last word after timeout.
+func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		ok, msg := cond()
+		if ok {
+			t.Logf("%s: %s", what, msg)
+			return
+		}
+		last = msg
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting %s for %s: %s", timeout, what, last)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// Kueue, run by the local cluster, admits a plain batch/v1 Job sent to the
+// LocalQueue default: its webhook suspends the Job at creation, the
+// manager makes it a Workload, admits it to the ClusterQueue and resumes
+// it, and the Job runs to completion on the node.
+func TestKueueAdmitsALabelledJob(t *testing.T) {
+	st := withAddons(t, localcluster.AddonKueue)
+	ctx := context.Background()
+	cs := pj.Clientset()
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "queued", Namespace: "default",
+			Labels: map[string]string{"kueue.x-k8s.io/queue-name": localcluster.KueueLocalQueue}},
+		Spec: batchv1.JobSpec{
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36", Command: []string{"sh", "-c", "echo admitted"},
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}},
+			}},
+		},
+	}
+	created, err := cs.BatchV1().Jobs("default").Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		bg := metav1.DeletePropagationBackground
+		if err := cs.BatchV1().Jobs("default").Delete(ctx, job.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
+		}
+	})
+	if created.Spec.Suspend == nil || !*created.Spec.Suspend {
+		t.Fatalf("Kueue's webhook did not suspend the Job at creation: suspend=%v", created.Spec.Suspend)
+	}
+	dyn := dynamicClient(t, st)
+	poll(t, 2*time.Minute, "Kueue admits the Job's Workload", func() (bool, string) {
+		wls, err := dyn.Resource(kueueWorkloads).Namespace("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, wl := range wls.Items {
+			conds, _, _ := unstructured.NestedSlice(wl.Object, "status", "conditions")
+			for _, c := range conds {
+				c := c.(map[string]any)
+				if c["type"] == "Admitted" && c["status"] == "True" {
+					cq, _, _ := unstructured.NestedString(wl.Object, "status", "admission", "clusterQueue")
+					return cq == localcluster.KueueClusterQueue, wl.GetName() + " admitted to ClusterQueue " + cq
+				}
+			}
+		}
+		return false, fmt.Sprintf("%d workloads, none admitted", len(wls.Items))
+	})
+	poll(t, 2*time.Minute, "the Job completes", func() (bool, string) {
+		j, err := cs.BatchV1().Jobs("default").Get(ctx, job.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range j.Status.Conditions {
+			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+				return true, "complete"
+			}
+			if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+				t.Fatalf("the Job failed: %s", c.Message)
+			}
+		}
+		return false, fmt.Sprintf("suspend=%v active=%d succeeded=%d", *j.Spec.Suspend, j.Status.Active, j.Status.Succeeded)
+	})
+}
