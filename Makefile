@@ -72,7 +72,7 @@ paddle-runtime: ## Install (once, cached outside the repo) the pinned CPU Paddle
 	@go run ./hack/paddleruntime > $(LOCALBIN)/.paddle-runtime
 
 .PHONY: test
-test: verify-generated lint envtest $(HELM) $(KUSTOMIZE) ## Run every test: unit, integration (real API server), install checks and end to end.
+test: verify-generated lint envtest $(HELM) $(KUSTOMIZE) test-python ## Run every test: unit, integration (real API server), install checks and end to end.
 	KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
@@ -91,6 +91,10 @@ test-install: envtest $(HELM) $(KUSTOMIZE) ## Check config/ and the Helm chart a
 
 .PHONY: tools
 tools: $(CONTROLLER_GEN) $(HELM) $(KUSTOMIZE) ## Build the pinned tools of hack/tools (controller-gen, helm, kustomize) into bin/.
+
+.PHONY: test-python
+test-python: ## Build the Python SDK's wheel, install it into a fresh venv, run mypy and its unit tests.
+	hack/test-python.sh unit
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only.
