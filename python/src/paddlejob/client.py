@@ -501,9 +501,12 @@ class _Follower(threading.Thread):
         return job_phase(job) in TERMINAL
 
     def _run(self) -> None:
+        drained: Set[Any] = set()  # instances whose whole log was read after they stopped
         while not self.stop.is_set():
             inst = self._instance()
-            if inst is None or inst == "gone":
+            if inst is None or inst == "gone" or (inst[0], inst[1]) in drained:
+                # Not started, gone, or read to its end: wait for a new
+                # instance (a restart, a recreated pod) until the job finishes.
                 if self._job_finished():
                     return
                 self.stop.wait(0.5)
@@ -511,28 +514,22 @@ class _Follower(threading.Thread):
             uid, restarts, terminated = inst
             key = (uid, restarts)
             self._stream(key, follow=not terminated)
-            if self.stop.is_set():
-                return
-            # The stream ended: the container stopped (or the connection broke).
-            after = self._instance()
-            if isinstance(after, tuple) and (after[0], after[1]) != key:
-                continue  # a restart or a new pod: follow it
-            if isinstance(after, tuple) and not after[2]:
-                continue  # still running: the connection broke; resume without repeating
-            if self._job_finished():
-                # A finished job's pods may be replaced no more; read what the
-                # last instance logged after our stream ended, then stop.
-                if isinstance(after, tuple):
-                    self._stream(key, follow=False)
-                return
-            self.stop.wait(0.5)
+            if terminated and not self.stop.is_set():
+                drained.add(key)
+            # Else the container stopped (read its end next round) or the
+            # connection broke (resume without repeating a line).
 
     def _stream(self, key: Any, follow: bool) -> None:
         kwargs: Dict[str, Any] = {"follow": follow, "_preload_content": False}
         if self.container:
             kwargs["container"] = self.container
         if self.tail_lines is not None and key not in self.seen:
-            kwargs["tail_lines"] = self.tail_lines
+            # Start tail_lines before the end: skip what precedes them.
+            try:
+                text = self.c.core.read_namespaced_pod_log(self.pod, self.ns, **({"container": self.container} if self.container else {}))
+                self.seen[key] = max(0, len(str(text).splitlines()) - self.tail_lines)
+            except ApiException:
+                self.seen[key] = 0
         try:
             self.resp = self.c.core.read_namespaced_pod_log(self.pod, self.ns, **kwargs)
         except ApiException as e:
