@@ -21,7 +21,9 @@ import (
 func TestPythonSDK(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(testenv.RepoRoot(), "hack", "test-python.sh"), "e2e", "-v", "-s")
+	cmd := exec.CommandContext(ctx, filepath.Join(testenv.RepoRoot(), "hack", "test-python.sh"), "e2e", "-v", "-s",
+		// A test stuck this long dumps every thread's stack.
+		"-o", "faulthandler_timeout=360")
 	cmd.Dir = testenv.RepoRoot()
 	cmd.Env = append(os.Environ(),
 		"PADDLEJOB_HOME="+opts.Home,

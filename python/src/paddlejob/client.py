@@ -450,6 +450,20 @@ class PaddleJobClient:
                 f.close()
 
 
+def _chunks(resp: Any) -> Iterator[bytes]:
+    """The bytes of a streamed response as they arrive (urllib3's stream()
+    would wait for a full buffer, holding back a quiet log's lines)."""
+    read1 = getattr(resp, "read1", None)
+    if read1 is None:  # urllib3 1.x
+        yield from resp.stream(1)
+        return
+    while True:
+        data = read1(65536)
+        if not data:
+            return
+        yield bytes(data)
+
+
 class _Follower(threading.Thread):
     """Follows the log of one pod name across restarts and recreations."""
 
@@ -541,7 +555,7 @@ class _Follower(threading.Thread):
         n = 0
         buf = b""
         try:
-            for chunk in self.resp.stream(4096, decode_content=True):
+            for chunk in _chunks(self.resp):
                 buf += chunk
                 *complete, buf = buf.split(b"\n")
                 for raw in complete:

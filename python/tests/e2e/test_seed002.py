@@ -121,7 +121,7 @@ def test_seed002_word2vec(client: PaddleJobClient, namespace: str) -> None:
 
     events = client.get_job_events("word2vec", namespace)
     created_pods = [e for e in events if e.reason == "SuccessfulCreatePod"]
-    assert created_pods and "word2vec-worker-2" in " ".join(e.note or e.message or "" for e in created_pods), [
+    assert created_pods and "word2vec-worker-2" in " ".join(e.message or "" for e in created_pods), [
         (e.reason, e.message) for e in events]
 
     assert [j["metadata"]["name"] for j in client.list_jobs(namespace)] == ["word2vec"]
