@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import queue
+import socket
 import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Union
@@ -477,11 +478,16 @@ class _Follower(threading.Thread):
         self.seen: Dict[Any, int] = {}
 
     def close(self) -> None:
+        """Ends a stream this thread reads: shuts its socket down, so the
+        blocked read returns (closing the response from another thread
+        would wait for the reader's lock)."""
         r = self.resp
-        if r is not None:
+        conn = getattr(r, "connection", None) or getattr(r, "_connection", None)
+        sock = getattr(conn, "sock", None)
+        if sock is not None:
             try:
-                r.close()
-            except Exception:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
                 pass
 
     def run(self) -> None:
@@ -572,4 +578,8 @@ class _Follower(threading.Thread):
             if self.stop.is_set():
                 return
         finally:
-            self.resp = None
+            resp, self.resp = self.resp, None
+            try:
+                resp.close()  # this thread's own stream: no lock to wait for
+            except Exception:
+                pass
