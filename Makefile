@@ -86,7 +86,7 @@ INTEGRATION_PKGS = $(addprefix ./,$(sort $(dir $(shell grep -rl --include='*_tes
 ENVTEST_ENV = KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)"
 
 .PHONY: test
-test: verify-generated lint test-unit test-integration test-e2e ## Run every test: unit, integration (real API server) and end to end (local cluster, real Paddle).
+test: verify-generated lint test-unit test-python test-integration test-e2e ## Run every test: unit (Go and Python), integration (real API server) and end to end (local cluster, real Paddle).
 
 .PHONY: test-unit
 test-unit: ## Unit tests: no API server, no sandbox, no cluster.
@@ -116,6 +116,10 @@ test-install: envtest $(HELM) $(KUSTOMIZE) ## Check config/ and the Helm chart a
 
 .PHONY: tools
 tools: $(CONTROLLER_GEN) $(HELM) $(KUSTOMIZE) ## Build the pinned tools of hack/tools (controller-gen, helm, kustomize) into bin/.
+
+.PHONY: test-python
+test-python: ## Build the Python SDK's wheel, install it into a fresh venv, run mypy and its unit tests.
+	hack/test-python.sh unit
 
 ##@ Build
 

@@ -9,7 +9,7 @@ import (
 	"io/fs"
 )
 
-//go:embed demo-wide-and-deep demo-resnet seed000-quickstart seed001-mypaddle
+//go:embed demo-wide-and-deep demo-resnet seed000-quickstart seed001-mypaddle seed002-word2vec
 var contexts embed.FS
 
 // Contexts returns the build contexts, one directory each.

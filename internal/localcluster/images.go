@@ -11,6 +11,7 @@ import (
 	"github.com/paddlejob/paddlejob/examples/images"
 	"github.com/paddlejob/paddlejob/internal/localcluster/node"
 	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
+	"github.com/paddlejob/paddlejob/python"
 )
 
 // The node pulls no images: its image table says what a container of an
@@ -53,6 +54,8 @@ func builtinImages(contexts, paddlejob string, rt *paddleruntime.Runtime) map[st
 		"paddlejob/paddle:mypaddle":  launcherImage,
 		// Seed 002's runtime image: the wide & deep program.
 		"yancey1989/paddle-job": context("demo-wide-and-deep"),
+		// Seed 002's word2vec trainer package, reading its shard with the Python SDK.
+		"paddlejob/seed002-word2vec": context("seed002-word2vec"),
 		// The operator's image, as config/ and the Helm chart deploy it.
 		"ghcr.io/paddlejob/paddlejob-operator": {Command: []string{paddlejob, "operator"}},
 		// The launcher of plain batch/v1 Jobs (seeds 000, 001, 003).
@@ -75,6 +78,11 @@ func writeImageTable(l layout, paddlejob string, rt *paddleruntime.Runtime, user
 	// the images run must stay executable.
 	if err := markScriptsExecutable(contexts); err != nil {
 		return err
+	}
+	// Seed 002's trainers import the Python SDK: its context holds the package,
+	// which a Docker build has copied in from python/src (see its Dockerfile).
+	if err := os.CopyFS(filepath.Join(contexts, "seed002-word2vec", "paddlejob"), python.SDK()); err != nil {
+		return fmt.Errorf("writing the Python SDK into the seed002-word2vec image: %w", err)
 	}
 	entries := builtinImages(contexts, paddlejob, rt)
 	if userTable != "" {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/big"
 	"path"
 	"regexp"
 	"slices"
@@ -36,7 +37,9 @@ type TrainingJob struct {
 	// CPU is the CPU count of each pod (cpu_nums), at least 1.
 	CPU int
 	// Memory is the memory of each pod: a plain integer with one of the
-	// suffixes E, P, T, G, M or K, e.g. "8G".
+	// suffixes E, P, T, G, M or K (powers of 1000, K being Kubernetes' k),
+	// e.g. "8G". Empty sets no memory request or limit: seed 002's example
+	// passes none.
 	Memory string
 	// GPU is the GPU count of each trainer (gpu_nums).
 	GPU int
@@ -112,7 +115,7 @@ func (e *FieldError) Error() string { return fmt.Sprintf("%s %v: %s", e.Field, e
 
 var (
 	jobName   = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
-	memoryFmt = regexp.MustCompile(`^[0-9]+[EPTGMK]$`)
+	memoryFmt = regexp.MustCompile(`^[1-9][0-9]*[EPTGMK]$`)
 )
 
 // Build validates the parameters (every problem, each a *FieldError) and
@@ -138,8 +141,9 @@ func (t TrainingJob) Build() (*paddlev1.PaddleJob, error) {
 	if t.CPU < 1 {
 		bad("CPU", t.CPU, "must be at least 1")
 	}
-	if !memoryFmt.MatchString(t.Memory) {
-		bad("Memory", fmt.Sprintf("%q", t.Memory), "must be a plain integer with one of the suffixes E, P, T, G, M, K (for example 8G)")
+	memory, err := parseMemory(t.Memory)
+	if err != nil {
+		bad("Memory", fmt.Sprintf("%q", t.Memory), err.Error())
 	}
 	if t.GPU < 0 {
 		bad("GPU", t.GPU, "must not be negative")
@@ -156,8 +160,8 @@ func (t TrainingJob) Build() (*paddlev1.PaddleJob, error) {
 		return nil, errors.Join(errs...)
 	}
 
-	pserver := t.template(command, volumes, mounts, 0)
-	trainer := t.template(command, volumes, mounts, t.GPU)
+	pserver := t.template(command, memory, volumes, mounts, 0)
+	trainer := t.template(command, memory, volumes, mounts, t.GPU)
 	b := NewJob(t.Name, t.Namespace).
 		PS(int32(t.PServers), pserver).
 		Workers(int32(t.Trainers), trainer).
@@ -186,10 +190,12 @@ func (t *TrainingJob) defaults() {
 
 // template is the pod template of a role: the entry point with the job's
 // resources, volumes and environment.
-func (t TrainingJob) template(command []string, volumes []corev1.Volume, mounts []corev1.VolumeMount, gpus int) corev1.PodTemplateSpec {
+func (t TrainingJob) template(command []string, memory *resource.Quantity, volumes []corev1.Volume, mounts []corev1.VolumeMount, gpus int) corev1.PodTemplateSpec {
 	res := corev1.ResourceList{
-		corev1.ResourceCPU:    *resource.NewQuantity(int64(t.CPU), resource.DecimalSI),
-		corev1.ResourceMemory: resource.MustParse(t.Memory),
+		corev1.ResourceCPU: *resource.NewQuantity(int64(t.CPU), resource.DecimalSI),
+	}
+	if memory != nil {
+		res[corev1.ResourceMemory] = *memory
 	}
 	limits := res.DeepCopy()
 	if gpus > 0 {
@@ -259,6 +265,30 @@ func (t TrainingJob) volumes() ([]corev1.Volume, []corev1.VolumeMount, []error) 
 		add("HostPaths.MountPath", h.MountPath, h.ReadOnly, corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: h.Path}})
 	}
 	return vols, mounts, errs
+}
+
+// maxMemory is the most memory a quantity holds: 2^63-1 bytes.
+var maxMemory = new(big.Int).SetUint64(1<<63 - 1)
+
+// parseMemory turns seed 002's memory notation into a quantity: nil for "",
+// K read as Kubernetes' k (1000), at most 2^63-1 bytes.
+func parseMemory(s string) (*resource.Quantity, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if !memoryFmt.MatchString(s) {
+		return nil, errors.New("must be a plain integer with one of the suffixes E, P, T, G, M, K (for example 8G)")
+	}
+	n, _ := new(big.Int).SetString(s[:len(s)-1], 10)
+	exp := int64(3 * (strings.IndexByte("KMGTPE", s[len(s)-1]) + 1))
+	if n.Mul(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(exp), nil)).Cmp(maxMemory) > 0 {
+		return nil, errors.New("must be at most 9223372036854775807 bytes (9E)")
+	}
+	if strings.HasSuffix(s, "K") {
+		s = strings.TrimSuffix(s, "K") + "k" // "12K" is no Kubernetes quantity
+	}
+	q := resource.MustParse(s)
+	return &q, nil
 }
 
 func or(s, def string) string {

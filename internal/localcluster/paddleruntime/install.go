@@ -35,11 +35,16 @@ func Ensure(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.Dir != "" {
 		return useNamed(ctx, opts.Dir)
 	}
+	return ensure(ctx, opts, pins)
+}
+
+// ensure returns the cached environment of a pinned set, installing it first
+// when missing.
+func ensure(ctx context.Context, opts Options, p pinSet) (*Runtime, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	p := pins
-	python, err := findPython(opts.Python)
+	python, err := findPython(p, opts.Python)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +55,7 @@ func Ensure(ctx context.Context, opts Options) (*Runtime, error) {
 	if err := checkPython(p, python, py); err != nil {
 		return nil, err
 	}
-	root := filepath.Join(opts.cacheDir(), "paddle-runtime")
+	root := filepath.Join(opts.cacheDir(), p.dirName())
 	key := runtimeKey(p, py)
 	link := filepath.Join(root, key)
 	if rt, err := Load(link); err == nil {
@@ -109,17 +114,17 @@ func useNamed(ctx context.Context, dir string) (*Runtime, error) {
 // Debian and Ubuntu ship the venv module's ensurepip separately.
 const venvHint = "install the venv module (Debian/Ubuntu: apt-get install python3-venv)"
 
-func findPython(name string) (string, error) {
+func findPython(p pinSet, name string) (string, error) {
 	if name == "" {
 		path, err := exec.LookPath("python3")
 		if err != nil {
-			return "", fmt.Errorf("no Python to install the Paddle runtime with: python3 is not on PATH; install CPython %s and its venv module (Debian/Ubuntu: apt-get install python3 python3-venv), or name an interpreter", pythonRangeVersions(pins))
+			return "", fmt.Errorf("no Python to install %s with: python3 is not on PATH; install CPython %s and its venv module (Debian/Ubuntu: apt-get install python3 python3-venv), or name an interpreter", p.label(), pythonRangeVersions(p))
 		}
 		return path, nil
 	}
 	path, err := exec.LookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("the Python interpreter %s to install the Paddle runtime with: %w", name, err)
+		return "", fmt.Errorf("the Python interpreter %s to install %s with: %w", name, p.label(), err)
 	}
 	return path, nil
 }
@@ -174,8 +179,8 @@ func probePython(ctx context.Context, python string) (pythonInfo, error) {
 
 func checkPython(p pinSet, python string, py pythonInfo) error {
 	if py.Implementation != "cpython" || !p.supports(py.Version) {
-		return fmt.Errorf("%w: %s is %s %s, and paddlepaddle %s and its pinned dependencies have wheels for %s only; install one of those and name it as the interpreter",
-			ErrUnsupportedPython, python, implName(py.Implementation), py.Version, p.paddle, p.pythonRange())
+		return fmt.Errorf("%w: %s is %s %s, and %s have wheels for %s only; install one of those and name it as the interpreter",
+			ErrUnsupportedPython, python, implName(py.Implementation), py.Version, p.packages(), p.pythonRange())
 	}
 	if !py.Ensurepip {
 		return fmt.Errorf("Python %s at %s cannot create a virtual environment (no ensurepip module): %s", py.Version, python, venvHint)
@@ -214,6 +219,23 @@ print(json.dumps({
     "baseExecPrefix": sys.base_exec_prefix,
 }))
 `
+
+// envVerifyScript is verifyScript without paddle.
+var envVerifyScript = strings.NewReplacer("import paddle\n", "", "    \"paddle\": paddle.__version__,\n", "").Replace(verifyScript)
+
+// runVerifyEnv describes a venv of another pinned set (EnsureEnv): no
+// paddle to import.
+func runVerifyEnv(ctx context.Context, python string, stderr io.Writer) (verifyInfo, error) {
+	line, err := runPython(ctx, python, envVerifyScript, stderr)
+	if err != nil {
+		return verifyInfo{}, err
+	}
+	var info verifyInfo
+	if err := json.Unmarshal(line, &info); err != nil || info.Prefix == "" {
+		return verifyInfo{}, fmt.Errorf("unexpected output %q", line)
+	}
+	return info, nil
+}
 
 func runVerify(ctx context.Context, python string, stderr io.Writer) (verifyInfo, error) {
 	line, err := runPython(ctx, python, verifyScript, stderr)
@@ -297,7 +319,11 @@ func (in *installer) install(ctx context.Context) (rt *Runtime, err error) {
 		return nil, err
 	}
 	link := filepath.Join(in.root, in.key)
-	fmt.Fprintf(in.log, "installing the Paddle runtime (paddlepaddle %s) into %s (once; about a minute)...\n", in.pins.paddle, link)
+	what := "the Paddle runtime (paddlepaddle " + in.pins.paddle + ")"
+	if in.pins.env != "" {
+		what = in.pins.label()
+	}
+	fmt.Fprintf(in.log, "installing %s into %s (once; about a minute)...\n", what, link)
 	start := time.Now()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -328,7 +354,7 @@ func (in *installer) install(ctx context.Context) (rt *Runtime, err error) {
 		return nil, err
 	}
 	stop()
-	fmt.Fprintf(in.log, "installed the Paddle runtime in %s\n", time.Since(start).Round(time.Second))
+	fmt.Fprintf(in.log, "installed %s in %s\n", in.pins.label(), time.Since(start).Round(time.Second))
 	in.noteOthers()
 	return Load(link)
 }
@@ -344,7 +370,7 @@ func (in *installer) build(ctx context.Context, dir string) (verifyInfo, error) 
 		if strings.Contains(out, "ensurepip") || strings.Contains(out, "-venv") {
 			return verifyInfo{}, fmt.Errorf("Python %s at %s cannot create a virtual environment: %s%s", in.py.Version, base, venvHint, indent(lastLines(out, 3)))
 		}
-		return verifyInfo{}, fmt.Errorf("creating the Paddle runtime's virtual environment with %s -m venv: %v%s\n(full output: %s)", base, err, indent(lastLines(out, 5)), in.logPath)
+		return verifyInfo{}, fmt.Errorf("creating %s's virtual environment with %s -m venv: %v%s\n(full output: %s)", in.pins.label(), base, err, indent(lastLines(out, 5)), in.logPath)
 	}
 	req := filepath.Join(dir, "paddlejob-requirements.txt")
 	if err := os.WriteFile(req, in.pins.raw, 0o644); err != nil {
@@ -353,12 +379,23 @@ func (in *installer) build(ctx context.Context, dir string) (verifyInfo, error) 
 	python := filepath.Join(dir, "bin", "python3")
 	if out, err := in.run(ctx, python, "-m", "pip", "install", "--no-deps", "--progress-bar", "off", "-r", req); err != nil {
 		if ctx.Err() != nil {
-			return verifyInfo{}, fmt.Errorf("installing the Paddle runtime: %w", ctx.Err())
+			return verifyInfo{}, fmt.Errorf("installing %s: %w", in.pins.label(), ctx.Err())
 		}
 		return verifyInfo{}, in.pipError(ctx, python, err, out)
 	}
-	fmt.Fprintf(in.logFile, "\n$ %s -c <import paddle>\n", python)
 	var stderr bytes.Buffer
+	if in.pins.paddle == "" {
+		fmt.Fprintf(in.logFile, "\n$ %s -c <describe the venv>\n", python)
+		info, err := runVerifyEnv(ctx, python, io.MultiWriter(in.logFile, &stderr))
+		if err != nil {
+			return verifyInfo{}, fmt.Errorf("%s installed, but its python fails: %v%s\n(full output: %s)", in.pins.label(), err, indent(lastLines(stderr.String(), 5)), in.logPath)
+		}
+		if prefix, err := realPath(info.Prefix); err != nil || prefix != dir {
+			return verifyInfo{}, fmt.Errorf("%s's python reports prefix %s, not its venv %s (is PYTHONHOME set in a startup file?)", in.pins.label(), info.Prefix, dir)
+		}
+		return info, nil
+	}
+	fmt.Fprintf(in.logFile, "\n$ %s -c <import paddle>\n", python)
 	info, err := runVerify(ctx, python, io.MultiWriter(in.logFile, &stderr))
 	if err != nil {
 		return verifyInfo{}, fmt.Errorf("the Paddle runtime installed, but `import paddle` fails: %v%s\n(full output: %s)", err, indent(lastLines(stderr.String(), 5)), in.logPath)
@@ -367,7 +404,7 @@ func (in *installer) build(ctx context.Context, dir string) (verifyInfo, error) 
 		return verifyInfo{}, fmt.Errorf("the Paddle runtime installed, but paddle reports version %s, not the pinned %s", info.Paddle, in.pins.paddle)
 	}
 	if prefix, err := realPath(info.Prefix); err != nil || prefix != dir {
-		return verifyInfo{}, fmt.Errorf("the Paddle runtime's python reports prefix %s, not its venv %s (is PYTHONHOME set in a startup file?)", info.Prefix, dir)
+		return verifyInfo{}, fmt.Errorf("%s's python reports prefix %s, not its venv %s (is PYTHONHOME set in a startup file?)", in.pins.label(), info.Prefix, dir)
 	}
 	return info, nil
 }
@@ -406,14 +443,14 @@ func (in *installer) pipError(ctx context.Context, python string, err error, out
 	}
 	switch kind {
 	case pipNetwork:
-		return fmt.Errorf("%w to install the Paddle runtime: pip says%s\n(full output: %s; pip's PIP_INDEX_URL or pip.conf can name a mirror, HTTPS_PROXY a proxy)", ErrIndexUnreachable, last, in.logPath)
+		return fmt.Errorf("%w to install %s: pip says%s\n(full output: %s; pip's PIP_INDEX_URL or pip.conf can name a mirror, HTTPS_PROXY a proxy)", ErrIndexUnreachable, in.pins.label(), last, in.logPath)
 	case pipNoDistribution:
 		return fmt.Errorf("%w: pip finds no %s for Python %s (%s); paddlepaddle %s and its pinned dependencies have wheels for %s only: install one of those and name it as the interpreter. pip says%s\n(full output: %s)",
-			ErrUnsupportedPython, what, in.py.Version, in.py.Executable+", "+runtime.GOOS+"/"+runtime.GOARCH, in.pins.paddle, in.pins.pythonRange(), last, in.logPath)
+			ErrUnsupportedPython, what, in.py.Version, in.py.Executable+", "+runtime.GOOS+"/"+runtime.GOARCH, in.pins.packages(), in.pins.pythonRange(), last, in.logPath)
 	case pipNoSpace:
-		return fmt.Errorf("no space left on the disk of %s to install the Paddle runtime (it takes about 1 GB): pip says%s\n(full output: %s)", in.root, last, in.logPath)
+		return fmt.Errorf("no space left on the disk of %s to install %s: pip says%s\n(full output: %s)", in.root, in.pins.label(), last, in.logPath)
 	}
-	return fmt.Errorf("installing the Paddle runtime: pip failed (%v); pip says%s\n(full output: %s)", err, last, in.logPath)
+	return fmt.Errorf("installing %s: pip failed (%v); pip says%s\n(full output: %s)", in.pins.label(), err, last, in.logPath)
 }
 
 // fetchFailure returns pip's "Could not fetch URL" line for req, if pip
@@ -546,7 +583,7 @@ func (in *installer) noteOthers() {
 		}
 	}
 	if len(others) > 0 {
-		fmt.Fprintf(in.log, "  other Paddle runtimes in %s stay for whatever still uses them: %s (delete the unused ones with their targets to free space)\n",
+		fmt.Fprintf(in.log, "  other %s in %s stay for whatever still uses them: %s (delete the unused ones with their targets to free space)\n", in.pins.plural(),
 			in.root, strings.Join(others, ", "))
 	}
 }
@@ -559,7 +596,7 @@ func (in *installer) progress(start time.Time, done <-chan struct{}) {
 		case <-done:
 			return
 		case <-t.C:
-			fmt.Fprintf(in.log, "  still installing the Paddle runtime (%s so far; pip's output: %s)\n", time.Since(start).Round(time.Second), in.logPath)
+			fmt.Fprintf(in.log, "  still installing %s (%s so far; pip's output: %s)\n", in.pins.label(), time.Since(start).Round(time.Second), in.logPath)
 		}
 	}
 }

@@ -135,6 +135,9 @@ EOF
 	prefix=$(cd "$(dirname "$0")/.." && pwd -P)
 	echo "some notice paddle prints first"
 	echo '{"paddle": "PADDLE", "version": "VERSION", "prefix": "'"$prefix"'", "basePrefix": "BASE", "baseExecPrefix": "BASE"}' ;;
+-c*'"basePrefix": sys.base_prefix'*)
+	prefix=$(cd "$(dirname "$0")/.." && pwd -P)
+	echo '{"version": "VERSION", "prefix": "'"$prefix"'", "basePrefix": "BASE", "baseExecPrefix": "BASE"}' ;;
 -c*)
 	echo '{"version": "VERSION", "sysVersion": "VERSION (fake)", "implementation": "cpython", "basePrefix": "BASE", "baseExecPrefix": "BASE", "executable": "BASE/bin/python3", "ensurepip": ENSUREPIP}' ;;
 *)

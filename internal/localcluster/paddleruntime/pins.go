@@ -19,6 +19,10 @@ type pinSet struct {
 	// pyMin and pyMax bound the CPython minor versions every pinned package
 	// has a wheel for, both included: {3, 11} and {3, 13}.
 	pyMin, pyMax [2]int
+	// env names a pinned environment other than the Paddle runtime
+	// (EnsureEnv): its cache directory and the readable part of its key.
+	// It is empty for the Paddle runtime.
+	env string
 }
 
 var (
@@ -26,9 +30,23 @@ var (
 	pythonLine = regexp.MustCompile(`^#\s*python:\s*(\d+)\.(\d+)\s*-\s*(\d+)\.(\d+)\s*$`)
 )
 
-// parsePins reads requirements.txt and insists that every package is pinned
-// exactly, because pip installs it with --no-deps: a loose line would float.
+// parsePins reads the Paddle runtime's requirements.txt: a pinned set that
+// pins paddlepaddle.
 func parsePins(raw []byte) (pinSet, error) {
+	p, err := parseRequirements(raw)
+	if err != nil {
+		return pinSet{}, err
+	}
+	if p.paddle == "" {
+		return pinSet{}, fmt.Errorf("requirements.txt pins no paddlepaddle version")
+	}
+	return p, nil
+}
+
+// parseRequirements reads a requirements file and insists that every
+// package is pinned exactly, because pip installs it with --no-deps: a loose
+// line would float.
+func parseRequirements(raw []byte) (pinSet, error) {
 	p := pinSet{raw: raw}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	for n := 1; sc.Scan(); n++ {
@@ -51,9 +69,6 @@ func parsePins(raw []byte) (pinSet, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return pinSet{}, err
-	}
-	if p.paddle == "" {
-		return pinSet{}, fmt.Errorf("requirements.txt pins no paddlepaddle version")
 	}
 	if p.pyMin == [2]int{} || compareMinor(p.pyMin, p.pyMax) > 0 {
 		return pinSet{}, fmt.Errorf("requirements.txt needs a line like `# python: 3.11-3.13` naming the CPython versions the pinned wheels support")
@@ -110,5 +125,41 @@ func runtimeKey(p pinSet, py pythonInfo) string {
 	h := sha256.New()
 	h.Write(p.raw)
 	fmt.Fprintf(h, "\x00%s\x00%s", py.SysVersion, py.BasePrefix)
-	return fmt.Sprintf("paddle-%s-py%s-%s", p.paddle, py.Version, hex.EncodeToString(h.Sum(nil))[:12])
+	name := "paddle-" + p.paddle
+	if p.env != "" {
+		name = p.env
+	}
+	return fmt.Sprintf("%s-py%s-%s", name, py.Version, hex.EncodeToString(h.Sum(nil))[:12])
+}
+
+// label names the environment in messages.
+func (p pinSet) label() string {
+	if p.env == "" {
+		return "the Paddle runtime"
+	}
+	return "the Python environment " + p.env
+}
+
+// packages names what the set pins, in messages.
+func (p pinSet) packages() string {
+	if p.env == "" {
+		return "paddlepaddle " + p.paddle + " and its pinned dependencies"
+	}
+	return "the packages " + p.env + " pins"
+}
+
+// plural names environments of this kind, in messages.
+func (p pinSet) plural() string {
+	if p.env == "" {
+		return "Paddle runtimes"
+	}
+	return p.env + " environments"
+}
+
+// dirName is the environment's directory in the cache.
+func (p pinSet) dirName() string {
+	if p.env == "" {
+		return "paddle-runtime"
+	}
+	return p.env
 }

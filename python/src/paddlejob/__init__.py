@@ -1,0 +1,56 @@
+"""paddlejob: PaddlePaddle distributed training jobs (PaddleJob) on Kubernetes.
+
+Describe a job (:class:`PaddleJob`, :class:`CephFSVolume`), manage it
+(:class:`PaddleJobClient`), build its runtime image's context
+(:func:`build_image_context`), and inside its pods find the trainer's id and
+its share of the data (:func:`trainer_id`, :func:`trainers`,
+:func:`dist_reader`, :func:`dataset_from_reader`).
+
+The client needs the Kubernetes client and is imported on first use, so a
+trainer image needs only this package for the in-pod helpers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    AlreadyExistsError,
+    ApiError,
+    ConflictError,
+    ForbiddenError,
+    ImageContextError,
+    InvalidError,
+    JobFailedError,
+    NoDockerEngineError,
+    NotFoundError,
+    PaddleJobError,
+    ValidationError,
+    WaitTimeoutError,
+)
+from .image import build_image_context
+from .job import CephFSVolume, PaddleJob
+from .runtime import dataset_from_reader, dist_reader, trainer_id, trainers
+
+if TYPE_CHECKING:
+    from .client import LogLine, PaddleJobClient, failure_message, job_condition, job_phase
+
+__version__ = "0.1.0"
+
+_CLIENT_NAMES = ("PaddleJobClient", "LogLine", "job_phase", "job_condition", "failure_message")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CLIENT_NAMES:
+        from . import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'paddlejob' has no attribute {name!r}")
+
+
+__all__ = [
+    "AlreadyExistsError", "ApiError", "CephFSVolume", "ConflictError", "ForbiddenError", "ImageContextError",
+    "InvalidError", "JobFailedError", "LogLine", "NoDockerEngineError", "NotFoundError", "PaddleJob",
+    "PaddleJobClient", "PaddleJobError", "ValidationError", "WaitTimeoutError", "build_image_context",
+    "dataset_from_reader", "dist_reader", "failure_message", "job_condition", "job_phase", "trainer_id", "trainers",
+]

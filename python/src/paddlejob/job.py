@@ -1,0 +1,267 @@
+"""PaddleJob and CephFSVolume: seed 002's job description, built into the
+PaddleJob object that `paddlejob submit` and the Go SDK (pkg/client
+TrainingJob.Build) build from the same parameters. test/vectors/ holds the
+cases both SDKs are tested against.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _shellwords
+from .errors import ValidationError
+
+API_VERSION = "batch.paddlepaddle.org/v1"
+KIND = "PaddleJob"
+GROUP, VERSION, PLURAL = "batch.paddlepaddle.org", "v1", "paddlejobs"
+
+#: The longest job name: pod names <name>-worker-<index> must stay DNS labels.
+MAX_JOB_NAME_LENGTH = 51
+#: The largest replica count of one role.
+MAX_REPLICAS = 10000
+DEFAULT_PSERVERS = 2
+DEFAULT_TRAINERS = 3
+CONTAINER_NAME = "paddle"
+INTRANETS = ("PodIP", "Service", "Host")
+CLEAN_POD_POLICIES = ("Always", "Never", "OnFailure", "OnCompletion")
+
+_JOB_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_MEMORY = re.compile(r"^[1-9][0-9]*[EPTGMK]$")
+_MAX_BYTES = 2**63 - 1
+_SUFFIXES = ["", "k", "M", "G", "T", "P", "E"]
+
+_Problems = List[Tuple[str, str]]
+
+
+def _quantity(n: int, power: int) -> str:
+    """n * 1000**power written as Kubernetes writes it (1000M is 1G)."""
+    while n % 1000 == 0 and power < len(_SUFFIXES) - 1:
+        n //= 1000
+        power += 1
+    return f"{n}{_SUFFIXES[power]}"
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _blank(s: Optional[str]) -> bool:
+    return s is None or s.strip() == ""
+
+
+class CephFSVolume:
+    """A CephFS path mounted in every pod of the job (seed 002's cephfs_volume).
+
+    ``monitors_addr`` is the Ceph monitors' address, ``"host:port"``; several
+    may be given as a list or comma-separated. ``secret_name`` is the
+    Kubernetes Secret holding the Ceph key (its content is never read here).
+    """
+
+    def __init__(
+        self,
+        monitors_addr: Union[str, Sequence[str]],
+        user: str = "admin",
+        secret_name: str = "cephfs-secret",
+        mount_path: str = "/mnt/cephfs",
+        path: str = "/",
+    ) -> None:
+        self.monitors_addr = monitors_addr
+        self.user, self.secret_name, self.mount_path, self.path = user, secret_name, mount_path, path
+
+    @property
+    def monitors(self) -> List[str]:
+        m = self.monitors_addr
+        items = m.split(",") if isinstance(m, str) else list(m)
+        return [x.strip() for x in items if isinstance(x, str) and x.strip()]
+
+    def _problems(self) -> _Problems:
+        out: _Problems = []
+        m = self.monitors_addr
+        if not isinstance(m, (str, list, tuple)) or (not isinstance(m, str) and not all(isinstance(x, str) for x in m)):
+            out.append(("cephfs_volume.monitors_addr", f"cephfs_volume.monitors_addr {m!r}: must be a string \"host:port\" or a list of them"))
+        elif not self.monitors:
+            out.append(("cephfs_volume.monitors_addr", f"cephfs_volume.monitors_addr {m!r}: at least one Ceph monitor address is required"))
+        for name in ("user", "secret_name", "mount_path", "path"):
+            v = getattr(self, name)
+            if not isinstance(v, str):
+                out.append((f"cephfs_volume.{name}", f"cephfs_volume.{name} {v!r}: must be a string"))
+        if isinstance(self.mount_path, str) and not _blank(self.mount_path) and not posixpath.isabs(self.mount_path):
+            out.append(("cephfs_volume.mount_path", f"cephfs_volume.mount_path {self.mount_path!r}: the mount path must be absolute"))
+        return out
+
+    def _volume(self) -> Dict[str, Any]:
+        return {
+            "monitors": self.monitors,
+            "path": self.path if not _blank(self.path) else "/",
+            "secretRef": {"name": self.secret_name if not _blank(self.secret_name) else "cephfs-secret"},
+            "user": self.user if not _blank(self.user) else "admin",
+        }
+
+    def _mount_path(self) -> str:
+        return self.mount_path if not _blank(self.mount_path) else "/mnt/cephfs"
+
+    def __repr__(self) -> str:
+        return (
+            f"CephFSVolume(monitors_addr={self.monitors_addr!r}, user={self.user!r}, secret_name={self.secret_name!r}, "
+            f"mount_path={self.mount_path!r}, path={self.path!r})"
+        )
+
+
+class PaddleJob:
+    """A parameter-server training job: seed 002's ``paddle.job.PaddleJob``.
+
+    Every pod (``pservers`` parameter servers and ``trainers`` trainers) runs
+    ``entry_point`` from ``runtime_image`` in ``trainer_package_path``, with
+    ``cpu_nums`` CPUs and ``memory`` (an integer with E, P, T, G, M or K,
+    powers of 1000; omitted: no memory request). Trainers get ``gpu_nums``
+    GPUs. The seed example's spellings ``cpu_num`` and ``use_gpu`` are
+    accepted too (``use_gpu=True`` alone means one GPU per trainer).
+
+    Beyond the seed: ``env`` (variables for every container), ``intranet``
+    (PodIP, Service or Host) and ``clean_pod_policy`` (Always, Never,
+    OnFailure, OnCompletion).
+
+    Bad values raise :class:`paddlejob.ValidationError` (a ValueError) naming
+    every bad parameter, when the job is created.
+    """
+
+    def __init__(
+        self,
+        job_name: str,
+        runtime_image: str,
+        entry_point: str,
+        cpu_nums: Optional[int] = None,
+        memory: Optional[str] = None,
+        pservers: int = DEFAULT_PSERVERS,
+        trainers: int = DEFAULT_TRAINERS,
+        gpu_nums: Optional[int] = None,
+        namespace: str = "default",
+        trainer_package_path: Optional[str] = None,
+        cephfs_volume: Optional[CephFSVolume] = None,
+        *,
+        cpu_num: Optional[int] = None,
+        use_gpu: Optional[bool] = None,
+        env: Optional[Mapping[str, str]] = None,
+        intranet: Optional[str] = None,
+        clean_pod_policy: Optional[str] = None,
+    ) -> None:
+        problems: _Problems = []
+
+        def bad(param: str, msg: str) -> None:
+            problems.append((param, msg))
+
+        if cpu_nums is not None and cpu_num is not None and cpu_nums != cpu_num:
+            bad("cpu_num", f"cpu_num {cpu_num!r}: disagrees with cpu_nums {cpu_nums!r} (cpu_num is seed 002's spelling of cpu_nums: give one)")
+        cpus = cpu_nums if cpu_nums is not None else cpu_num
+        if use_gpu is not None and not isinstance(use_gpu, bool):
+            bad("use_gpu", f"use_gpu {use_gpu!r}: must be True or False")
+        elif use_gpu is False and gpu_nums:
+            bad("use_gpu", f"use_gpu False: disagrees with gpu_nums {gpu_nums!r}")
+        gpus = gpu_nums if gpu_nums is not None else (1 if use_gpu is True else 0)
+
+        self.job_name, self.runtime_image, self.entry_point = job_name, runtime_image, entry_point
+        self.cpu_nums, self.memory, self.gpu_nums = cpus, memory, gpus
+        self.pservers, self.trainers = pservers, trainers
+        self.namespace = namespace if isinstance(namespace, str) and namespace != "" else "default"
+        self.trainer_package_path = trainer_package_path
+        self.cephfs_volume = cephfs_volume
+        self.env: Dict[str, str] = dict(env) if isinstance(env, Mapping) else {}
+        self.intranet, self.clean_pod_policy = intranet, clean_pod_policy
+
+        if not isinstance(job_name, str) or not _JOB_NAME.match(job_name) or len(job_name) > MAX_JOB_NAME_LENGTH:
+            bad("job_name", f"job_name {job_name!r}: must be lowercase letters, digits and '-', start with a letter and have at most {MAX_JOB_NAME_LENGTH} characters")
+        if not isinstance(runtime_image, str) or runtime_image == "":
+            bad("runtime_image", f"runtime_image {runtime_image!r}: the runtime image is required")
+        self._command: List[str] = []
+        try:
+            self._command = _shellwords.split(entry_point) if isinstance(entry_point, str) else []
+        except ValueError:
+            pass
+        if not self._command:
+            bad("entry_point", f"entry_point {entry_point!r}: must be a command line such as \"python train.py\"")
+        if trainer_package_path is not None and (not isinstance(trainer_package_path, str) or (trainer_package_path != "" and not posixpath.isabs(trainer_package_path))):
+            bad("trainer_package_path", f"trainer_package_path {trainer_package_path!r}: must be an absolute path in the image")
+        if cpus is None:
+            bad("cpu_nums", "cpu_nums: the CPU count of each pod is required")
+        elif not _is_int(cpus) or cpus < 1:
+            bad("cpu_nums", f"cpu_nums {cpus!r}: must be an integer, at least 1")
+        self._memory = self._memory_quantity(memory, bad)
+        if not _is_int(gpus) or gpus < 0:
+            bad("gpu_nums", f"gpu_nums {gpus!r}: must be an integer, not negative")
+        for param, v in (("pservers", pservers), ("trainers", trainers)):
+            if not _is_int(v) or not 1 <= v <= MAX_REPLICAS:
+                bad(param, f"{param} {v!r}: must be an integer between 1 and {MAX_REPLICAS}")
+        if not isinstance(namespace, str):
+            bad("namespace", f"namespace {namespace!r}: must be a string")
+        if cephfs_volume is not None:
+            if isinstance(cephfs_volume, CephFSVolume):
+                problems.extend(cephfs_volume._problems())
+            else:
+                bad("cephfs_volume", f"cephfs_volume {cephfs_volume!r}: must be a paddlejob.CephFSVolume")
+        if env is not None and (not isinstance(env, Mapping) or not all(isinstance(k, str) and k and isinstance(v, str) for k, v in env.items())):
+            bad("env", f"env {env!r}: must map variable names to string values")
+        if intranet is not None and intranet not in INTRANETS:
+            bad("intranet", f"intranet {intranet!r}: want one of {', '.join(INTRANETS)}")
+        if clean_pod_policy is not None and clean_pod_policy not in CLEAN_POD_POLICIES:
+            bad("clean_pod_policy", f"clean_pod_policy {clean_pod_policy!r}: want one of {', '.join(CLEAN_POD_POLICIES)}")
+        if problems:
+            raise ValidationError(problems)
+
+    @staticmethod
+    def _memory_quantity(memory: Any, bad: Callable[[str, str], None]) -> Optional[str]:
+        if memory is None or memory == "":
+            return None
+        if not isinstance(memory, str) or not _MEMORY.match(memory):
+            bad("memory", f"memory {memory!r}: must be a plain integer with one of the suffixes E, P, T, G, M, K (for example 8G)")
+            return None
+        power = "KMGTPE".index(memory[-1]) + 1
+        n = int(memory[:-1])
+        if n * 1000**power > _MAX_BYTES:
+            bad("memory", f"memory {memory!r}: must be at most 9223372036854775807 bytes (9E)")
+            return None
+        return _quantity(n, power)
+
+    def _template(self, gpus: int) -> Dict[str, Any]:
+        requests: Dict[str, str] = {"cpu": _quantity(int(self.cpu_nums or 0), 0)}
+        if self._memory is not None:
+            requests["memory"] = self._memory
+        limits = dict(requests)
+        if gpus > 0:
+            limits["nvidia.com/gpu"] = _quantity(gpus, 0)
+        container: Dict[str, Any] = {
+            "name": CONTAINER_NAME,
+            "image": self.runtime_image,
+            "command": list(self._command),
+            "resources": {"requests": requests, "limits": limits},
+        }
+        if self.trainer_package_path:
+            container["workingDir"] = self.trainer_package_path
+        spec: Dict[str, Any] = {"containers": [container]}
+        if self.cephfs_volume is not None:
+            container["volumeMounts"] = [{"name": "data-0", "mountPath": self.cephfs_volume._mount_path()}]
+            spec["volumes"] = [{"name": "data-0", "cephfs": self.cephfs_volume._volume()}]
+        if self.env:
+            container["env"] = [{"name": k, "value": self.env[k]} for k in sorted(self.env)]
+        return {"spec": spec}
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The PaddleJob object this job submits."""
+        spec: Dict[str, Any] = {
+            "ps": {"replicas": self.pservers, "template": self._template(0)},
+            "worker": {"replicas": self.trainers, "template": self._template(int(self.gpu_nums or 0))},
+        }
+        if self.intranet:
+            spec["intranet"] = self.intranet
+        if self.clean_pod_policy:
+            spec["cleanPodPolicy"] = self.clean_pod_policy
+        return {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "metadata": {"name": self.job_name, "namespace": self.namespace},
+            "spec": spec,
+        }
+
+    def __repr__(self) -> str:
+        return f"PaddleJob(job_name={self.job_name!r}, namespace={self.namespace!r}, runtime_image={self.runtime_image!r}, pservers={self.pservers}, trainers={self.trainers})"

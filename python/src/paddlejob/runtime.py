@@ -1,0 +1,85 @@
+"""In-pod helpers of seed 002: who this trainer is, and its share of the data.
+
+They need nothing but the standard library, so a trainer image only needs
+this package, not the Kubernetes client. The operator gives every pod the
+environment of docs/env-contract.md.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterable, Iterator, Tuple
+
+
+def _env_int(names: Tuple[str, ...], what: str) -> int:
+    for name in names:
+        value = os.environ.get(name)
+        if value is None or value == "":
+            continue
+        try:
+            return int(value)
+        except ValueError:
+            raise RuntimeError(f"{what}: ${name} is {value!r}, not an integer") from None
+    raise RuntimeError(
+        f"{what}: none of {', '.join('$' + n for n in names)} is set; "
+        "the operator sets them in every pod of a PaddleJob (docs/env-contract.md)"
+    )
+
+
+def trainer_id() -> int:
+    """This pod's index within its role: 0 to trainers()-1 on a trainer.
+
+    Read from PADDLE_TRAINER_ID, else seed 002's TRAINER_ID.
+    """
+    return _env_int(("PADDLE_TRAINER_ID", "TRAINER_ID"), "trainer_id()")
+
+
+def trainers() -> int:
+    """The number of trainers of the job: PADDLE_TRAINERS_NUM, else seed 002's TRAINERS."""
+    return _env_int(("PADDLE_TRAINERS_NUM", "TRAINERS"), "trainers()")
+
+
+def dist_reader(filename: str, trainers: int, trainer_id: int) -> Callable[[], Iterator[Tuple[int, ...]]]:
+    """A reader creator of this trainer's share of a CSV file of integers.
+
+    Seed 002's rule: counting lines from 1, line n belongs to the trainer
+    whose id is n mod trainers (so with 3 trainers, trainer 1 reads lines 1,
+    4, 7...). Each line is yielded as a tuple of ints. Every trainer reading
+    the same file with its own id reads every line exactly once.
+    """
+    if not isinstance(trainers, int) or isinstance(trainers, bool) or trainers < 1:
+        raise ValueError(f"trainers {trainers!r}: must be an integer, at least 1")
+    if not isinstance(trainer_id, int) or isinstance(trainer_id, bool) or not 0 <= trainer_id < trainers:
+        raise ValueError(f"trainer_id {trainer_id!r}: must be an integer from 0 to trainers-1 ({trainers - 1})")
+
+    def dist_reader_creator() -> Iterator[Tuple[int, ...]]:
+        with open(filename) as f:
+            for n, line in enumerate(f, start=1):
+                if n % trainers != trainer_id:
+                    continue
+                try:
+                    yield tuple(int(cell) for cell in line.split(","))
+                except ValueError:
+                    raise ValueError(f"{filename} line {n}: {line.rstrip()!r} is not comma-separated integers") from None
+
+    return dist_reader_creator
+
+
+def dataset_from_reader(filename: str, reader: Callable[[], Iterable[Iterable[Any]]]) -> None:
+    """Writes every item reader() yields as one comma-separated line of filename.
+
+    The file appears complete or not at all (it is written aside and renamed),
+    so trainers never read half of it.
+    """
+    tmp = f"{filename}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w") as f:
+            for item in reader():
+                f.write(",".join(str(d) for d in item))
+                f.write("\n")
+        os.replace(tmp, filename)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
