@@ -92,6 +92,10 @@ test: verify-generated lint test-unit test-python test-integration test-e2e ## R
 test-unit: ## Unit tests: no API server, no sandbox, no cluster.
 	go test -timeout 5m $(GO_TEST_FLAGS) $(UNIT_PKGS)
 
+.PHONY: test-python
+test-python: ## Build the Python SDK's wheel, install it into a fresh venv, run mypy and its unit tests.
+	hack/test-python.sh unit
+
 .PHONY: test-integration
 test-integration: envtest $(HELM) $(KUSTOMIZE) ## Integration tests against a real kube-apiserver and etcd, sandboxes included.
 	$(ENVTEST_ENV) go test -tags integration -timeout 20m $(GO_TEST_FLAGS) $(INTEGRATION_PKGS)
@@ -116,10 +120,6 @@ test-install: envtest $(HELM) $(KUSTOMIZE) ## Check config/ and the Helm chart a
 
 .PHONY: tools
 tools: $(CONTROLLER_GEN) $(HELM) $(KUSTOMIZE) ## Build the pinned tools of hack/tools (controller-gen, helm, kustomize) into bin/.
-
-.PHONY: test-python
-test-python: ## Build the Python SDK's wheel, install it into a fresh venv, run mypy and its unit tests.
-	hack/test-python.sh unit
 
 ##@ Build
 

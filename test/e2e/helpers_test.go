@@ -33,9 +33,12 @@ func loadJob(t testing.TB, path string) *paddlev1.PaddleJob {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Seed 004's example 4 holds a PodGroup after the job: keep the first document.
-	if i := regexp.MustCompile(`(?m)^---\s*$`).FindAllIndex(data, -1); len(i) > 0 && i[0][0] > 0 {
-		data = data[:i[0][0]]
+	// Seed 004's example 4 holds a PodGroup beside the job: keep the job's document.
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
+		if regexp.MustCompile(`(?m)^kind:\s*PaddleJob\s*$`).MatchString(doc) {
+			data = []byte(doc)
+			break
+		}
 	}
 	job := &paddlev1.PaddleJob{}
 	if err := yaml.UnmarshalStrict(data, job); err != nil {

@@ -7,7 +7,8 @@ type Mode string
 
 const (
 	// RoundRobin gives line g (0-based, counted across all inputs in order)
-	// to part g mod N, the rule of seed 002's dist_reader.
+	// to part g mod N. Seed 002's dist_reader deals the same way but counts
+	// from 1, so its trainer t reads what this puts in part (t-1) mod N.
 	RoundRobin Mode = "round-robin"
 	// Contiguous gives every part one run of consecutive lines; the first
 	// total mod N parts get one line more than the others.
