@@ -50,11 +50,13 @@ type Ports struct {
 	ElasticEtcd       int `json:"elasticEtcd"`
 	ElasticEtcdPeer   int `json:"elasticEtcdPeer"`
 	Webhook           int `json:"webhook"`
+	// Progress is the operator's progress endpoint, which pods report to.
+	Progress int `json:"progress"`
 }
 
 // All lists every port the cluster listens on.
 func (p Ports) All() []int {
-	return []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.Kubelet, p.ElasticEtcd, p.ElasticEtcdPeer, p.Webhook}
+	return []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.Kubelet, p.ElasticEtcd, p.ElasticEtcdPeer, p.Webhook, p.Progress}
 }
 
 // State is what `paddlejob up` recorded about a running cluster.

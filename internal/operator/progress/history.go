@@ -32,6 +32,9 @@ const (
 	fieldOwner     = "paddlejob-progress"
 )
 
+// The history is written with server-side apply.
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=patch
+
 // HistoryConfigMapName is the ConfigMap of a job's metric history.
 func HistoryConfigMapName(job string) string { return job + "-metrics" }
 

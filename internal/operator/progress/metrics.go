@@ -1,6 +1,8 @@
 package progress
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -20,21 +22,29 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(reportsTotal)
+	metrics.Registry.MustRegister(reportsTotal, collector{})
 }
 
-// Collector exports the store's latest progress when scraped.
-type Collector struct{ Store *Store }
+// collected is the store the gauges read: the running manager's.
+var collected atomic.Pointer[Store]
 
-// Describe implements prometheus.Collector.
-func (c Collector) Describe(ch chan<- *prometheus.Desc) {
+// CollectFrom makes the progress gauges mirror store.
+func CollectFrom(store *Store) { collected.Store(store) }
+
+// collector exports the store's latest progress when scraped.
+type collector struct{}
+
+func (collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- percentDesc
 	ch <- metricDesc
 }
 
-// Collect implements prometheus.Collector.
-func (c Collector) Collect(ch chan<- prometheus.Metric) {
-	for _, s := range c.Store.snapshots() {
+func (collector) Collect(ch chan<- prometheus.Metric) {
+	store := collected.Load()
+	if store == nil {
+		return
+	}
+	for _, s := range store.snapshots() {
 		if s.percent != nil {
 			ch <- prometheus.MustNewConstMetric(percentDesc, prometheus.GaugeValue, *s.percent, s.job.Namespace, s.job.Name)
 		}

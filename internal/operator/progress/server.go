@@ -52,6 +52,8 @@ const (
 	reviewRate, reviewBurst = 20, 50
 )
 
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+
 // ReportPath is the path of a job's reports.
 func ReportPath(namespace, job string) string {
 	return "/v1/namespaces/" + namespace + "/paddlejobs/" + job + "/progress"

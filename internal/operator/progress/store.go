@@ -1,6 +1,7 @@
 package progress
 
 import (
+	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -383,4 +384,26 @@ type historyCopy struct {
 // jobObject is the object of a job's reconcile request.
 func jobObject(job types.NamespacedName) client.Object {
 	return &paddlev1.PaddleJob{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name}}
+}
+
+// Errors of Put.
+var (
+	ErrRateLimited = errors.New("the pod reports more often than the rate limit")
+	ErrStoreFull   = errors.New("the store holds the progress of MaxJobs jobs already")
+)
+
+// Put stores a report of pod (of rank: lower is followed first, see the
+// server's rank) of the job whose UID is uid, as the endpoint does once it
+// has authenticated it.
+func (s *Store) Put(job types.NamespacedName, uid types.UID, pod string, rank int, rep Report) error {
+	if err := rep.Validate(); err != nil {
+		return err
+	}
+	switch s.put(job, uid, pod, rank, rep) {
+	case rateLimited:
+		return ErrRateLimited
+	case storeFull:
+		return ErrStoreFull
+	}
+	return nil
 }
