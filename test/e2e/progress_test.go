@@ -37,10 +37,10 @@ func TestProgressOfWideAndDeep(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
 	defer cancel()
 	var (
-		seen          []int32 // distinct percents, in the order observed
-		aucBeforeEnd  string
-		etaSeen       bool
-		done          *paddlev1.PaddleJob
+		seen         []int32 // distinct percents, in the order observed
+		aucBeforeEnd string
+		etaSeen      bool
+		done         *paddlev1.PaddleJob
 	)
 	for done == nil {
 		got, err := pj.Get(ctx, job.Namespace, job.Name)
