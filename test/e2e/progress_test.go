@@ -27,7 +27,8 @@ func TestProgressOfWideAndDeep(t *testing.T) {
 	const passes = 6
 	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaWorker, paddlev1.ReplicaPS} {
 		c := &job.Spec.Replicas(rt).Template.Spec.Containers[0]
-		c.Args = []string{fmt.Sprintf("--passes=%d", passes)}
+		// Rows enough for the training to last several status intervals.
+		c.Args = []string{fmt.Sprintf("--passes=%d", passes), "--rows=480000"}
 	}
 	job.Namespace = newNamespace(t)
 	writesBefore := apiStatusWrites(t)

@@ -144,6 +144,10 @@ def run_trainer(args: argparse.Namespace, inputs, loss, probability, test_progra
 
     main = paddle.static.default_main_program()
     test_feed = {"ids": test.ids, "dense": test.dense, "label": test.label}
+    # The untrained model's AUC (about 0.5) is the first report, so the AUC
+    # comes first among the job's metrics (`kubectl get pdj -o wide` shows it).
+    (predicted,) = exe.run(test_program, feed=test_feed, fetch_list=[probability])
+    report_progress(0, epoch=0, total_epochs=args.passes, step=0, metrics={"auc": ctr_data.auc(test.label, predicted)})
     started = time.monotonic()
     test_auc = 0.0
     batches = max(1, -(-len(label) // args.batch_size))
