@@ -425,6 +425,81 @@ type PaddleJobStatus struct {
 	// +listMapKey=pod
 	// +optional
 	HostPorts []HostPortRange `json:"hostPorts,omitempty"`
+
+	// progress is how far the training is and its latest metrics, as the
+	// training program itself last reported them to the operator (see
+	// docs/progress.md). Absent until a report arrives. The operator copies
+	// reports into the status at most every few seconds (its
+	// --progress-status-interval), so this may lag the program slightly.
+	// +optional
+	Progress *JobProgress `json:"progress,omitempty"`
+}
+
+// MaxProgressMetrics bounds the metrics a progress report and the status hold.
+const MaxProgressMetrics = 16
+
+// JobProgress is a training program's latest report of its progress.
+type JobProgress struct {
+	// percent is how much of the training is done, 0 to 100, rounded down.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Percent *int32 `json:"percent,omitempty"`
+
+	// estimatedSecondsRemaining is how long the training should still take:
+	// the program's own estimate, else the operator's from the rate at which
+	// percent rose since the first report.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	EstimatedSecondsRemaining *int64 `json:"estimatedSecondsRemaining,omitempty"`
+
+	// epoch is the current epoch (pass over the data), counted from 1.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Epoch *int64 `json:"epoch,omitempty"`
+
+	// totalEpochs is how many epochs the training runs, where known.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TotalEpochs *int64 `json:"totalEpochs,omitempty"`
+
+	// step is the current step (batch) count, where known.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Step *int64 `json:"step,omitempty"`
+
+	// metrics are the latest values of the named metrics the program
+	// reported (loss, auc, accuracy...), in the order it named them; at most
+	// 16.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Metrics []ProgressMetric `json:"metrics,omitempty"`
+
+	// reporter is the pod whose report this is. Each pod of the job may
+	// report; the status follows the first worker that does (the lowest
+	// role and index), so that the progress of several trainers is not
+	// interleaved.
+	// +optional
+	Reporter string `json:"reporter,omitempty"`
+
+	// lastUpdateTime is when the operator received the report.
+	// +optional
+	LastUpdateTime *metav1.Time `json:"lastUpdateTime,omitempty"`
+}
+
+// ProgressMetric is the latest value of one named metric.
+type ProgressMetric struct {
+	// name names the metric: a letter or '_', then letters, digits, '_',
+	// '.', '-' or '/'; at most 64 characters.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_./-]{0,63}$`
+	// +kubebuilder:validation:MaxLength=64
+	Name string `json:"name"`
+	// value is the metric's value as a decimal number (a float's shortest
+	// representation with at most 6 significant digits: 0.734521, 1.5e-05).
+	// +kubebuilder:validation:MaxLength=32
+	Value string `json:"value"`
 }
 
 // HostPortRange is the port range of one pod of a Host-intranet job.
@@ -477,6 +552,9 @@ type ReplicaStatus struct {
 // +kubebuilder:printcolumn:name="PS",type=string,JSONPath=`.status.ps.ready`
 // +kubebuilder:printcolumn:name="Worker",type=string,JSONPath=`.status.worker.ready`
 // +kubebuilder:printcolumn:name="Heter",type=string,JSONPath=`.status.heter.ready`,priority=1
+// +kubebuilder:printcolumn:name="Progress",type=integer,JSONPath=`.status.progress.percent`,description="percent of the training done, as the program reported it"
+// +kubebuilder:printcolumn:name="Metric",type=string,JSONPath=`.status.progress.metrics[0].name`,priority=1,description="the first metric the program reported"
+// +kubebuilder:printcolumn:name="Value",type=string,JSONPath=`.status.progress.metrics[0].value`,priority=1,description="the first metric's latest value"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 51",message="metadata.name must be at most 51 characters, so that pod names <name>-worker-<index> stay valid DNS labels (63 characters)"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter): it also names the job's Service"

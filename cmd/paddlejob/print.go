@@ -52,9 +52,9 @@ func printJobs(w io.Writer, jobs []paddlev1.PaddleJob, format string, withNamesp
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	header := []string{"NAME", "PHASE", "MODE", "PS", "WORKER", "HETER", "AGE"}
+	header := []string{"NAME", "PHASE", "MODE", "PS", "WORKER", "HETER", "PROGRESS", "AGE"}
 	if format == "wide" {
-		header = append(header, "INTRANET", "CLEAN-POD-POLICY", "REASON")
+		header = append(header, "INTRANET", "CLEAN-POD-POLICY", "REASON", "ETA", "METRICS")
 	}
 	if withNamespace {
 		header = append([]string{"NAMESPACE"}, header...)
@@ -64,9 +64,10 @@ func printJobs(w io.Writer, jobs []paddlev1.PaddleJob, format string, withNamesp
 		j := &jobs[i]
 		row := []string{j.Name, dash(string(j.Status.Phase)), dash(string(j.Status.Mode)),
 			ready(j, paddlev1.ReplicaPS), ready(j, paddlev1.ReplicaWorker), ready(j, paddlev1.ReplicaHeter),
-			duration.HumanDuration(time.Since(j.CreationTimestamp.Time))}
+			percent(j.Status.Progress), duration.HumanDuration(time.Since(j.CreationTimestamp.Time))}
 		if format == "wide" {
-			row = append(row, string(j.Spec.EffectiveIntranet()), string(j.Spec.EffectiveCleanPodPolicy()), reason(j))
+			row = append(row, string(j.Spec.EffectiveIntranet()), string(j.Spec.EffectiveCleanPodPolicy()), reason(j),
+				dash(progress.ETA(j.Status.Progress)), dash(progress.MetricsText(j.Status.Progress)))
 		}
 		if withNamespace {
 			row = append([]string{j.Namespace}, row...)
@@ -74,6 +75,14 @@ func printJobs(w io.Writer, jobs []paddlev1.PaddleJob, format string, withNamesp
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	return tw.Flush()
+}
+
+// percent is the reported percent done, "-" when none.
+func percent(p *paddlev1.JobProgress) string {
+	if p == nil || p.Percent == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d%%", *p.Percent)
 }
 
 func ready(j *paddlev1.PaddleJob, rt paddlev1.ReplicaType) string {
@@ -123,6 +132,12 @@ func describeJob(w io.Writer, j *paddlev1.PaddleJob, pods []corev1.Pod, events [
 	}
 	if t := j.Status.CompletionTime; t != nil {
 		fmt.Fprintf(w, "Finished:          %s\n", t.Format(time.RFC3339))
+	}
+	if p := j.Status.Progress; p != nil {
+		fmt.Fprintf(w, "Progress:          %s\n", progress.TrainingLine(p))
+		if p.LastUpdateTime != nil {
+			fmt.Fprintf(w, "  reported by %s, %s ago\n", dash(p.Reporter), duration.HumanDuration(now.Sub(p.LastUpdateTime.Time)))
+		}
 	}
 	fmt.Fprintln(w, "Roles:")
 	for _, rt := range paddlev1.ReplicaTypes {

@@ -59,7 +59,7 @@ func (b *boot) run(ctx context.Context) (*State, error) {
 	b.st = &State{Home: b.l.home, Started: time.Now(), Binaries: b.bins, With: b.opts.With}
 	ports := []*int{&b.st.Ports.EtcdClient, &b.st.Ports.EtcdPeer, &b.st.Ports.APIServer, &b.st.Ports.Scheduler,
 		&b.st.Ports.ControllerManager, &b.st.Ports.OperatorProbes, &b.st.Ports.Kubelet,
-		&b.st.Ports.ElasticEtcd, &b.st.Ports.ElasticEtcdPeer, &b.st.Ports.Webhook}
+		&b.st.Ports.ElasticEtcd, &b.st.Ports.ElasticEtcdPeer, &b.st.Ports.Webhook, &b.st.Ports.Progress}
 	for _, p := range ports {
 		port, err := freePort()
 		if err != nil {
@@ -399,6 +399,10 @@ func (b *boot) startOperator(ctx context.Context) error {
 		"--shared-pod-network",
 		"--webhook-port=" + itoa(b.st.Ports.Webhook), "--webhook-cert-hosts=127.0.0.1",
 		"--webhook-cert-dir=" + filepath.Join(b.l.home, "webhook-certs"), "--operator-namespace=" + operatorNS,
+		// Pods are processes of this machine: they reach the operator's
+		// progress endpoint on the loopback address.
+		"--progress-bind-address=127.0.0.1:" + itoa(b.st.Ports.Progress),
+		"--progress-url=http://127.0.0.1:" + itoa(b.st.Ports.Progress),
 	}, []string{"KUBECONFIG=" + b.l.componentConfig(componentOperator)},
 		60*time.Second, func() error { return getPlain(ctx, "http://"+probes+"/readyz") })
 }

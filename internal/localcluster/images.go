@@ -79,10 +79,13 @@ func writeImageTable(l layout, paddlejob string, rt *paddleruntime.Runtime, user
 	if err := markScriptsExecutable(contexts); err != nil {
 		return err
 	}
-	// Seed 002's trainers import the Python SDK: its context holds the package,
-	// which a Docker build has copied in from python/src (see its Dockerfile).
-	if err := os.CopyFS(filepath.Join(contexts, "seed002-word2vec", "paddlejob"), python.SDK()); err != nil {
-		return fmt.Errorf("writing the Python SDK into the seed002-word2vec image: %w", err)
+	// Seed 002's trainers and the wide & deep trainers import the Python SDK:
+	// their contexts hold the package, which a Docker build has copied in
+	// from python/src (see their Dockerfiles).
+	for _, image := range []string{"seed002-word2vec", "demo-wide-and-deep"} {
+		if err := os.CopyFS(filepath.Join(contexts, image, "paddlejob"), python.SDK()); err != nil {
+			return fmt.Errorf("writing the Python SDK into the %s image: %w", image, err)
+		}
 	}
 	entries := builtinImages(contexts, paddlejob, rt)
 	if userTable != "" {

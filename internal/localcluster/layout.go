@@ -55,11 +55,13 @@ type Ports struct {
 	SchedulerPlugins int `json:"schedulerPlugins,omitempty"`
 	KueueWebhook     int `json:"kueueWebhook,omitempty"`
 	KueueProbes      int `json:"kueueProbes,omitempty"`
+	// Progress is the operator's progress endpoint, which pods report to.
+	Progress int `json:"progress"`
 }
 
 // All lists every port the cluster listens on.
 func (p Ports) All() []int {
-	return []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.Kubelet, p.ElasticEtcd, p.ElasticEtcdPeer, p.Webhook,
+	return []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.Kubelet, p.ElasticEtcd, p.ElasticEtcdPeer, p.Webhook, p.Progress,
 		p.Volcano, p.SchedulerPlugins, p.KueueWebhook, p.KueueProbes}
 }
 

@@ -21,6 +21,7 @@ import (
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/operator/controller"
+	"github.com/paddlejob/paddlejob/internal/operator/progress"
 )
 
 // Scheme knows the built-in types and PaddleJob.
@@ -48,6 +49,20 @@ type Options struct {
 	LeaderElectionID   string
 	SkipNameValidation bool
 	Webhook            WebhookOptions
+	Progress           ProgressOptions
+}
+
+// ProgressOptions configure the endpoint receiving the training programs'
+// progress reports (docs/progress.md).
+type ProgressOptions struct {
+	// Addr is where the endpoint listens; "" or "0" turns the feature off.
+	Addr string
+	// URL is the endpoint's base URL as pods reach it; empty: the
+	// paddlejob-progress Service of the operator's namespace, on Addr's port.
+	URL string
+	// StatusInterval is the least time between two copies of a job's
+	// progress into its status.
+	StatusInterval time.Duration
 }
 
 // DefaultOptions are the flags' defaults.
@@ -62,6 +77,7 @@ func DefaultOptions() Options {
 		GracefulShutdown: 30 * time.Second,
 		LeaderElectionID: "paddlejob-operator.batch.paddlepaddle.org",
 		Webhook:          DefaultWebhookOptions(),
+		Progress:         ProgressOptions{Addr: "0", StatusInterval: progress.DefaultStatusInterval},
 		Zap:              zap.Options{Development: false, TimeEncoder: zapcore.ISO8601TimeEncoder},
 	}
 }
@@ -96,6 +112,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	})
 	fs.DurationVar(&o.GracefulShutdown, "graceful-shutdown-timeout", o.GracefulShutdown, "how long running reconciles may take to finish on shutdown")
 	o.Webhook.bindFlags(fs)
+	fs.StringVar(&o.Progress.Addr, "progress-bind-address", o.Progress.Addr, "address the progress endpoint binds to, where training programs report their progress and metrics; 0 turns the feature off (no token or variables in pods, no status.progress)")
+	fs.StringVar(&o.Progress.URL, "progress-url", o.Progress.URL, "the progress endpoint's base URL as pods reach it (default: http://paddlejob-progress.<operator namespace>.svc:<port of --progress-bind-address>)")
+	fs.DurationVar(&o.Progress.StatusInterval, "progress-status-interval", o.Progress.StatusInterval, "least time between two copies of a job's reported progress into its status (a final report is copied at once)")
 	o.Zap.BindFlags(fs)
 }
 
@@ -128,6 +147,15 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	default:
 		return nil, fmt.Errorf("--gang-scheduler %q: want volcano, scheduler-plugins or none", o.Controller.GangScheduler)
 	}
+	var store *progress.Store
+	if on := o.Progress.Addr != "" && o.Progress.Addr != "0"; on {
+		url, err := o.Progress.baseURL(o.Webhook.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		store = progress.NewStore(progress.Options{StatusInterval: o.Progress.StatusInterval})
+		o.Controller.Progress = controller.ProgressOptions{Store: store, URL: url}
+	}
 	webhookServer, certs, caPEM, err := o.Webhook.webhookServer(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -157,6 +185,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	}
 	if err := r.SetupWithManager(ctx, mgr, podGroupKinds); err != nil {
 		return nil, fmt.Errorf("setting up the PaddleJob controller: %w", err)
+	}
+	if store != nil {
+		if err := setupProgress(mgr, cfg, store, o.Progress.Addr); err != nil {
+			return nil, fmt.Errorf("setting up the progress endpoint: %w", err)
+		}
 	}
 	if webhookServer != nil {
 		if err := setupWebhook(mgr, certs, caPEM, r.Options); err != nil {

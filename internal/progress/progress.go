@@ -71,6 +71,9 @@ func Lines(s client.Snapshot, elapsed time.Duration) []string {
 		}
 		lines = append(lines, fmt.Sprintf("  %-7s %d/%d running   %s", rt, counts["Running"], rs.Replicas, countsText(counts)))
 	}
+	if t := TrainingLine(j.Status.Progress); t != "" {
+		lines = append(lines, "  training "+t)
+	}
 	return lines
 }
 
@@ -145,4 +148,64 @@ func (r *Renderer) Render(s client.Snapshot, elapsed time.Duration) {
 		fmt.Fprint(r.w, "\033[2K\n")
 	}
 	r.drawn = max(len(lines), r.drawn)
+}
+
+// barWidth is the width of a progress bar, in cells.
+const barWidth = 24
+
+// Bar draws percent (0-100) as a bar of width cells.
+func Bar(percent int32, width int) string {
+	p := min(max(int(percent), 0), 100)
+	full := p * width / 100
+	return "[" + strings.Repeat("#", full) + strings.Repeat(".", width-full) + "]"
+}
+
+// TrainingLine is a job's reported progress on one line: a bar, the
+// percent, the epoch and step, the estimated time remaining and the latest
+// metrics; "" when the training program reported none.
+func TrainingLine(p *paddlev1.JobProgress) string {
+	if p == nil {
+		return ""
+	}
+	var parts []string
+	if p.Percent != nil {
+		parts = append(parts, fmt.Sprintf("%s %3d%%", Bar(*p.Percent, barWidth), *p.Percent))
+	}
+	if p.Epoch != nil {
+		e := fmt.Sprintf("epoch %d", *p.Epoch)
+		if p.TotalEpochs != nil {
+			e += fmt.Sprintf("/%d", *p.TotalEpochs)
+		}
+		parts = append(parts, e)
+	}
+	if p.Step != nil {
+		parts = append(parts, fmt.Sprintf("step %d", *p.Step))
+	}
+	if eta := ETA(p); eta != "" {
+		parts = append(parts, "ETA "+eta)
+	}
+	if m := MetricsText(p); m != "" {
+		parts = append(parts, m)
+	}
+	return strings.Join(parts, "  ")
+}
+
+// ETA is the estimated time remaining, "" when none or the training is done.
+func ETA(p *paddlev1.JobProgress) string {
+	if p == nil || p.EstimatedSecondsRemaining == nil || (p.Percent != nil && *p.Percent >= 100) {
+		return ""
+	}
+	return (time.Duration(*p.EstimatedSecondsRemaining) * time.Second).String()
+}
+
+// MetricsText lists the latest metrics, name=value, in the reported order.
+func MetricsText(p *paddlev1.JobProgress) string {
+	if p == nil {
+		return ""
+	}
+	out := make([]string, 0, len(p.Metrics))
+	for _, m := range p.Metrics {
+		out = append(out, m.Name+"="+m.Value)
+	}
+	return strings.Join(out, " ")
 }

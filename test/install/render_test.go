@@ -267,11 +267,12 @@ func TestChartInstallsWhatConfigInstalls(t *testing.T) {
 	}
 	sameStrings(t, "chart in "+elsewhereNS, keys(chartElsewhere(t).objs), moved)
 
-	// With the webhook and leader election off, only their objects go.
+	// With the webhook, progress reports and leader election off, only their objects go.
 	var expected []string
 	for _, k := range keys(chartDefault(t).objs) {
 		switch k {
 		case "Service " + operatorNS + "/paddlejob-webhook-service",
+			"Service " + operatorNS + "/paddlejob-progress",
 			"MutatingWebhookConfiguration.admissionregistration.k8s.io paddlejob-mutating-webhook-configuration",
 			"ValidatingWebhookConfiguration.admissionregistration.k8s.io paddlejob-validating-webhook-configuration",
 			"Role.rbac.authorization.k8s.io " + operatorNS + "/paddlejob-operator-leader-election",

@@ -69,6 +69,7 @@ func TestValuesBecomeOperatorFlags(t *testing.T) {
 		namespaces, gang, certs    string
 		metrics, probes, webhookAt string
 		webhookPort                int
+		progressAt                 string
 		qps                        float64
 		burst                      int
 		etcd                       []string
@@ -77,14 +78,14 @@ func TestValuesBecomeOperatorFlags(t *testing.T) {
 	}
 	defaults := operator.DefaultOptions()
 	base := want{leaderElection: true, gang: defaults.Controller.GangScheduler, certs: operator.CertsSelf,
-		metrics: podIP + ":8080", probes: podIP + ":8081", webhookAt: podIP, webhookPort: 9443,
+		metrics: podIP + ":8080", probes: podIP + ":8081", webhookAt: podIP, webhookPort: 9443, progressAt: podIP + ":8082",
 		qps: defaults.QPS, burst: defaults.Burst, reconciles: defaults.Controller.MaxConcurrentReconciles}
 	certManager := base
 	certManager.certs = operator.CertsExternal
 	full := certManager
 	full.namespaces = "team-a,team-b"
 	custom := want{namespaces: "a,b", gang: controller.GangSchedulerPlugins, certs: operator.CertsSelf,
-		metrics: podIP + ":18080", probes: podIP + ":18081", qps: 50, burst: 100,
+		metrics: podIP + ":18080", probes: podIP + ":18081", progressAt: "0", qps: 50, burst: 100,
 		etcd: []string{"http://etcd-0.etcd:2379", "http://etcd-1.etcd:2379"}, reconciles: 32, debug: true}
 	for _, c := range []struct {
 		r    rendering
@@ -100,7 +101,7 @@ func TestValuesBecomeOperatorFlags(t *testing.T) {
 			o := operatorOptions(t, c.r)
 			got := want{leaderElection: o.LeaderElection, namespaces: o.Namespaces, gang: o.Controller.GangScheduler,
 				certs: o.Webhook.Certs, metrics: o.MetricsAddr, probes: o.ProbeAddr, webhookAt: o.Webhook.Host,
-				webhookPort: o.Webhook.Port, qps: o.QPS, burst: o.Burst, etcd: o.Controller.ElasticEtcdEndpoints,
+				webhookPort: o.Webhook.Port, progressAt: o.Progress.Addr, qps: o.QPS, burst: o.Burst, etcd: o.Controller.ElasticEtcdEndpoints,
 				reconciles: o.Controller.MaxConcurrentReconciles,
 				debug:      o.Zap.Level != nil && o.Zap.Level.Enabled(zapcore.DebugLevel)}
 			if c.want.webhookPort == 0 {

@@ -14,6 +14,7 @@ or those files.
   - create
   - get
   - list
+  - patch
   - update
   - watch
 - apiGroups:
@@ -47,6 +48,12 @@ or those files.
   verbs:
   - get
   - update
+- apiGroups:
+  - authentication.k8s.io
+  resources:
+  - tokenreviews
+  verbs:
+  - create
 - apiGroups:
   - batch.paddlepaddle.org
   resources:

@@ -44,6 +44,8 @@ type podOptions struct {
 	gang, schedulerName string
 	// elasticEndpoints is the etcd of an elastic job.
 	elasticEndpoints []string
+	// progressURL is the progress endpoint pods report to ("": off).
+	progressURL string
 }
 
 // podOptionsFor are the pod options of a job under the operator's settings.
@@ -54,6 +56,7 @@ func podOptionsFor(job *paddlev1.PaddleJob, opts Options) podOptions {
 		gang:             gang,
 		schedulerName:    schedulerNameOf(gang, opts),
 		elasticEndpoints: elasticEndpoints(job, opts.ElasticEtcdEndpoints),
+		progressURL:      opts.Progress.URL,
 	}
 }
 
@@ -131,6 +134,7 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		spec.InitContainers = append([]corev1.Container{waitContainer(job.Name, opts.InitImage)}, spec.InitContainers...)
 	}
 	gangPod(pod, job.Name, opts.gang, opts.schedulerName)
+	injectProgress(pod, job, opts.progressURL)
 	return pod
 }
 

@@ -58,6 +58,8 @@ type Options struct {
 	// created, starting, finishing together) make one pass and at most one
 	// status write, not one each.
 	PodEventBatchPeriod time.Duration
+	// Progress turns on the training programs' progress reports (progress.go).
+	Progress ProgressOptions
 }
 
 // DefaultOptions are the settings used where Options leaves a zero value.
@@ -226,7 +228,9 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 		}
 	}
 
-	job, err := r.writeStatus(ctx, job, nextStatus(job, obs, metav1.NewTime(now)), actErr)
+	status := nextStatus(job, obs, metav1.NewTime(now))
+	requeue = earliest(requeue, r.copyProgress(job, &status))
+	job, err := r.writeStatus(ctx, job, status, actErr)
 	if err != nil || job == nil {
 		return reconcile.Result{}, errors.Join(actErr, err)
 	}

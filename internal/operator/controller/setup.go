@@ -152,6 +152,7 @@ func (r *PaddleJobReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	for gang := range r.podGroupKinds {
 		b = b.Watches(podGroupObject(PodGroupGVKs[gang]), sameName)
 	}
+	b = r.watchProgress(b)
 	return b.
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles, SkipNameValidation: &r.SkipNameValidation}).
 		Named("paddlejob").

@@ -30,6 +30,7 @@ from .errors import (
 )
 from .image import build_image_context
 from .job import CephFSVolume, PaddleJob
+from .progress import ProgressReporter, flush_progress, report_progress
 from .runtime import dataset_from_reader, dist_reader, trainer_id, trainers
 
 if TYPE_CHECKING:

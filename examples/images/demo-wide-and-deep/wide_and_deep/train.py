@@ -31,6 +31,16 @@ import paddle.distributed.fleet as fleet  # noqa: E402
 
 import ctr_data  # noqa: E402
 
+try:
+    from paddlejob.progress import flush_progress, report_progress
+except ImportError:  # an image built without the SDK: train without reporting
+
+    def report_progress(*_args, **_kwargs) -> bool:
+        return False
+
+    def flush_progress() -> bool:
+        return False
+
 
 def parse_args() -> argparse.Namespace:
     env = os.environ.get
@@ -134,17 +144,36 @@ def run_trainer(args: argparse.Namespace, inputs, loss, probability, test_progra
 
     main = paddle.static.default_main_program()
     test_feed = {"ids": test.ids, "dense": test.dense, "label": test.label}
+    # The untrained model's AUC (about 0.5) is the first report, so the AUC
+    # comes first among the job's metrics (`kubectl get pdj -o wide` shows it).
+    (predicted,) = exe.run(test_program, feed=test_feed, fetch_list=[probability])
+    report_progress(0, epoch=0, total_epochs=args.passes, step=0, metrics={"auc": ctr_data.auc(test.label, predicted)})
     started = time.monotonic()
     test_auc = 0.0
+    batches = max(1, -(-len(label) // args.batch_size))
+    step = 0
     for p in range(args.passes):
         order = np.random.default_rng([p, index]).permutation(len(label))
         losses = []
-        for start in range(0, len(order), args.batch_size):
+        for b, start in enumerate(range(0, len(order), args.batch_size)):
             batch = order[start : start + args.batch_size]
             (value,) = exe.run(main, feed={"ids": ids[batch], "dense": dense[batch], "label": label[batch]}, fetch_list=[loss])
             losses.append(float(np.asarray(value)))
+            step += 1
+            # The reporter sends at most one report a second, merging the rest.
+            done = (p + (b + 1) / batches) / args.passes * 100
+            report_progress(min(done, 99.9), epoch=p + 1, total_epochs=args.passes, step=step, metrics={"loss": float(np.mean(losses))})
         (predicted,) = exe.run(test_program, feed=test_feed, fetch_list=[probability])
         test_auc = ctr_data.auc(test.label, predicted)
+        # 100% once the last pass is evaluated; AUC first: `kubectl get pdj -o wide` shows it.
+        report_progress(
+            (p + 1) / args.passes * 100,
+            epoch=p + 1,
+            total_epochs=args.passes,
+            step=step,
+            metrics={"auc": test_auc, "loss": float(np.mean(losses))},
+        )
+        flush_progress()
         print(
             f"pass {p + 1}/{args.passes}: train_loss={np.mean(losses):.4f} test_auc={test_auc:.4f} "
             f"optimal_auc={best:.4f} ({time.monotonic() - started:.1f}s)",

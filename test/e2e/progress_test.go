@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/progress"
+)
+
+// TestProgressOfWideAndDeep runs the wide & deep example, whose trainers
+// report their progress with the Python SDK, and watches the job's status:
+// its progress rises monotonically to 100%, its AUC shows before the job
+// completes, the reports cost a bounded number of status writes, and the
+// metric history is recorded.
+func TestProgressOfWideAndDeep(t *testing.T) {
+	job := loadJob(t, "examples/jobs/wide-and-deep.yaml")
+	job.Name = "wd-progress"
+	outputDir(t, job)
+	const passes = 6
+	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaWorker, paddlev1.ReplicaPS} {
+		c := &job.Spec.Replicas(rt).Template.Spec.Containers[0]
+		// Rows enough for the training to last several status intervals.
+		c.Args = []string{fmt.Sprintf("--passes=%d", passes), "--rows=480000"}
+	}
+	job.Namespace = newNamespace(t)
+	writesBefore := apiStatusWrites(t)
+	start := time.Now()
+	createJob(t, job)
+
+	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
+	defer cancel()
+	var (
+		seen         []int32 // distinct percents, in the order observed
+		aucBeforeEnd string
+		etaSeen      bool
+		done         *paddlev1.PaddleJob
+	)
+	for done == nil {
+		got, err := pj.Get(ctx, job.Namespace, job.Name)
+		if err != nil {
+			dumpJob(t, job.Namespace, job.Name)
+			t.Fatalf("waiting for the job: %v", err)
+		}
+		if p := got.Status.Progress; p != nil && p.Percent != nil {
+			if len(seen) == 0 || seen[len(seen)-1] != *p.Percent {
+				seen = append(seen, *p.Percent)
+			}
+			etaSeen = etaSeen || (p.EstimatedSecondsRemaining != nil && *p.Percent < 100)
+			if !got.Status.IsFinished() {
+				for _, m := range p.Metrics {
+					if m.Name == "auc" && aucBeforeEnd == "" {
+						aucBeforeEnd = m.Value
+					}
+				}
+			}
+		}
+		if got.Status.IsFinished() {
+			done = got
+			break
+		}
+		select {
+		case <-ctx.Done():
+			dumpJob(t, job.Namespace, job.Name)
+			t.Fatalf("the job did not finish within %s; progress seen %v", jobTimeout, seen)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	elapsed := time.Since(start)
+	mustComplete(t, done)
+	writes := apiStatusWrites(t) - writesBefore
+	t.Logf("PaddleJob completed in %s; percents seen %v; AUC %s before completion; %d status writes in all",
+		elapsed.Round(100*time.Millisecond), seen, aucBeforeEnd, writes)
+
+	for i := 1; i < len(seen); i++ {
+		if seen[i] < seen[i-1] {
+			t.Errorf("progress went back from %d%% to %d%%: %v", seen[i-1], seen[i], seen)
+		}
+	}
+	if len(seen) < 2 {
+		t.Errorf("progress seen %v: want it to rise through several values", seen)
+	}
+	final := done.Status.Progress
+	if final == nil || final.Percent == nil || *final.Percent != 100 {
+		t.Fatalf("the completed job's progress is %+v, want 100%%", final)
+	}
+	if *final.Epoch != passes || *final.TotalEpochs != passes || final.Reporter != "wd-progress-worker-0" {
+		t.Errorf("final progress %+v: want pass %d of %d reported by worker 0", final, passes, passes)
+	}
+	if aucBeforeEnd == "" {
+		t.Errorf("no AUC in the status before the job completed")
+	}
+	if final.Metrics[0].Name != "auc" {
+		t.Errorf("final metrics %v: want auc first", final.Metrics)
+	}
+	if !etaSeen {
+		t.Error("no estimated time remaining was shown while the job ran")
+	}
+	// The bound: besides the job's own lifecycle (pods created, running,
+	// workers succeeding, completion: under 10 writes for 4 pods), the
+	// reports cost one write per StatusInterval while they come, plus the
+	// first and the final one.
+	bound := 10 + int(math.Ceil(elapsed.Seconds()/progress.DefaultStatusInterval.Seconds())) + 2
+	if writes > bound {
+		t.Errorf("%d status writes over %s, want at most %d", writes, elapsed.Round(time.Second), bound)
+	}
+	perMinute := float64(writes) / elapsed.Minutes()
+	t.Logf("status writes: %d over %s (%.1f a minute, bound %d)", writes, elapsed.Round(time.Second), perMinute, bound)
+
+	// The metric history: every pass's AUC, within a flush interval.
+	deadline := time.Now().Add(progress.DefaultHistoryFlush + 15*time.Second)
+	var hist progress.History
+	for {
+		cm, err := pj.Clientset().CoreV1().ConfigMaps(job.Namespace).Get(ctx, progress.HistoryConfigMapName(job.Name), metav1.GetOptions{})
+		if err == nil {
+			if hist, err = progress.DecodeHistory(cm); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(series(hist, "auc")); n >= passes {
+				break
+			}
+		} else if !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the history has %d AUC points, want %d: %+v", len(series(hist, "auc")), passes, hist)
+		}
+		time.Sleep(time.Second)
+	}
+	if loss := series(hist, "loss"); len(loss) < passes {
+		t.Errorf("the history has %d loss points, want at least %d", len(loss), passes)
+	}
+	names := []string{}
+	for _, s := range hist.Metrics {
+		names = append(names, s.Name)
+	}
+	t.Logf("history: %s; AUC per pass %v", strings.Join(names, ", "), series(hist, "auc"))
+}
+
+func series(h progress.History, name string) [][2]float64 {
+	for _, s := range h.Metrics {
+		if s.Name == name {
+			return s.Points
+		}
+	}
+	return nil
+}
+
+// apiStatusWrites is the number of writes to any PaddleJob's status the API
+// server has served, from its request metrics.
+func apiStatusWrites(t *testing.T) int {
+	t.Helper()
+	raw, err := pj.Clientset().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="paddlejobs"`) ||
+			!strings.Contains(line, `subresource="status"`) || !(strings.Contains(line, `verb="PUT"`) || strings.Contains(line, `verb="PATCH"`)) {
+			continue
+		}
+		var n float64
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &n); err != nil {
+			t.Fatalf("parsing %q: %v", line, err)
+		}
+		total += int(n)
+	}
+	return total
+}
