@@ -30,6 +30,8 @@
 //	deadline.go   activeDeadlineSeconds
 //	gang.go       gang scheduling: schedulingPolicy, PodGroups, admission
 //	elastic.go    elastic workers: etcd and the launcher's variables
+//	progress.go   the progress the pods report (internal/operator/progress)
+//	              copied into the status at most once per interval
 //
 // The pod and what it reads
 //
