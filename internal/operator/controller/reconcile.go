@@ -284,11 +284,10 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 	return job, obs, backoff, errors.Join(errs...)
 }
 
-// validateForRun checks what the schema cannot (paddlev1.ValidateSpec and
-// ValidateEndpoints): the admission webhook rejects it already where it is
-// installed.
+// validateForRun checks what the schema cannot (Validate): the admission
+// webhook rejects it already where it is installed.
 func validateForRun(job *paddlev1.PaddleJob) string {
-	if errs := append(paddlev1.ValidateSpec(&job.Spec), ValidateEndpoints(&job.Spec, job.Name)...); len(errs) > 0 {
+	if errs := Validate(&job.Spec, job.Name); len(errs) > 0 {
 		return errs.ToAggregate().Error()
 	}
 	return ""

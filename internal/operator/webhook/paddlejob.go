@@ -69,7 +69,7 @@ func (w *PaddleJobWebhook) ValidateUpdate(_ context.Context, old, updated *paddl
 
 // validate is every check of a job's spec the schema cannot make.
 func validate(job *paddlev1.PaddleJob) field.ErrorList {
-	return append(paddlev1.ValidateSpec(&job.Spec), controller.ValidateEndpoints(&job.Spec, job.Name)...)
+	return controller.Validate(&job.Spec, job.Name)
 }
 
 // ValidateDelete allows every deletion.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -46,6 +48,9 @@ func TestValidateCreate(t *testing.T) {
 		{name: "minAvailable above the job's pods", mutate: func(j *paddlev1.PaddleJob) {
 			j.Spec.SchedulingPolicy = &paddlev1.SchedulingPolicy{MinAvailable: ptr.To[int32](9)}
 		}, wantErr: "spec.schedulingPolicy.minAvailable: Invalid value: 9: exceeds the job's 3 pods"},
+		{name: "more GPUs than a pod has ports for", mutate: func(j *paddlev1.PaddleJob) {
+			j.Spec.Worker.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("100000")}
+		}, wantErr: `spec.worker.template.spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "100k": must be at most 1024`},
 		{name: "the deprecated cleanPolicy", mutate: func(j *paddlev1.PaddleJob) { j.Spec.CleanPolicy = paddlev1.CleanPodPolicyNever },
 			wantWarn: "spec.cleanPolicy is deprecated"},
 		{name: "paddle-operator's elastic bounds", mutate: func(j *paddlev1.PaddleJob) { j.Spec.Worker.Limits = ptr.To[int32](4) },
