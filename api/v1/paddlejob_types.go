@@ -217,9 +217,12 @@ type PaddleJobSpec struct {
 	// +optional
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
 
-	// activeDeadlineSeconds is how long the job may run, from status.startTime,
-	// before it is failed with reason DeadlineExceeded and its pods stopped.
+	// activeDeadlineSeconds is how long the job may run, from status.startTime
+	// (when the operator first saw it active, whether or not its pods could be
+	// created), before it is failed with reason DeadlineExceeded and its pods
+	// stopped. At most 3153600000 (100 years).
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3153600000
 	// +optional
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 

@@ -73,6 +73,10 @@ func TestInvalidJobsAreRejectedByTheAPIServer(t *testing.T) {
 		yaml: "metadata: {name: a}\nspec:\n  cleanPodPolicy: Never\n  cleanPolicy: Always" + worker,
 		want: []string{"spec.cleanPolicy is a deprecated alias of spec.cleanPodPolicy"},
 	}, {
+		name: "activeDeadlineSeconds past what a time.Duration holds",
+		yaml: "metadata: {name: a}\nspec:\n  activeDeadlineSeconds: 9223372037" + worker,
+		want: []string{"spec.activeDeadlineSeconds", "less than or equal to 3153600000"},
+	}, {
 		name: "unknown field, with kubectl's strict field validation",
 		yaml: "metadata: {name: a}\nspec:\n  cleanPodPolcy: Never" + worker,
 		want: []string{`unknown field "spec.cleanPodPolcy"`},

@@ -93,7 +93,9 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 		}
 		st.SetReplicaStatus(rt, countPods(byRole[rt], job.Spec.ReplicaCount(rt)))
 	}
-	if len(obs.pods) > 0 && st.StartTime == nil {
+	if st.StartTime == nil {
+		// The job starts when first seen active, pods or not: a job whose
+		// pods cannot be created still meets its activeDeadlineSeconds.
 		st.StartTime = &now
 	}
 	if obs.fatal != nil {
