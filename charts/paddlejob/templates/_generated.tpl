@@ -59,6 +59,12 @@ or those files.
 - apiGroups:
   - batch.paddlepaddle.org
   resources:
+  - paddlejobs/finalizers
+  verbs:
+  - update
+- apiGroups:
+  - batch.paddlepaddle.org
+  resources:
   - paddlejobs/status
   verbs:
   - get

@@ -149,6 +149,9 @@ func NewReconciler(c client.Client, recorder events.EventRecorder, opts Options)
 
 // +kubebuilder:rbac:groups=batch.paddlepaddle.org,resources=paddlejobs,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=batch.paddlepaddle.org,resources=paddlejobs/status,verbs=get;update
+// Children block their job's deletion (blockOwnerDeletion): under
+// OwnerReferencesPermissionEnforcement that takes update on its finalizers.
+// +kubebuilder:rbac:groups=batch.paddlepaddle.org,resources=paddlejobs/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
