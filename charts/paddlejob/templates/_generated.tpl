@@ -97,6 +97,13 @@ or those files.
   - secrets
   verbs:
   - create
+- apiGroups:
+  - ""
+  resourceNames:
+  - paddlejob-webhook-certs
+  resources:
+  - secrets
+  verbs:
   - get
   - update
 {{- end }}
