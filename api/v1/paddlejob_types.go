@@ -149,6 +149,9 @@ const MaxReplicas = 10000
 
 // PaddleJobSpec is the desired state of a PaddleJob.
 //
+// +kubebuilder:validation:XValidation:rule="(has(self.intranet) && self.intranet == 'Host') || !has(self.ps) || !has(self.ps.template.spec) || !has(self.ps.template.spec.hostNetwork) || !self.ps.template.spec.hostNetwork",message="spec.ps.template.spec.hostNetwork may be true only with spec.intranet: Host, where the operator sets it and hands each pod host ports of its own"
+// +kubebuilder:validation:XValidation:rule="(has(self.intranet) && self.intranet == 'Host') || !has(self.worker) || !has(self.worker.template.spec) || !has(self.worker.template.spec.hostNetwork) || !self.worker.template.spec.hostNetwork",message="spec.worker.template.spec.hostNetwork may be true only with spec.intranet: Host, where the operator sets it and hands each pod host ports of its own"
+// +kubebuilder:validation:XValidation:rule="(has(self.intranet) && self.intranet == 'Host') || !has(self.heter) || !has(self.heter.template.spec) || !has(self.heter.template.spec.hostNetwork) || !self.heter.template.spec.hostNetwork",message="spec.heter.template.spec.hostNetwork may be true only with spec.intranet: Host, where the operator sets it and hands each pod host ports of its own"
 // +kubebuilder:validation:XValidation:rule="has(self.worker)",message="spec.worker is required: every PaddleJob runs at least one worker (add spec.ps as well for parameter-server mode)"
 // +kubebuilder:validation:XValidation:rule="!has(self.heter) || (has(self.ps) && has(self.worker))",message="spec.heter needs spec.ps and spec.worker: heterogeneous training is a parameter-server mode"
 // +kubebuilder:validation:XValidation:rule="!has(self.cleanPolicy) || !has(self.cleanPodPolicy) || self.cleanPolicy == self.cleanPodPolicy",message="spec.cleanPolicy is a deprecated alias of spec.cleanPodPolicy and disagrees with it: set only spec.cleanPodPolicy"
