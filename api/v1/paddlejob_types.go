@@ -396,7 +396,9 @@ type PaddleJobStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// startTime is when the operator started the job (created its first pods).
+	// startTime is when the operator first saw the job active (created, or
+	// resumed from suspension), whether or not its pods could be created; the
+	// activeDeadlineSeconds count from it.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 
