@@ -92,6 +92,11 @@ test: verify-generated lint test-unit test-python test-integration test-e2e ## R
 test-unit: ## Unit tests: no API server, no sandbox, no cluster.
 	go test -timeout 5m $(GO_TEST_FLAGS) $(UNIT_PKGS)
 
+FUZZTIME ?= 20s
+.PHONY: fuzz
+fuzz: ## Explore the pod and env generation with random job shapes for FUZZTIME (the seed corpus runs in test-unit already).
+	go test ./internal/operator/controller -run '^$$' -fuzz '^FuzzPodsAndEnv$$' -fuzztime $(FUZZTIME) -parallel 2
+
 .PHONY: test-python
 test-python: ## Build the Python SDK's wheel, install it into a fresh venv, run mypy and its unit tests.
 	hack/test-python.sh unit

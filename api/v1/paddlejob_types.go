@@ -149,6 +149,9 @@ const MaxReplicas = 10000
 
 // PaddleJobSpec is the desired state of a PaddleJob.
 //
+// +kubebuilder:validation:XValidation:rule="(has(self.intranet) && self.intranet == 'Host') || !has(self.ps) || !has(self.ps.template.spec) || !has(self.ps.template.spec.hostNetwork) || !self.ps.template.spec.hostNetwork",message="spec.ps.template.spec.hostNetwork may be true only with spec.intranet: Host, where the operator sets it and hands each pod host ports of its own"
+// +kubebuilder:validation:XValidation:rule="(has(self.intranet) && self.intranet == 'Host') || !has(self.worker) || !has(self.worker.template.spec) || !has(self.worker.template.spec.hostNetwork) || !self.worker.template.spec.hostNetwork",message="spec.worker.template.spec.hostNetwork may be true only with spec.intranet: Host, where the operator sets it and hands each pod host ports of its own"
+// +kubebuilder:validation:XValidation:rule="(has(self.intranet) && self.intranet == 'Host') || !has(self.heter) || !has(self.heter.template.spec) || !has(self.heter.template.spec.hostNetwork) || !self.heter.template.spec.hostNetwork",message="spec.heter.template.spec.hostNetwork may be true only with spec.intranet: Host, where the operator sets it and hands each pod host ports of its own"
 // +kubebuilder:validation:XValidation:rule="has(self.worker)",message="spec.worker is required: every PaddleJob runs at least one worker (add spec.ps as well for parameter-server mode)"
 // +kubebuilder:validation:XValidation:rule="!has(self.heter) || (has(self.ps) && has(self.worker))",message="spec.heter needs spec.ps and spec.worker: heterogeneous training is a parameter-server mode"
 // +kubebuilder:validation:XValidation:rule="!has(self.cleanPolicy) || !has(self.cleanPodPolicy) || self.cleanPolicy == self.cleanPodPolicy",message="spec.cleanPolicy is a deprecated alias of spec.cleanPodPolicy and disagrees with it: set only spec.cleanPodPolicy"
@@ -217,9 +220,12 @@ type PaddleJobSpec struct {
 	// +optional
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
 
-	// activeDeadlineSeconds is how long the job may run, from status.startTime,
-	// before it is failed with reason DeadlineExceeded and its pods stopped.
+	// activeDeadlineSeconds is how long the job may run, from status.startTime
+	// (when the operator first saw it active, whether or not its pods could be
+	// created), before it is failed with reason DeadlineExceeded and its pods
+	// stopped. At most 3153600000 (100 years).
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3153600000
 	// +optional
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 
@@ -390,7 +396,9 @@ type PaddleJobStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// startTime is when the operator started the job (created its first pods).
+	// startTime is when the operator first saw the job active (created, or
+	// resumed from suspension), whether or not its pods could be created; the
+	// activeDeadlineSeconds count from it.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 

@@ -397,7 +397,7 @@ func (b *boot) startOperator(ctx context.Context) error {
 		"--elastic-etcd-endpoints=" + b.elasticEtcdURL(),
 		// The node runs pods as processes of the host's network.
 		"--shared-pod-network",
-		"--webhook-port=" + itoa(b.st.Ports.Webhook), "--webhook-cert-hosts=127.0.0.1",
+		"--webhook-host=127.0.0.1", "--webhook-port=" + itoa(b.st.Ports.Webhook), "--webhook-cert-hosts=127.0.0.1",
 		"--webhook-cert-dir=" + filepath.Join(b.l.home, "webhook-certs"), "--operator-namespace=" + operatorNS,
 		// Pods are processes of this machine: they reach the operator's
 		// progress endpoint on the loopback address.

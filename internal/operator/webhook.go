@@ -62,7 +62,7 @@ func (w *WebhookOptions) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&w.Certs, "webhook-certs", w.Certs, "who provides the webhook's certificate: self (the operator issues and renews it) or external (cert-manager mounts it)")
 	fs.StringVar(&w.Service, "webhook-service", w.Service, "name of the webhook's Service")
 	fs.StringVar(&w.Namespace, "operator-namespace", w.Namespace, "namespace of the operator: its webhook Service and certificate Secret")
-	fs.StringVar(&w.Secret, "webhook-secret", w.Secret, "Secret holding the self-issued webhook certificate")
+	fs.StringVar(&w.Secret, "webhook-secret", w.Secret, "Secret holding the self-issued webhook certificate (the operator's Role grants get and update on paddlejob-webhook-certs only: grant them on another name too)")
 	fs.Func("webhook-cert-hosts", "extra comma-separated names or IPs for the self-issued certificate (a URL webhook's host)", func(v string) error {
 		w.ExtraHosts = strings.Split(v, ",")
 		return nil

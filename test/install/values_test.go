@@ -121,7 +121,7 @@ func TestCustomValuesShapeThePod(t *testing.T) {
 	pod := mapOf(dep.Object, "spec", "template", "spec")
 	c := manager(t, r)
 	for what, got := range map[string][2]any{
-		"replicas":         {nested(dep.Object, "spec", "replicas"), int64(2)},
+		"replicas":         {nested(dep.Object, "spec", "replicas"), int64(0)},
 		"image":            {c["image"], "registry.example/paddlejob-operator:v9.9.9"},
 		"imagePullPolicy":  {c["imagePullPolicy"], "Always"},
 		"imagePullSecrets": {pod["imagePullSecrets"], []any{map[string]any{"name": "regcred"}}},

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/kube"
@@ -78,6 +79,7 @@ func TestOperatorWorksWithItsGeneratedRBAC(t *testing.T) {
 	})
 
 	ns := newNamespace(t)
+	requireOwnerReferencesEnforced(t, ns)
 	job := testutil.MakePaddleJob("rbac", ns).PS(1).Workers(2).CleanPodPolicy(paddlev1.CleanPodPolicyOnCompletion).Obj()
 	job.Spec.TTLSecondsAfterFinished = ptr.To[int32](1)
 	createJob(t, job)
@@ -105,5 +107,42 @@ func ensureNamespace(t *testing.T, name string) {
 	err := k8s.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	if err != nil && !strings.Contains(err.Error(), "already exists") {
 		t.Fatal(err)
+	}
+}
+
+// requireOwnerReferencesEnforced shows the API server runs
+// OwnerReferencesPermissionEnforcement (suite_test.go): a user who may create
+// ConfigMaps but not update a job's finalizers cannot make one that blocks
+// the job's deletion. The operator's pods, Services, ConfigMaps and
+// PodGroups all do.
+func requireOwnerReferencesEnforced(t *testing.T, ns string) {
+	t.Helper()
+	const user = "no-finalizers"
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		{APIGroups: []string{paddlev1.GroupVersion.Group}, Resources: []string{"paddlejobs"}, Verbs: []string{"get", "update"}},
+	}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: user},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := k8s.Create(ctx(t), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owner := testutil.MakePaddleJob("owner", ns).Workers(1).Suspend(true).Obj()
+	createJob(t, owner)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, client.Options{Scheme: k8s.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "blocking", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: paddlev1.GroupVersion.String(), Kind: "PaddleJob", Name: owner.Name, UID: owner.UID, BlockOwnerDeletion: ptr.To(true),
+	}}}}
+	err = c.Create(ctx(t), cm)
+	if err == nil || !strings.Contains(err.Error(), "cannot set blockOwnerDeletion") {
+		t.Fatalf("creating a ConfigMap that blocks its job's deletion without update on paddlejobs/finalizers: %v; want it forbidden by OwnerReferencesPermissionEnforcement", err)
 	}
 }

@@ -34,7 +34,13 @@ var (
 func TestMain(m *testing.M) {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
 	var err error
-	env, err = testenv.Start(filepath.Join("testdata", "crds"))
+	// OwnerReferencesPermissionEnforcement, as hardened clusters run it: an
+	// owner reference that blocks its owner's deletion needs update on the
+	// owner's finalizers, which the operator's RBAC test then proves it has.
+	env, err = testenv.StartOpts(testenv.Options{
+		ExtraCRDDirs:     []string{filepath.Join("testdata", "crds")},
+		AdmissionPlugins: []string{"OwnerReferencesPermissionEnforcement"},
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

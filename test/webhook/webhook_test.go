@@ -124,6 +124,36 @@ func TestRejectsWhatTheSchemaCannot(t *testing.T) {
 	}
 }
 
+// The webhook refuses what would break the job's port arithmetic or its
+// environment contract, naming the field; nothing is stored.
+func TestRejectsGPUCountsAndContractOverrides(t *testing.T) {
+	ns := newNamespace(t)
+	tests := []struct {
+		name string
+		job  *paddlev1.PaddleJob
+		want string
+	}{{
+		name: "gpus",
+		job:  testutil.MakePaddleJob("gpus", ns).Workers(2).GPUs(paddlev1.ReplicaWorker, 100000).Obj(),
+		want: `spec.worker.template.spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "100k": must be at most 1024`,
+	}, {
+		name: "trainer-id",
+		job:  testutil.MakePaddleJob("trainer-id", ns).Workers(2).Env(paddlev1.ReplicaWorker, "PADDLE_TRAINER_ID", "0").Obj(),
+		want: `spec.worker.template.spec.containers[0].env[0].name: Invalid value: "PADDLE_TRAINER_ID": is set by the operator`,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := k8s.Create(context.Background(), tc.job)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v\nwant %q", err, tc.want)
+			}
+			if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: tc.job.Name}, &paddlev1.PaddleJob{}); err == nil || !strings.Contains(err.Error(), "not found") {
+				t.Errorf("the job was stored: %v", err)
+			}
+		})
+	}
+}
+
 func TestWarnsAboutDeprecatedFieldsAndDefaults(t *testing.T) {
 	ns := newNamespace(t)
 	job := testutil.MakePaddleJob("demo", ns).PS(1).Workers(2).Obj()

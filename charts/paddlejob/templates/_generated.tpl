@@ -66,6 +66,12 @@ or those files.
 - apiGroups:
   - batch.paddlepaddle.org
   resources:
+  - paddlejobs/finalizers
+  verbs:
+  - update
+- apiGroups:
+  - batch.paddlepaddle.org
+  resources:
   - paddlejobs/status
   verbs:
   - get
@@ -98,6 +104,13 @@ or those files.
   - secrets
   verbs:
   - create
+- apiGroups:
+  - ""
+  resourceNames:
+  - paddlejob-webhook-certs
+  resources:
+  - secrets
+  verbs:
   - get
   - update
 {{- end }}

@@ -80,7 +80,7 @@ func (r *PaddleJobReconciler) reconcileFinished(ctx context.Context, job *paddle
 	err := r.Delete(ctx, job, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	switch {
 	case err == nil:
-		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, "Deleted", "Delete",
+		r.eventf(job, corev1.EventTypeNormal, "Deleted", "Delete",
 			"deleted %ds after it finished (ttlSecondsAfterFinished)", *job.Spec.TTLSecondsAfterFinished)
 		return reconcile.Result{}, nil
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,8 +10,10 @@ import (
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
 
-// activeDeadlineSeconds: a job running longer fails. The clock starts with
-// the job's first pods and restarts when a suspended job resumes.
+// activeDeadlineSeconds: a job running longer fails. The clock starts when
+// the operator first sees the job active (status.startTime, as batch/v1 Job
+// counts), whether or not its pods could be created, and restarts when a
+// suspended job resumes.
 
 // ReasonDeadlineExceeded fails a job that ran past activeDeadlineSeconds.
 const ReasonDeadlineExceeded = "DeadlineExceeded"
@@ -28,14 +31,25 @@ func deadlineFailure(job *paddlev1.PaddleJob, now time.Time) (*metav1.Condition,
 }
 
 // deadlineExceeded reports whether the job ran past activeDeadlineSeconds
-// and, if not, how long until it does (0 without a deadline).
+// and, if not, how long until it does (0 without a deadline). A job whose
+// start is not recorded yet starts now. The arithmetic cannot overflow: a
+// deadline past what a time.Duration holds (292 years) never falls.
 func deadlineExceeded(job *paddlev1.PaddleJob, now time.Time) (bool, time.Duration) {
-	if job.Spec.ActiveDeadlineSeconds == nil || job.Status.StartTime == nil {
+	if job.Spec.ActiveDeadlineSeconds == nil {
 		return false, 0
 	}
-	end := job.Status.StartTime.Add(time.Duration(*job.Spec.ActiveDeadlineSeconds) * time.Second)
-	if !now.Before(end) {
+	start := now
+	if job.Status.StartTime != nil {
+		start = job.Status.StartTime.Time
+	}
+	limit := *job.Spec.ActiveDeadlineSeconds
+	if limit > int64(math.MaxInt64/time.Second) {
+		return false, 0
+	}
+	elapsed := now.Sub(start) // saturates rather than wraps
+	deadline := time.Duration(limit) * time.Second
+	if elapsed >= deadline {
 		return true, 0
 	}
-	return false, end.Sub(now)
+	return false, deadline - elapsed
 }

@@ -1,11 +1,19 @@
 package controller
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/testutil"
@@ -61,3 +69,55 @@ func TestDeadlinePass(t *testing.T) {
 		})
 	}
 }
+
+// A deadline past what a time.Duration holds never falls: it must not wrap
+// negative and fail the job at once.
+func TestDeadlineDoesNotOverflow(t *testing.T) {
+	for _, secs := range []int64{9223372036, 9223372037, 1<<63 - 1} {
+		job := testutil.MakePaddleJob("j", "ns").Workers(1).Obj()
+		job.Spec.ActiveDeadlineSeconds = ptr.To(secs)
+		start := metav1.NewTime(t0)
+		job.Status.StartTime = &start
+		if exceeded, left := deadlineExceeded(job, t0.Add(time.Second)); exceeded || left < 0 {
+			t.Errorf("activeDeadlineSeconds %d: exceeded %v, %s left one second in", secs, exceeded, left)
+		}
+	}
+}
+
+// A job whose pods can never be created (here a quota refuses them) still
+// meets its deadline: it counts from the job's start, not its first pod, and
+// the create error is on the Created condition meanwhile.
+func TestDeadlineCountsFromTheJobsStart(t *testing.T) {
+	job := testutil.MakePaddleJob("dl", "ns").UID("dl-uid").Workers(2).Intranet(paddlev1.IntranetService).Obj()
+	job.Spec.ActiveDeadlineSeconds = ptr.To[int64](20)
+	quota := interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if _, ok := obj.(*corev1.Pod); ok {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, obj.GetName(), errQuota)
+		}
+		return c.Create(ctx, obj, opts...)
+	}}
+	f := newFixtureWith(t, Options{}, quota, job)
+
+	got := f.reconcile(t, job)
+	if got.err == nil || len(got.created) > 0 {
+		t.Fatalf("first pass: error %v, created %v; want the quota's error and no pod", got.err, got.created)
+	}
+	if got.job.Status.StartTime == nil || !got.job.Status.StartTime.Time.Equal(t0) {
+		t.Fatalf("startTime %v, want %v: the job started when first seen", got.job.Status.StartTime, t0)
+	}
+	c := meta.FindStatusCondition(got.job.Status.Conditions, paddlev1.JobCreated)
+	if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "exceeded quota") {
+		t.Errorf("Created condition %+v does not surface the create error", c)
+	}
+
+	f.clock.Step(21 * time.Second)
+	passWant{phase: paddlev1.PaddleJobFailed, conditions: map[string]wantCondition{
+		paddlev1.JobFailed: {metav1.ConditionTrue, ReasonDeadlineExceeded},
+	}}.check(t, f.reconcile(t, job))
+}
+
+var errQuota = errorString("exceeded quota: compute, requested: pods=1, used: pods=10, limited: pods=10")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }

@@ -38,6 +38,9 @@
 //	pods.go       a pod from its role's template; the job's pods by role and index
 //	env.go        the environment contract (docs/env-contract.md)
 //	envlimits.go  the limits the endpoint lists must fit (also the webhook's)
+//	validate.go   every check the schema cannot make (Validate: the webhook
+//	              refuses, the controller fails): GPU bounds, templates that
+//	              override the env contract or take the host network
 //	endpoints.go  the endpoints ConfigMap the pods read the job variables from
 //	ports.go      port ranges and the host port allocator
 //	service.go    the headless Service

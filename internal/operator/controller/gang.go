@@ -221,7 +221,7 @@ func (r *PaddleJobReconciler) ensurePodGroup(ctx context.Context, job *paddlev1.
 		if err := r.Create(ctx, pg); err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, "", fmt.Errorf("creating the %s PodGroup of %s/%s: %w", gang, job.Namespace, job.Name, err)
 		}
-		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, "CreatedPodGroup", "Create", "created %s PodGroup %s", gang, job.Name)
+		r.eventf(job, corev1.EventTypeNormal, "CreatedPodGroup", "Create", "created %s PodGroup %s", gang, job.Name)
 	case err != nil:
 		return false, "", err
 	case !metav1.IsControlledBy(pg, job):

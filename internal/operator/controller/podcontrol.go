@@ -75,11 +75,11 @@ func (r *PaddleJobReconciler) createMissingPods(ctx context.Context, job *paddle
 	}
 	r.expect.expectCreates(refOf(job), created, r.Clock.Now())
 	if len(created) > 0 {
-		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, "SuccessfulCreatePod", "Create", "Created %d pods: %s", len(created), listNames(podNames(sortPods(created))))
+		r.eventf(job, corev1.EventTypeNormal, "SuccessfulCreatePod", "Create", "Created %d pods: %s", len(created), listNames(podNames(sortPods(created))))
 	}
 	err := errors.Join(errs...)
 	if err != nil {
-		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, "FailedCreatePod", "Create", "%v", err)
+		r.eventf(job, corev1.EventTypeWarning, "FailedCreatePod", "Create", "%v", err)
 	}
 	return created, err
 }
@@ -109,10 +109,10 @@ func (r *PaddleJobReconciler) deletePods(ctx context.Context, job *paddlev1.Padd
 	})
 	r.expect.expectDeletes(refOf(job), deleted, r.Clock.Now())
 	if len(deleted) > 0 {
-		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, "SuccessfulDeletePod", "Delete", "Deleted %d pods (%s): %s", len(deleted), why, listNames(podNames(sortPods(deleted))))
+		r.eventf(job, corev1.EventTypeNormal, "SuccessfulDeletePod", "Delete", "Deleted %d pods (%s): %s", len(deleted), why, listNames(podNames(sortPods(deleted))))
 	}
 	if err != nil {
-		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, "FailedDeletePod", "Delete", "%v", err)
+		r.eventf(job, corev1.EventTypeWarning, "FailedDeletePod", "Delete", "%v", err)
 	}
 	return err
 }

@@ -89,12 +89,18 @@ func podGPUs(spec *paddlev1.ReplicaSpec) int64 {
 		if !ok {
 			q, ok = c.Resources.Requests[gpuResource]
 		}
-		if ok {
-			gpus += q.Value()
+		if ok && q.Sign() > 0 {
+			// Saturating: Validate refuses more than MaxGPUsPerPod, but the
+			// arithmetic below must not wrap on what it refuses.
+			gpus = min(gpus+min(q.Value(), maxCountedGPUs), maxCountedGPUs)
 		}
 	}
 	return gpus
 }
+
+// maxCountedGPUs is where podGPUs stops counting: past MaxGPUsPerPod, and
+// small enough that a port range's arithmetic stays in int32.
+const maxCountedGPUs = MaxGPUsPerPod + 1
 
 // portsPerPod is the size of a role's port ranges: one process port per GPU
 // the pod requests (at least one), plus the Gloo and master ports.

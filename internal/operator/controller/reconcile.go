@@ -151,6 +151,9 @@ func NewReconciler(c client.Client, recorder events.EventRecorder, opts Options)
 
 // +kubebuilder:rbac:groups=batch.paddlepaddle.org,resources=paddlejobs,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=batch.paddlepaddle.org,resources=paddlejobs/status,verbs=get;update
+// Children block their job's deletion (blockOwnerDeletion): under
+// OwnerReferencesPermissionEnforcement that takes update on its finalizers.
+// +kubebuilder:rbac:groups=batch.paddlepaddle.org,resources=paddlejobs/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
@@ -288,11 +291,10 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 	return job, obs, backoff, errors.Join(errs...)
 }
 
-// validateForRun checks what the schema cannot (paddlev1.ValidateSpec and
-// ValidateEndpoints): the admission webhook rejects it already where it is
-// installed.
+// validateForRun checks what the schema cannot (Validate): the admission
+// webhook rejects it already where it is installed.
 func validateForRun(job *paddlev1.PaddleJob) string {
-	if errs := append(paddlev1.ValidateSpec(&job.Spec), ValidateEndpoints(&job.Spec, job.Name)...); len(errs) > 0 {
+	if errs := Validate(&job.Spec, job.Name); len(errs) > 0 {
 		return errs.ToAggregate().Error()
 	}
 	return ""

@@ -237,7 +237,7 @@ func (r *PaddleJobReconciler) recordRestarts(ctx context.Context, job *paddlev1.
 	for _, p := range recreate {
 		rt, _, _ := podIndex(p)
 		podRestarts.WithLabelValues(string(rt)).Inc()
-		r.Recorder.Eventf(updated, nil, corev1.EventTypeWarning, "RestartingPod", "Restart",
+		r.eventf(updated, corev1.EventTypeWarning, "RestartingPod", "Restart",
 			"recreating after %s (restart %d, backoffLimit %d)", describeFailure(p), updated.Status.RestartCount, updated.Spec.BackoffLimitOrDefault())
 	}
 	return updated, nil

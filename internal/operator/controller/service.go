@@ -38,7 +38,7 @@ func (r *PaddleJobReconciler) ensureService(ctx context.Context, job *paddlev1.P
 		return err
 	}
 	if err := r.Create(ctx, newService(job)); err != nil && !apierrors.IsAlreadyExists(err) {
-		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, "FailedCreateService", "Create", "creating Service %s: %v", job.Name, err)
+		r.eventf(job, corev1.EventTypeWarning, "FailedCreateService", "Create", "creating Service %s: %v", job.Name, err)
 		return fmt.Errorf("creating Service %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	return nil

@@ -154,7 +154,29 @@ func (r *PaddleJobReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	}
 	b = r.watchProgress(b)
 	return b.
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles, SkipNameValidation: &r.SkipNameValidation}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles, SkipNameValidation: &r.SkipNameValidation,
+			RateLimiter: newRateLimiter()}).
 		Named("paddlejob").
 		Complete(r)
+}
+
+// MaxRetryDelay caps the wait before a failed pass is retried. The default
+// limiter doubles it up to 1000 s: after an API server outage a job would
+// wait a quarter of an hour for its retry.
+const MaxRetryDelay = 60 * time.Second
+
+// newRateLimiter is controller-runtime's default limiter (per-job
+// exponential backoff from 5 ms, an overall 10 qps bucket) with its delays
+// capped at MaxRetryDelay.
+func newRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return cappedRateLimiter{TypedRateLimiter: workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](), max: MaxRetryDelay}
+}
+
+type cappedRateLimiter struct {
+	workqueue.TypedRateLimiter[reconcile.Request]
+	max time.Duration
+}
+
+func (l cappedRateLimiter) When(item reconcile.Request) time.Duration {
+	return min(l.TypedRateLimiter.When(item), l.max)
 }

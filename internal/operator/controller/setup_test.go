@@ -58,3 +58,24 @@ func TestPodEventsEnqueueTheirJobAfterTheBatchPeriod(t *testing.T) {
 		}
 	}
 }
+
+// A job whose passes keep failing (an API server outage) is retried at
+// least every MaxRetryDelay, however many failures it met.
+func TestRetriesWaitAtMostAMinute(t *testing.T) {
+	l := newRateLimiter()
+	job := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "j"}}
+	var last time.Duration
+	for range 40 {
+		last = l.When(job)
+		if last > MaxRetryDelay {
+			t.Fatalf("retry after %s, over %s", last, MaxRetryDelay)
+		}
+	}
+	if last != MaxRetryDelay {
+		t.Errorf("after 40 failures the retry waits %s, want the cap %s", last, MaxRetryDelay)
+	}
+	l.Forget(job)
+	if d := l.When(job); d > time.Second {
+		t.Errorf("after Forget the retry waits %s", d)
+	}
+}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -93,7 +95,9 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 		}
 		st.SetReplicaStatus(rt, countPods(byRole[rt], job.Spec.ReplicaCount(rt)))
 	}
-	if len(obs.pods) > 0 && st.StartTime == nil {
+	if st.StartTime == nil {
+		// The job starts when first seen active, pods or not: a job whose
+		// pods cannot be created still meets its activeDeadlineSeconds.
 		st.StartTime = &now
 	}
 	if obs.fatal != nil {
@@ -156,7 +160,7 @@ func finish(st paddlev1.PaddleJobStatus, phase paddlev1.PaddleJobPhase, now meta
 
 func setCondition(st *paddlev1.PaddleJobStatus, now metav1.Time, t string, s metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: st.ObservedGeneration, LastTransitionTime: now,
+		Type: t, Status: s, Reason: reason, Message: truncate(msg, maxConditionMessage), ObservedGeneration: st.ObservedGeneration, LastTransitionTime: now,
 	})
 }
 
@@ -204,11 +208,35 @@ func listNames(names []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxListed], ", "), len(names)-maxListed)
 }
 
+// Limits of the API server on the texts the operator writes.
+const (
+	// maxEventNote is the longest note of an events.k8s.io/v1 Event: a
+	// longer one is refused, and the event lost.
+	maxEventNote = 1024
+	// maxConditionMessage is the CRD's maxLength of a condition message: a
+	// longer one fails the whole status write.
+	maxConditionMessage = 32768
+)
+
+// truncate cuts s to at most n bytes (on a UTF-8 boundary), saying how many
+// bytes it cut. It is the one cut of every text that has a limit: event
+// notes (eventf), condition messages (setCondition), pod messages.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "..."
+	// The suffix's digits never exceed those of len(s).
+	keep := max(n-len(fmt.Sprintf(" ... (%d more bytes cut)", len(s))), 0)
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return s[:keep] + fmt.Sprintf(" ... (%d more bytes cut)", len(s)-keep)
+}
+
+// eventf records an event on obj with its note cut to what the API server
+// stores.
+func (r *PaddleJobReconciler) eventf(obj runtime.Object, eventtype, reason, action, note string, args ...any) {
+	r.Recorder.Eventf(obj, nil, eventtype, reason, action, "%s", truncate(fmt.Sprintf(note, args...), maxEventNote))
 }
 
 // statusChanged reports whether a status write is needed.
@@ -270,10 +298,10 @@ func (r *PaddleJobReconciler) recordTransition(old, updated *paddlev1.PaddleJob)
 	switch updated.Status.Phase {
 	case paddlev1.PaddleJobCompleted:
 		c := findCondition(updated, paddlev1.JobSucceeded)
-		r.Recorder.Eventf(updated, nil, corev1.EventTypeNormal, "JobCompleted", "Complete", "%s", c.Message)
+		r.eventf(updated, corev1.EventTypeNormal, "JobCompleted", "Complete", "%s", c.Message)
 	case paddlev1.PaddleJobFailed:
 		c := findCondition(updated, paddlev1.JobFailed)
-		r.Recorder.Eventf(updated, nil, corev1.EventTypeWarning, "JobFailed", "Fail", "%s: %s", c.Reason, c.Message)
+		r.eventf(updated, corev1.EventTypeWarning, "JobFailed", "Fail", "%s: %s", c.Reason, c.Message)
 	}
 }
 

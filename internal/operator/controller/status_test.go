@@ -179,8 +179,9 @@ func TestNextStatus(t *testing.T) {
 			if finished != (st.CompletionTime != nil) {
 				t.Errorf("completionTime = %v for phase %s", st.CompletionTime, st.Phase)
 			}
-			if (len(obs.pods) > 0) != (st.StartTime != nil) {
-				t.Errorf("startTime = %v with %d pods", st.StartTime, len(obs.pods))
+			// A valid job starts when first seen active, pods or not.
+			if (obs.invalid == "") != (st.StartTime != nil) {
+				t.Errorf("startTime = %v for a job invalid because %q", st.StartTime, obs.invalid)
 			}
 		})
 	}

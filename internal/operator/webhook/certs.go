@@ -29,7 +29,10 @@ import (
 // into its webhook configurations. With cert-manager, run the operator with
 // --webhook-certs=cert-manager and mount the Certificate's Secret instead.
 
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update,namespace=paddlejob-system
+// The operator reads and renews one Secret, by name (--webhook-secret): get
+// and update are limited to it. A create cannot be limited by name.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create,namespace=paddlejob-system
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;update,resourceNames=paddlejob-webhook-certs,namespace=paddlejob-system
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;update,resourceNames=paddlejob-validating-webhook-configuration;paddlejob-mutating-webhook-configuration
 
 const (

@@ -69,7 +69,7 @@ func (w *PaddleJobWebhook) ValidateUpdate(_ context.Context, old, updated *paddl
 
 // validate is every check of a job's spec the schema cannot make.
 func validate(job *paddlev1.PaddleJob) field.ErrorList {
-	return append(paddlev1.ValidateSpec(&job.Spec), controller.ValidateEndpoints(&job.Spec, job.Name)...)
+	return controller.Validate(&job.Spec, job.Name)
 }
 
 // ValidateDelete allows every deletion.
@@ -99,6 +99,7 @@ func (w *PaddleJobWebhook) warnings(job *paddlev1.PaddleJob) admission.Warnings 
 	if spec.IsElastic() && (spec.ElasticPolicy == nil || len(spec.ElasticPolicy.EtcdEndpoints) == 0) && len(w.Options.ElasticEtcdEndpoints) == 0 {
 		out = append(out, "the job is elastic but names no etcd (spec.elasticPolicy.etcdEndpoints) and the operator has none: PADDLE_MASTER stays unset and Paddle's launcher will not run elastic")
 	}
+	out = append(out, controller.TemplateWarnings(spec)...)
 	if spec.Elastic != nil && *spec.Elastic == 0 {
 		out = append(out, "spec.elastic: 0 changes nothing (elastic training is off by default)")
 	}

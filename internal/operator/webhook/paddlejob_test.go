@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -46,6 +48,18 @@ func TestValidateCreate(t *testing.T) {
 		{name: "minAvailable above the job's pods", mutate: func(j *paddlev1.PaddleJob) {
 			j.Spec.SchedulingPolicy = &paddlev1.SchedulingPolicy{MinAvailable: ptr.To[int32](9)}
 		}, wantErr: "spec.schedulingPolicy.minAvailable: Invalid value: 9: exceeds the job's 3 pods"},
+		{name: "more GPUs than a pod has ports for", mutate: func(j *paddlev1.PaddleJob) {
+			j.Spec.Worker.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("100000")}
+		}, wantErr: `spec.worker.template.spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "100k": must be at most 1024`},
+		{name: "a template setting a contract variable", mutate: func(j *paddlev1.PaddleJob) {
+			j.Spec.Worker.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PADDLE_TRAINER_ID", Value: "0"}}
+		}, wantErr: `spec.worker.template.spec.containers[0].env[0].name: Invalid value: "PADDLE_TRAINER_ID": is set by the operator`},
+		{name: "hostNetwork outside Host intranet", mutate: func(j *paddlev1.PaddleJob) { j.Spec.PS.Template.Spec.HostNetwork = true },
+			wantErr: "spec.ps.template.spec.hostNetwork: Invalid value: true: the host network is for Host intranet only"},
+		{name: "a fixed port in Host intranet", mutate: func(j *paddlev1.PaddleJob) {
+			j.Spec.Intranet = paddlev1.IntranetHost
+			j.Spec.Worker.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
+		}, wantWarn: "spec.worker.template.spec.containers[0].ports[0].containerPort is 8080"},
 		{name: "the deprecated cleanPolicy", mutate: func(j *paddlev1.PaddleJob) { j.Spec.CleanPolicy = paddlev1.CleanPodPolicyNever },
 			wantWarn: "spec.cleanPolicy is deprecated"},
 		{name: "paddle-operator's elastic bounds", mutate: func(j *paddlev1.PaddleJob) { j.Spec.Worker.Limits = ptr.To[int32](4) },

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -28,6 +29,23 @@ func Start(extraCRDDirs ...string) (*Env, error) { return StartWith(nil, extraCR
 // pointing at a local server envtest prepares certificates for (see
 // Env.WebhookInstallOptions).
 func StartWith(webhookDirs []string, extraCRDDirs ...string) (*Env, error) {
+	return StartOpts(Options{WebhookDirs: webhookDirs, ExtraCRDDirs: extraCRDDirs})
+}
+
+// Options are what StartOpts starts.
+type Options struct {
+	// WebhookDirs hold admission webhook configurations to install.
+	WebhookDirs []string
+	// ExtraCRDDirs hold CRDs to install beside the PaddleJob's.
+	ExtraCRDDirs []string
+	// AdmissionPlugins are enabled in kube-apiserver beside its defaults
+	// (--enable-admission-plugins), e.g. OwnerReferencesPermissionEnforcement.
+	AdmissionPlugins []string
+}
+
+// StartOpts starts etcd and kube-apiserver as opts say.
+func StartOpts(opts Options) (*Env, error) {
+	webhookDirs, extraCRDDirs := opts.WebhookDirs, opts.ExtraCRDDirs
 	assets, err := kubebin.Ensure(context.Background(), kubebin.Options{
 		Dirs: []string{os.Getenv("KUBEBUILDER_ASSETS")},
 		Log:  os.Stderr,
@@ -42,6 +60,9 @@ func StartWith(webhookDirs []string, extraCRDDirs ...string) (*Env, error) {
 		ControlPlaneStartTimeout: 2 * time.Minute, // two busy cores start it slowly
 		ControlPlaneStopTimeout:  time.Minute,
 		WebhookInstallOptions:    envtest.WebhookInstallOptions{Paths: webhookDirs},
+	}
+	if len(opts.AdmissionPlugins) > 0 {
+		env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", strings.Join(opts.AdmissionPlugins, ","))
 	}
 	cfg, err := env.Start()
 	if err != nil {

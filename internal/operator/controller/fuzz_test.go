@@ -1,0 +1,144 @@
+package controller
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/testutil"
+)
+
+// FuzzPodsAndEnv builds the pods and the environment of jobs of arbitrary
+// shapes — replica counts, GPU counts, intranet, name — and checks what
+// must hold of every job the schema and Validate accept: nothing panics,
+// ports are unique and within 1-65535 on any node, names are valid DNS
+// names, and no environment string reaches the kernel's 128 KiB limit.
+// Its seed corpus (testdata/fuzz/FuzzPodsAndEnv and the f.Add below) runs
+// with every `go test`; `make fuzz` explores further.
+func FuzzPodsAndEnv(f *testing.F) {
+	f.Add("job", uint16(2), uint16(0), uint16(0), int64(0), uint8(0), false)
+	f.Add("ps-job", uint16(4), uint16(2), uint16(1), int64(8), uint8(2), true)
+	f.Add("a"+fmt.Sprint(1234567890), uint16(300), uint16(3), uint16(0), int64(1024), uint8(1), false)
+	f.Add("h", uint16(1), uint16(1), uint16(1), int64(4294967294), uint8(2), false)
+	f.Add("long-name-of-exactly-fifty-one-characters-abcdefghi", uint16(7), uint16(0), uint16(0), int64(-3), uint8(1), true)
+	f.Fuzz(func(t *testing.T, name string, workers, ps, heter uint16, gpus int64, intranet uint8, gloo bool) {
+		// What the schema refuses never reaches the operator.
+		if len(name) > paddlev1.MaxJobNameLength || len(validation.IsDNS1035Label(name)) > 0 {
+			t.Skip()
+		}
+		// Pod building is linear in the pods: keep each run small.
+		w := testutil.MakePaddleJob(name, "ns").UID("fuzz-uid").Workers(int32(workers%200) + 1).
+			Intranet([]paddlev1.Intranet{paddlev1.IntranetPodIP, paddlev1.IntranetService, paddlev1.IntranetHost}[intranet%3])
+		if ps%8 > 0 {
+			w = w.PS(int32(ps % 8))
+			if heter%4 > 0 {
+				w = w.Heter(int32(heter % 4))
+			}
+		}
+		if gloo {
+			w = w.WithGloo(1)
+		}
+		job := w.Obj()
+		if gpus != 0 {
+			job.Spec.Worker.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{gpuResource: *resource.NewQuantity(gpus, resource.DecimalSI)}
+		}
+		if errs := Validate(&job.Spec, job.Name); len(errs) > 0 {
+			return // refused with a message, not built
+		}
+
+		// Ports: one range per pod, as the reconciler hands them out.
+		host := onHostNetwork(&job.Spec)
+		alloc := newHostPortAllocator(DefaultHostPortMin, DefaultHostPortMax)
+		type slot struct {
+			rt    paddlev1.ReplicaType
+			index int
+		}
+		var slots []slot
+		for _, rt := range paddlev1.ReplicaTypes {
+			for i := range job.Spec.ReplicaCount(rt) {
+				slots = append(slots, slot{rt, i})
+			}
+		}
+		nodePorts := map[int32]string{} // Host intranet: every pod may share one node
+		topo := topology{}
+		for _, s := range slots {
+			rs := job.Spec.Replicas(s.rt)
+			ports := defaultPortRange(rs)
+			if host {
+				key := types.NamespacedName{Namespace: "ns", Name: paddlev1.PodName(name, s.rt, s.index)}
+				got, err := alloc.allocate(nil, []types.NamespacedName{key}, portsPerPod(rs))
+				if err != nil {
+					return // out of host ports: the job waits with this error, nothing is built
+				}
+				ports = got[key]
+			}
+			if ports.First < 1 || ports.last() > 65535 || ports.processPorts() < 1 {
+				t.Fatalf("%s: port range %s with %d process ports", paddlev1.PodName(name, s.rt, s.index), ports, ports.processPorts())
+			}
+			pod := newPod(job, s.rt, s.index, ports, podOptions{InitImage: DefaultInitImage})
+			checkPod(t, pod, ports)
+			if host {
+				for p := ports.First; p <= ports.last(); p++ {
+					if other, taken := nodePorts[p]; taken {
+						t.Fatalf("port %d of %s is also %s's on the node", p, pod.Name, other)
+					}
+					nodePorts[p] = pod.Name
+				}
+			}
+			topo[s.rt] = append(topo[s.rt], member{Host: "255.255.255.255", Ports: ports})
+		}
+
+		// The job variables at their longest, as the ConfigMap publishes them.
+		for name, value := range jobEnv(&job.Spec, longestTopology(&job.Spec, job.Name)) {
+			if _, isList := listRoles[name]; !isList {
+				if n := len(name) + len(value) + 2; n > MaxEnvStringBytes {
+					t.Fatalf("%s is %d bytes", name, n)
+				}
+			}
+		}
+		env, _ := endpointSizes(&job.Spec, job.Name)
+		for _, v := range env {
+			if v.bytes > MaxEnvStringBytes {
+				t.Fatalf("%s reaches %d bytes in the environment, past the kernel's %d, and Validate let it through", v.name, v.bytes, MaxEnvStringBytes)
+			}
+		}
+	})
+}
+
+// checkPod checks one built pod: DNS-valid names, its ports unique within
+// the pod and within 1-65535, every literal variable under the kernel's
+// limit.
+func checkPod(t *testing.T, pod *corev1.Pod, ports portRange) {
+	t.Helper()
+	for what, errs := range map[string][]string{
+		"pod name":  validation.IsDNS1123Subdomain(pod.Name),
+		"hostname":  validation.IsDNS1123Label(pod.Spec.Hostname),
+		"subdomain": validation.IsDNS1123Label(pod.Spec.Subdomain),
+	} {
+		if len(errs) > 0 {
+			t.Fatalf("%s of %s: %v", what, pod.Name, errs)
+		}
+	}
+	seen := map[int32]bool{}
+	for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		for _, p := range c.Ports {
+			if p.ContainerPort < 1 || p.ContainerPort > 65535 || seen[p.ContainerPort] {
+				t.Fatalf("%s: container port %d repeated or out of range", pod.Name, p.ContainerPort)
+			}
+			if p.HostPort != 0 && (p.HostPort < ports.First || p.HostPort > ports.last()) {
+				t.Fatalf("%s: host port %d outside its range %s", pod.Name, p.HostPort, ports)
+			}
+			seen[p.ContainerPort] = true
+		}
+		for _, e := range c.Env {
+			if n := len(e.Name) + len(e.Value) + 2; n > MaxEnvStringBytes {
+				t.Fatalf("%s: %s is %d bytes", pod.Name, e.Name, n)
+			}
+		}
+	}
+}
