@@ -230,7 +230,7 @@ func TestEveryFieldIsDocumentedForKubectlExplain(t *testing.T) {
 	for _, c := range v.AdditionalPrinterColumns {
 		cols = append(cols, c.Name)
 	}
-	if strings.Join(cols, ",") != "Phase,Mode,PS,Worker,Heter,Age" {
+	if strings.Join(cols, ",") != "Phase,Mode,PS,Worker,Heter,Progress,Metric,Value,Age" {
 		t.Errorf("printer columns %v", cols)
 	}
 	spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
