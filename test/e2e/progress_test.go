@@ -13,6 +13,7 @@ import (
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/operator/progress"
+	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
 // TestProgressOfWideAndDeep runs the wide & deep example, whose trainers
@@ -154,24 +155,12 @@ func series(h progress.History, name string) [][2]float64 {
 }
 
 // apiStatusWrites is the number of writes to any PaddleJob's status the API
-// server has served, from its request metrics.
+// server has served (testutil.PaddleJobStatusWrites).
 func apiStatusWrites(t *testing.T) int {
 	t.Helper()
-	raw, err := pj.Clientset().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	n, err := testutil.PaddleJobStatusWrites(context.Background(), pj.Clientset().CoreV1().RESTClient())
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := 0
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="paddlejobs"`) ||
-			!strings.Contains(line, `subresource="status"`) || !(strings.Contains(line, `verb="PUT"`) || strings.Contains(line, `verb="PATCH"`)) {
-			continue
-		}
-		var n float64
-		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &n); err != nil {
-			t.Fatalf("parsing %q: %v", line, err)
-		}
-		total += int(n)
-	}
-	return total
+	return n
 }

@@ -316,26 +316,14 @@ func TestStatusIsWrittenOnlyWhenItChanges(t *testing.T) {
 }
 
 // statusWrites is the number of writes to any PaddleJob's status the API
-// server has served, from its own request metrics.
+// server has served (testutil.PaddleJobStatusWrites).
 func statusWrites(t *testing.T) int {
 	t.Helper()
-	raw, err := clientset.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx(t))
+	n, err := testutil.PaddleJobStatusWrites(ctx(t), clientset.RESTClient())
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := 0
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="paddlejobs"`) ||
-			!strings.Contains(line, `subresource="status"`) || !(strings.Contains(line, `verb="PUT"`) || strings.Contains(line, `verb="PATCH"`)) {
-			continue
-		}
-		var n float64
-		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &n); err != nil {
-			t.Fatalf("parsing %q: %v", line, err)
-		}
-		total += int(n)
-	}
-	return total
+	return n
 }
 
 func scale(t *testing.T, ns, name string, workers int32) {
