@@ -65,26 +65,32 @@ def test_seed002_word2vec(client: PaddleJobClient, namespace: str) -> None:
         client.create_job(job)
     assert 'paddlejobs.batch.paddlepaddle.org "word2vec" already exists' in exists.value.message
 
-    # Follow the trainers' logs while the job runs: waits for each pod to
-    # start and ends when the job has finished.
+    # Follow the trainers' and the parameter servers' logs while the job
+    # runs: waits for each pod to start and ends when the job has finished.
+    # The servers' are followed, not read afterwards: the operator stops and
+    # deletes them once the trainers are done.
     followed: List[LogLine] = []
+    followed_ps: List[LogLine] = []
     errors: List[BaseException] = []
 
-    def follow() -> None:
+    def follow(role: str, into: List[LogLine]) -> None:
         try:
-            for line in client.get_job_logs("word2vec", namespace, role="worker", follow=True):
+            for line in client.get_job_logs("word2vec", namespace, role=role, follow=True):
                 print(line, flush=True)
-                followed.append(line)
+                into.append(line)
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
-    follower = threading.Thread(target=follow)
-    follower.start()
+    followers = [threading.Thread(target=follow, args=("worker", followed)),
+                 threading.Thread(target=follow, args=("ps", followed_ps))]
+    for f in followers:
+        f.start()
     phases: List[str] = []
     done = client.wait_for_job_status("word2vec", "Completed", namespace, timeout=TIMEOUT,
                                       callback=lambda j: phases.append(paddlejob.job_phase(j)))
-    follower.join(timeout=120)
-    assert not follower.is_alive(), "following the logs did not end when the job completed"
+    for f in followers:
+        f.join(timeout=120)
+        assert not f.is_alive(), "following the logs did not end when the job completed"
     assert not errors, errors
     assert paddlejob.job_phase(done) == "Completed"
     assert paddlejob.job_condition(done, "Succeeded")["status"] == "True"
@@ -110,13 +116,16 @@ def test_seed002_word2vec(client: PaddleJobClient, namespace: str) -> None:
     assert sorted(counts) == list(range(ROWS)), "some rows were read by no trainer"
     assert set(counts.values()) == {1}, "some rows were read by more than one trainer"
 
-    # The parameter servers are Paddle's too; the operator stopped them.
-    for index, line in enumerate(l for l in client.get_job_logs("word2vec", namespace, role="ps")
-                                 if l.line.startswith("role=PSERVER")):
-        assert line.line == f"role=PSERVER index={index} servers=2", line
-    ps_pods = client.get_job_pods("word2vec", namespace, role="ps")
-    assert [p.metadata.name for p in ps_pods] == ["word2vec-ps-0", "word2vec-ps-1"]
-    assert [p.metadata.name for p in client.get_job_pods("word2vec", namespace)][2:] == [
+    # The parameter servers are Paddle's too; the operator stopped them and,
+    # with cleanPodPolicy unset, keeps the finished trainers.
+    roles = sorted({(l.pod, l.line) for l in followed_ps if l.line.startswith("role=PSERVER")})
+    assert roles == [("word2vec-ps-0", "role=PSERVER index=0 servers=2"),
+                     ("word2vec-ps-1", "role=PSERVER index=1 servers=2")], roles
+    deadline = time.monotonic() + 60
+    while client.get_job_pods("word2vec", namespace, role="ps") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not client.get_job_pods("word2vec", namespace, role="ps"), "the parameter servers were not stopped"
+    assert [p.metadata.name for p in client.get_job_pods("word2vec", namespace)] == [
         "word2vec-worker-0", "word2vec-worker-1", "word2vec-worker-2"]
 
     events = client.get_job_events("word2vec", namespace)
