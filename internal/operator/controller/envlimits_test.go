@@ -36,22 +36,7 @@ func TestValidateEndpoints(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := ValidateEndpoints(&tc.job.Spec, tc.job.Name)
-			if len(tc.want) == 0 {
-				if len(errs) > 0 {
-					t.Fatalf("want no error, got %v", errs)
-				}
-				return
-			}
-			if len(errs) == 0 {
-				t.Fatalf("want an error naming %q, got none", tc.want)
-			}
-			msg := errs.ToAggregate().Error()
-			for _, w := range tc.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error %q does not mention %q", msg, w)
-				}
-			}
+			wantFieldErrors(t, ValidateEndpoints(&tc.job.Spec, tc.job.Name), tc.want...)
 		})
 	}
 }

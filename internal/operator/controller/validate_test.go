@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/testutil"
@@ -53,22 +54,7 @@ func TestValidateGPUs(t *testing.T) {
 	tests[7].job.Spec.Worker.Template.Spec.Containers = append(tests[7].job.Spec.Worker.Template.Spec.Containers, sidecar)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := Validate(&tc.job.Spec, tc.job.Name)
-			if len(tc.want) == 0 {
-				if len(errs) > 0 {
-					t.Fatalf("want no error, got %v", errs)
-				}
-				return
-			}
-			if len(errs) == 0 {
-				t.Fatalf("want an error naming %q, got none", tc.want)
-			}
-			msg := errs.ToAggregate().Error()
-			for _, w := range tc.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error %q does not mention %q", msg, w)
-				}
-			}
+			wantFieldErrors(t, Validate(&tc.job.Spec, tc.job.Name), tc.want...)
 		})
 	}
 }
@@ -142,21 +128,7 @@ func TestValidateTemplates(t *testing.T) {
 			if (tc.wantWarn == "") != (warn == "") || !strings.Contains(warn, tc.wantWarn) {
 				t.Errorf("warnings %q, want %q", warn, tc.wantWarn)
 			}
-			if len(tc.want) == 0 {
-				if len(errs) > 0 {
-					t.Fatalf("want no error, got %v", errs)
-				}
-				return
-			}
-			if len(errs) == 0 {
-				t.Fatalf("want an error naming %q, got none", tc.want)
-			}
-			msg := errs.ToAggregate().Error()
-			for _, w := range tc.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error %q does not mention %q", msg, w)
-				}
-			}
+			wantFieldErrors(t, errs, tc.want...)
 		})
 	}
 }
@@ -171,6 +143,41 @@ func TestContractEnvNamesCoverThePods(t *testing.T) {
 			if !names[e.Name] {
 				t.Errorf("%s pods get %s, which the contract's names lack", rt, e.Name)
 			}
+		}
+	}
+}
+
+// The controller validates a spec once per generation: a changed spec is
+// checked again, one the status has observed is not measured on every pass.
+func TestValidateForRunChecksEachGenerationOnce(t *testing.T) {
+	job := testutil.MakePaddleJob("j", "ns").Workers(2).GPUs(paddlev1.ReplicaWorker, 5000).Obj()
+	job.Generation, job.Status.ObservedGeneration = 2, 1
+	if msg := validateForRun(job); !strings.Contains(msg, "must be at most 1024") {
+		t.Fatalf("a new generation with 5000 GPUs: %q, want the GPU bound", msg)
+	}
+	job.Status.ObservedGeneration = 2
+	if msg := validateForRun(job); msg != "" {
+		t.Errorf("an observed generation was validated again: %q", msg)
+	}
+}
+
+// wantFieldErrors fails the test unless errs mention every one of want, or,
+// with no want, unless errs is empty.
+func wantFieldErrors(t *testing.T, errs field.ErrorList, want ...string) {
+	t.Helper()
+	if len(want) == 0 {
+		if len(errs) > 0 {
+			t.Fatalf("want no error, got %v", errs)
+		}
+		return
+	}
+	if len(errs) == 0 {
+		t.Fatalf("want an error naming %q, got none", want)
+	}
+	msg := errs.ToAggregate().Error()
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error %q does not mention %q", msg, w)
 		}
 	}
 }
