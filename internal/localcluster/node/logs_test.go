@@ -6,12 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
 var logStart = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -79,31 +80,13 @@ func TestCopyLog(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while copyLog writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestCopyLogFollowsUntilTheRunEnds(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "0.log")
 	l, err := createContainerLog(path, clocktesting.NewFakePassiveClock(logStart))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := &syncBuffer{}
+	out := &testutil.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- copyLog(context.Background(), path, l, api.ContainerLogOpts{Follow: true}, logStart, out)

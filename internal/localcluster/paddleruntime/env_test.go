@@ -7,13 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
 func TestEnsureEnvInstallsOnceThenReuses(t *testing.T) {
 	base, cache := tempDir(t), tempDir(t)
 	python, pipCount := fake{pipOut: "Successfully installed kubernetes-33.1.0"}.write(t, base)
 	req := []byte("# python: 3.11-3.13\nkubernetes==33.1.0\n")
-	var log syncBuffer
+	var log testutil.SyncBuffer
 	opts := Options{CacheDir: cache, Python: python, Log: &log}
 
 	env, err := EnsureEnv(context.Background(), opts, "python-sdk", req)

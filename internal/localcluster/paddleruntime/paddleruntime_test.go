@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
 // pip's own words, captured from pip 23.2 on this project's machines.
@@ -173,24 +175,6 @@ func pipInstalls(t *testing.T, countFile string) int {
 	return strings.Count(string(b), "\n")
 }
 
-// syncBuffer is a Log written by the install and its progress lines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // tempDir is t.TempDir with symlinks resolved, as the runtime reports paths.
 func tempDir(t *testing.T) string {
 	t.Helper()
@@ -212,7 +196,7 @@ func TestEnsureInstallsOnceThenReuses(t *testing.T) {
 	if err := os.MkdirAll(leftover, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var log syncBuffer
+	var log testutil.SyncBuffer
 	opts := Options{CacheDir: cache, Python: python, Log: &log}
 
 	rt, err := Ensure(context.Background(), opts)
@@ -272,7 +256,7 @@ func TestEnsureAChangedPinInstallsAnew(t *testing.T) {
 	defer func(p pinSet) { pins = p }(pins)
 	base, cache := tempDir(t), tempDir(t)
 	python, pipCount := fake{}.write(t, base)
-	var log syncBuffer
+	var log testutil.SyncBuffer
 	opts := Options{CacheDir: cache, Python: python, Log: &log}
 	first, err := Ensure(context.Background(), opts)
 	if err != nil {
