@@ -9,7 +9,7 @@
 # (TestPythonSDK) against the suite's local cluster.
 #
 # The pinned dependencies (python/requirements.txt) are installed once into
-# ~/.cache/paddlejob/python-sdk/ (go run ./hack/pyenv); the fresh venv sees
+# ~/.cache/paddlejob/python-sdk/ (go run ./hack/paddleruntime -name python-sdk); the fresh venv sees
 # them through a .pth file, so only the wheel is installed each time.
 # $PADDLEJOB_BIN names the paddlejob CLI the tests run; it is built when unset.
 set -euo pipefail
@@ -22,7 +22,7 @@ unit | e2e) ;;
 *) echo "usage: $0 [unit|e2e] [pytest arguments...]" >&2; exit 2 ;;
 esac
 
-deps=$(cd "$repo" && go run ./hack/pyenv -name python-sdk -requirements python/requirements.txt)
+deps=$(cd "$repo" && go run ./hack/paddleruntime -name python-sdk -requirements python/requirements.txt)
 work=$(mktemp -d "${TMPDIR:-/tmp}/paddlejob-python.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
