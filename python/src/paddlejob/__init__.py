@@ -31,7 +31,7 @@ from .errors import (
 from .image import build_image_context
 from .job import CephFSVolume, PaddleJob
 from .progress import ProgressReporter, flush_progress, report_progress
-from .runtime import dataset_from_reader, dist_reader, trainer_id, trainers
+from .runtime import dataset_from_reader, dist_reader, trainer_id, trainers, wait_for_servers
 
 if TYPE_CHECKING:
     from .client import LogLine, PaddleJobClient, failure_message, job_condition, job_phase
@@ -54,4 +54,5 @@ __all__ = [
     "InvalidError", "JobFailedError", "LogLine", "NoDockerEngineError", "NotFoundError", "PaddleJob",
     "PaddleJobClient", "PaddleJobError", "ValidationError", "WaitTimeoutError", "build_image_context",
     "dataset_from_reader", "dist_reader", "failure_message", "job_condition", "job_phase", "trainer_id", "trainers",
+    "wait_for_servers",
 ]

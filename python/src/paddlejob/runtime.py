@@ -1,4 +1,5 @@
-"""In-pod helpers of seed 002: who this trainer is, and its share of the data.
+"""In-pod helpers of seed 002: who this trainer is, and its share of the data;
+and the wait for the parameter servers that Paddle 3.0 no longer makes.
 
 They need nothing but the standard library, so a trainer image only needs
 this package, not the Kubernetes client. The operator gives every pod the
@@ -8,6 +9,8 @@ environment of docs/env-contract.md.
 from __future__ import annotations
 
 import os
+import socket
+import time
 from typing import Any, Callable, Iterable, Iterator, Tuple
 
 
@@ -83,3 +86,27 @@ def dataset_from_reader(filename: str, reader: Callable[[], Iterable[Iterable[An
             os.remove(tmp)
 
 
+
+
+def wait_for_servers(endpoints: Iterable[str], timeout: float = 300) -> None:
+    """Waits until every parameter server ("host:port") accepts connections.
+
+    Paddle 2.x trainers waited for the servers themselves; Paddle 3.0's
+    wait_server_ready does nothing, and a trainer that reaches a server
+    before it listens fails ("push dense param failed"). Call it on a trainer
+    before fleet.init_worker(), with fleet.server_endpoints(). Raises
+    TimeoutError naming the first server that did not answer in time.
+    """
+    deadline = time.monotonic() + timeout
+    for endpoint in endpoints:
+        host, port = endpoint.rsplit(":", 1)
+        while True:
+            try:
+                socket.create_connection((host, int(port)), timeout=2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"parameter server {endpoint} did not accept connections within {timeout:g}s"
+                    ) from None
+                time.sleep(0.2)

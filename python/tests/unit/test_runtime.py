@@ -1,7 +1,9 @@
-"""The in-pod helpers: trainer_id, trainers, dist_reader, dataset_from_reader."""
+"""The in-pod helpers: trainer_id, trainers, dist_reader, dataset_from_reader, wait_for_servers."""
 
 from __future__ import annotations
 
+import socket
+import threading
 from pathlib import Path
 from typing import Iterator
 
@@ -81,3 +83,30 @@ def test_dataset_from_reader_leaves_no_partial_file(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         paddlejob.dataset_from_reader(str(data), broken)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_wait_for_servers_returns_once_each_listens() -> None:
+    first, second = socket.socket(), socket.socket()
+    first.bind(("127.0.0.1", 0))
+    first.listen()
+    second.bind(("127.0.0.1", 0))  # bound, listening only later
+    endpoints = [f"127.0.0.1:{s.getsockname()[1]}" for s in (first, second)]
+    later = threading.Timer(0.5, second.listen)
+    later.start()
+    try:
+        paddlejob.wait_for_servers(endpoints, timeout=30)
+    finally:
+        later.join()
+        first.close()
+        second.close()
+
+
+def test_wait_for_servers_names_the_server_that_never_listens() -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+    endpoint = f"127.0.0.1:{closed.getsockname()[1]}"
+    try:
+        with pytest.raises(TimeoutError, match=f"parameter server {endpoint} did not accept connections within 0.5s"):
+            paddlejob.wait_for_servers([endpoint], timeout=0.5)
+    finally:
+        closed.close()

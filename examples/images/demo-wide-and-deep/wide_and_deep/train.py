@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import sys
 import time
 
 # Paddle 3.0's parameter-server passes work on the legacy program IR only.
@@ -31,15 +29,8 @@ import paddle.distributed.fleet as fleet  # noqa: E402
 
 import ctr_data  # noqa: E402
 
-try:
-    from paddlejob.progress import flush_progress, report_progress
-except ImportError:  # an image built without the SDK: train without reporting
-
-    def report_progress(*_args, **_kwargs) -> bool:
-        return False
-
-    def flush_progress() -> bool:
-        return False
+from paddlejob import wait_for_servers  # noqa: E402  (the SDK, copied next to this file)
+from paddlejob.progress import flush_progress, report_progress  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -91,26 +82,6 @@ def build_model(learning_rate: float, k_steps: int):
     # probability out of the distributed training program.
     test_program = paddle.static.default_main_program().clone(for_test=True)._prune([probability])
     return (ids, dense, label), loss, probability, test_program
-
-
-def wait_for_servers(endpoints: list[str], timeout: float) -> None:
-    """Waits until every parameter server accepts connections.
-
-    Paddle 2.x trainers waited for the servers themselves; Paddle 3.0's
-    wait_server_ready does nothing, and a trainer that reaches a server before
-    it listens fails ("push dense param failed").
-    """
-    deadline = time.monotonic() + timeout
-    for endpoint in endpoints:
-        host, port = endpoint.rsplit(":", 1)
-        while True:
-            try:
-                socket.create_connection((host, int(port)), timeout=2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    sys.exit(f"parameter server {endpoint} did not accept connections within {timeout:.0f}s")
-                time.sleep(0.2)
 
 
 def run_server() -> None:

@@ -15,9 +15,6 @@ GEO-SGD (Paddle 3.0's working asynchronous mode).
 from __future__ import annotations
 
 import os
-import socket
-import sys
-import time
 
 # Paddle 3.0's parameter-server passes work on the legacy program IR only.
 os.environ.setdefault("FLAGS_enable_pir_api", "0")
@@ -67,21 +64,6 @@ def build_model(k_steps: int):
     return loss
 
 
-def wait_for_servers(endpoints: list[str], timeout: float = 300) -> None:
-    """Paddle 3.0's trainers do not wait for the servers (docs/env-contract.md)."""
-    deadline = time.monotonic() + timeout
-    for endpoint in endpoints:
-        host, port = endpoint.rsplit(":", 1)
-        while True:
-            try:
-                socket.create_connection((host, int(port)), timeout=2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    sys.exit(f"parameter server {endpoint} did not accept connections within {timeout:.0f}s")
-                time.sleep(0.2)
-
-
 def main() -> None:
     paddle.enable_static()
     fleet.init(fleet.PaddleCloudRoleMaker())
@@ -103,7 +85,7 @@ def main() -> None:
 
     exe = paddle.static.Executor(paddle.CPUPlace())
     exe.run(paddle.static.default_startup_program())
-    wait_for_servers(fleet.server_endpoints())
+    paddlejob.wait_for_servers(fleet.server_endpoints())
     fleet.init_worker()
     main_program = paddle.static.default_main_program()
     batch = 16
