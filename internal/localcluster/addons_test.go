@@ -22,3 +22,12 @@ func TestParseAddonsRefusesUnknownNames(t *testing.T) {
 		t.Errorf("ParseAddons(yunikorn) = %v, want an error naming it and the known add-ons", err)
 	}
 }
+
+// A cluster started without add-ons has no add-on ports: Down and the tests
+// check only the ports the cluster really listens on.
+func TestPortsListOnlyWhatTheClusterRuns(t *testing.T) {
+	p := Ports{EtcdClient: 2379, APIServer: 6443, Volcano: 0, KueueWebhook: 9443}
+	if got := p.All(); !slices.Equal(got, []int{2379, 6443, 9443}) {
+		t.Errorf("All() = %v, want [2379 6443 9443]", got)
+	}
+}

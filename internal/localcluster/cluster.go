@@ -161,7 +161,7 @@ func Down(opts Options) error {
 			return err
 		}
 		for _, port := range st.Ports.All() {
-			if port != 0 && portOpen(port) {
+			if portOpen(port) {
 				return fmt.Errorf("port %d still listens after stopping the cluster", port)
 			}
 		}

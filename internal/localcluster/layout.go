@@ -61,8 +61,14 @@ type Ports struct {
 
 // All lists every port the cluster listens on.
 func (p Ports) All() []int {
-	return []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.Kubelet, p.ElasticEtcd, p.ElasticEtcdPeer, p.Webhook, p.Progress,
-		p.Volcano, p.SchedulerPlugins, p.KueueWebhook, p.KueueProbes}
+	var used []int
+	for _, port := range []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.Kubelet, p.ElasticEtcd, p.ElasticEtcdPeer, p.Webhook, p.Progress,
+		p.Volcano, p.SchedulerPlugins, p.KueueWebhook, p.KueueProbes} {
+		if port != 0 { // an add-on the cluster does not run
+			used = append(used, port)
+		}
+	}
+	return used
 }
 
 // State is what `paddlejob up` recorded about a running cluster.
