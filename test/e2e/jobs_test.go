@@ -211,6 +211,14 @@ func runInNamespace(t *testing.T, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob,
 	t.Helper()
 	start := time.Now()
 	createJob(t, job)
+	return awaitCompletion(t, job, start)
+}
+
+// awaitCompletion follows a created job's logs until it completes and
+// returns the finished job and its pods' logs; a job that fails or times out
+// fails the test with the job's state.
+func awaitCompletion(t *testing.T, job *paddlev1.PaddleJob, start time.Time) (*paddlev1.PaddleJob, map[string]string) {
+	t.Helper()
 	logs := followLogs(t, job.Namespace, podNames(job)...)
 	done, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
 	if err != nil {

@@ -140,15 +140,8 @@ func TestVolcanoSeed004Example4(t *testing.T) {
 		metav1.ApplyOptions{FieldManager: "e2e", Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	logs := followLogs(t, job.Namespace, podNames(job)...)
-	done, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
-	if err != nil {
-		dumpJob(t, job.Namespace, job.Name)
-		t.Fatal(err)
-	}
-	t.Logf("PaddleJob %s/%s %s in %s", job.Namespace, job.Name, done.Status.Phase, time.Since(start).Round(100*time.Millisecond))
-	mustComplete(t, done)
-	checkPSJob(t, done, logs())
+	done, logs := awaitCompletion(t, job, start)
+	checkPSJob(t, done, logs)
 	// The workers stay (cleanPodPolicy Never): Volcano placed them.
 	for _, pod := range []string{"wide-ande-deep-worker-0", "wide-ande-deep-worker-1"} {
 		if by := scheduledBy(t, job.Namespace, pod); by != localcluster.VolcanoSchedulerName {
