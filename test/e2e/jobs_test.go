@@ -19,6 +19,7 @@ import (
 	"github.com/paddlejob/paddlejob/internal/testutil"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
 	"github.com/paddlejob/paddlejob/pkg/client"
+	"github.com/paddlejob/paddlejob/python"
 )
 
 // aucTolerance is how close to the data's optimum the wide & deep example
@@ -161,7 +162,12 @@ func TestSeed004ExamplesRunAsWritten(t *testing.T) {
 	t.Run("5 data on a PersistentVolume", func(t *testing.T) {
 		ns := newNamespace(t)
 		code := t.TempDir()
+		// The volume holds what the image's /wide_and_deep holds: the example
+		// and the SDK its Dockerfile copies beside it.
 		if err := fsutil.CopyTree(filepath.Join(testenv.RepoRoot(), "examples/images/demo-wide-and-deep/wide_and_deep"), filepath.Join(code, "wide_and_deep")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.CopyFS(filepath.Join(code, "wide_and_deep", "paddlejob"), python.SDK()); err != nil {
 			t.Fatal(err)
 		}
 		applyLocalPV(t, ns, code)
