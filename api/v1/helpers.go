@@ -120,6 +120,15 @@ func PodName(job string, rt ReplicaType, index int) string {
 // IsSuspended reports whether spec.suspend is set.
 func (s *PaddleJobSpec) IsSuspended() bool { return s.Suspend != nil && *s.Suspend }
 
+// IsManagedByOperator reports whether this operator runs the job: its
+// spec.managedBy is unset or names the operator.
+func (s *PaddleJobSpec) IsManagedByOperator() bool {
+	return s.ManagedBy == nil || *s.ManagedBy == "" || *s.ManagedBy == ManagedByOperator
+}
+
+// KueueQueueName is the Kueue LocalQueue the job is sent to, or "".
+func (j *PaddleJob) KueueQueueName() string { return j.Labels[KueueQueueNameLabel] }
+
 // IsElastic reports whether the job's workers are elastic: spec.elastic > 0,
 // spec.elasticPolicy, or paddle-operator's worker.limits.
 func (s *PaddleJobSpec) IsElastic() bool {

@@ -102,6 +102,10 @@ const (
 	PaddleJobFailed PaddleJobPhase = "Failed"
 	// PaddleJobSuspended: spec.suspend is set; the job has no pods.
 	PaddleJobSuspended PaddleJobPhase = "Suspended"
+	// PaddleJobQueued: the job waits in a Kueue queue (label
+	// kueue.x-k8s.io/queue-name) for admission; it has no pods. Its
+	// Suspended condition, reason Queued, names the queue and why it waits.
+	PaddleJobQueued PaddleJobPhase = "Queued"
 )
 
 // Condition types of a PaddleJob.
@@ -139,6 +143,24 @@ const (
 	AnnotationEndpoints = "batch.paddlepaddle.org/endpoints"
 )
 
+// Kueue's labels on a PaddleJob (docs/kueue.md).
+const (
+	// KueueQueueNameLabel sends a job to a Kueue LocalQueue: the job is
+	// created suspended and runs once Kueue admits its Workload.
+	KueueQueueNameLabel = "kueue.x-k8s.io/queue-name"
+	// KueuePriorityClassLabel names the job's Kueue WorkloadPriorityClass.
+	KueuePriorityClassLabel = "kueue.x-k8s.io/priority-class"
+)
+
+// Values of spec.managedBy.
+const (
+	// ManagedByOperator is this operator, also meant by an empty managedBy.
+	ManagedByOperator = "batch.paddlepaddle.org/paddlejob-operator"
+	// ManagedByMultiKueue is Kueue's MultiKueue, which runs the job on a
+	// worker cluster and mirrors its status back.
+	ManagedByMultiKueue = "kueue.x-k8s.io/multikueue"
+)
+
 // MaxJobNameLength is the longest PaddleJob name: pod names
 // <name>-worker-<index> (index < MaxReplicas) must stay DNS labels of at most
 // 63 characters. Keep in sync with the validation rule on PaddleJob.
@@ -152,6 +174,7 @@ const MaxReplicas = 10000
 // +kubebuilder:validation:XValidation:rule="(has(self.intranet) && self.intranet == 'Host') || !has(self.ps) || !has(self.ps.template.spec) || !has(self.ps.template.spec.hostNetwork) || !self.ps.template.spec.hostNetwork",message="spec.ps.template.spec.hostNetwork may be true only with spec.intranet: Host, where the operator sets it and hands each pod host ports of its own"
 // +kubebuilder:validation:XValidation:rule="(has(self.intranet) && self.intranet == 'Host') || !has(self.worker) || !has(self.worker.template.spec) || !has(self.worker.template.spec.hostNetwork) || !self.worker.template.spec.hostNetwork",message="spec.worker.template.spec.hostNetwork may be true only with spec.intranet: Host, where the operator sets it and hands each pod host ports of its own"
 // +kubebuilder:validation:XValidation:rule="(has(self.intranet) && self.intranet == 'Host') || !has(self.heter) || !has(self.heter.template.spec) || !has(self.heter.template.spec.hostNetwork) || !self.heter.template.spec.hostNetwork",message="spec.heter.template.spec.hostNetwork may be true only with spec.intranet: Host, where the operator sets it and hands each pod host ports of its own"
+// +kubebuilder:validation:XValidation:rule="has(self.managedBy) == has(oldSelf.managedBy) && (!has(self.managedBy) || self.managedBy == oldSelf.managedBy)",message="spec.managedBy is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.worker)",message="spec.worker is required: every PaddleJob runs at least one worker (add spec.ps as well for parameter-server mode)"
 // +kubebuilder:validation:XValidation:rule="!has(self.heter) || (has(self.ps) && has(self.worker))",message="spec.heter needs spec.ps and spec.worker: heterogeneous training is a parameter-server mode"
 // +kubebuilder:validation:XValidation:rule="!has(self.cleanPolicy) || !has(self.cleanPodPolicy) || self.cleanPolicy == self.cleanPodPolicy",message="spec.cleanPolicy is a deprecated alias of spec.cleanPodPolicy and disagrees with it: set only spec.cleanPodPolicy"
@@ -240,6 +263,16 @@ type PaddleJobSpec struct {
 	// and ports. The active deadline counts from the last resume.
 	// +optional
 	Suspend *bool `json:"suspend,omitempty"`
+
+	// managedBy names the controller that runs the job. Unset, or
+	// batch.paddlepaddle.org/paddlejob-operator, is this operator; any other
+	// value makes the operator leave the job alone: that controller creates
+	// its pods and writes its status. Kueue's MultiKueue sets
+	// kueue.x-k8s.io/multikueue to run the job on a worker cluster.
+	// Immutable.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	ManagedBy *string `json:"managedBy,omitempty"`
 
 	// ps describes the parameter servers. Setting it selects parameter-server
 	// mode, which also needs worker.
@@ -363,7 +396,7 @@ type SchedulingPolicy struct {
 // PaddleJobStatus is the observed state of a PaddleJob.
 type PaddleJobStatus struct {
 	// phase is a one-word summary of the job: Pending, Starting, Running,
-	// Suspended, Completed or Failed.
+	// Suspended, Queued (waiting for Kueue to admit it), Completed or Failed.
 	// +optional
 	Phase PaddleJobPhase `json:"phase,omitempty"`
 

@@ -68,7 +68,10 @@ func ValidateUpdate(old, updated *PaddleJob) field.ErrorList {
 	if old.Status.StartTime == nil && old.Status.Phase == "" {
 		return nil // nothing was created from the spec yet
 	}
-	if old.Spec.IsSuspended() && updated.Spec.IsSuspended() {
+	// A suspended job has no pods to disagree with its spec: it may change
+	// in the same update that suspends or resumes it, as Kueue's stop and
+	// start do (restoring and injecting the templates' scheduling fields).
+	if old.Spec.IsSuspended() || updated.Spec.IsSuspended() {
 		return nil
 	}
 	var errs field.ErrorList

@@ -211,6 +211,11 @@ func (in *PaddleJobSpec) DeepCopyInto(out *PaddleJobSpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.ManagedBy != nil {
+		in, out := &in.ManagedBy, &out.ManagedBy
+		*out = new(string)
+		**out = **in
+	}
 	if in.PS != nil {
 		in, out := &in.PS, &out.PS
 		*out = new(ReplicaSpec)

@@ -93,6 +93,26 @@ func (w *JobWrapper) Elastic(minReplicas, maxReplicas int32, endpoints ...string
 	})
 }
 
+// Queue sends the job to a Kueue LocalQueue (label kueue.x-k8s.io/queue-name).
+func (w *JobWrapper) Queue(name string) *JobWrapper {
+	return w.Label(paddlev1.KueueQueueNameLabel, name)
+}
+
+// Label sets a label of the job.
+func (w *JobWrapper) Label(key, value string) *JobWrapper {
+	return w.edit(func(j *paddlev1.PaddleJob) {
+		if j.Labels == nil {
+			j.Labels = map[string]string{}
+		}
+		j.Labels[key] = value
+	})
+}
+
+// ManagedBy sets spec.managedBy.
+func (w *JobWrapper) ManagedBy(controller string) *JobWrapper {
+	return w.edit(func(j *paddlev1.PaddleJob) { j.Spec.ManagedBy = ptr.To(controller) })
+}
+
 // Suspend sets spec.suspend.
 func (w *JobWrapper) Suspend(suspend bool) *JobWrapper {
 	return w.edit(func(j *paddlev1.PaddleJob) { j.Spec.Suspend = ptr.To(suspend) })
@@ -251,6 +271,7 @@ func (w *PodWrapper) Running(ip string) *PodWrapper {
 	w.setIP(ip)
 	now := metav1.NewTime(time.Now())
 	w.Status.StartTime = &now
+	w.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
 	w.Status.ContainerStatuses = nil
 	for _, c := range w.Spec.Containers {
 		w.Status.ContainerStatuses = append(w.Status.ContainerStatuses, corev1.ContainerStatus{

@@ -7,10 +7,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
 const worker = `
@@ -190,6 +192,39 @@ func TestInvalidJobsAreRejectedByTheAPIServer(t *testing.T) {
 			// Refused before anything was stored.
 			if err := k8s.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: obj.GetName()}, &paddlev1.PaddleJob{}); !isNotFound(err) {
 				t.Errorf("the job was stored: get says %v", err)
+			}
+		})
+	}
+}
+
+// spec.managedBy is immutable: set, changed or cleared after creation, the
+// API server refuses it (MultiKueue relies on the value staying put).
+func TestManagedByIsImmutable(t *testing.T) {
+	ns := newNamespace(t)
+	for _, tc := range []struct {
+		name       string
+		from, to   *string
+		wantRefuse bool
+	}{
+		{name: "set later", to: ptr.To(paddlev1.ManagedByMultiKueue), wantRefuse: true},
+		{name: "changed", from: ptr.To(paddlev1.ManagedByMultiKueue), to: ptr.To("example.com/other"), wantRefuse: true},
+		{name: "cleared", from: ptr.To(paddlev1.ManagedByMultiKueue), wantRefuse: true},
+		{name: "kept", from: ptr.To(paddlev1.ManagedByMultiKueue), to: ptr.To(paddlev1.ManagedByMultiKueue)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := testutil.MakePaddleJob("m-"+strings.ReplaceAll(tc.name, " ", "-"), ns).Workers(1).Suspend(true).Obj()
+			job.Spec.ManagedBy = tc.from
+			if err := k8s.Create(ctx(t), job); err != nil {
+				t.Fatal(err)
+			}
+			job.Spec.ManagedBy = tc.to
+			job.Labels = map[string]string{"touched": "yes"} // an update even when managedBy is kept
+			err := k8s.Update(ctx(t), job)
+			switch {
+			case tc.wantRefuse && (err == nil || !strings.Contains(err.Error(), "spec.managedBy is immutable")):
+				t.Errorf("update: %v, want spec.managedBy is immutable", err)
+			case !tc.wantRefuse && err != nil:
+				t.Errorf("update refused: %v", err)
 			}
 		})
 	}

@@ -34,7 +34,7 @@ from .job import GROUP, MAX_REPLICAS, PLURAL, VERSION, PaddleJob
 Job = Dict[str, Any]
 
 #: Phases of a PaddleJob (status.phase).
-PHASES = ("Pending", "Starting", "Running", "Completed", "Failed", "Suspended")
+PHASES = ("Pending", "Starting", "Running", "Completed", "Failed", "Suspended", "Queued")
 TERMINAL = ("Completed", "Failed")
 #: Roles of a PaddleJob, as in pod names <job>-<role>-<index>.
 ROLES = ("ps", "worker", "heter")
