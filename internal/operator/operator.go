@@ -110,6 +110,17 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		}
 		return nil
 	})
+	fs.Func("kueue", "auto: queue PaddleJobs labelled kueue.x-k8s.io/queue-name through Kueue when the cluster serves its Workloads (found at start); off: ignore the label", func(v string) error {
+		switch v {
+		case "auto":
+			o.Controller.IgnoreKueue = false
+		case "off":
+			o.Controller.IgnoreKueue = true
+		default:
+			return fmt.Errorf("want auto or off")
+		}
+		return nil
+	})
 	fs.DurationVar(&o.GracefulShutdown, "graceful-shutdown-timeout", o.GracefulShutdown, "how long running reconciles may take to finish on shutdown")
 	o.Webhook.bindFlags(fs)
 	fs.StringVar(&o.Progress.Addr, "progress-bind-address", o.Progress.Addr, "address the progress endpoint binds to, where training programs report their progress and metrics; 0 turns the feature off (no token or variables in pods, no status.progress)")
@@ -133,7 +144,13 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err != nil {
 		return nil, err
 	}
-	cacheOpts := controller.CacheOptions(podGroupKinds)
+	kueue := false
+	if !o.Controller.IgnoreKueue {
+		if kueue, err = controller.DiscoverKueue(cfg); err != nil {
+			return nil, err
+		}
+	}
+	cacheOpts := controller.CacheOptions(podGroupKinds, kueue)
 	if o.Namespaces != "" {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range strings.Split(o.Namespaces, ",") {
@@ -183,7 +200,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if o.SkipNameValidation {
 		r.SkipNameValidation = true
 	}
-	if err := r.SetupWithManager(ctx, mgr, podGroupKinds); err != nil {
+	if err := r.SetupWithManager(ctx, mgr, podGroupKinds, kueue); err != nil {
 		return nil, fmt.Errorf("setting up the PaddleJob controller: %w", err)
 	}
 	if store != nil {

@@ -347,11 +347,10 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, s
 }
 
 // Kueue, run by the local cluster, admits a plain batch/v1 Job sent to the
-// LocalQueue default: its webhook suspends the Job at creation, the
+// LocalQueue default (a subtest of TestKueue): its webhook suspends the Job at creation, the
 // manager makes it a Workload, admits it to the ClusterQueue and resumes
 // it, and the Job runs to completion on the node.
-func TestKueueAdmitsALabelledJob(t *testing.T) {
-	st := withAddons(t, localcluster.AddonKueue)
+func kueueAdmitsABatchJob(t *testing.T, st *localcluster.State) {
 	ctx := context.Background()
 	cs := pj.Clientset()
 	job := &batchv1.Job{

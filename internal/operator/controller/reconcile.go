@@ -60,6 +60,9 @@ type Options struct {
 	PodEventBatchPeriod time.Duration
 	// Progress turns on the training programs' progress reports (progress.go).
 	Progress ProgressOptions
+	// IgnoreKueue turns the Kueue integration off (kueue.go): the queue-name
+	// label is ignored, and the operator needs no access to Kueue's objects.
+	IgnoreKueue bool
 }
 
 // DefaultOptions are the settings used where Options leaves a zero value.
@@ -98,6 +101,8 @@ type PaddleJobReconciler struct {
 	// podGroupKinds are the gang schedulers whose PodGroup CRDs the cluster
 	// serves, found when the controller is set up.
 	podGroupKinds map[string]bool
+	// kueueServed says the cluster serves Kueue's Workloads (kueue.go).
+	kueueServed bool
 
 	// finished remembers the jobs this operator saw finish, by name and UID.
 	// A status write reaches the job cache after the pod deletions it causes
@@ -174,6 +179,9 @@ func (r *PaddleJobReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	if job.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil // the garbage collector removes the children
 	}
+	if !job.Spec.IsManagedByOperator() {
+		return reconcile.Result{}, nil // spec.managedBy names another controller (MultiKueue)
+	}
 	pods, err := r.jobPods(ctx, job)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -185,6 +193,11 @@ func (r *PaddleJobReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		// events bring the job back; the requeue covers what came and went.
 		log.FromContext(ctx).V(2).Info("waiting for the cache to show the last pod changes")
 		return reconcile.Result{RequeueAfter: expectationTimeout}, nil
+	}
+	if r.queuedByKueue(job) {
+		if done, err := r.syncKueue(ctx, job, pods, now); done || err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	switch {
 	case job.Status.IsFinished() || r.sawFinish(job):

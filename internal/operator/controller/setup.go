@@ -44,27 +44,49 @@ func DiscoverPodGroupKinds(cfg *rest.Config) (map[string]bool, error) {
 	}
 	served := map[string]bool{}
 	for gang, gvk := range PodGroupGVKs {
-		list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
-		if apierrors.IsNotFound(err) {
-			continue
-		}
+		ok, err := servesKind(dc, gvk)
 		if err != nil {
-			return nil, fmt.Errorf("discovering %s: %w", gvk.GroupVersion(), err)
+			return nil, err
 		}
-		for _, res := range list.APIResources {
-			if res.Kind == gvk.Kind {
-				served[gang] = true
-			}
+		if ok {
+			served[gang] = true
 		}
 	}
 	return served, nil
+}
+
+// DiscoverKueue reports whether the cluster serves Kueue's Workloads; like
+// a gang scheduler, a Kueue installed later is picked up when the operator
+// restarts.
+func DiscoverKueue(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	return servesKind(dc, WorkloadGVK)
+}
+
+func servesKind(dc discovery.DiscoveryInterface, gvk schema.GroupVersionKind) (bool, error) {
+	list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", gvk.GroupVersion(), err)
+	}
+	for _, res := range list.APIResources {
+		if res.Kind == gvk.Kind {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // CacheOptions restricts the manager's caches of pods, Services, ConfigMaps
 // and PodGroups to the objects the operator creates (they carry
 // LabelJobName), so memory follows the number of PaddleJob pods, not the
 // cluster's size.
-func CacheOptions(podGroupKinds map[string]bool) cache.Options {
+func CacheOptions(podGroupKinds map[string]bool, kueue bool) cache.Options {
 	req, err := labels.NewRequirement(paddlev1.LabelJobName, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant selector
@@ -79,6 +101,9 @@ func CacheOptions(podGroupKinds map[string]bool) cache.Options {
 	// Volcano example does), without the operator's label.
 	for gang := range podGroupKinds {
 		byObject[podGroupObject(PodGroupGVKs[gang])] = cache.ByObject{}
+	}
+	if kueue {
+		byObject[newUnstructured(WorkloadGVK)] = owned
 	}
 	return cache.Options{ByObject: byObject}
 }
@@ -135,8 +160,8 @@ func batchedByController(period time.Duration) handler.TypedEventHandler[client.
 // SetupWithManager registers the owner index and the controller, watching
 // the PodGroups of the gang schedulers in podGroupKinds (see
 // DiscoverPodGroupKinds; the manager's cache must know them too).
-func (r *PaddleJobReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, podGroupKinds map[string]bool) error {
-	r.podGroupKinds = podGroupKinds
+func (r *PaddleJobReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, podGroupKinds map[string]bool, kueue bool) error {
+	r.podGroupKinds, r.kueueServed = podGroupKinds, kueue
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podOwnerKey, podOwnerIndex); err != nil {
 		return err
 	}
@@ -151,6 +176,9 @@ func (r *PaddleJobReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	})
 	for gang := range r.podGroupKinds {
 		b = b.Watches(podGroupObject(PodGroupGVKs[gang]), sameName)
+	}
+	if kueue {
+		b = b.Owns(newUnstructured(WorkloadGVK))
 	}
 	b = r.watchProgress(b)
 	return b.

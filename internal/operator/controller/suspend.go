@@ -14,7 +14,8 @@ import (
 )
 
 // Suspend: spec.suspend deletes a job's pods and keeps the job (its host
-// port ranges and restart count included) until it is cleared.
+// port ranges and restart count included) until it is cleared. A job Kueue
+// holds (kueue.go) is Queued, its Suspended condition saying why it waits.
 
 // reconcileSuspended deletes a suspended job's pods and records that it is
 // suspended. Its start time is cleared: the deadline counts from the resume.
@@ -26,7 +27,12 @@ func (r *PaddleJobReconciler) reconcileSuspended(ctx context.Context, job *paddl
 		}
 	}
 	deleteErr := r.deletePods(ctx, job, live, "suspended")
-	_, err := r.writeStatus(ctx, job, suspendedStatus(job, metav1.NewTime(now)), nil)
+	st := suspendedStatus(job, metav1.NewTime(now))
+	if queued := r.queuedMessage(ctx, job); queued != "" {
+		st.Phase = paddlev1.PaddleJobQueued
+		setCondition(&st, metav1.NewTime(now), paddlev1.JobSuspended, metav1.ConditionTrue, ReasonQueued, queued)
+	}
+	_, err := r.writeStatus(ctx, job, st, nil)
 	return reconcile.Result{}, errors.Join(deleteErr, err)
 }
 

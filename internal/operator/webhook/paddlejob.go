@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -41,8 +43,13 @@ func (w *PaddleJobWebhook) Setup(mgr ctrl.Manager) error {
 // each role, so the stored job says what will happen. The deprecated
 // cleanPolicy alias is left as written: api/v1's EffectiveCleanPodPolicy
 // alone resolves it, with or without this webhook.
-func (w *PaddleJobWebhook) Default(_ context.Context, job *paddlev1.PaddleJob) error {
+func (w *PaddleJobWebhook) Default(ctx context.Context, job *paddlev1.PaddleJob) error {
 	spec := &job.Spec
+	// A job sent to a Kueue queue is created suspended: Kueue resumes it
+	// once its Workload is admitted (docs/kueue.md).
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create && job.KueueQueueName() != "" && !w.Options.IgnoreKueue {
+		spec.Suspend = ptr.To(true)
+	}
 	for _, rt := range paddlev1.ReplicaTypes {
 		if rs := spec.Replicas(rt); rs != nil && rs.RestartPolicy == "" {
 			rs.RestartPolicy = spec.EffectiveRestartPolicy(rt)
@@ -60,6 +67,10 @@ func (w *PaddleJobWebhook) ValidateCreate(_ context.Context, job *paddlev1.Paddl
 // ValidateUpdate also refuses changes a started job's pods cannot follow.
 func (w *PaddleJobWebhook) ValidateUpdate(_ context.Context, old, updated *paddlev1.PaddleJob) (admission.Warnings, error) {
 	errs := append(validate(updated), paddlev1.ValidateUpdate(old, updated)...)
+	if q := old.KueueQueueName(); q != updated.KueueQueueName() && !old.Spec.IsSuspended() && !w.Options.IgnoreKueue {
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "labels").Key(paddlev1.KueueQueueNameLabel),
+			"may change only while the job is suspended (spec.suspend): Kueue admitted it to queue "+q))
+	}
 	warnings := w.warnings(updated)
 	if old.Status.IsFinished() && !equalSpecs(old, updated) {
 		warnings = append(warnings, fmt.Sprintf("the job has %s: changes to its spec have no effect", old.Status.Phase))

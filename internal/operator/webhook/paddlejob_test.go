@@ -5,9 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/operator/controller"
@@ -27,6 +29,42 @@ func TestDefault(t *testing.T) {
 	}
 	if job.Spec.Worker.RestartPolicy != paddlev1.RestartPolicyOnFailure || job.Spec.PS.RestartPolicy != paddlev1.RestartPolicyNever {
 		t.Errorf("restart policies: worker %q, ps %q", job.Spec.Worker.RestartPolicy, job.Spec.PS.RestartPolicy)
+	}
+}
+
+// A job sent to a Kueue queue is created suspended; an update leaves
+// suspend alone (Kueue resumes the job), and so does an operator whose Kueue
+// integration is off.
+func TestDefaultSuspendsQueuedJobsAtCreation(t *testing.T) {
+	tests := []struct {
+		name        string
+		op          admissionv1.Operation
+		queue       string
+		ignoreKueue bool
+		want        bool
+	}{
+		{name: "created with a queue", op: admissionv1.Create, queue: "team-a", want: true},
+		{name: "created without a queue", op: admissionv1.Create},
+		{name: "updated with a queue", op: admissionv1.Update, queue: "team-a"},
+		{name: "created with a queue, integration off", op: admissionv1.Create, queue: "team-a", ignoreKueue: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := controller.DefaultOptions()
+			opts.IgnoreKueue = tc.ignoreKueue
+			w := &PaddleJobWebhook{Options: opts}
+			job := testutil.MakePaddleJob("j", "ns").Workers(2).Obj()
+			if tc.queue != "" {
+				job.Labels = map[string]string{paddlev1.KueueQueueNameLabel: tc.queue}
+			}
+			ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: tc.op}})
+			if err := w.Default(ctx, job); err != nil {
+				t.Fatal(err)
+			}
+			if got := job.Spec.IsSuspended(); got != tc.want {
+				t.Errorf("suspended %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -127,6 +165,36 @@ func TestValidateUpdate(t *testing.T) {
 			j.Spec.Suspend = ptr.To(true)
 			return j
 		}, mutate: func(j *paddlev1.PaddleJob) { j.Spec.Worker.Template.Spec.Containers[0].Image = "other:v2" }},
+		// Kueue's start and stop: the templates' scheduling fields change in
+		// the update that resumes or suspends the job.
+		{name: "resuming a suspended job with a node selector", old: func() *paddlev1.PaddleJob {
+			j := started()
+			j.Spec.Suspend = ptr.To(true)
+			return j
+		}, mutate: func(j *paddlev1.PaddleJob) {
+			j.Spec.Suspend = ptr.To(false)
+			j.Spec.Worker.Template.Spec.NodeSelector = map[string]string{"pool": "a"}
+		}},
+		{name: "suspending a job and restoring its template", old: func() *paddlev1.PaddleJob {
+			j := started()
+			j.Spec.Worker.Template.Spec.NodeSelector = map[string]string{"pool": "a"}
+			return j
+		}, mutate: func(j *paddlev1.PaddleJob) {
+			j.Spec.Suspend = ptr.To(true)
+			j.Spec.Worker.Template.Spec.NodeSelector = nil
+		}},
+		{name: "moving a running job to another queue", old: func() *paddlev1.PaddleJob {
+			j := started()
+			j.Labels = map[string]string{paddlev1.KueueQueueNameLabel: "a"}
+			return j
+		}, mutate: func(j *paddlev1.PaddleJob) { j.Labels[paddlev1.KueueQueueNameLabel] = "b" },
+			wantErr: "metadata.labels[kueue.x-k8s.io/queue-name]: Forbidden: may change only while the job is suspended"},
+		{name: "moving a suspended job to another queue", old: func() *paddlev1.PaddleJob {
+			j := started()
+			j.Spec.Suspend = ptr.To(true)
+			j.Labels = map[string]string{paddlev1.KueueQueueNameLabel: "a"}
+			return j
+		}, mutate: func(j *paddlev1.PaddleJob) { j.Labels[paddlev1.KueueQueueNameLabel] = "b" }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
