@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -55,9 +56,36 @@ type ruleSet struct {
 // ruleSets are every Role and ClusterRole the config/rbac files read here
 // may hold. Any other role in them is an error: the chart would miss it.
 var ruleSets = []ruleSet{
-	{"paddlejob.generated.clusterRoleRules", "rbac/role.yaml", "ClusterRole", "paddlejob-operator"},
+	{clusterRoleRules, "rbac/role.yaml", "ClusterRole", "paddlejob-operator"},
 	{"paddlejob.generated.roleRules", "rbac/role.yaml", "Role", "paddlejob-operator"},
 	{"paddlejob.generated.leaderElectionRules", "rbac/leader_election_role.yaml", "Role", "paddlejob-operator-leader-election"},
+}
+
+const (
+	clusterRoleRules = "paddlejob.generated.clusterRoleRules"
+	kueueRules       = "paddlejob.generated.kueueRules"
+)
+
+// kueueGroups are the API groups only the Kueue integration reads or
+// writes: Kueue's, and the PriorityClasses a Workload's priority may come
+// from.
+var kueueGroups = []string{"kueue.x-k8s.io", "scheduling.k8s.io"}
+
+// splitKueueRules separates the rules of the Kueue groups from the others.
+func splitKueueRules(rules []any) (others, kueue []any) {
+	for _, r := range rules {
+		groups, _ := nested(r.(map[string]any), "apiGroups").([]any)
+		only := len(groups) > 0
+		for _, g := range groups {
+			only = only && slices.Contains(kueueGroups, fmt.Sprint(g))
+		}
+		if only {
+			kueue = append(kueue, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	return others, kueue
 }
 
 // webhookSet is a generated webhook configuration whose webhooks the chart
@@ -183,7 +211,20 @@ or those files.
 		if len(rules) == 0 {
 			return nil, fmt.Errorf("%s: %s %q has no rules", rs.file, rs.kind, rs.name)
 		}
-		if err := define(&b, rs.define, fmt.Sprintf("The rules of the %s %s (config/%s).", rs.kind, rs.name, rs.file), rules, nil); err != nil {
+		doc := fmt.Sprintf("The rules of the %s %s (config/%s)", rs.kind, rs.name, rs.file)
+		if rs.define == clusterRoleRules {
+			// The Kueue integration's rules, granted only with kueue.enabled.
+			var kueue []any
+			rules, kueue = splitKueueRules(rules)
+			if len(kueue) == 0 {
+				return nil, fmt.Errorf("%s: %s %q has no rules for Kueue's API", rs.file, rs.kind, rs.name)
+			}
+			if err := define(&b, kueueRules, doc+", for the Kueue integration.", kueue, nil); err != nil {
+				return nil, err
+			}
+			doc += ", but the Kueue integration's"
+		}
+		if err := define(&b, rs.define, doc+".", rules, nil); err != nil {
 			return nil, err
 		}
 	}

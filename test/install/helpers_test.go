@@ -148,6 +148,8 @@ type rendering struct {
 	certManager bool
 	// webhook and leaderElection are on.
 	webhook, leaderElection bool
+	// noKueue: the Kueue integration is off (kueue.enabled false).
+	noKueue bool
 }
 
 var (
@@ -225,7 +227,7 @@ func chartFull(t testing.TB) rendering {
 
 // chartCustom has every other value set, the webhook and leader election off.
 func chartCustom(t testing.TB) rendering {
-	return rendering{name: "chart (values-custom.yaml)", namespace: operatorNS, objs: helmTemplate(t, operatorNS, "values-custom.yaml")}
+	return rendering{name: "chart (values-custom.yaml)", namespace: operatorNS, objs: helmTemplate(t, operatorNS, "values-custom.yaml"), noKueue: true}
 }
 
 // chartElsewhere is the chart with its optional parts on, in another namespace.

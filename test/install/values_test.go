@@ -75,6 +75,7 @@ func TestValuesBecomeOperatorFlags(t *testing.T) {
 		etcd                       []string
 		reconciles                 int
 		debug                      bool
+		ignoreKueue                bool
 	}
 	defaults := operator.DefaultOptions()
 	base := want{leaderElection: true, gang: defaults.Controller.GangScheduler, certs: operator.CertsSelf,
@@ -86,7 +87,7 @@ func TestValuesBecomeOperatorFlags(t *testing.T) {
 	full.namespaces = "team-a,team-b"
 	custom := want{namespaces: "a,b", gang: controller.GangSchedulerPlugins, certs: operator.CertsSelf,
 		metrics: podIP + ":18080", probes: podIP + ":18081", progressAt: "0", qps: 50, burst: 100,
-		etcd: []string{"http://etcd-0.etcd:2379", "http://etcd-1.etcd:2379"}, reconciles: 32, debug: true}
+		etcd: []string{"http://etcd-0.etcd:2379", "http://etcd-1.etcd:2379"}, reconciles: 32, debug: true, ignoreKueue: true}
 	for _, c := range []struct {
 		r    rendering
 		want want
@@ -102,8 +103,8 @@ func TestValuesBecomeOperatorFlags(t *testing.T) {
 			got := want{leaderElection: o.LeaderElection, namespaces: o.Namespaces, gang: o.Controller.GangScheduler,
 				certs: o.Webhook.Certs, metrics: o.MetricsAddr, probes: o.ProbeAddr, webhookAt: o.Webhook.Host,
 				webhookPort: o.Webhook.Port, progressAt: o.Progress.Addr, qps: o.QPS, burst: o.Burst, etcd: o.Controller.ElasticEtcdEndpoints,
-				reconciles: o.Controller.MaxConcurrentReconciles,
-				debug:      o.Zap.Level != nil && o.Zap.Level.Enabled(zapcore.DebugLevel)}
+				reconciles: o.Controller.MaxConcurrentReconciles, ignoreKueue: o.Controller.IgnoreKueue,
+				debug: o.Zap.Level != nil && o.Zap.Level.Enabled(zapcore.DebugLevel)}
 			if c.want.webhookPort == 0 {
 				got.webhookAt = "" // the webhook is off: where it would bind does not matter
 			}

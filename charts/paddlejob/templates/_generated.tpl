@@ -4,7 +4,48 @@ Run "make manifests" (or "go run ./hack/chartgen") after changing the markers
 or those files.
 */}}
 
-{{/* The rules of the ClusterRole paddlejob-operator (config/rbac/role.yaml). */}}
+{{/* The rules of the ClusterRole paddlejob-operator (config/rbac/role.yaml), for the Kueue integration. */}}
+{{- define "paddlejob.generated.kueueRules" -}}
+- apiGroups:
+  - kueue.x-k8s.io
+  resources:
+  - resourceflavors
+  - workloadpriorityclasses
+  verbs:
+  - get
+  - list
+  - watch
+- apiGroups:
+  - kueue.x-k8s.io
+  resources:
+  - workloads
+  verbs:
+  - create
+  - delete
+  - get
+  - list
+  - patch
+  - update
+  - watch
+- apiGroups:
+  - kueue.x-k8s.io
+  resources:
+  - workloads/status
+  verbs:
+  - get
+  - patch
+  - update
+- apiGroups:
+  - scheduling.k8s.io
+  resources:
+  - priorityclasses
+  verbs:
+  - get
+  - list
+  - watch
+{{- end }}
+
+{{/* The rules of the ClusterRole paddlejob-operator (config/rbac/role.yaml), but the Kueue integration's. */}}
 {{- define "paddlejob.generated.clusterRoleRules" -}}
 - apiGroups:
   - ""
@@ -62,6 +103,7 @@ or those files.
   - delete
   - get
   - list
+  - patch
   - watch
 - apiGroups:
   - batch.paddlepaddle.org
