@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/paddlejob/paddlejob/internal/fsutil"
 )
 
 // DefaultHome is $PADDLEJOB_HOME, else ~/.paddlejob: the one directory that
@@ -105,11 +107,7 @@ func writeState(l layout, s *State) error {
 	if err != nil {
 		return err
 	}
-	tmp := l.stateFile() + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, l.stateFile())
+	return fsutil.WriteFileAtomic(l.stateFile(), data, 0o600)
 }
 
 // writeKubeconfig writes a kubeconfig for a client certificate.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddlejob/paddlejob/internal/fsutil"
 	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
 )
 
@@ -108,11 +109,7 @@ func writeManifest(dir string, m *manifest) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, "."+ManifestName+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, ManifestName))
+	return fsutil.WriteFileAtomic(filepath.Join(dir, ManifestName), append(b, '\n'), 0o644)
 }
 
 // errNoManifest tells a directory that is no paddlejob-built runtime from a
