@@ -114,7 +114,7 @@ func (w WebhookOptions) webhookServer(ctx context.Context, cfg *rest.Config) (we
 // keeps the webhook configurations trusting them. Every replica serves the
 // webhook, leader or not.
 func setupWebhook(mgr ctrl.Manager, certs *pjwebhook.CertManager, caPEM []byte, opts controller.Options) error {
-	if err := (&pjwebhook.PaddleJobWebhook{Options: opts}).Setup(mgr); err != nil {
+	if err := (&pjwebhook.PaddleJobWebhook{Options: opts, Client: mgr.GetClient()}).Setup(mgr); err != nil {
 		return err
 	}
 	if certs == nil {

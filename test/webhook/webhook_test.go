@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -151,6 +152,59 @@ func TestRejectsGPUCountsAndContractOverrides(t *testing.T) {
 				t.Errorf("the job was stored: %v", err)
 			}
 		})
+	}
+}
+
+// A template the API server would refuse for every pod is refused with the
+// job, in the API server's words (a server-side dry run of each role's first
+// pod); nothing is stored. (Two containers of one name the CRD's schema
+// already refuses.)
+func TestRefusesPodTemplatesTheAPIServerRefuses(t *testing.T) {
+	ns := newNamespace(t)
+	tests := []struct {
+		name string
+		edit func(*corev1.PodSpec)
+		want []string
+	}{{
+		name: "no-image",
+		edit: func(s *corev1.PodSpec) { s.Containers[0].Image = "" },
+		want: []string{"spec.worker.template: Invalid value", "the API server refuses its pods", "spec.containers[0].image: Required value"},
+	}, {
+		name: "undeclared-volume",
+		edit: func(s *corev1.PodSpec) {
+			s.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		},
+		want: []string{"spec.worker.template: Invalid value", `spec.containers[0].volumeMounts[0].name: Not found: "data"`},
+	}, {
+		name: "negative-cpu",
+		edit: func(s *corev1.PodSpec) {
+			s.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}
+		},
+		want: []string{"spec.worker.template: Invalid value", "spec.containers[0].resources.requests[cpu]", "must be greater than or equal to 0"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := testutil.MakePaddleJob(tc.name, ns).Workers(2).Obj()
+			tc.edit(&job.Spec.Worker.Template.Spec)
+			err := k8s.Create(context.Background(), job)
+			for _, want := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("error %v\nwant %q", err, want)
+				}
+			}
+			if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: job.Name}, &paddlev1.PaddleJob{}); err == nil || !strings.Contains(err.Error(), "not found") {
+				t.Errorf("the job was stored: %v", err)
+			}
+		})
+	}
+	// A valid job's dry runs leave no pod behind.
+	ok := testutil.MakePaddleJob("fine", ns).PS(1).Workers(2).Obj()
+	if err := k8s.Create(context.Background(), ok); err != nil {
+		t.Fatal(err)
+	}
+	var pods corev1.PodList
+	if err := k8s.List(context.Background(), &pods, client.InNamespace(ns)); err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods after dry runs: %d, %v", len(pods.Items), err)
 	}
 }
 

@@ -278,3 +278,17 @@ func sortPods(pods []*corev1.Pod) []*corev1.Pod {
 	})
 	return pods
 }
+
+// FirstPods are the pods the operator would create first for each role of
+// the job (index 0, the default ports), for the admission webhook to have
+// the API server validate before the job is stored.
+func FirstPods(job *paddlev1.PaddleJob, opts Options) map[paddlev1.ReplicaType]*corev1.Pod {
+	out := map[paddlev1.ReplicaType]*corev1.Pod{}
+	popts := podOptionsFor(job, opts)
+	for _, rt := range paddlev1.ReplicaTypes {
+		if rs := job.Spec.Replicas(rt); rs != nil {
+			out[rt] = newPod(job, rt, 0, defaultPortRange(rs), popts)
+		}
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -29,6 +31,9 @@ const (
 type PaddleJobWebhook struct {
 	// Options are the operator's settings, to warn about what they ignore.
 	Options controller.Options
+	// Client, when set, has the API server validate each role's first pod
+	// (a server-side dry run) before a job is stored.
+	Client client.Client
 }
 
 // Setup registers the webhook with a manager's webhook server.
@@ -60,8 +65,48 @@ func (w *PaddleJobWebhook) Default(ctx context.Context, job *paddlev1.PaddleJob)
 
 // ValidateCreate rejects what the schema cannot and warns about deprecated
 // or ignored fields.
-func (w *PaddleJobWebhook) ValidateCreate(_ context.Context, job *paddlev1.PaddleJob) (admission.Warnings, error) {
-	return w.warnings(job), invalid(job, validate(job))
+func (w *PaddleJobWebhook) ValidateCreate(ctx context.Context, job *paddlev1.PaddleJob) (admission.Warnings, error) {
+	errs := validate(job)
+	warnings := w.warnings(job)
+	if len(errs) == 0 {
+		podErrs, podWarnings := w.dryRunPods(ctx, job)
+		errs, warnings = append(errs, podErrs...), append(warnings, podWarnings...)
+	}
+	return warnings, invalid(job, errs)
+}
+
+// dryRunPods has the API server validate the first pod of each role as the
+// operator would create it, without storing it: a template every pod would
+// be refused for (two containers of one name, a mount of a volume the pod
+// lacks, a Pod Security violation) is refused with the job, in the API
+// server's own words, instead of failing pod by pod. A refusal that may
+// pass later (a quota, a webhook's outage) is a warning.
+func (w *PaddleJobWebhook) dryRunPods(ctx context.Context, job *paddlev1.PaddleJob) (field.ErrorList, admission.Warnings) {
+	if w.Client == nil {
+		return nil, nil
+	}
+	var errs field.ErrorList
+	var warnings admission.Warnings
+	pods := controller.FirstPods(job, w.Options)
+	for _, rt := range paddlev1.ReplicaTypes {
+		pod := pods[rt]
+		if pod == nil {
+			continue
+		}
+		// A name of its own: the dry run must not meet an existing pod.
+		pod.Name, pod.GenerateName = "", pod.Name+"-"
+		pod.OwnerReferences = nil // the job does not exist yet
+		err := w.Client.Create(ctx, pod, client.DryRunAll)
+		path := field.NewPath("spec", string(rt), "template")
+		switch {
+		case err == nil:
+		case apierrors.IsInvalid(err), apierrors.IsForbidden(err) && strings.Contains(err.Error(), "violates PodSecurity"):
+			errs = append(errs, field.Invalid(path, "(pod template)", "the API server refuses its pods: "+err.Error()))
+		default:
+			warnings = append(warnings, fmt.Sprintf("%s: the API server did not accept a dry run of its first pod (the job is accepted; its pods may fail the same way): %v", path, err))
+		}
+	}
+	return errs, warnings
 }
 
 // ValidateUpdate also refuses changes a started job's pods cannot follow.
