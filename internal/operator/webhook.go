@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -121,12 +122,16 @@ func setupWebhook(mgr ctrl.Manager, certs *pjwebhook.CertManager, caPEM []byte, 
 		return nil
 	}
 	return mgr.Add(everyReplica(func(ctx context.Context) error {
-		if err := certs.InjectCABundle(ctx, caPEM); err != nil && ctx.Err() == nil {
+		if err := certs.KeepRenewed(ctx, caPEM, certCheckInterval); err != nil && ctx.Err() == nil {
 			return err
 		}
 		return nil
 	}))
 }
+
+// certCheckInterval is how often a replica checks the self-issued
+// certificate: it is renewed 90 days before it expires.
+const certCheckInterval = time.Hour
 
 // everyReplica is a runnable that runs whether or not this replica leads.
 type everyReplica func(context.Context) error

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -86,6 +87,11 @@ func (m *CertManager) Ensure(ctx context.Context) ([]byte, error) {
 		if err != nil {
 			return err
 		}
+		if exists {
+			// Replicas serving the previous certificate until they reload
+			// it stay trusted: the bundle holds the previous CA too.
+			data[caCertKey] = append(data[caCertKey], previousCA(secret.Data[caCertKey], now())...)
+		}
 		if !exists {
 			secret = &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.SecretName},
@@ -124,6 +130,49 @@ func (m *CertManager) Ensure(ctx context.Context) ([]byte, error) {
 		}
 	}
 	return caPEM, nil
+}
+
+// KeepRenewed checks the certificate every interval, renewing it before it
+// expires (Ensure) and keeping the webhook configurations trusting the CA,
+// until ctx ends. Every replica runs it: the one that renews first updates
+// the Secret; each writes the Secret's certificate where its webhook server
+// reads it, which reloads it.
+func (m *CertManager) KeepRenewed(ctx context.Context, caPEM []byte, interval time.Duration) error {
+	if err := m.InjectCABundle(ctx, caPEM); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+		renewed, err := m.Ensure(ctx)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "checking the webhook's serving certificate")
+			continue
+		}
+		if !bytes.Equal(renewed, caPEM) {
+			if err := m.InjectCABundle(ctx, renewed); err != nil {
+				return err
+			}
+			caPEM = renewed
+		}
+	}
+}
+
+// previousCA is the first certificate of a CA bundle while it is still
+// valid, or nothing.
+func previousCA(bundle []byte, now time.Time) []byte {
+	block, _ := pem.Decode(bundle)
+	if block == nil {
+		return nil
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil || now.After(cert.NotAfter) {
+		return nil
+	}
+	return pem.EncodeToMemory(block)
 }
 
 // valid reports whether the Secret's certificate serves Hosts and is not
