@@ -29,6 +29,7 @@ type clusterFlags struct {
 	gpus       int
 	nodeLabels []string
 	with       []string
+	capacity   string
 }
 
 func (f *clusterFlags) bind(cmd *cobra.Command) {
@@ -43,7 +44,7 @@ func (f *clusterFlags) options(cmd *cobra.Command) localcluster.Options {
 		}
 	}
 	return localcluster.Options{Home: f.home, BinaryDirs: dirs, ImageTable: f.imageTable, NoOperator: f.noOperator,
-		GPUs: f.gpus, PaddleRuntime: os.Getenv(paddleruntime.EnvDir), With: f.with, Out: cmd.OutOrStdout()}
+		GPUs: f.gpus, Capacity: f.capacity, PaddleRuntime: os.Getenv(paddleruntime.EnvDir), With: f.with, Out: cmd.OutOrStdout()}
 }
 
 func newUpCmd() *cobra.Command {
@@ -79,6 +80,7 @@ A second 'up' reuses the running cluster.`,
 	cmd.Flags().StringVar(&f.binaries, "binaries", "", "directory holding etcd, kube-apiserver, kube-scheduler and kube-controller-manager (default: build and cache them)")
 	cmd.Flags().StringVar(&f.imageTable, "image-table", "", "YAML image table merged over the built-in one (see docs/local-node.md)")
 	cmd.Flags().BoolVar(&f.noOperator, "no-operator", false, "start without the operator, to install it yourself (kubectl apply -k config/default)")
+	cmd.Flags().StringVar(&f.capacity, "capacity", "", "resources the node advertises instead of this machine's CPUs and memory, e.g. cpu=32,memory=128Gi, for jobs sized for a real cluster (the scheduler then overcommits the machine; limits are still enforced per pod)")
 	cmd.Flags().IntVar(&f.gpus, "gpus", 0, "nvidia.com/gpu the node advertises: emulated, so that GPU jobs schedule (their programs run on the CPU)")
 	cmd.Flags().StringSliceVar(&f.with, "with", nil, "add-ons to run besides the control plane, built from their Go modules the first time (minutes, cached): "+
 		"volcano (Volcano's scheduler with gang scheduling, its PodGroup and Queue CRDs and the default Queue), "+

@@ -63,6 +63,7 @@ then stops every pod.`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server to register with (required)")
 	f.StringVar(&cfg.NodeName, "node-name", cfg.NodeName, "name of the Node")
 	f.StringVar(&cfg.StateDir, "state-dir", "", "directory for the pods' files, logs and volumes (required)")
+	f.StringSliceVar(&cfg.HiddenPaths, "hide", nil, "host directories no pod may see, besides --state-dir (the local cluster hides its whole state); may be repeated")
 	f.StringVar(&cfg.NodeIP, "node-ip", cfg.NodeIP, "the node's IP: the kubelet API listens there, and hostNetwork pods have it")
 	f.StringVar(&cfg.PodIPRange, "pod-ip-range", cfg.PodIPRange, "FIRST-LAST addresses handed to pods, one each")
 	f.IntVar(&cfg.KubeletPort, "kubelet-port", cfg.KubeletPort, "port of the kubelet API (logs)")
@@ -71,7 +72,7 @@ then stops every pod.`,
 	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "when set, the kubelet API requires client certificates signed by this CA")
 	f.StringVar(&cfg.ImageTableFile, "image-table", "", "YAML file mapping images to local commands, merged over the built-in entries")
 	f.IntVar(&cfg.MaxPods, "max-pods", cfg.MaxPods, "pods the node accepts")
-	f.Func("capacity", "resources to advertise instead of the host's, e.g. cpu=64,memory=256Gi,nvidia.com/gpu=4 (requests are not enforced; GPUs are emulated); may be repeated", func(v string) error {
+	f.Func("capacity", "resources to advertise instead of the host's, e.g. cpu=64,memory=256Gi,nvidia.com/gpu=4 (more than the host has overcommits it: limits are enforced per pod, requests only schedule; GPUs are emulated); may be repeated", func(v string) error {
 		list, err := parseResourceList(v)
 		if err != nil {
 			return err

@@ -38,9 +38,7 @@ const (
 	operatorNS   = "paddlejob-system"
 	nodeUser     = "paddlejob-node"
 	serviceCIDR  = "127.64.0.0/16"
-	// localCapacity is what the local node advertises, besides its GPUs.
-	localCapacity = "cpu=256,memory=1Ti"
-	serviceIP     = "127.64.0.1"
+	serviceIP    = "127.64.0.1"
 )
 
 // boot starts a cluster step by step.
@@ -420,15 +418,16 @@ func (b *boot) startNode(ctx context.Context) error {
 		"--kubeconfig=" + b.l.componentConfig(componentNode),
 		"--node-name=" + NodeName,
 		"--state-dir=" + b.l.nodeState(),
+		// Keys, kubeconfigs, etcd: nothing of the cluster's state is a pod's.
+		"--hide=" + b.l.home,
 		"--node-ip=127.0.0.1",
 		"--kubelet-port=" + itoa(b.st.Ports.Kubelet),
 		"--tls-cert-file=" + filepath.Join(pki, "kubelet-serving.crt"),
 		"--tls-private-key-file=" + filepath.Join(pki, "kubelet-serving.key"),
 		"--client-ca-file=" + b.ca.CertFile,
 		"--image-table=" + b.l.imageTable(),
-		// Jobs sized for a real cluster (seed 002's: six pods of 3 CPUs)
-		// schedule here too; the node does not enforce requests.
-		"--capacity=" + localCapacity + ",nvidia.com/gpu=" + itoa(b.opts.GPUs),
+		// The host's CPUs and memory, unless told to advertise more.
+		"--capacity=" + capacityArg(b.opts.Capacity, b.opts.GPUs),
 		"--node-labels=" + formatLabels(b.opts.NodeLabels),
 	}, nil, 60*time.Second, func() error { return nodeReady(ctx, cfg, NodeName) })
 }
@@ -451,4 +450,13 @@ func formatLabels(labels map[string]string) string {
 		pairs = append(pairs, k+"="+labels[k])
 	}
 	return strings.Join(pairs, ",")
+}
+
+// capacityArg is the node's --capacity: what the user asks to advertise
+// instead of the host's CPUs and memory, and the emulated GPUs.
+func capacityArg(capacity string, gpus int) string {
+	if capacity = strings.Trim(capacity, ", "); capacity != "" {
+		capacity += ","
+	}
+	return capacity + "nvidia.com/gpu=" + itoa(gpus)
 }

@@ -42,6 +42,11 @@ type Options struct {
 	GPUs int
 	// NodeLabels are labels of the node, for jobs that select nodes.
 	NodeLabels map[string]string
+	// Capacity is what the node advertises instead of the host's CPUs and
+	// memory, NAME=QUANTITY,... (e.g. cpu=64,memory=256Gi), so that jobs
+	// sized for a real cluster schedule: the scheduler then overcommits the
+	// machine. Empty: the host's own.
+	Capacity string
 	// PaddleRuntime names a Paddle runtime to use instead of installing the
 	// pinned one into the cache (paddleruntime.EnvDir).
 	PaddleRuntime string

@@ -36,9 +36,8 @@ var (
 	kueueWorkloads        = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
 )
 
-// withAddons starts a local cluster running the add-ons and points the
-// suite's client (pj) at it until the test ends, when the cluster is
-// stopped. Tests run one at a time, so the swap is safe.
+// withAddons starts a local cluster running the add-ons (withCluster).
+// Tests run one at a time, so the swap of the suite's client is safe.
 func withAddons(t *testing.T, addons ...string) *localcluster.State {
 	t.Helper()
 	home, err := os.MkdirTemp("", "paddlejob-e2e-addons-")
@@ -48,6 +47,14 @@ func withAddons(t *testing.T, addons ...string) *localcluster.State {
 	o := opts
 	o.Home = home
 	o.With = addons
+	return withCluster(t, o)
+}
+
+// withCluster starts a local cluster of options o and points the suite's
+// client (pj) at it until the test ends, when the cluster is stopped.
+func withCluster(t *testing.T, o localcluster.Options) *localcluster.State {
+	t.Helper()
+	home, addons := o.Home, o.With
 	o.Out = testWriter{t, new([]byte)}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -64,10 +66,26 @@ func (r *podRuntime) buildProcess(c *containerRun) (processSpec, error) {
 		return processSpec{}, &waitError{reason: reasonCreateError, err: fmt.Errorf("image %q: %w", c.spec.Image, err)}
 	}
 	mounts = append(mounts, volumeMounts...)
+	// HOME is the container's own, as in an image: a directory of the
+	// container's, unless an image file or a volume is mounted there.
+	if home, _ := env.lookup("HOME"); home != "" && !slices.ContainsFunc(mounts, func(m mount) bool { return isUnder(home, path.Clean("/"+m.Target)) }) {
+		dir := filepath.Join(filepath.Dir(r.imageRoot(c.spec.Name)), "home")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return processSpec{}, err
+		}
+		mounts = append(mounts, mount{Source: dir, Target: home})
+	}
 	// The command is looked up on the container's PATH (the image's, unless
 	// the container sets its own) as the sandbox will see it.
 	path, _ := env.lookup("PATH")
 	argv[0] = resolveCommand(argv[0], path, mounts)
+
+	var cgroup *containerCgroup
+	if hasLimits(c.spec) {
+		if cgroup, err = r.deps.cgroups.create(fmt.Sprintf("%s-%s-%d", r.uid, c.spec.Name, c.runs), c.spec.Resources.Limits); err != nil {
+			return processSpec{}, &waitError{reason: reasonCreateError, err: err}
+		}
+	}
 
 	logPath := r.logPath(c.spec.Name, c.runs)
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
@@ -91,12 +109,16 @@ func (r *podRuntime) buildProcess(c *containerRun) (processSpec, error) {
 		Mounts:       mounts,
 		WorkingDir:   wd,
 		Argv:         argv,
+		Hidden:       r.deps.hidden,
+		// Root keeps its capabilities in a sandbox: it could remount the
+		// read-only binds writable.
+		DropCapabilities: os.Geteuid() == 0,
 	})
-	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log}, nil
+	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log, Cgroup: cgroup}, nil
 }
 
-// environment is the container's environment: the node's PATH and HOME (the
-// host stands in for the image), HOSTNAME, the API server's address, the
+// environment is the container's environment: the node's PATH (the host
+// stands in for the image), HOME /root, HOSTNAME, the API server's address, the
 // image table's env, the emulated GPUs' devices, then the container's
 // resolved env.
 func (r *podRuntime) environment(pod *corev1.Pod, c *corev1.Container, entry ImageEntry) (*envList, error) {
@@ -106,9 +128,8 @@ func (r *podRuntime) environment(pod *corev1.Pod, c *corev1.Container, entry Ima
 	}
 	env := &envList{}
 	env.set("PATH", r.deps.defaultPath)
-	if home := os.Getenv("HOME"); home != "" {
-		env.set("HOME", home)
-	}
+	// As a container running as root has it; the container's own HOME wins.
+	env.set("HOME", "/root")
 	env.set("HOSTNAME", r.hostname)
 	for _, v := range r.deps.apiServerEnv {
 		env.set(v.Name, v.Value)

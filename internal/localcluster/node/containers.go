@@ -28,6 +28,7 @@ const (
 	reasonCrashLoopBackOff  = "CrashLoopBackOff"
 	reasonCompleted         = "Completed"
 	reasonError             = "Error"
+	reasonOOMKilled         = "OOMKilled"
 	reasonStartError        = "StartError"
 )
 
@@ -155,6 +156,9 @@ func (r *podRuntime) runOnce(ctx context.Context, c *containerRun, spec processS
 	proc, err := r.deps.processes.start(spec)
 	if err != nil {
 		_ = spec.Log.close()
+		if spec.Cgroup != nil {
+			spec.Cgroup.remove()
+		}
 		term := corev1.ContainerStateTerminated{ExitCode: 128, Reason: reasonStartError, Message: err.Error(), StartedAt: started, FinishedAt: started}
 		r.setState(c, corev1.ContainerState{Terminated: &term})
 		r.event(corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
@@ -170,6 +174,11 @@ func (r *podRuntime) runOnce(ctx context.Context, c *containerRun, spec processS
 
 	r.awaitExit(ctx, c, proc)
 	_ = spec.Log.close()
+	oomKilled := false
+	if spec.Cgroup != nil {
+		oomKilled = spec.Cgroup.oomKilled()
+		spec.Cgroup.remove()
+	}
 	finished := metav1.NewTime(r.deps.clock.Now())
 	term := corev1.ContainerStateTerminated{
 		ExitCode:    proc.exitCode(),
@@ -183,6 +192,9 @@ func (r *podRuntime) runOnce(ctx context.Context, c *containerRun, spec processS
 		term.ExitCode, term.Reason, term.Message = 128, reasonStartError, line
 	} else if term.ExitCode != 0 {
 		term.Reason = reasonError
+		if oomKilled {
+			term.Reason = reasonOOMKilled
+		}
 		if c.spec.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError {
 			term.Message = output
 		}

@@ -58,6 +58,9 @@ type Config struct {
 	// StateDir holds the pods' directories (logs, volumes) and the
 	// self-signed serving certificate.
 	StateDir string
+	// HiddenPaths are host directories no pod may see, besides StateDir:
+	// the local cluster hides its whole state (keys, kubeconfigs, etcd).
+	HiddenPaths []string
 	// NodeIP is the node's InternalIP, where the kubelet API listens, and
 	// the IP of hostNetwork pods.
 	NodeIP string
@@ -74,9 +77,10 @@ type Config struct {
 	// ImageTableFile maps images to local commands (see ImageTable).
 	ImageTableFile string
 	MaxPods        int
-	// Capacity overrides resources of the host's capacity. The node does
-	// not enforce requests or limits, so a development machine may advertise
-	// more than it has to schedule jobs sized for a real cluster. It may add
+	// Capacity overrides resources of the host's capacity. Requests are not
+	// reserved (limits are enforced per container, limits.go), so a
+	// development machine may advertise more than it has to schedule jobs
+	// sized for a real cluster, overcommitting itself. It may add
 	// extended resources: nvidia.com/gpu makes the node offer emulated GPUs
 	// (see gpuEnv).
 	Capacity corev1.ResourceList
@@ -201,6 +205,7 @@ func New(cfg Config) (*Node, error) {
 		IPs:         newIPAllocator(ipRange, cfg.NodeIP),
 		Allocatable: capacity,
 		StateDir:    stateDir,
+		HiddenPaths: cfg.HiddenPaths,
 		NodeIP:      cfg.NodeIP,
 		Bwrap:       cfg.Bwrap,
 		APIServer:   cfg.RESTConfig.Host,

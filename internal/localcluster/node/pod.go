@@ -57,6 +57,10 @@ type podDeps struct {
 	apiServerEnv []corev1.EnvVar
 	allocatable  corev1.ResourceList
 	hostFS       fs.FS
+	// hidden are the host directories no sandbox may see (sandboxSpec.Hidden).
+	hidden []string
+	// cgroups is where containers with resource limits get their groups.
+	cgroups *cgroupParent
 }
 
 // podRuntime runs one pod: its sandbox files and volumes, then its init

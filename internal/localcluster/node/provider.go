@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -58,6 +59,8 @@ type providerConfig struct {
 	IPs         *ipAllocator
 	Allocatable corev1.ResourceList
 	StateDir    string
+	// HiddenPaths are host directories no pod may see, besides StateDir.
+	HiddenPaths []string
 	NodeIP      string
 	Bwrap       string
 	// APIServer is the API server's URL, given to containers as
@@ -108,6 +111,9 @@ func newProvider(cfg providerConfig) *Provider {
 		apiServerEnv: apiServerEnv(cfg.APIServer),
 		allocatable:  cfg.Allocatable,
 		hostFS:       os.DirFS("/"),
+		hidden:       append([]string{cfg.StateDir}, cfg.HiddenPaths...),
+		// One parent group per node, named after its state directory.
+		cgroups: detectCgroups(cgroupsRoot, readSelfCgroup(), fmt.Sprintf("%x", sha256.Sum256([]byte(cfg.StateDir)))[:12]),
 	}
 	return p
 }
@@ -335,4 +341,11 @@ func (p *Provider) allRuntimes() []*podRuntime {
 		out = append(out, r)
 	}
 	return out
+}
+
+// readSelfCgroup is /proc/self/cgroup, or nothing where it cannot be read
+// (detectCgroups then says so).
+func readSelfCgroup() []byte {
+	data, _ := os.ReadFile("/proc/self/cgroup")
+	return data
 }

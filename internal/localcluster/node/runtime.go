@@ -77,6 +77,9 @@ type processSpec struct {
 	Args  []string // bwrap's arguments, ending in the container's command
 	Env   []string
 	Log   *containerLog
+	// Cgroup, when set, holds the container's resource limits: the sandbox
+	// starts inside it.
+	Cgroup *containerCgroup
 }
 
 // process is a running sandbox: bwrap, which waits for the sandbox's init,
@@ -100,6 +103,9 @@ func startProcess(sp *spawner, spec processSpec) (*process, error) {
 	}
 	defer infoR.Close()
 	cmd := exec.Command(spec.Bwrap, spec.Args...)
+	if spec.Cgroup != nil {
+		cmd = exec.Command("/bin/sh", append([]string{"-c", spec.Cgroup.enter(), "sh", spec.Bwrap}, spec.Args...)...)
+	}
 	cmd.Env = spec.Env
 	cmd.Stdout = spec.Log.writer(streamStdout)
 	cmd.Stderr = spec.Log.writer(streamStderr)

@@ -16,8 +16,23 @@ import (
 var errNoBwrap = errors.New("bubblewrap (bwrap) is not installed, so pods cannot start: install the Debian package bubblewrap (apt-get install bubblewrap) or pass --bwrap PATH")
 
 // sandboxRoots are the host directories every sandbox sees, read-only, when
-// they exist. /sys is there for programs that read the CPU topology.
-var sandboxRoots = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/home", "/root", "/work", "/sys"}
+// they exist: the system's programs and libraries. /sys is there for
+// programs that read the CPU topology. Nothing of the users' homes, /root,
+// /opt, /srv, /var or the cluster's state: a pod sees these, its image's
+// directories (ImageEntry.HostPaths) and its own volumes.
+var sandboxRoots = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys"}
+
+// etcFiles are the entries of the host's /etc a sandbox sees, read-only,
+// when they exist: what a program needs to load libraries, resolve names
+// and users, know the time zone and trust certificates. /etc/hosts and
+// /etc/hostname are the pod's own; the rest of /etc (shadow, ssh keys,
+// credentials) stays out.
+var etcFiles = []string{
+	"/etc/alternatives", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/debian_version",
+	"/etc/gai.conf", "/etc/group", "/etc/host.conf", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/localtime", "/etc/lsb-release", "/etc/mime.types", "/etc/nsswitch.conf", "/etc/os-release",
+	"/etc/passwd", "/etc/pki", "/etc/protocols", "/etc/resolv.conf", "/etc/services", "/etc/ssl", "/etc/timezone",
+}
 
 // infoFD is the descriptor bwrap reports the sandbox's process id on; the
 // node passes it as the first of cmd.ExtraFiles.
@@ -37,6 +52,13 @@ type sandboxSpec struct {
 	Mounts                  []mount
 	WorkingDir              string
 	Argv                    []string
+	// Hidden are host directories the sandbox must not see even where a
+	// root would show them (the cluster's state directory): each gets an
+	// empty tmpfs. Mount sources under them still work.
+	Hidden []string
+	// DropCapabilities drops every capability: the node runs as root, and
+	// root keeps its capabilities in a sandbox unless told.
+	DropCapabilities bool
 }
 
 // findBwrap returns the bwrap to run: the configured path, else bwrap on PATH.
@@ -68,9 +90,23 @@ func bwrapArgs(host fs.FS, s sandboxSpec) []string {
 	}
 
 	a := &argList{host: host}
-	a.add("--unshare-pid", "--unshare-uts", "--hostname", s.Hostname, "--die-with-parent", "--new-session")
+	a.add("--unshare-pid", "--unshare-uts", "--unshare-ipc", "--unshare-cgroup-try",
+		"--hostname", s.Hostname, "--die-with-parent", "--new-session")
+	if s.DropCapabilities {
+		a.add("--cap-drop", "ALL")
+	}
 	for _, root := range sandboxRoots {
 		a.root(root, targets)
+	}
+	for _, f := range etcFiles {
+		if _, err := fs.Stat(a.host, rel(f)); err == nil {
+			a.add("--ro-bind", f, f)
+		}
+	}
+	for _, h := range s.Hidden {
+		if underAny(h, a.boundRoots) || underAny(h, a.expandedRoots) {
+			a.add("--tmpfs", h)
+		}
 	}
 	a.add("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
 	binds := append([]string(nil), a.boundRoots...)

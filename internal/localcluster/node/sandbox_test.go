@@ -24,6 +24,7 @@ func hostTree() fstest.MapFS {
 		"etc/hosts":         {Data: []byte("host")},
 		"etc/hostname":      {Data: []byte("vm")},
 		"etc/passwd":        {Data: []byte("root")},
+		"etc/shadow":        {Data: []byte("root:x")},
 		"etc/ssl/certs/ca":  {Data: []byte("ca")},
 		"etc/alternatives":  link("/etc/alternatives-real"),
 		"root":              dir,
@@ -65,8 +66,9 @@ func TestBwrapArgs(t *testing.T) {
 	}
 	args := bwrapArgs(hostTree(), spec)
 
-	t.Run("namespaces: own PID and UTS, the host's network", func(t *testing.T) {
-		for _, want := range [][]string{{"--unshare-pid"}, {"--unshare-uts"}, {"--hostname", "worker-0"}, {"--die-with-parent"}, {"--new-session"}} {
+	t.Run("namespaces: own PID, UTS, IPC and cgroup, the host's network", func(t *testing.T) {
+		for _, want := range [][]string{{"--unshare-pid"}, {"--unshare-uts"}, {"--unshare-ipc"}, {"--unshare-cgroup-try"},
+			{"--hostname", "worker-0"}, {"--die-with-parent"}, {"--new-session"}} {
 			if !hasArgs(args, want...) {
 				t.Errorf("missing %q in %q", want, args)
 			}
@@ -76,34 +78,34 @@ func TestBwrapArgs(t *testing.T) {
 				t.Errorf("the network must be shared: %q", args)
 			}
 		}
+		if hasArgs(args, "--cap-drop", "ALL") {
+			t.Error("capabilities dropped although the spec keeps them (a non-root node has none)")
+		}
 	})
-	t.Run("roots read-only, symlinks kept", func(t *testing.T) {
+	t.Run("system roots read-only, symlinks kept, no homes", func(t *testing.T) {
 		for _, want := range [][]string{
-			{"--ro-bind", "/usr", "/usr"}, {"--symlink", "usr/bin", "/bin"}, {"--symlink", "usr/lib", "/lib"},
-			{"--ro-bind", "/root", "/root"}, {"--ro-bind", "/sys", "/sys"},
+			{"--ro-bind", "/usr", "/usr"}, {"--symlink", "usr/bin", "/bin"}, {"--symlink", "usr/lib", "/lib"}, {"--ro-bind", "/sys", "/sys"},
 		} {
 			if !hasArgs(args, want...) {
 				t.Errorf("missing %q", want)
 			}
 		}
-		if hasArgs(args, "--ro-bind", "/opt", "/opt") {
-			t.Error("a root the host lacks is bound")
+		for _, hidden := range []string{"/root", "/home", "/work", "/opt", "/etc"} {
+			if hasArgs(args, "--ro-bind", hidden, hidden) || hasArgs(args, "--bind", hidden, hidden) {
+				t.Errorf("%s is bound: %q", hidden, args)
+			}
 		}
 	})
-	t.Run("/etc is expanded for a mount point the host lacks", func(t *testing.T) {
-		if hasArgs(args, "--ro-bind", "/etc", "/etc") {
-			t.Fatal("/etc bound whole although /etc/paddlejob must be created in it")
-		}
+	t.Run("only the /etc entries a program needs", func(t *testing.T) {
 		for _, want := range [][]string{
-			{"--tmpfs", "/etc"}, {"--ro-bind", "/etc/passwd", "/etc/passwd"}, {"--ro-bind", "/etc/ssl", "/etc/ssl"},
-			{"--symlink", "/etc/alternatives-real", "/etc/alternatives"}, {"--remount-ro", "/etc"},
+			{"--ro-bind", "/etc/passwd", "/etc/passwd"}, {"--ro-bind", "/etc/ssl", "/etc/ssl"},
 		} {
 			if !hasArgs(args, want...) {
 				t.Errorf("missing %q", want)
 			}
 		}
-		if indexOf(args, "--remount-ro", "/etc") < indexOf(args, "--ro-bind", "/state/pod/volumes/cfg", "/etc/paddlejob") {
-			t.Error("/etc is made read-only before the volume's mount point is created in it")
+		if hasArgs(args, "--ro-bind", "/etc/shadow", "/etc/shadow") || hasArgs(args, "--ro-bind", "/etc/hosts", "/etc/hosts") {
+			t.Errorf("the host's /etc/shadow or /etc/hosts is bound: %q", args)
 		}
 	})
 	t.Run("private /proc, /dev, /tmp, then the command's directory", func(t *testing.T) {
@@ -142,8 +144,8 @@ func TestBwrapArgsPlainCases(t *testing.T) {
 		Mounts: []mount{{Source: "/p/v", Target: "/etc/ssl", ReadOnly: true}},
 		Argv:   []string{"sh", "-c", "true"},
 	})
-	if !hasArgs(args, "--ro-bind", "/etc", "/etc") {
-		t.Errorf("/etc expanded although every mount point exists: %q", args)
+	if indexOf(args, "--ro-bind", "/p/v", "/etc/ssl") < indexOf(args, "--ro-bind", "/etc/ssl", "/etc/ssl") {
+		t.Errorf("a volume over an /etc entry is mounted before the entry: %q", args)
 	}
 	if hasArgs(args, "--remount-ro") {
 		t.Error("remount without an expanded root")
@@ -199,5 +201,25 @@ func TestFindBwrap(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	if _, err := findBwrap(""); err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
 		t.Errorf("no bwrap on PATH: %v", err)
+	}
+}
+
+// The cluster's state is hidden where a root would show it, and a root node
+// drops every capability.
+func TestBwrapArgsHideAndDrop(t *testing.T) {
+	host := hostTree()
+	host["usr/local/paddlejob/pki/ca.key"] = &fstest.MapFile{Data: []byte("key")}
+	args := bwrapArgs(host, sandboxSpec{
+		Hostname: "h", HostsFile: "/p/hosts", HostnameFile: "/p/hostname", Argv: []string{"sh"},
+		Hidden: []string{"/usr/local/paddlejob", "/tmp/state"}, DropCapabilities: true,
+	})
+	if !hasArgs(args, "--cap-drop", "ALL") {
+		t.Errorf("capabilities kept: %q", args)
+	}
+	if i := indexOf(args, "--tmpfs", "/usr/local/paddlejob"); i < 0 || i < indexOf(args, "--ro-bind", "/usr", "/usr") {
+		t.Errorf("the state under /usr is not hidden after /usr is bound: %q", args)
+	}
+	if hasArgs(args, "--tmpfs", "/tmp/state") {
+		t.Errorf("a hidden directory no root shows gets a tmpfs anyway: %q", args)
 	}
 }

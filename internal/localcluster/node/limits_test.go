@@ -1,0 +1,104 @@
+package node
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// The cgroup files a container's limits become, on directory trees laid out
+// as cgroup v1 and v2 mounts are (the kernel's files replaced by plain ones).
+
+func readTrim(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+var testLimits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi"), corev1.ResourceCPU: resource.MustParse("500m")}
+
+func TestCgroupsV1(t *testing.T) {
+	root := t.TempDir()
+	for _, c := range []string{"memory", "cpu,cpuacct"} {
+		if err := os.MkdirAll(filepath.Join(root, c, "job"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("cpu,cpuacct", filepath.Join(root, "cpu")); err != nil {
+		t.Fatal(err)
+	}
+	p := detectCgroups(root, []byte("4:memory:/job\n2:cpu,cpuacct:/job\n0::/\n"), "n1")
+	if p.unusable != "" || p.v1["memory"] != filepath.Join(root, "memory/job/paddlejob-n1") || p.v1["cpu"] != filepath.Join(root, "cpu/job/paddlejob-n1") {
+		t.Fatalf("detected %+v", p)
+	}
+	g, err := p.create("uid-c-0", testLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, cpu := filepath.Join(p.v1["memory"], "uid-c-0"), filepath.Join(p.v1["cpu"], "uid-c-0")
+	if got := readTrim(t, filepath.Join(mem, "memory.limit_in_bytes")); got != "67108864" {
+		t.Errorf("memory limit %s, want 67108864", got)
+	}
+	if q, per := readTrim(t, filepath.Join(cpu, "cpu.cfs_quota_us")), readTrim(t, filepath.Join(cpu, "cpu.cfs_period_us")); q != "50000" || per != "100000" {
+		t.Errorf("cpu quota %s per %s, want 50000 per 100000", q, per)
+	}
+	if s := g.enter(); !strings.Contains(s, "echo $$ > '"+mem+"/cgroup.procs'") || !strings.Contains(s, cpu+"/cgroup.procs") || !strings.HasSuffix(s, `exec "$@"`) {
+		t.Errorf("enter script %q", s)
+	}
+	if g.oomKilled() {
+		t.Error("OOM-killed before any kill")
+	}
+	if err := os.WriteFile(filepath.Join(mem, "memory.oom_control"), []byte("oom_kill_disable 0\nunder_oom 0\noom_kill 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !g.oomKilled() {
+		t.Error("oom_kill 1 not seen as an OOM kill")
+	}
+}
+
+func TestCgroupsV2(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory pids"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := detectCgroups(root, []byte("0::/user.slice\n"), "n1")
+	if p.unusable != "" || p.v2 != filepath.Join(root, "user.slice/paddlejob-n1") {
+		t.Fatalf("detected %+v", p)
+	}
+	if got := readTrim(t, filepath.Join(p.v2, "cgroup.subtree_control")); got != "+memory +cpu" {
+		t.Errorf("subtree_control %q", got)
+	}
+	g, err := p.create("uid-c-0", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readTrim(t, filepath.Join(p.v2, "uid-c-0", "cpu.max")); got != "200000 100000" {
+		t.Errorf("cpu.max %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(p.v2, "uid-c-0", "memory.max")); err == nil {
+		t.Error("memory.max written without a memory limit")
+	}
+	if g.memory != filepath.Join(p.v2, "uid-c-0") {
+		t.Errorf("memory accounting read from %s", g.memory)
+	}
+}
+
+// Without a cgroup the node may write, a container with limits is refused,
+// saying why and what to do.
+func TestCgroupsUnusableRefuseLimits(t *testing.T) {
+	p := detectCgroups(filepath.Join(t.TempDir(), "absent"), []byte("0::/\n"), "n1")
+	if p.unusable == "" {
+		t.Fatal("an absent cgroup mount was found usable")
+	}
+	_, err := p.create("uid-c-0", testLimits)
+	if err == nil || !strings.Contains(err.Error(), "cannot enforce resources.limits") {
+		t.Errorf("create: %v", err)
+	}
+}
