@@ -91,7 +91,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		return nil, err
 	}
 	l := layout{opts.Home}
-	if err := os.MkdirAll(l.home, 0o700); err != nil {
+	if err := claimHome(l); err != nil {
 		return nil, err
 	}
 	unlock, err := fsutil.Lock(l.lockFile())
@@ -156,6 +156,9 @@ func Down(opts Options) error {
 		fmt.Fprintln(opts.Out, "no local cluster in", l.home)
 		return nil
 	}
+	if !isHome(l) {
+		return fmt.Errorf("%s is not a local cluster's state directory (no %s): nothing was stopped or removed", l.home, homeMarker)
+	}
 	unlock, err := fsutil.Lock(l.lockFile())
 	if err != nil {
 		return err
@@ -176,6 +179,43 @@ func Down(opts Options) error {
 	}
 	fmt.Fprintln(opts.Out, "local cluster stopped; removed", l.home)
 	return nil
+}
+
+// homeMarker marks a directory Up created as a cluster's state: Down
+// removes only such a directory, Up uses only such a one or an empty one.
+const homeMarker = ".paddlejob-home"
+
+// isHome reports whether l.home is a cluster's state directory: it has the
+// marker, or (made before the marker existed) the cluster's state file.
+func isHome(l layout) bool {
+	for _, f := range []string{filepath.Join(l.home, homeMarker), l.stateFile()} {
+		if _, err := os.Stat(f); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// claimHome makes l.home a cluster's state directory: a new or empty
+// directory gets the marker; one holding anything else is refused, since
+// Up wipes parts of it and Down removes it.
+func claimHome(l layout) error {
+	if isHome(l) {
+		return nil
+	}
+	entries, err := os.ReadDir(l.home)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(l.home, 0o700); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	case len(entries) > 0:
+		return fmt.Errorf("%s is not a local cluster's state directory (it holds %s and no %s): give --home a new or empty directory; nothing was changed",
+			l.home, entries[0].Name(), homeMarker)
+	}
+	return os.WriteFile(filepath.Join(l.home, homeMarker), []byte("The state of a paddlejob local cluster: `paddlejob down` removes this directory.\n"), 0o600)
 }
 
 // Running returns the state of a healthy running cluster, or an error saying
