@@ -119,9 +119,13 @@ func newStatusCmd() *cobra.Command {
 			fmt.Fprintln(out, rep.Summary)
 			if len(rep.Components) > 0 {
 				fmt.Fprintln(out)
-				fmt.Fprintf(out, "%-26s %-8s %s\n", "COMPONENT", "PID", "STATE")
+				fmt.Fprintf(out, "%-26s %-8s %-9s %s\n", "COMPONENT", "PID", "RESTARTS", "STATE")
 				for _, c := range rep.Components {
-					fmt.Fprintf(out, "%-26s %-8d %s\n", c.Name, c.PID, c.State)
+					state := c.State
+					if c.LastExit != "" {
+						state += "; last exit: " + c.LastExit
+					}
+					fmt.Fprintf(out, "%-26s %-8d %-9d %s\n", c.Name, c.PID, c.Restarts, state)
 				}
 			}
 			if rep.Kubeconfig != "" {

@@ -132,13 +132,15 @@ func (b *boot) step(name string, fn func() error) error {
 // launch starts a component and waits until ready says so, failing at once
 // with the end of its log if the process exits meanwhile.
 func (b *boot) launch(ctx context.Context, name string, args, env []string, timeout time.Duration, ready func() error) error {
-	p, err := startProcess(name, args, env, b.l.logs())
+	p, err := startProcess(b.opts.Executable, name, args, env, b.l.logs())
 	if err != nil {
 		return err
 	}
 	b.st.Processes = append(b.st.Processes, p)
 	return waitFor(ctx, timeout, func() error {
-		if !p.alive() {
+		// A component that exits while starting is broken, not unlucky:
+		// its supervisor would restart it in vain.
+		if !p.alive() || p.supervised().Restarts > 0 {
 			return stopWaiting(fmt.Errorf("%s exited:\n%s", name, tailFile(p.Log, 15)))
 		}
 		return ready()

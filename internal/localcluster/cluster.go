@@ -342,7 +342,7 @@ func Restart(ctx context.Context, opts Options, component string) error {
 		if err := p.stop(40 * time.Second); err != nil {
 			return err
 		}
-		restarted, err := startProcess(p.Name, p.Args, p.Env, l.logs())
+		restarted, err := startProcess(opts.Executable, p.Name, p.Args, p.Env, l.logs())
 		if err != nil {
 			return err
 		}

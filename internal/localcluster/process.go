@@ -17,37 +17,48 @@ import (
 // identity is its PID and the kernel's start time of that PID, so a recycled
 // PID is never mistaken for it.
 type process struct {
-	Name      string   `json:"name"`
+	Name string `json:"name"`
+	// PID is the supervisor's (see Supervise), which runs the component.
 	PID       int      `json:"pid"`
 	StartTime uint64   `json:"startTime"`
 	Args      []string `json:"args"`
 	// Env is what the component gets beyond this program's environment.
 	Env []string `json:"env,omitempty"`
 	Log string   `json:"log"`
+	// Supervisor is the paddlejob executable supervising the component.
+	Supervisor string `json:"supervisor"`
+	// Status is where the supervisor records the component's restarts.
+	Status string `json:"status"`
 }
 
-// startProcess starts a command detached from the caller (its own session, no
+// startProcess starts a component under a supervisor (the paddlejob
+// executable's `supervise`), detached from the caller (its own session, no
 // terminal), logging to logDir/<name>.log.
-func startProcess(name string, args []string, env []string, logDir string) (*process, error) {
+func startProcess(supervisor, name string, args []string, env []string, logDir string) (*process, error) {
 	logPath := filepath.Join(logDir, name+".log")
+	status := supervisedStatusPath(logDir, name)
+	_ = os.Remove(status)
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(args[0], args[1:]...)
+	cmd := exec.Command(supervisor, append([]string{"supervise", "--status=" + status, "--"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{Name: name, PID: cmd.Process.Pid, Args: args, Env: env, Log: logPath}
+	p := &process{Name: name, PID: cmd.Process.Pid, Args: args, Env: env, Log: logPath, Supervisor: supervisor, Status: status}
 	p.StartTime, _ = procStartTime(p.PID)
 	// The child outlives this command; release it so no zombie waits on us.
 	_ = cmd.Process.Release()
 	return p, nil
 }
+
+// supervised is what the supervisor recorded of the component.
+func (p *process) supervised() SupervisedStatus { return readSupervisedStatus(p.Status) }
 
 // alive reports whether the process still runs (and is the one started).
 func (p *process) alive() bool {

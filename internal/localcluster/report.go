@@ -15,9 +15,14 @@ type StatusReport struct {
 
 // ComponentStatus is one process of the cluster.
 type ComponentStatus struct {
-	Name  string
+	Name string
+	// PID is the component's, or its supervisor's while it waits to restart.
 	PID   int
 	State string
+	// Restarts counts the supervisor's restarts of the component.
+	Restarts int
+	// LastExit says how it last ended, when it was restarted.
+	LastExit string
 }
 
 // Report says whether a local cluster runs, and how its parts are.
@@ -32,11 +37,18 @@ func Report(ctx context.Context, opts Options) (*StatusReport, error) {
 	}
 	rep := &StatusReport{Kubeconfig: l.kubeconfig()}
 	for _, p := range st.Processes {
-		state := "running"
-		if !p.alive() {
-			state = "not running (log: " + p.Log + ")"
+		sup := p.supervised()
+		c := ComponentStatus{Name: p.Name, PID: sup.PID, State: "running", Restarts: sup.Restarts}
+		switch {
+		case !p.alive():
+			c.PID, c.State = p.PID, "not running, nor its supervisor (log: "+p.Log+")"
+		case sup.PID == 0:
+			c.PID, c.State = p.PID, "restarting (log: "+p.Log+")"
 		}
-		rep.Components = append(rep.Components, ComponentStatus{Name: p.Name, PID: p.PID, State: state})
+		if sup.Restarts > 0 {
+			c.LastExit = fmt.Sprintf("%s at %s", sup.LastExit, sup.LastExitTime.Format("15:04:05"))
+		}
+		rep.Components = append(rep.Components, c)
 	}
 	rep.Healthy = healthy(ctx, st)
 	switch {

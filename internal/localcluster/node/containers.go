@@ -133,7 +133,7 @@ func (r *podRuntime) runContainer(ctx context.Context, c *containerRun) bool {
 		if !shouldRestart(r.restartPolicy(), c.init, term.ExitCode) {
 			return term.ExitCode == 0
 		}
-		backoff = nextBackoff(backoff, term.FinishedAt.Sub(term.StartedAt.Time))
+		backoff = NextCrashBackoff(backoff, term.FinishedAt.Sub(term.StartedAt.Time))
 		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", backoff, c.spec.Name, r.name, r.namespace, r.uid)
 		r.mu.Lock()
 		c.last = corev1.ContainerState{Terminated: &term}

@@ -34,9 +34,10 @@ func shouldRestart(policy corev1.RestartPolicy, isInit bool, exitCode int32) boo
 	}
 }
 
-// nextBackoff is the wait before a restart, given the previous wait (zero
-// before the first restart) and how long the container ran.
-func nextBackoff(previous, ranFor time.Duration) time.Duration {
+// NextCrashBackoff is the wait before a restart, given the previous wait
+// (zero before the first restart) and how long the process ran: the node's
+// for containers, the local cluster's supervisor's for its components.
+func NextCrashBackoff(previous, ranFor time.Duration) time.Duration {
 	if previous == 0 || ranFor >= crashBackoffReset {
 		return crashBackoffBase
 	}

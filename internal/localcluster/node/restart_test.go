@@ -45,8 +45,8 @@ func TestNextBackoff(t *testing.T) {
 		{5 * time.Minute, 10 * time.Minute, time.Second},
 	}
 	for _, tc := range tests {
-		if got := nextBackoff(tc.previous, tc.ranFor); got != tc.want {
-			t.Errorf("nextBackoff(%s, ran %s) = %s, want %s", tc.previous, tc.ranFor, got, tc.want)
+		if got := NextCrashBackoff(tc.previous, tc.ranFor); got != tc.want {
+			t.Errorf("NextCrashBackoff(%s, ran %s) = %s, want %s", tc.previous, tc.ranFor, got, tc.want)
 		}
 	}
 }
