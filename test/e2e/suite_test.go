@@ -57,7 +57,7 @@ func run(m *testing.M) int {
 		// CPUs, the gang tests hundreds) on a 2-core machine: the node
 		// advertises more than the host has, as up --capacity lets a user.
 		Capacity: "cpu=256,memory=1Ti",
-		Out:        os.Stderr,
+		Out:      os.Stderr,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
