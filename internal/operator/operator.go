@@ -36,7 +36,10 @@ func init() {
 type Options struct {
 	Controller controller.Options
 
-	MetricsAddr        string
+	MetricsAddr string
+	// MetricsSecure serves the metrics over HTTPS to clients the API server
+	// authenticates and authorizes (GET on the non-resource URL /metrics).
+	MetricsSecure      bool
 	ProbeAddr          string
 	LeaderElection     bool
 	LeaderElectionNS   string
@@ -70,6 +73,7 @@ func DefaultOptions() Options {
 	return Options{
 		Controller:       controller.DefaultOptions(),
 		MetricsAddr:      ":8080",
+		MetricsSecure:    true,
 		ProbeAddr:        ":8081",
 		QPS:              500,
 		Burst:            1000,
@@ -85,6 +89,7 @@ func DefaultOptions() Options {
 // BindFlags registers the options as command-line flags.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address the Prometheus metrics endpoint binds to; 0 disables it")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "serve the metrics over HTTPS, only to clients the API server authenticates and authorizes for GET /metrics (bind them to the ClusterRole paddlejob-metrics-reader); false serves plain HTTP to anyone who reaches the port")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "address the /healthz and /readyz probes bind to")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect a leader so that only one of several replicas reconciles")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election lease (default: the pod's namespace)")
@@ -127,6 +132,21 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Progress.URL, "progress-url", o.Progress.URL, "the progress endpoint's base URL as pods reach it (default: http://paddlejob-progress.<operator namespace>.svc:<port of --progress-bind-address>)")
 	fs.DurationVar(&o.Progress.StatusInterval, "progress-status-interval", o.Progress.StatusInterval, "least time between two copies of a job's reported progress into its status (a final report is copied at once)")
 	o.Zap.BindFlags(fs)
+}
+
+// The metrics endpoint asks the API server who a scraper is and whether it
+// may read /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// metricsServer serves the metrics: over HTTPS (a self-signed certificate)
+// to authorized scrapers (metricsauth.go) when MetricsSecure, else plain
+// HTTP.
+func (o Options) metricsServer() metricsserver.Options {
+	if !o.MetricsSecure {
+		return metricsserver.Options{BindAddress: o.MetricsAddr}
+	}
+	return metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: true, FilterProvider: authorizedScrapers}
 }
 
 // NewManager builds a manager running the PaddleJob controller.
@@ -183,7 +203,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		Cache:         cacheOpts,
 		// PodGroups are unstructured: read them from the cache too.
 		Client:                  client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                 o.metricsServer(),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        o.LeaderElectionID,

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -67,7 +70,7 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // it — a Deployment with its RBAC, run by the process node — and it runs a
 // job. Two replicas elect a leader; killing the leader mid-job leaves the
 // job to the other, which completes it without duplicate pods. The metrics
-// endpoint serves the job metrics.
+// endpoint serves the job metrics, to authorized scrapers only.
 func TestInstalledOperatorWithTwoReplicasSurvivesItsLeader(t *testing.T) {
 	ctx := context.Background()
 	installOpts := localcluster.Options{
@@ -197,24 +200,76 @@ func operatorPID(t *testing.T, pod string) int {
 	return 0
 }
 
-// scrape reads an operator pod's metrics endpoint.
+// scrape reads an operator pod's metrics endpoint as a scraper bound to
+// paddlejob-metrics-reader, after checking that it refuses an anonymous
+// request and a ServiceAccount without that role.
 func scrape(t *testing.T, c *client.Client, pod string) string {
 	t.Helper()
-	p, err := c.Clientset().CoreV1().Pods(operatorNamespace).Get(context.Background(), pod, metav1.GetOptions{})
+	ctx := context.Background()
+	p, err := c.Clientset().CoreV1().Pods(operatorNamespace).Get(ctx, pod, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Status.Phase != corev1.PodRunning {
 		t.Fatalf("pod %s is %s", pod, p.Status.Phase)
 	}
-	resp, err := http.Get(fmt.Sprintf("http://%s:8080/metrics", p.Status.PodIP))
+	url := fmt.Sprintf("https://%s:8080/metrics", p.Status.PodIP)
+	get := func(token string) (int, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		// The endpoint's certificate is self-signed, as Prometheus' ServiceMonitor expects.
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get(""); code != http.StatusUnauthorized {
+		t.Errorf("an anonymous scrape got %d, want 401", code)
+	}
+	if code, _ := get(serviceAccountToken(t, c, "metrics-nobody", false)); code != http.StatusForbidden {
+		t.Errorf("a ServiceAccount without paddlejob-metrics-reader got %d, want 403", code)
+	}
+	code, body := get(serviceAccountToken(t, c, "metrics-scraper", true))
+	if code != http.StatusOK {
+		t.Fatalf("a scraper bound to paddlejob-metrics-reader got %d: %s", code, body)
+	}
+	return body
+}
+
+// serviceAccountToken is a token of a new ServiceAccount of the operator's
+// namespace, bound to the ClusterRole paddlejob-metrics-reader if reader.
+func serviceAccountToken(t *testing.T, c *client.Client, name string, reader bool) string {
+	t.Helper()
+	ctx := context.Background()
+	cs := c.Clientset()
+	if _, err := cs.CoreV1().ServiceAccounts(operatorNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if reader {
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "paddlejob-metrics-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: operatorNamespace}},
+		}
+		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(operatorNamespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return tr.Status.Token
 }

@@ -150,6 +150,8 @@ type rendering struct {
 	webhook, leaderElection bool
 	// noKueue: the Kueue integration is off (kueue.enabled false).
 	noKueue bool
+	// plainMetrics: the metrics are plain HTTP (metrics.secure false).
+	plainMetrics bool
 }
 
 var (
@@ -227,7 +229,7 @@ func chartFull(t testing.TB) rendering {
 
 // chartCustom has every other value set, the webhook and leader election off.
 func chartCustom(t testing.TB) rendering {
-	return rendering{name: "chart (values-custom.yaml)", namespace: operatorNS, objs: helmTemplate(t, operatorNS, "values-custom.yaml"), noKueue: true}
+	return rendering{name: "chart (values-custom.yaml)", namespace: operatorNS, objs: helmTemplate(t, operatorNS, "values-custom.yaml"), noKueue: true, plainMetrics: true}
 }
 
 // chartElsewhere is the chart with its optional parts on, in another namespace.

@@ -63,6 +63,7 @@ func TestCRDsAreTheGeneratedOnes(t *testing.T) {
 // Kueue's groups and PriorityClasses.
 func TestRolesAreTheGeneratedOnes(t *testing.T) {
 	generated := append(readObjects(t, "config/rbac/role.yaml"), readObjects(t, "config/rbac/leader_election_role.yaml")...)
+	generated = append(generated, readObjects(t, "config/rbac/metrics_reader_role.yaml")...)
 	rulesOf := func(kind, name string) []any {
 		for _, o := range generated {
 			if o.GetKind() == kind && o.GetName() == name {
@@ -92,7 +93,13 @@ func TestRolesAreTheGeneratedOnes(t *testing.T) {
 			if r.leaderElection {
 				want[role{"Role", ns, "paddlejob-operator-leader-election"}] = rulesOf("Role", "paddlejob-operator-leader-election")
 			}
+			// The metrics reader is for scrapers, bound by the user.
 			var gotRoles, wantRoles, gotBindings, wantBindings []string
+			if !r.plainMetrics {
+				reader := mustFind(t, r, "ClusterRole", "", "paddlejob-metrics-reader")
+				equal(t, "ClusterRole paddlejob-metrics-reader rules", slice(reader.Object, "rules"), rulesOf("ClusterRole", "paddlejob-metrics-reader"))
+				wantRoles = append(wantRoles, "ClusterRole /paddlejob-metrics-reader")
+			}
 			for k, rules := range want {
 				wantRoles = append(wantRoles, k.kind+" "+k.namespace+"/"+k.name)
 				if o := find(r.objs, k.kind, k.namespace, k.name); o != nil {
@@ -277,7 +284,8 @@ func TestChartInstallsWhatConfigInstalls(t *testing.T) {
 	}
 	sameStrings(t, "chart in "+elsewhereNS, keys(chartElsewhere(t).objs), moved)
 
-	// With the webhook, progress reports and leader election off, only their objects go.
+	// With the webhook, progress reports, leader election and secure
+	// metrics off, only their objects go.
 	var expected []string
 	for _, k := range keys(chartDefault(t).objs) {
 		switch k {
@@ -286,7 +294,8 @@ func TestChartInstallsWhatConfigInstalls(t *testing.T) {
 			"MutatingWebhookConfiguration.admissionregistration.k8s.io paddlejob-mutating-webhook-configuration",
 			"ValidatingWebhookConfiguration.admissionregistration.k8s.io paddlejob-validating-webhook-configuration",
 			"Role.rbac.authorization.k8s.io " + operatorNS + "/paddlejob-operator-leader-election",
-			"RoleBinding.rbac.authorization.k8s.io " + operatorNS + "/paddlejob-operator-leader-election":
+			"RoleBinding.rbac.authorization.k8s.io " + operatorNS + "/paddlejob-operator-leader-election",
+			"ClusterRole.rbac.authorization.k8s.io paddlejob-metrics-reader":
 			continue
 		}
 		expected = append(expected, k)
@@ -391,8 +400,14 @@ func TestServiceMonitorScrapesTheMetricsService(t *testing.T) {
 		if ns := slice(sm.Object, "spec", "namespaceSelector", "matchNames"); len(ns) != 1 || ns[0] != r.namespace {
 			t.Errorf("%s: the ServiceMonitor looks in %v", r.name, ns)
 		}
-		if p := str(slice(sm.Object, "spec", "endpoints")[0], "port"); p != str(slice(svc.Object, "spec", "ports")[0], "name") {
+		endpoint := slice(sm.Object, "spec", "endpoints")[0]
+		if p := str(endpoint, "port"); p != str(slice(svc.Object, "spec", "ports")[0], "name") {
 			t.Errorf("%s: the ServiceMonitor scrapes port %q", r.name, p)
+		}
+		// The endpoint serves HTTPS to authorized scrapers: Prometheus
+		// presents its token.
+		if str(endpoint, "scheme") != "https" || str(endpoint, "bearerTokenFile") == "" {
+			t.Errorf("%s: the ServiceMonitor scrapes %q without a token (%v)", r.name, str(endpoint, "scheme"), endpoint)
 		}
 	}
 }

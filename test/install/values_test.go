@@ -76,6 +76,7 @@ func TestValuesBecomeOperatorFlags(t *testing.T) {
 		reconciles                 int
 		debug                      bool
 		ignoreKueue                bool
+		plainMetrics               bool
 	}
 	defaults := operator.DefaultOptions()
 	base := want{leaderElection: true, gang: defaults.Controller.GangScheduler, certs: operator.CertsSelf,
@@ -87,7 +88,7 @@ func TestValuesBecomeOperatorFlags(t *testing.T) {
 	full.namespaces = "team-a,team-b"
 	custom := want{namespaces: "a,b", gang: controller.GangSchedulerPlugins, certs: operator.CertsSelf,
 		metrics: podIP + ":18080", probes: podIP + ":18081", progressAt: "0", qps: 50, burst: 100,
-		etcd: []string{"http://etcd-0.etcd:2379", "http://etcd-1.etcd:2379"}, reconciles: 32, debug: true, ignoreKueue: true}
+		etcd: []string{"http://etcd-0.etcd:2379", "http://etcd-1.etcd:2379"}, reconciles: 32, debug: true, ignoreKueue: true, plainMetrics: true}
 	for _, c := range []struct {
 		r    rendering
 		want want
@@ -103,7 +104,7 @@ func TestValuesBecomeOperatorFlags(t *testing.T) {
 			got := want{leaderElection: o.LeaderElection, namespaces: o.Namespaces, gang: o.Controller.GangScheduler,
 				certs: o.Webhook.Certs, metrics: o.MetricsAddr, probes: o.ProbeAddr, webhookAt: o.Webhook.Host,
 				webhookPort: o.Webhook.Port, progressAt: o.Progress.Addr, qps: o.QPS, burst: o.Burst, etcd: o.Controller.ElasticEtcdEndpoints,
-				reconciles: o.Controller.MaxConcurrentReconciles, ignoreKueue: o.Controller.IgnoreKueue,
+				reconciles: o.Controller.MaxConcurrentReconciles, ignoreKueue: o.Controller.IgnoreKueue, plainMetrics: !o.MetricsSecure,
 				debug: o.Zap.Level != nil && o.Zap.Level.Enabled(zapcore.DebugLevel)}
 			if c.want.webhookPort == 0 {
 				got.webhookAt = "" // the webhook is off: where it would bind does not matter

@@ -96,6 +96,12 @@ or those files.
   verbs:
   - create
 - apiGroups:
+  - authorization.k8s.io
+  resources:
+  - subjectaccessreviews
+  verbs:
+  - create
+- apiGroups:
   - batch.paddlepaddle.org
   resources:
   - paddlejobs
