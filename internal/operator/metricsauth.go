@@ -24,6 +24,11 @@ func authorizedScrapers(cfg *rest.Config, hc *http.Client) (metricsserver.Filter
 	if err != nil {
 		return nil, err
 	}
+	return scraperFilter(cs), nil
+}
+
+// scraperFilter is authorizedScrapers' filter, asking cs.
+func scraperFilter(cs kubernetes.Interface) metricsserver.Filter {
 	return func(log logr.Logger, next http.Handler) (http.Handler, error) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -64,5 +69,5 @@ func authorizedScrapers(cfg *rest.Config, hc *http.Client) (metricsserver.Filter
 			}
 			next.ServeHTTP(w, r)
 		}), nil
-	}, nil
+	}
 }
