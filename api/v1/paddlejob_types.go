@@ -141,6 +141,10 @@ const (
 	// published; its value identifies the published lists. Pods that start
 	// before all addresses are known wait for it.
 	AnnotationEndpoints = "batch.paddlepaddle.org/endpoints"
+	// AnnotationSpecHash identifies what a pod was made from: its role's
+	// template and the job-wide fields its pods depend on. While a pod of an
+	// older spec lives, the operator makes none from a newer one.
+	AnnotationSpecHash = "batch.paddlepaddle.org/spec-hash"
 )
 
 // Kueue's labels on a PaddleJob (docs/kueue.md).

@@ -96,6 +96,7 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[paddlev1.AnnotationPorts] = ports.String()
+	pod.Annotations[paddlev1.AnnotationSpecHash] = specHash(&job.Spec, rt)
 
 	spec := &pod.Spec
 	spec.Hostname = name

@@ -285,7 +285,8 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 		return job, obs, 0, errors.Join(append(errs, err)...)
 	}
 	backoff := r.restartBackoffLeft(job, now)
-	if admitted && backoff == 0 {
+	obs.specChanged = specChangedWhileRunning(job, active)
+	if admitted && backoff == 0 && obs.specChanged == "" {
 		created, err := r.createMissingPods(ctx, job, pods, active)
 		errs = append(errs, err)
 		obs.pods = sortPods(append(active, created...))

@@ -62,6 +62,9 @@ type observed struct {
 	backoff time.Duration
 	// created counts the pods this pass created.
 	created int
+	// specChanged, when set, says what changed since the live pods were
+	// made: no pod is created (specchange.go).
+	specChanged string
 }
 
 // nextStatus computes the job's status from what was observed. It is pure:
@@ -116,7 +119,10 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 	if len(obs.pods) < desired {
 		st.Phase = paddlev1.PaddleJobPending
 		reason, msg := ReasonCreatingPods, fmt.Sprintf("%d of %d pods exist", len(obs.pods), desired)
-		if obs.podGroupWaiting != "" {
+		switch {
+		case obs.specChanged != "":
+			reason, msg = ReasonSpecChanged, msg+"; "+obs.specChanged
+		case obs.podGroupWaiting != "":
 			reason, msg = ReasonWaitingForPodGroup, msg+"; "+obs.podGroupWaiting
 		}
 		setCondition(&st, now, paddlev1.JobCreated, metav1.ConditionFalse, reason, msg)
