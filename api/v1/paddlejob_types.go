@@ -154,6 +154,9 @@ const (
 	KueueQueueNameLabel = "kueue.x-k8s.io/queue-name"
 	// KueuePriorityClassLabel names the job's Kueue WorkloadPriorityClass.
 	KueuePriorityClassLabel = "kueue.x-k8s.io/priority-class"
+	// KueueFrameworkName is how Kueue's configuration names PaddleJobs, in
+	// integrations.externalFrameworks.
+	KueueFrameworkName = "PaddleJob.v1.batch.paddlepaddle.org"
 )
 
 // Values of spec.managedBy.

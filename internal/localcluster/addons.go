@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/kube"
 	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
 	"github.com/paddlejob/paddlejob/internal/pki"
@@ -367,10 +368,6 @@ func (b *boot) caBundle() string {
 	return base64.StdEncoding.EncodeToString(b.ca.CertPEM)
 }
 
-// kueuePaddleJobFramework names PaddleJobs to Kueue as a kind whose
-// Workloads an external controller — the operator — manages.
-const kueuePaddleJobFramework = "PaddleJob.v1.batch.paddlepaddle.org"
-
 // kueueFrameworks are the integrations the local Kueue manages: batch/v1
 // Jobs. (PaddleJobs come in through the operator's own integration.)
 var kueueFrameworks = []string{"batch/job"}
@@ -422,7 +419,7 @@ integrations:
   frameworks:
 %s  externalFrameworks:
   - %s
-`, KueueNamespace, probes, b.st.Ports.KueueWebhook, certDir, fw.String(), kueuePaddleJobFramework)
+`, KueueNamespace, probes, b.st.Ports.KueueWebhook, certDir, fw.String(), paddlev1.KueueFrameworkName)
 	path := filepath.Join(dir, "kueue.yaml")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return err

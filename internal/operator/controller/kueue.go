@@ -143,16 +143,24 @@ func (r *PaddleJobReconciler) queuedByKueue(job *paddlev1.PaddleJob) bool {
 }
 
 // syncKueue runs the protocol for a job Kueue queues. It returns true when
-// the pass ends here: the job or its Workload was changed, and that change's
-// event brings the job back.
-func (r *PaddleJobReconciler) syncKueue(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, now time.Time) (bool, error) {
+// the pass ends here (the job or its Workload was changed, and that change's
+// event brings the job back), and why the job waits, for the status of a
+// suspended job (queuedMessage).
+func (r *PaddleJobReconciler) syncKueue(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, now time.Time) (bool, string, error) {
 	if !r.kueueServed {
-		return false, nil // the suspended status says Kueue is missing
+		return false, queuedMessage(job, nil, false), nil
 	}
 	wl, raw, err := r.jobWorkload(ctx, job)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
+	done, err := r.stepKueue(ctx, job, wl, raw, pods, now)
+	return done, queuedMessage(job, wl, true), err
+}
+
+// stepKueue takes the protocol's step for the job and its Workload (wl and
+// raw nil when it has none); true when the pass ends here.
+func (r *PaddleJobReconciler) stepKueue(ctx context.Context, job *paddlev1.PaddleJob, wl *workload, raw *unstructured.Unstructured, pods []*corev1.Pod, now time.Time) (bool, error) {
 	v := kueueView{job: job, wl: wl, pods: pods, active: hasActivePods(pods)}
 	step := decideKueue(v)
 	if step != kueueWait {
@@ -198,21 +206,14 @@ func (r *PaddleJobReconciler) syncKueue(ctx context.Context, job *paddlev1.Paddl
 	return false, nil
 }
 
-// queuedMessage says why a suspended job Kueue queues waits; "" when Kueue
-// does not hold it (spec.suspend was set by the user).
-func (r *PaddleJobReconciler) queuedMessage(ctx context.Context, job *paddlev1.PaddleJob) string {
-	if !r.queuedByKueue(job) {
-		return ""
-	}
+// queuedMessage says why a suspended job Kueue queues waits, from its
+// Workload (nil: not created yet) or Kueue's absence.
+func queuedMessage(job *paddlev1.PaddleJob, wl *workload, kueueServed bool) string {
 	queue := job.KueueQueueName()
-	if !r.kueueServed {
-		return fmt.Sprintf("the job is labelled %s=%s but the cluster serves no Kueue Workloads (%s): install Kueue with %s in integrations.externalFrameworks, or remove the label",
-			paddlev1.KueueQueueNameLabel, queue, WorkloadGVK.GroupVersion(), KueueFrameworkName)
-	}
-	wl, _, err := r.jobWorkload(ctx, job)
 	switch {
-	case err != nil:
-		return fmt.Sprintf("waiting in Kueue LocalQueue %s (its Workload cannot be read: %v)", queue, err)
+	case !kueueServed:
+		return fmt.Sprintf("the job is labelled %s=%s but the cluster serves no Kueue Workloads (%s): install Kueue with %s in integrations.externalFrameworks, or remove the label",
+			paddlev1.KueueQueueNameLabel, queue, WorkloadGVK.GroupVersion(), paddlev1.KueueFrameworkName)
 	case wl == nil:
 		return fmt.Sprintf("waiting in Kueue LocalQueue %s; its Workload is being created", queue)
 	}
@@ -225,10 +226,6 @@ func (r *PaddleJobReconciler) queuedMessage(ctx context.Context, job *paddlev1.P
 	}
 	return fmt.Sprintf("waiting in Kueue LocalQueue %s for admission (Workload %s): %s", queue, wl.Metadata.Name, why)
 }
-
-// KueueFrameworkName is how Kueue's configuration names PaddleJobs
-// (integrations.externalFrameworks).
-const KueueFrameworkName = "PaddleJob.v1.batch.paddlepaddle.org"
 
 // workloadName is the name of a job's Workload: the job's name and a hash
 // of its UID, so a recreated job never adopts its predecessor's.

@@ -277,7 +277,7 @@ func TestKueueNotInstalledSaysSo(t *testing.T) {
 	f := newFixture(t, Options{}, job)
 	got := f.reconcile(t, job)
 	passWant{phase: paddlev1.PaddleJobQueued}.check(t, got)
-	if msg := findCondition(got.job, paddlev1.JobSuspended).Message; !strings.Contains(msg, KueueFrameworkName) {
+	if msg := findCondition(got.job, paddlev1.JobSuspended).Message; !strings.Contains(msg, paddlev1.KueueFrameworkName) {
 		t.Errorf("Suspended condition %q does not say how to install Kueue for PaddleJobs", msg)
 	}
 }
@@ -289,5 +289,18 @@ func TestJobManagedByMultiKueueIsLeftAlone(t *testing.T) {
 	passWant{}.check(t, got)
 	if got.job.Spec.IsSuspended() || got.job.Status.Phase != "" || readWorkload(t, f.client, job) != nil {
 		t.Errorf("the operator touched a job MultiKueue manages: suspend=%v phase=%q", got.job.Spec.IsSuspended(), got.job.Status.Phase)
+	}
+}
+
+// With the integration off (--kueue=off) the queue label means nothing: the
+// job runs as any other and no Workload is made.
+func TestKueueOffIgnoresTheLabel(t *testing.T) {
+	job := queuedJob().Suspend(false).Obj()
+	f := newFixture(t, Options{IgnoreKueue: true}, job)
+	f.r.kueueServed = true
+	got := f.reconcile(t, job)
+	passWant{created: []string{"wd-ps-0", "wd-worker-0", "wd-worker-1"}, requeue: expectationTimeout}.check(t, got)
+	if got.job.Spec.IsSuspended() || readWorkload(t, f.client, job) != nil {
+		t.Errorf("suspend=%v, Workload %v: want the job run without Kueue", got.job.Spec.IsSuspended(), readWorkload(t, f.client, job))
 	}
 }

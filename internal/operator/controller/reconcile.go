@@ -194,16 +194,19 @@ func (r *PaddleJobReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		log.FromContext(ctx).V(2).Info("waiting for the cache to show the last pod changes")
 		return reconcile.Result{RequeueAfter: expectationTimeout}, nil
 	}
+	queued := "" // why Kueue holds the job, when it does
 	if r.queuedByKueue(job) {
-		if done, err := r.syncKueue(ctx, job, pods, now); done || err != nil {
+		done, why, err := r.syncKueue(ctx, job, pods, now)
+		if done || err != nil {
 			return reconcile.Result{}, err
 		}
+		queued = why
 	}
 	switch {
 	case job.Status.IsFinished() || r.sawFinish(job):
 		return r.reconcileFinished(ctx, job, pods, now)
 	case job.Spec.IsSuspended():
-		return r.reconcileSuspended(ctx, job, pods, now)
+		return r.reconcileSuspended(ctx, job, pods, now, queued)
 	}
 	return r.reconcileActive(ctx, job, pods, now)
 }

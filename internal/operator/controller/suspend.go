@@ -18,8 +18,8 @@ import (
 // holds (kueue.go) is Queued, its Suspended condition saying why it waits.
 
 // reconcileSuspended deletes a suspended job's pods and records that it is
-// suspended. Its start time is cleared: the deadline counts from the resume.
-func (r *PaddleJobReconciler) reconcileSuspended(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, now time.Time) (reconcile.Result, error) {
+// suspended, or Queued when Kueue holds it (queued says why it waits). Its start time is cleared: the deadline counts from the resume.
+func (r *PaddleJobReconciler) reconcileSuspended(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, now time.Time, queued string) (reconcile.Result, error) {
 	var live []*corev1.Pod
 	for _, p := range pods {
 		if p.DeletionTimestamp == nil {
@@ -28,7 +28,7 @@ func (r *PaddleJobReconciler) reconcileSuspended(ctx context.Context, job *paddl
 	}
 	deleteErr := r.deletePods(ctx, job, live, "suspended")
 	st := suspendedStatus(job, metav1.NewTime(now))
-	if queued := r.queuedMessage(ctx, job); queued != "" {
+	if queued != "" {
 		st.Phase = paddlev1.PaddleJobQueued
 		setCondition(&st, metav1.NewTime(now), paddlev1.JobSuspended, metav1.ConditionTrue, ReasonQueued, queued)
 	}
