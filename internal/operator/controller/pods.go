@@ -46,6 +46,9 @@ type podOptions struct {
 	elasticEndpoints []string
 	// progressURL is the progress endpoint pods report to ("": off).
 	progressURL string
+	// specHashes are what each role's pods are made from (specchange.go),
+	// hashed once per pass, not once per pod.
+	specHashes map[paddlev1.ReplicaType]string
 }
 
 // podOptionsFor are the pod options of a job under the operator's settings.
@@ -57,6 +60,7 @@ func podOptionsFor(job *paddlev1.PaddleJob, opts Options) podOptions {
 		schedulerName:    schedulerNameOf(gang, opts),
 		elasticEndpoints: elasticEndpoints(job, opts.ElasticEtcdEndpoints),
 		progressURL:      opts.Progress.URL,
+		specHashes:       specHashes(&job.Spec),
 	}
 }
 
@@ -96,7 +100,7 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[paddlev1.AnnotationPorts] = ports.String()
-	pod.Annotations[paddlev1.AnnotationSpecHash] = specHash(&job.Spec, rt)
+	pod.Annotations[paddlev1.AnnotationSpecHash] = opts.specHashes[rt]
 
 	spec := &pod.Spec
 	spec.Hostname = name

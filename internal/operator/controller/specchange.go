@@ -24,15 +24,22 @@ import (
 // holds pod creation back.
 const ReasonSpecChanged = "SpecChangedWhileRunning"
 
-// specHash is what a role's pods are made from, as "<template>-<job>": a
-// hash of the role's template and one of the job-wide fields.
-func specHash(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) string {
-	jobWide := struct {
+// specHashes are what each role's pods are made from, as
+// "<template>-<job>": a hash of the role's template and one of the job-wide
+// fields.
+func specHashes(spec *paddlev1.PaddleJobSpec) map[paddlev1.ReplicaType]string {
+	jobWide := hashOf(struct {
 		Intranet   paddlev1.Intranet
 		Gloo       int32
 		Scheduling *paddlev1.SchedulingPolicy
-	}{spec.EffectiveIntranet(), spec.GlooLevel(), spec.SchedulingPolicy}
-	return hashOf(spec.Replicas(rt).Template) + "-" + hashOf(jobWide)
+	}{spec.EffectiveIntranet(), spec.GlooLevel(), spec.SchedulingPolicy})
+	out := map[paddlev1.ReplicaType]string{}
+	for _, rt := range paddlev1.ReplicaTypes {
+		if rs := spec.Replicas(rt); rs != nil {
+			out[rt] = hashOf(rs.Template) + "-" + jobWide
+		}
+	}
+	return out
 }
 
 func hashOf(v any) string {
@@ -46,14 +53,18 @@ func hashOf(v any) string {
 // pods were made, "" when none did (or no live pod records it).
 func specChangedWhileRunning(job *paddlev1.PaddleJob, live []*corev1.Pod) string {
 	changed := map[string]bool{}
+	var now map[paddlev1.ReplicaType]string // hashed once the first pod needs it
 	for _, p := range live {
 		rt, _, ok := podIndex(p)
 		was, recorded := p.Annotations[paddlev1.AnnotationSpecHash]
 		if !ok || !recorded || job.Spec.Replicas(rt) == nil || p.DeletionTimestamp != nil {
 			continue
 		}
+		if now == nil {
+			now = specHashes(&job.Spec)
+		}
 		wasTemplate, wasJob, _ := strings.Cut(was, "-")
-		nowTemplate, nowJob, _ := strings.Cut(specHash(&job.Spec, rt), "-")
+		nowTemplate, nowJob, _ := strings.Cut(now[rt], "-")
 		if wasTemplate != nowTemplate {
 			changed["spec."+string(rt)+".template"] = true
 		}
