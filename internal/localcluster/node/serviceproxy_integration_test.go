@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
+	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
 // backendEnv is the kind of Service backend serveBackend is.
@@ -183,7 +184,7 @@ func TestServiceProxy(t *testing.T) {
 		seen := map[string]int{}
 		for i := range 6 {
 			msg := "ping " + strconv.Itoa(i)
-			reply, err := exchange(byNumber, msg)
+			reply, err := testutil.Exchange(byNumber, msg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +200,7 @@ func TestServiceProxy(t *testing.T) {
 	})
 
 	t.Run("target port by name", func(t *testing.T) {
-		reply, err := exchange(byName, "named")
+		reply, err := testutil.Exchange(byName, "named")
 		if err != nil || !strings.HasSuffix(reply, ": named") {
 			t.Fatalf("got %q, %v", reply, err)
 		}
@@ -207,7 +208,7 @@ func TestServiceProxy(t *testing.T) {
 
 	t.Run("large transfer both ways", func(t *testing.T) {
 		payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
-		reply, err := exchange(byNumber, string(payload))
+		reply, err := testutil.Exchange(byNumber, string(payload))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +255,7 @@ func TestServiceProxy(t *testing.T) {
 		measure := func(addr string) time.Duration {
 			start := time.Now()
 			for range rounds {
-				if _, err := exchange(addr, "x"); err != nil {
+				if _, err := testutil.Exchange(addr, "x"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -274,7 +275,7 @@ func TestServiceProxy(t *testing.T) {
 		}
 		waitServed(t, byNumber, func(string) bool {
 			for range 4 {
-				if reply, err := exchange(byNumber, "x"); err != nil || reply != "echo-a: x" {
+				if reply, err := testutil.Exchange(byNumber, "x"); err != nil || reply != "echo-a: x" {
 					return false
 				}
 			}
@@ -297,9 +298,9 @@ func TestServiceProxy(t *testing.T) {
 				t.Fatalf("%s: not within 10s", what)
 			}
 		}
-		waitFor("listener opened", func() bool { return listening(addr) })
+		waitFor("listener opened", func() bool { return testutil.Listening(addr) })
 		start := time.Now()
-		reply, err := exchange(addr, "anyone?")
+		reply, err := testutil.Exchange(addr, "anyone?")
 		if err == nil {
 			t.Fatalf("got %q, want the connection closed", reply)
 		}
@@ -308,7 +309,7 @@ func TestServiceProxy(t *testing.T) {
 		if err := services.Delete(ctx, "nobody", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor("listener closed after the Service was deleted", func() bool { return !listening(addr) })
+		waitFor("listener closed after the Service was deleted", func() bool { return !testutil.Listening(addr) })
 	})
 
 	t.Run("node shutdown closes listeners and connections", func(t *testing.T) {
@@ -326,7 +327,7 @@ func TestServiceProxy(t *testing.T) {
 			t.Errorf("reading an open connection after the node stopped: %v", err)
 		}
 		for _, addr := range []string{byNumber, byName, net.JoinHostPort(webhook.Spec.ClusterIP, "9443")} {
-			if listening(addr) {
+			if testutil.Listening(addr) {
 				t.Errorf("%s still listens after the node stopped", addr)
 			}
 		}
@@ -375,7 +376,7 @@ func waitServed(t *testing.T, addr string, ok func(reply string) bool) {
 	var last string
 	var lastErr error
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		last, lastErr = exchange(addr, "hello")
+		last, lastErr = testutil.Exchange(addr, "hello")
 		return lastErr == nil && ok(last), nil
 	})
 	if err != nil {
@@ -432,33 +433,4 @@ func (ca *testCA) serverCert(t *testing.T, dnsName string) (certPEM, keyPEM []by
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-}
-
-// exchange sends msg, half-closes and reads the reply to EOF. (The
-// serviceproxy package's unit tests have the same client.)
-func exchange(addr, msg string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c, msg); err != nil {
-		return "", err
-	}
-	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
-		return "", err
-	}
-	reply, err := io.ReadAll(c)
-	return string(reply), err
-}
-
-// listening reports whether something accepts connections at addr.
-func listening(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err == nil {
-		c.Close()
-		return true
-	}
-	return !errors.Is(err, syscall.ECONNREFUSED)
 }

@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
 func loopbackOnly(t *testing.T) func(string) bool {
@@ -332,24 +334,6 @@ func echoBackend(t *testing.T, ip, name string) int32 {
 	return int32(ln.Addr().(*net.TCPAddr).Port)
 }
 
-// exchange sends msg, half-closes and reads the reply to EOF.
-func exchange(addr, msg string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c, msg); err != nil {
-		return "", err
-	}
-	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
-		return "", err
-	}
-	reply, err := io.ReadAll(c)
-	return string(reply), err
-}
-
 // TestServiceProxyForwards runs the proxy over in-memory listers and real
 // sockets: backends listen on 127.0.0.1 and 127.0.0.2, each on a port of
 // its own named "echo".
@@ -374,7 +358,7 @@ func TestServiceProxyForwards(t *testing.T) {
 	t.Run("round robin with half-close", func(t *testing.T) {
 		var got []string
 		for i := range 4 {
-			reply, err := exchange(addr, "ping"+strconv.Itoa(i))
+			reply, err := testutil.Exchange(addr, "ping"+strconv.Itoa(i))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -393,7 +377,7 @@ func TestServiceProxyForwards(t *testing.T) {
 		defer f.pods.Delete(dead)
 		seen := map[string]int{}
 		for range 6 {
-			reply, err := exchange(addr, "x")
+			reply, err := testutil.Exchange(addr, "x")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -414,7 +398,7 @@ func TestServiceProxyForwards(t *testing.T) {
 			}
 			defer f.pods.Update(obj)
 		}
-		reply, err := exchange(addr, "x")
+		reply, err := testutil.Exchange(addr, "x")
 		if err == nil {
 			t.Fatalf("got %q, want a reset", reply)
 		}
@@ -430,7 +414,7 @@ func TestServiceProxyForwards(t *testing.T) {
 		f.setService(t, changed)
 		// Only b listens on portB at its IP; a refuses.
 		for range 3 {
-			if reply, err := exchange(addr, "y"); err != nil || reply != "b: y" {
+			if reply, err := testutil.Exchange(addr, "y"); err != nil || reply != "b: y" {
 				t.Fatalf("got %q, %v; want b", reply, err)
 			}
 		}
@@ -465,7 +449,7 @@ func TestServiceProxyForwards(t *testing.T) {
 		if _, err := io.ReadAll(c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
 			t.Errorf("reading a connection of a stopped proxy: %v", err)
 		}
-		if listening(addr) {
+		if testutil.Listening(addr) {
 			t.Error("the listener is still open after stop")
 		}
 		f.proxy.Stop() // again, as the cleanup does: harmless
@@ -478,7 +462,7 @@ func TestServiceProxyListenerLifecycle(t *testing.T) {
 	addr := net.JoinHostPort(ip, "7001")
 	s := svc("ns", "web", "", ip, map[string]string{"app": "web"}, sport("web", 7001, "", intstr.FromInt32(80)))
 	f.setService(t, s)
-	if !listening(addr) {
+	if !testutil.Listening(addr) {
 		t.Fatal("no listener after the Service appeared")
 	}
 
@@ -499,7 +483,7 @@ func TestServiceProxyListenerLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.proxy.sync()
-	if listening(addr) {
+	if testutil.Listening(addr) {
 		t.Fatal("the listener stays open after the Service was deleted")
 	}
 
@@ -548,25 +532,6 @@ func TestPipeHalfClose(t *testing.T) {
 	}
 }
 
-// listening reports whether something listens at addr: a connection is not
-// refused. (The proxy resets connections it has no backend for, at times
-// before the dial returns.)
-// openConns is how many connections the proxy tracks.
-func (p *Proxy) openConns() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.conns)
-}
-
-func listening(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err == nil {
-		c.Close()
-		return true
-	}
-	return !errors.Is(err, syscall.ECONNREFUSED)
-}
-
 // tcpPair returns the two ends of a loopback TCP connection.
 func tcpPair(t *testing.T) (net.Conn, net.Conn) {
 	t.Helper()
@@ -590,4 +555,11 @@ func tcpPair(t *testing.T) (net.Conn, net.Conn) {
 	}
 	t.Cleanup(func() { c.Close(); s.Close() })
 	return c, s
+}
+
+// openConns is how many connections the proxy tracks.
+func (p *Proxy) openConns() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns)
 }
