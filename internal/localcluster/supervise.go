@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"time"
@@ -38,7 +39,7 @@ type SupervisedStatus struct {
 
 // supervisedStatusPath is where a component's supervisor writes its status.
 func supervisedStatusPath(logDir, name string) string {
-	return fmt.Sprintf("%s/%s.supervisor.json", logDir, name)
+	return filepath.Join(logDir, name+".supervisor.json")
 }
 
 // readSupervisedStatus reads a supervisor's status; nothing yet is zero.

@@ -125,7 +125,11 @@ func (m *CertManager) Ensure(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
-		if err := os.WriteFile(filepath.Join(m.CertDir, k), secret.Data[k], 0o600); err != nil {
+		path := filepath.Join(m.CertDir, k)
+		if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, secret.Data[k]) {
+			continue // unchanged: the hourly check makes the server reload nothing
+		}
+		if err := os.WriteFile(path, secret.Data[k], 0o600); err != nil {
 			return nil, err
 		}
 	}
