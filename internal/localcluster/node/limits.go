@@ -3,8 +3,10 @@ package node
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,6 +76,21 @@ func detectCgroups(root string, self []byte, nodeName string) *cgroupParent {
 		p.v1[c] = dir
 	}
 	return p
+}
+
+// remove deletes the node's parent groups, once empty: the groups of its
+// containers are removed as each run ends.
+func (p *cgroupParent) remove() {
+	if p == nil {
+		return
+	}
+	dirs := slices.Collect(maps.Values(p.v1))
+	if p.v2 != "" {
+		dirs = append(dirs, p.v2)
+	}
+	for _, d := range dirs {
+		_ = os.Remove(d) // a group still holding a container's stays, harmlessly
+	}
 }
 
 // containerCgroup is the group of one run of a container.

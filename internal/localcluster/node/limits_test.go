@@ -61,6 +61,19 @@ func TestCgroupsV1(t *testing.T) {
 	if !g.oomKilled() {
 		t.Error("oom_kill 1 not seen as an OOM kill")
 	}
+	// The node's own groups go when it stops (here, once emptied of the
+	// container's plain files, which a real cgroup does not hold).
+	for _, d := range []string{mem, cpu} {
+		if err := os.RemoveAll(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.remove()
+	for _, d := range p.v1 {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("the node's group %s is left: %v", d, err)
+		}
+	}
 }
 
 func TestCgroupsV2(t *testing.T) {

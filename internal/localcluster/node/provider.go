@@ -325,6 +325,9 @@ func (p *Provider) shutdown(ctx context.Context, grace time.Duration) {
 			return
 		}
 	}
+	// Every container's group is gone with it: the node's own goes too, or
+	// each node start would leave one behind on the host.
+	p.deps.cgroups.remove()
 }
 
 func (p *Provider) runtime(key string) *podRuntime {
