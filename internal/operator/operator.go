@@ -243,6 +243,12 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return nil, err
 	}
+	if certs != nil {
+		// ...which the API server makes only once it trusts the certificate.
+		if err := mgr.AddReadyzCheck("webhook-ca", certs.TrustedCheck); err != nil {
+			return nil, err
+		}
+	}
 	return mgr, nil
 }
 

@@ -109,6 +109,7 @@ func TestInstalledOperatorWithTwoReplicasSurvivesItsLeader(t *testing.T) {
 	}
 	leader := waitLeader(t, c, "")
 	t.Logf("leader: %s", leader)
+	waitReplicasReady(t, c, 2)
 
 	// A job through the installed operator (and its webhook, behind its Service).
 	ns := "default"
@@ -175,6 +176,37 @@ func waitLeader(t *testing.T, c *client.Client, not string) string {
 	}
 	t.Fatalf("no operator replica leads (other than %q)", not)
 	return ""
+}
+
+// waitReplicasReady waits until n operator pods answer their readiness
+// probe — what `kubectl rollout status` waits for on a real cluster, where
+// the kubelet probes them (the local node does not): a replica is ready
+// once its webhook serves and the webhook configurations trust its
+// certificate.
+func waitReplicasReady(t *testing.T, c *client.Client, n int) {
+	t.Helper()
+	poll(t, 2*time.Minute, fmt.Sprintf("%d operator replicas are ready", n), func() (bool, string) {
+		pods, err := c.Clientset().CoreV1().Pods(operatorNamespace).List(context.Background(),
+			metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=paddlejob-operator"})
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := 0
+		for _, p := range pods.Items {
+			if p.Status.PodIP == "" {
+				continue
+			}
+			resp, err := http.Get(fmt.Sprintf("http://%s:8081/readyz", p.Status.PodIP))
+			if err != nil {
+				continue
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				ready++
+			}
+		}
+		return ready >= n, fmt.Sprintf("%d of %d pods ready", ready, len(pods.Items))
+	})
 }
 
 func leaseFresh(l *coordinationv1.Lease) bool {

@@ -8,8 +8,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -57,6 +59,19 @@ type CertManager struct {
 	// whose caBundle the CA goes into.
 	ValidatingConfig, MutatingConfig string
 	Now                              func() time.Time
+
+	// trusted is set once the webhook configurations hold the CA.
+	trusted atomic.Bool
+}
+
+// TrustedCheck is a readiness check: it fails until the webhook
+// configurations trust the serving certificate, since before that the API
+// server refuses every call it makes to this replica.
+func (m *CertManager) TrustedCheck(*http.Request) error {
+	if !m.trusted.Load() {
+		return errors.New("the webhook configurations do not trust the serving certificate yet")
+	}
+	return nil
 }
 
 // ServiceHosts are the DNS names of a Service, for its certificate.
@@ -204,6 +219,7 @@ func (m *CertManager) InjectCABundle(ctx context.Context, caPEM []byte) error {
 	for {
 		err := m.inject(ctx, caPEM)
 		if err == nil {
+			m.trusted.Store(true)
 			log.FromContext(ctx).Info("webhook configurations trust the serving certificate")
 			return nil
 		}

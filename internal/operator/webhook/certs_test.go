@@ -86,7 +86,11 @@ func TestCertificateRenewalAcrossReplicas(t *testing.T) {
 		}
 	}
 
-	// The webhook configuration trusts the bundle once injected.
+	// The webhook configuration trusts the bundle once injected; only then
+	// is the replica ready.
+	if a.TrustedCheck(nil) == nil {
+		t.Error("ready before the webhook configurations trust its certificate")
+	}
 	if err := a.InjectCABundle(ctx, renewedCA); err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +100,9 @@ func TestCertificateRenewalAcrossReplicas(t *testing.T) {
 	}
 	if !bytes.Equal(got.Webhooks[0].ClientConfig.CABundle, renewedCA) {
 		t.Error("the webhook configuration does not hold the renewed CA bundle")
+	}
+	if err := a.TrustedCheck(nil); err != nil {
+		t.Errorf("not ready once trusted: %v", err)
 	}
 }
 
