@@ -58,26 +58,20 @@ func (b *boot) run(ctx context.Context) (*State, error) {
 	ports := []*int{&b.st.Ports.EtcdClient, &b.st.Ports.EtcdPeer, &b.st.Ports.APIServer, &b.st.Ports.Scheduler,
 		&b.st.Ports.ControllerManager, &b.st.Ports.OperatorProbes, &b.st.Ports.Kubelet,
 		&b.st.Ports.ElasticEtcd, &b.st.Ports.ElasticEtcdPeer, &b.st.Ports.Webhook, &b.st.Ports.Progress}
-	for _, p := range ports {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		*p = port
-	}
 	addonPorts := map[string][]*int{
 		AddonVolcano:      {&b.st.Ports.Volcano},
 		AddonCoscheduling: {&b.st.Ports.SchedulerPlugins},
 		AddonKueue:        {&b.st.Ports.KueueWebhook, &b.st.Ports.KueueProbes},
 	}
 	for _, name := range b.opts.With {
-		for _, p := range addonPorts[name] {
-			port, err := freePort()
-			if err != nil {
-				return nil, err
-			}
-			*p = port
-		}
+		ports = append(ports, addonPorts[name]...)
+	}
+	picked, err := freePorts(len(ports))
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range ports {
+		*p = picked[i]
 	}
 	if err := b.step("certificates", b.certificates); err != nil {
 		return b.st, err

@@ -3,6 +3,7 @@ package localcluster
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -134,14 +135,57 @@ func procStatFields(pid int) ([]string, error) {
 	return strings.Fields(s[i+1:]), nil
 }
 
-// freePort asks the kernel for a free TCP port on 127.0.0.1.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePorts picks n distinct TCP ports on 127.0.0.1 that nothing listens on.
+// They are taken above the kernel's ephemeral range when it leaves room
+// there: a port the kernel hands out for bind(0) is one it also hands to
+// outgoing connections, and one of those took the API server's port between
+// the pick and the bind. Below that range lie the pods' ports (23000-29999)
+// and NodePorts.
+func freePorts(n int) ([]int, error) {
+	first, last := portsAboveEphemeral()
+	picked := map[int]bool{}
+	ports := make([]int, 0, n)
+	for attempts := 0; len(ports) < n; attempts++ {
+		port := 0 // the kernel's choice, when the range above is too small or crowded
+		if last-first >= 255 && attempts < 50*n {
+			port = first + rand.IntN(last-first+1)
+		}
+		if picked[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			if port == 0 {
+				return nil, err
+			}
+			continue
+		}
+		port = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !picked[port] {
+			picked[port] = true
+			ports = append(ports, port)
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
+}
+
+// portsAboveEphemeral is the range from the end of the kernel's ephemeral
+// port range to 65535; empty when the range cannot be read.
+func portsAboveEphemeral() (first, last int) {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 1, 0
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) != 2 {
+		return 1, 0
+	}
+	end, err := strconv.Atoi(fields[1])
+	if err != nil {
+		return 1, 0
+	}
+	return end + 1, 65535
 }
 
 // portOpen reports whether something listens on 127.0.0.1:port.
