@@ -115,6 +115,8 @@ type podFixture struct {
 	mu       sync.Mutex
 	last     *corev1.Pod
 	released []types.UID
+	// inAPI is the pod the API holds, as the node's cache would see it.
+	inAPI *corev1.Pod
 }
 
 var fixtureStart = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -128,6 +130,8 @@ func runPod(t *testing.T, pod *corev1.Pod, procs *fakeStarter) *podFixture {
 		t.Fatal(err)
 	}
 	f := &podFixture{t: t, clock: clocktesting.NewFakeClock(fixtureStart), procs: procs}
+	f.inAPI = pod.DeepCopy()
+	f.inAPI.Status = corev1.PodStatus{}
 	deps := &podDeps{
 		log:       logr.Discard(),
 		clock:     f.clock,
@@ -143,7 +147,11 @@ func runPod(t *testing.T, pod *corev1.Pod, procs *fakeStarter) *podFixture {
 			defer f.mu.Unlock()
 			f.released = append(f.released, uid)
 		},
-		apiStatus: func(string, string, types.UID) *corev1.PodStatus { return &corev1.PodStatus{} },
+		apiPod: func(string, string, types.UID) *corev1.Pod {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.inAPI
+		},
 		notify: func(p *corev1.Pod) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -500,5 +508,40 @@ func TestGracePeriod(t *testing.T) {
 				t.Errorf("%d runs, want 1: a stopped container is not run again", got)
 			}
 		})
+	}
+}
+
+// The status the node reports carries the API's metadata, not the copy the
+// pod's runtime started with: virtual-kubelet writes the whole pod to
+// pods/status, and an older copy would erase annotations added since. GetPod
+// keeps the runtime's copy, which virtual-kubelet compares with the API's.
+func TestStatusReportsKeepTheAPIsMetadata(t *testing.T) {
+	f := runPod(t, crashPod(corev1.RestartPolicyNever), &fakeStarter{})
+	f.waitStarted(1)
+	annotated := crashPod(corev1.RestartPolicyNever)
+	annotated.Annotations = map[string]string{"batch.paddlepaddle.org/endpoints": "v1"}
+	annotated.ResourceVersion = "42"
+	f.mu.Lock()
+	f.inAPI = annotated
+	f.mu.Unlock()
+
+	f.r.publish()
+	f.mu.Lock()
+	reported := f.last.DeepCopy()
+	f.mu.Unlock()
+	if got := reported.Annotations["batch.paddlepaddle.org/endpoints"]; got != "v1" {
+		t.Errorf("reported annotations %v, want the API's endpoints annotation v1", reported.Annotations)
+	}
+	if reported.ResourceVersion != "42" {
+		t.Errorf("reported resourceVersion %q, want the API's 42", reported.ResourceVersion)
+	}
+	if len(reported.Status.ContainerStatuses) != 1 || reported.Status.ContainerStatuses[0].State.Running == nil {
+		t.Errorf("reported container statuses %+v, want main running", reported.Status.ContainerStatuses)
+	}
+	if annotated.Status.Phase != "" {
+		t.Errorf("the API's pod was modified: phase %q", annotated.Status.Phase)
+	}
+	if got := f.r.snapshot().Annotations; len(got) != 0 {
+		t.Errorf("GetPod's view has annotations %v; want the runtime's own copy (none), so that virtual-kubelet passes the API's on", got)
 	}
 }

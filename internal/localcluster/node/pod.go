@@ -41,9 +41,9 @@ type podDeps struct {
 	// release frees what the node holds for a pod once none of its
 	// containers will run again: its IP and its tokens.
 	release func(uid types.UID)
-	// apiStatus is the status the API holds for a pod, nil when the node's
-	// cache has no such pod (it was deleted or replaced).
-	apiStatus func(namespace, name string, uid types.UID) *corev1.PodStatus
+	// apiPod is the pod as the node's cache of the API holds it, nil when it
+	// has no such pod (it was deleted or replaced).
+	apiPod func(namespace, name string, uid types.UID) *corev1.Pod
 	// notify sends a pod's status to virtual-kubelet.
 	notify func(*corev1.Pod)
 	// bwrapPath is the bubblewrap to start containers with.
@@ -297,14 +297,28 @@ func (r *podRuntime) allRuns() []*containerRun {
 // publish sends the pod's current status to virtual-kubelet, unless the pod
 // is gone from the API.
 func (r *podRuntime) publish() {
-	if base := r.deps.apiStatus(r.namespace, r.name, r.uid); base != nil {
-		r.deps.notify(r.snapshotOver(base))
+	current := r.deps.apiPod(r.namespace, r.name, r.uid)
+	if current == nil {
+		return
 	}
+	pod := r.snapshotOver(&current.Status)
+	// virtual-kubelet writes the whole pod it is given to pods/status, which
+	// takes annotations: the runtime's older copy would erase what others
+	// added since (the operator's endpoints annotation, which a pod's init
+	// container waits for again when a restarted node runs it afresh). The
+	// runtime's copy stays what GetPod returns: virtual-kubelet compares it
+	// with the API's to pass on metadata changes.
+	pod.ObjectMeta = *current.ObjectMeta.DeepCopy()
+	r.deps.notify(pod)
 }
 
 // snapshot is the pod with the status the node reports.
 func (r *podRuntime) snapshot() *corev1.Pod {
-	return r.snapshotOver(r.deps.apiStatus(r.namespace, r.name, r.uid))
+	var base *corev1.PodStatus
+	if current := r.deps.apiPod(r.namespace, r.name, r.uid); current != nil {
+		base = &current.Status
+	}
+	return r.snapshotOver(base)
 }
 
 // snapshotOver computes the status over base, the status the API holds (nil
@@ -314,8 +328,9 @@ func (r *podRuntime) snapshotOver(base *corev1.PodStatus) *corev1.Pod {
 	defer r.mu.Unlock()
 	pod := r.pod.DeepCopy()
 	if base == nil {
-		base = pod.Status.DeepCopy()
+		base = &pod.Status
 	}
+	base = base.DeepCopy()
 	in := statusInput{
 		Spec:         &pod.Spec,
 		Base:         *base,

@@ -99,8 +99,8 @@ func newProvider(cfg providerConfig) *Provider {
 			tokens.forget(uid)
 			cfg.IPs.release(string(uid))
 		},
-		apiStatus: p.apiPodStatus,
-		notify:    p.notifyPod,
+		apiPod: p.apiPod,
+		notify: p.notifyPod,
 		// Looked up when a container starts, unless configured, so that
 		// installing bubblewrap fixes a running node.
 		bwrapPath:    func() (string, error) { return findBwrap(cfg.Bwrap) },
@@ -301,14 +301,14 @@ func (p *Provider) objectsChanged(namespace string) {
 	}
 }
 
-// apiPodStatus is the status the API holds for a pod, nil when the cache has
-// no such pod.
-func (p *Provider) apiPodStatus(namespace, name string, uid types.UID) *corev1.PodStatus {
+// apiPod is the pod the cache holds, nil when it has no such pod. Callers
+// must not modify it.
+func (p *Provider) apiPod(namespace, name string, uid types.UID) *corev1.Pod {
 	pod, err := p.pods.Pods(namespace).Get(name)
 	if err != nil || pod.UID != uid {
 		return nil
 	}
-	return pod.Status.DeepCopy()
+	return pod
 }
 
 // shutdown stops every pod, giving each at most grace, and waits until their
