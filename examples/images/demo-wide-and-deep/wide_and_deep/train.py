@@ -167,20 +167,8 @@ def run_trainer(args: argparse.Namespace, inputs, loss, probability, test_progra
         fleet.stop_worker()
 
 
-def load_mkl_vector_math() -> None:
-    """Makes MKL read its vector-math settings now, on this thread.
-
-    MKL does so on the first vsAdd of the process, and two threads doing their
-    first at once can crash in mkl_serv_getenv: a parameter server's first
-    table update runs on several threads. See docs/paddle-known-issues.md.
-    """
-    ones = paddle.ones([8], dtype="float32")
-    paddle.add(ones, ones)  # float32 tensors of one shape: MKL's vsAdd
-
-
 def main() -> None:
     args = parse_args()
-    load_mkl_vector_math()
     paddle.enable_static()
     fleet.init(fleet.PaddleCloudRoleMaker())
     inputs, loss, probability, test_program = build_model(args.learning_rate, args.k_steps)

@@ -66,19 +66,7 @@ def build_model(k_steps: int):
     return loss
 
 
-def load_mkl_vector_math() -> None:
-    """Makes MKL read its vector-math settings now, on this thread.
-
-    MKL does so on the first vsAdd of the process, and two threads doing their
-    first at once can crash in mkl_serv_getenv: a parameter server's first
-    table update runs on several threads. See docs/paddle-known-issues.md.
-    """
-    ones = paddle.ones([8], dtype="float32")
-    paddle.add(ones, ones)  # float32 tensors of one shape: MKL's vsAdd
-
-
 def main() -> None:
-    load_mkl_vector_math()
     paddle.enable_static()
     fleet.init(fleet.PaddleCloudRoleMaker())
     loss = build_model(k_steps=5)
