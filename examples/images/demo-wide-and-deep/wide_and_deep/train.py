@@ -12,14 +12,6 @@ The parameter servers run GEO-SGD (a_sync with k_steps): each trainer trains a
 local copy and exchanges updates with the servers every k steps. Paddle 3.0's
 plain async mode never refreshes a trainer's dense parameters when the
 program is driven by Executor.run, so it does not learn here.
-
-The embeddings are dense (is_sparse=False), so every parameter lives in the one
-dense table. fleet.init_worker in GEO mode passes one barrier on the servers per
-table it initialises, and Paddle 3.0's barrier table can lose a wake-up between
-two of them: a trainer released from one barrier but not yet rescheduled stays
-blocked once a faster trainer enters the next, and every trainer waits for it
-forever. With only the dense table there is one barrier and nothing to lose.
-See docs/paddle-known-issues.md.
 """
 
 from __future__ import annotations
@@ -49,7 +41,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--train-data", default="", help="a file of this trainer's rows (ctr_data.py's format) instead of its shard of generated rows")
     p.add_argument("--test-rows", type=int, default=20000)
     p.add_argument("--batch-size", type=int, default=256)
-    p.add_argument("--learning-rate", type=float, default=0.003)
+    p.add_argument("--learning-rate", type=float, default=0.005)
     p.add_argument("--k-steps", type=int, default=20, help="GEO-SGD: steps between exchanges with the servers")
     p.add_argument("--output-dir", default=env("PADDLE_OUTPUT_DIR", "output"))
     p.add_argument("--server-timeout", type=float, default=600, help="seconds to wait for the parameter servers")
@@ -62,12 +54,11 @@ def build_model(learning_rate: float, k_steps: int):
     ids = paddle.static.data("ids", [None, fields], "int64")
     dense = paddle.static.data("dense", [None, ctr_data.DENSE], "float32")
     label = paddle.static.data("label", [None, 1], "float32")
-    # One embedding row per category id, [n, 1] ids as fleet's lookup takes them;
-    # dense, for the reason in the module's docstring.
+    # One embedding row per category id: fleet's sparse tables take [n, 1] ids.
     flat_ids = paddle.reshape(ids, [-1, 1])
     size = ctr_data.vocabulary_size()
-    wide = paddle.static.nn.embedding(flat_ids, size=[size, 1], is_sparse=False, param_attr=paddle.ParamAttr(name="wide"))
-    deep = paddle.static.nn.embedding(flat_ids, size=[size, 8], is_sparse=False, param_attr=paddle.ParamAttr(name="deep"))
+    wide = paddle.static.nn.embedding(flat_ids, size=[size, 1], is_sparse=True, param_attr=paddle.ParamAttr(name="wide"))
+    deep = paddle.static.nn.embedding(flat_ids, size=[size, 8], is_sparse=True, param_attr=paddle.ParamAttr(name="deep"))
     hidden = paddle.concat([paddle.reshape(deep, [-1, fields * 8]), dense], axis=1)
     hidden = paddle.static.nn.fc(hidden, 32, activation="relu")
     hidden = paddle.static.nn.fc(hidden, 16, activation="relu")

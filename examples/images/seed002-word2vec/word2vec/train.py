@@ -9,9 +9,7 @@ paddlejob.dataset_from_reader (seed 002 prepares it once on CephFS; here every
 trainer writes the same deterministic file in its own container), reads its
 share with paddlejob.dist_reader(file, paddlejob.trainers(),
 paddlejob.trainer_id()), says which rows it read, and trains on them with
-GEO-SGD (Paddle 3.0's working asynchronous mode). The embedding is dense: a
-sparse one adds a second start-up barrier on the servers, which Paddle 3.0 can
-deadlock on (docs/paddle-known-issues.md).
+GEO-SGD (Paddle 3.0's working asynchronous mode).
 """
 
 from __future__ import annotations
@@ -55,7 +53,7 @@ def five_grams(rows: int):
 def build_model(k_steps: int):
     ids = paddle.static.data("ids", [None, CONTEXT], "int64")
     label = paddle.static.data("label", [None, 1], "int64")
-    emb = paddle.static.nn.embedding(paddle.reshape(ids, [-1, 1]), size=[VOCAB, EMBEDDING], is_sparse=False, param_attr=paddle.ParamAttr(name="emb"))
+    emb = paddle.static.nn.embedding(paddle.reshape(ids, [-1, 1]), size=[VOCAB, EMBEDDING], is_sparse=True, param_attr=paddle.ParamAttr(name="emb"))
     hidden = paddle.static.nn.fc(paddle.reshape(emb, [-1, CONTEXT * EMBEDDING]), 64, activation="relu")
     logits = paddle.static.nn.fc(hidden, VOCAB)
     loss = paddle.mean(paddle.nn.functional.cross_entropy(logits, label))
