@@ -20,8 +20,9 @@ const slowStartInitialBatch = 16
 
 // createMissingPods creates every pod the spec wants that does not exist,
 // in parallel, and returns the pods it created. Pods whose name is still held
-// by a pod being deleted are left for the pass its deletion triggers.
-func (r *PaddleJobReconciler) createMissingPods(ctx context.Context, job *paddlev1.PaddleJob, all, active []*corev1.Pod) ([]*corev1.Pod, error) {
+// by a pod being deleted are left for the pass its deletion triggers. opts
+// are the job's pod options, computed once per pass.
+func (r *PaddleJobReconciler) createMissingPods(ctx context.Context, job *paddlev1.PaddleJob, all, active []*corev1.Pod, opts podOptions) ([]*corev1.Pod, error) {
 	taken := make(map[string]bool, len(all))
 	for _, p := range all {
 		taken[p.Name] = true
@@ -42,7 +43,6 @@ func (r *PaddleJobReconciler) createMissingPods(ctx context.Context, job *paddle
 		return nil, nil
 	}
 
-	opts := podOptionsFor(job, r.Options)
 	pods := make([]*corev1.Pod, len(missing))
 	for i, s := range missing {
 		pods[i] = newPod(job, s.rt, s.index, podPorts(job, s.rt, s.index), opts)

@@ -288,9 +288,10 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 		return job, obs, 0, errors.Join(append(errs, err)...)
 	}
 	backoff := r.restartBackoffLeft(job, now)
-	obs.specChanged = specChangedWhileRunning(job, active)
+	popts := podOptionsFor(job, r.Options)
+	obs.specChanged = specChangedWhileRunning(job, active, popts.specHashes)
 	if admitted && backoff == 0 && obs.specChanged == "" {
-		created, err := r.createMissingPods(ctx, job, pods, active)
+		created, err := r.createMissingPods(ctx, job, pods, active, popts)
 		errs = append(errs, err)
 		obs.pods = sortPods(append(active, created...))
 		obs.created = len(created)

@@ -50,18 +50,15 @@ func hashOf(v any) string {
 }
 
 // specChangedWhileRunning says which fields changed since the job's live
-// pods were made, "" when none did (or no live pod records it).
-func specChangedWhileRunning(job *paddlev1.PaddleJob, live []*corev1.Pod) string {
+// pods were made, "" when none did (or no live pod records it); now are the
+// spec's hashes (specHashes).
+func specChangedWhileRunning(job *paddlev1.PaddleJob, live []*corev1.Pod, now map[paddlev1.ReplicaType]string) string {
 	changed := map[string]bool{}
-	var now map[paddlev1.ReplicaType]string // hashed once the first pod needs it
 	for _, p := range live {
 		rt, _, ok := podIndex(p)
 		was, recorded := p.Annotations[paddlev1.AnnotationSpecHash]
 		if !ok || !recorded || job.Spec.Replicas(rt) == nil || p.DeletionTimestamp != nil {
 			continue
-		}
-		if now == nil {
-			now = specHashes(&job.Spec)
 		}
 		wasTemplate, wasJob, _ := strings.Cut(was, "-")
 		nowTemplate, nowJob, _ := strings.Cut(now[rt], "-")

@@ -18,7 +18,8 @@ import (
 // holds (kueue.go) is Queued, its Suspended condition saying why it waits.
 
 // reconcileSuspended deletes a suspended job's pods and records that it is
-// suspended, or Queued when Kueue holds it (queued says why it waits). Its start time is cleared: the deadline counts from the resume.
+// suspended, or Queued when Kueue holds it (queued says why it waits). Its
+// start time is cleared: the deadline counts from the resume.
 func (r *PaddleJobReconciler) reconcileSuspended(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, now time.Time, queued string) (reconcile.Result, error) {
 	var live []*corev1.Pod
 	for _, p := range pods {
