@@ -26,7 +26,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional
 
 ENV_URL = "PADDLEJOB_PROGRESS_URL"
 ENV_TOKEN_FILE = "PADDLEJOB_PROGRESS_TOKEN_FILE"
@@ -51,6 +51,7 @@ class ProgressReporter:
         token_file: Optional[str] = None,
         min_interval: float = 1.0,
         timeout: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.url = url if url is not None else os.environ.get(ENV_URL, "")
         self.token_file = token_file if token_file is not None else os.environ.get(ENV_TOKEN_FILE, "")
@@ -58,7 +59,10 @@ class ProgressReporter:
         self.timeout = timeout
         self._lock = threading.Lock()
         self._pending: Dict[str, Any] = {}
-        self._last_sent = 0.0
+        # When the last report went out; None until the first, which is never
+        # held back (monotonic clocks may start near zero, e.g. at boot).
+        self._last_sent: Optional[float] = None
+        self._clock = clock
         self._warned: set[str] = set()
 
     @property
@@ -98,7 +102,7 @@ class ProgressReporter:
                     self._pending = {}
                     return False
                 final = self._pending.get("percent") is not None and self._pending["percent"] >= 100
-                if not final and time.monotonic() - self._last_sent < self.min_interval:
+                if not final and self._last_sent is not None and self._clock() - self._last_sent < self.min_interval:
                     return False
                 return self._send_locked()
         except Exception as e:  # noqa: BLE001 - reporting must never stop training
@@ -153,7 +157,7 @@ class ProgressReporter:
         with open(self.token_file, encoding="utf-8") as f:  # the kubelet renews it: read it every time
             token = f.read().strip()
         data = json.dumps(body).encode()
-        self._last_sent = time.monotonic()
+        self._last_sent = self._clock()
         for attempt in range(3):
             req = urllib.request.Request(
                 self.url,

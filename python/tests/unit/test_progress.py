@@ -76,6 +76,17 @@ def test_reports_within_the_interval_are_merged_into_the_next(operator: Operator
     assert operator.reports[1][1] == {"percent": 100.0, "step": 7, "metrics": {"loss": 0.5}}
 
 
+def test_the_first_report_goes_out_on_a_clock_that_starts_near_zero(operator: Operator) -> None:
+    # A machine up for less than min_interval: time.monotonic() is small.
+    now = [0.25]
+    r = progress.ProgressReporter(min_interval=1.0, clock=lambda: now[0])
+    assert r.report(5, step=1)
+    assert not r.report(6, step=2)
+    now[0] += 1.0
+    assert r.report(7, step=3)
+    assert [body["step"] for _, body in operator.reports] == [1, 3]
+
+
 def test_flush_sends_what_waits(operator: Operator) -> None:
     r = progress.ProgressReporter(min_interval=3600)
     r.report(10)
