@@ -178,6 +178,18 @@ func (s *PaddleJobSpec) EffectiveRestartPolicy(rt ReplicaType) RestartPolicy {
 	return RestartPolicyNever
 }
 
+// EffectiveRestartScope is spec.restartScope, else Job for a
+// parameter-server job that is not elastic and Pod otherwise.
+func (s *PaddleJobSpec) EffectiveRestartScope() RestartScope {
+	switch {
+	case s.RestartScope != "":
+		return s.RestartScope
+	case s.PS != nil && !s.IsElastic():
+		return RestartScopeJob
+	}
+	return RestartScopePod
+}
+
 // IsRetryableExitCode reports whether an exit code recreates a pod of the
 // role under restartPolicy ExitCode: one of retryableExitCodes, else
 // 129-255 (the process was killed by a signal, as when it is preempted).
@@ -209,6 +221,7 @@ var (
 	Intranets        = []Intranet{IntranetPodIP, IntranetService, IntranetHost}
 	CleanPodPolicies = []CleanPodPolicy{CleanPodPolicyAlways, CleanPodPolicyNever, CleanPodPolicyOnFailure, CleanPodPolicyOnCompletion}
 	RestartPolicies  = []RestartPolicy{RestartPolicyNever, RestartPolicyOnFailure, RestartPolicyExitCode}
+	RestartScopes    = []RestartScope{RestartScopeJob, RestartScopePod}
 )
 
 // OneOf says which values an enum field takes: "A, B or C".

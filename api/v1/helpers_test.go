@@ -42,6 +42,7 @@ func TestEnumListsMatchTheCRD(t *testing.T) {
 		{"spec.cleanPodPolicy", enum(spec.Properties["cleanPodPolicy"]), asStrings(CleanPodPolicies)},
 		{"spec.cleanPolicy", enum(spec.Properties["cleanPolicy"]), asStrings(CleanPodPolicies)},
 		{"spec.worker.restartPolicy", enum(spec.Properties["worker"].Properties["restartPolicy"]), asStrings(RestartPolicies)},
+		{"spec.restartScope", enum(spec.Properties["restartScope"]), asStrings(RestartScopes)},
 	} {
 		if len(tc.crd) == 0 || !slices.Equal(tc.crd, tc.list) {
 			t.Errorf("%s: the CRD allows %q, the Go list %q", tc.field, tc.crd, tc.list)

@@ -72,6 +72,22 @@ const (
 	RestartPolicyExitCode RestartPolicy = "ExitCode"
 )
 
+// RestartScope says what a restartable pod failure restarts.
+// +kubebuilder:validation:Enum=Job;Pod
+type RestartScope string
+
+const (
+	// RestartScopeJob stops every pod of the job and recreates them all,
+	// counted as one restart. Parameter-server training needs it: a lone new
+	// parameter server has empty tables, and a lone new trainer waits at
+	// start-up barriers its peers passed long ago.
+	RestartScopeJob RestartScope = "Job"
+	// RestartScopePod recreates the failed pod alone (or restarts its
+	// container in place under restartPolicy OnFailure), as collective and
+	// elastic training expect.
+	RestartScopePod RestartScope = "Pod"
+)
+
 // PaddleJobMode is the distributed training mode of a job, derived from its roles.
 type PaddleJobMode string
 
@@ -124,6 +140,11 @@ const (
 	// JobPodGroupAdmitted is True once the gang scheduler admitted the job's
 	// pod group; pods are created only then.
 	JobPodGroupAdmitted = "PodGroupAdmitted"
+	// JobRestarting is True while the job's failed pods (restartScope Pod)
+	// or all its pods (restartScope Job) are being recreated, and False once
+	// they all run again; its message names the failure behind the last
+	// restart. Absent until the first restart.
+	JobRestarting = "Restarting"
 )
 
 // Labels and annotations the operator puts on the objects it creates.
@@ -244,11 +265,36 @@ type PaddleJobSpec struct {
 	// backoffLimit is how many restarts and recreations of the job's pods,
 	// counted together, are tolerated before the job fails with reason
 	// BackoffLimitExceeded. Only roles whose restartPolicy is OnFailure or
-	// ExitCode restart pods.
+	// ExitCode restart pods. A restart of the whole job counts once.
 	// +kubebuilder:default=6
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
+
+	// restartScope says what a pod failure its role's restartPolicy restarts
+	// brings back: Job stops every pod of the job and recreates them all
+	// (one restart), Pod recreates the failed pod alone (or restarts its
+	// container in place under OnFailure). Defaults to Job in
+	// parameter-server mode (spec.ps set), where a lone new parameter server
+	// has empty tables and a lone new trainer waits at barriers its peers
+	// passed, and to Pod otherwise (collective training; elastic jobs, whose
+	// membership Paddle's launcher handles).
+	// +optional
+	RestartScope RestartScope `json:"restartScope,omitempty"`
+
+	// progressDeadlineSeconds is how long a running job may go without a
+	// progress report from its training program (paddlejob.report_progress,
+	// see docs/progress.md) before it is treated as failed with reason
+	// ProgressDeadlineExceeded: the clock starts when every pod of the job
+	// runs, and again at each report. The job is then restarted as a whole
+	// when its workers' restartPolicy restarts pods (OnFailure or ExitCode)
+	// and backoffLimit allows, else it fails. Set it only for programs that
+	// report progress; it catches a training that hangs (a deadlock at
+	// start-up, a stuck collective). Unset, nothing is watched.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3153600000
+	// +optional
+	ProgressDeadlineSeconds *int64 `json:"progressDeadlineSeconds,omitempty"`
 
 	// activeDeadlineSeconds is how long the job may run, from status.startTime
 	// (when the operator first saw it active, whether or not its pods could be
@@ -424,7 +470,7 @@ type PaddleJobStatus struct {
 	Heter *ReplicaStatus `json:"heter,omitempty"`
 
 	// conditions are the standard conditions of the job: Created, Running,
-	// Succeeded, Failed, Suspended and PodGroupAdmitted. Their reason and
+	// Succeeded, Failed, Suspended, PodGroupAdmitted and Restarting. Their reason and
 	// message say why, naming the pod, container and exit code behind a
 	// failure.
 	// +listType=map
@@ -446,21 +492,22 @@ type PaddleJobStatus struct {
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 
-	// restartCount is how many times the job's failed pods were recreated,
-	// with the restarts in place those pods had. The restarts in place of the
-	// current pods are in each role's restarts; the two together count
-	// against spec.backoffLimit.
+	// restartCount is how many times the job was restarted as a whole and
+	// its failed pods were recreated, with the restarts in place those pods
+	// had. The restarts in place of the current pods are in each role's
+	// restarts; the two together count against spec.backoffLimit.
 	// +optional
 	RestartCount int32 `json:"restartCount,omitempty"`
 
-	// lastRestartTime is when the operator last recreated a failed pod; the
-	// next recreation waits an exponential backoff from it. Microseconds: the
-	// backoff starts at a second.
+	// lastRestartTime is when the operator last restarted the job or
+	// recreated a failed pod; the pods are created again an exponential
+	// backoff after it. Microseconds: the backoff starts at a second.
 	// +optional
 	LastRestartTime *metav1.MicroTime `json:"lastRestartTime,omitempty"`
 
-	// recreatingPods are the UIDs of failed pods whose restart is counted and
-	// whose deletion is under way, so each failure is counted once.
+	// recreatingPods are the UIDs of the pods whose restart is counted and
+	// whose deletion is under way (the failed pods, or every pod of a job
+	// restarted as a whole), so each failure is counted once.
 	// +listType=set
 	// +optional
 	RecreatingPods []string `json:"recreatingPods,omitempty"`

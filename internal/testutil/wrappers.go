@@ -128,6 +128,21 @@ func (w *JobWrapper) BackoffLimit(n int32) *JobWrapper {
 	return w.edit(func(j *paddlev1.PaddleJob) { j.Spec.BackoffLimit = ptr.To(n) })
 }
 
+// RestartScope sets spec.restartScope.
+func (w *JobWrapper) RestartScope(s paddlev1.RestartScope) *JobWrapper {
+	return w.edit(func(j *paddlev1.PaddleJob) { j.Spec.RestartScope = s })
+}
+
+// ProgressDeadlineSeconds sets spec.progressDeadlineSeconds.
+func (w *JobWrapper) ProgressDeadlineSeconds(seconds int64) *JobWrapper {
+	return w.edit(func(j *paddlev1.PaddleJob) { j.Spec.ProgressDeadlineSeconds = ptr.To(seconds) })
+}
+
+// RolePolicy sets a role's restartPolicy (the job's, not the template's).
+func (w *JobWrapper) RolePolicy(rt paddlev1.ReplicaType, p paddlev1.RestartPolicy) *JobWrapper {
+	return w.edit(func(j *paddlev1.PaddleJob) { j.Spec.Replicas(rt).RestartPolicy = p })
+}
+
 // SchedulingPolicy sets spec.schedulingPolicy.
 func (w *JobWrapper) SchedulingPolicy(p paddlev1.SchedulingPolicy) *JobWrapper {
 	return w.edit(func(j *paddlev1.PaddleJob) { j.Spec.SchedulingPolicy = &p })

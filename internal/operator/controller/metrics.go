@@ -30,6 +30,10 @@ var (
 		Name: "paddlejob_pod_restarts_total",
 		Help: "Failed pods the operator recreated under their role's restart policy.",
 	}, []string{"role"})
+	jobRestarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paddlejob_job_restarts_total",
+		Help: "Restarts of a whole PaddleJob (every pod recreated), by reason: PodFailed, ProgressDeadlineExceeded.",
+	}, []string{"reason"})
 	jobsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paddlejob_jobs_finished_total",
 		Help: "PaddleJobs that reached a terminal phase, by phase and reason.",
@@ -37,7 +41,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(jobDuration, jobStartup, podRestarts, jobsFinished, jobsByPhase{})
+	metrics.Registry.MustRegister(jobDuration, jobStartup, podRestarts, jobRestarts, jobsFinished, jobsByPhase{})
 }
 
 // gaugeReader is where jobsByPhase reads the jobs: the running manager's

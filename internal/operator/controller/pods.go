@@ -106,9 +106,10 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 	spec.Hostname = name
 	spec.Subdomain = job.Name
 	// The kubelet restarts containers in place only under OnFailure; under
-	// Never and ExitCode a failure must reach the operator.
+	// Never and ExitCode, and wherever a failure restarts the whole job, it
+	// must reach the operator.
 	spec.RestartPolicy = corev1.RestartPolicyNever
-	if job.Spec.EffectiveRestartPolicy(rt) == paddlev1.RestartPolicyOnFailure {
+	if job.Spec.EffectiveRestartPolicy(rt) == paddlev1.RestartPolicyOnFailure && job.Spec.EffectiveRestartScope() == paddlev1.RestartScopePod {
 		spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	}
 

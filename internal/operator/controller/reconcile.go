@@ -83,8 +83,8 @@ func DefaultOptions() Options {
 
 // PaddleJobReconciler reconciles PaddleJobs into pods, a headless Service and
 // the endpoints ConfigMap. A pass observes the job and its children from the
-// cache, decides with pure functions (pods.go, env.go, status.go,
-// policies.go) and then acts, in bulk.
+// cache, decides with pure functions (pods.go, env.go, status.go and the
+// feature files) and then acts, in bulk.
 type PaddleJobReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
@@ -221,6 +221,7 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 	if obs.invalid == "" {
 		active, _ := splitPods(job, pods)
 		fails := evaluateFailures(job, active)
+		fails, untilStall := r.applyProgressDeadline(job, fails, now, active)
 		pastDeadline, untilDeadline := deadlineFailure(job, now)
 		switch {
 		case pastDeadline != nil:
@@ -229,15 +230,15 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 		case fails.fatal != nil:
 			obs.fatal = fails.fatal
 			obs.pods = active
-		case len(fails.recreate) > 0 || len(recreating(job, pods)) > 0:
-			return r.recreatePods(ctx, job, pods, fails, now)
+		case fails.restarting() || len(recreating(job, pods)) > 0:
+			return r.restart(ctx, job, pods, fails, now)
 		default:
 			var wait time.Duration
 			job, obs, wait, actErr = r.run(ctx, job, pods, now)
 			if job == nil {
 				return reconcile.Result{}, actErr // a write-ahead step met a newer job
 			}
-			requeue = earliest(untilDeadline, wait)
+			requeue = earliest(earliest(untilDeadline, untilStall), wait)
 			if obs.created > 0 && actErr == nil {
 				// The status is written by the pass the new pods' events
 				// bring (batched), from what the cache shows then: written
@@ -290,7 +291,8 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 	backoff := r.restartBackoffLeft(job, now)
 	popts := podOptionsFor(job, r.Options)
 	obs.specChanged = specChangedWhileRunning(job, active, popts.specHashes)
-	if admitted && backoff == 0 && obs.specChanged == "" {
+	obs.stopping = podNames(restartedPods(job, pods))
+	if admitted && backoff == 0 && obs.specChanged == "" && len(obs.stopping) == 0 {
 		created, err := r.createMissingPods(ctx, job, pods, active, popts)
 		errs = append(errs, err)
 		obs.pods = sortPods(append(active, created...))

@@ -3,27 +3,44 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
 
-// Restarts: each role's restartPolicy decides which failed pods are
-// recreated and which fail the job; backoffLimit bounds the restarts and the
-// restart backoff spaces them. A recreation is counted in the status (the
-// write-ahead step recordRestarts) before its pod is deleted, so a failure
-// counts once whatever is retried.
+// Restarts: each role's restartPolicy decides which failed pods restart and
+// which fail the job; the job's restartScope decides what a restart brings
+// back — the failed pods alone (Pod) or every pod of the job (Job, the
+// default in parameter-server mode, where a lone new server has empty tables
+// and a lone new trainer waits at barriers its peers passed); backoffLimit
+// bounds the restarts and the restart backoff spaces them. A restart is
+// counted in the status (the write-ahead step recordRestart) before any pod
+// is deleted, so a failure counts once whatever is retried, and no pod is
+// created again until every pod it restarts is gone.
 
-// ReasonBackoffLimitExceeded fails a job whose pods restarted more than
-// backoffLimit times.
-const ReasonBackoffLimitExceeded = "BackoffLimitExceeded"
+// Reasons of the restarts.
+const (
+	// ReasonBackoffLimitExceeded fails a job whose pods restarted more than
+	// backoffLimit times.
+	ReasonBackoffLimitExceeded = "BackoffLimitExceeded"
+	// ReasonRestarted: the Restarting condition is False again, every pod
+	// of the job runs.
+	ReasonRestarted = "Restarted"
+	// ReasonStoppingPods: the Running condition is False while the pods of
+	// a restart stop.
+	ReasonStoppingPods = "StoppingPods"
+)
 
-// Backoff between recreations of failed pods, doubling with each restart.
+// Backoff between restarts, doubling with each restart.
 const (
 	DefaultRestartBackoff    = 5 * time.Second
 	DefaultMaxRestartBackoff = 5 * time.Minute
@@ -34,25 +51,38 @@ type failures struct {
 	// fatal, when set, fails the job: a pod failed and its role's policy does
 	// not restart it, or restarting it would exceed the backoff limit.
 	fatal *metav1.Condition
-	// recreate are failed pods the policies restart by recreating them.
+	// recreate are failed pods the policies restart alone (restartScope Pod).
 	recreate []*corev1.Pod
-	// restarts is the job's restart count with the pods of recreate counted:
-	// the recorded count, the in-place restarts of the live pods, and one
-	// per pod to recreate.
+	// restartJob, when set, restarts every pod of the job (restartScope Job,
+	// or a progress deadline passed): why.
+	restartJob *restartCause
+	// restarts is the job's restart count with this pass's restarts
+	// counted: the recorded count, the in-place restarts of the live pods,
+	// one per pod to recreate and one for a restart of the whole job.
 	restarts int32
+	// last describes the latest failure the policies restart, for the
+	// backoff limit's message.
+	last string
 }
 
-// evaluateFailures applies each role's restart policy and the job's backoff
-// limit to its pods, in role and index order. Pods already counted (their
-// UID in status.recreatingPods) are neither counted nor failed again.
+// restartCause is why a job restarts as a whole: the Restarting condition's
+// reason and a message naming the pod, container and exit code or signal.
+type restartCause struct {
+	reason, message string
+}
+
+// evaluateFailures applies each role's restart policy, the job's restart
+// scope and its backoff limit to its pods, in role and index order. Pods
+// already counted (their UID in status.recreatingPods) are neither counted
+// nor failed again.
 func evaluateFailures(job *paddlev1.PaddleJob, pods []*corev1.Pod) failures {
 	counted := map[string]bool{}
 	for _, uid := range job.Status.RecreatingPods {
 		counted[uid] = true
 	}
+	wholeJob := job.Spec.EffectiveRestartScope() == paddlev1.RestartScopeJob
 	var f failures
 	restarts := job.Status.RestartCount
-	var last string
 	for _, p := range pods {
 		if counted[string(p.UID)] {
 			continue
@@ -69,20 +99,59 @@ func evaluateFailures(job *paddlev1.PaddleJob, pods []*corev1.Pod) failures {
 			}
 			continue
 		}
+		if wholeJob {
+			if f.restartJob == nil {
+				f.restartJob = &restartCause{reason: ReasonPodFailed, message: msg}
+				f.last = msg
+			}
+			continue
+		}
 		restarts++
-		last = msg
+		f.last = msg
 		f.recreate = append(f.recreate, p)
 	}
-	f.restarts = restarts
-	if limit := job.Spec.BackoffLimitOrDefault(); f.fatal == nil && restarts > limit {
-		if last == "" {
-			last = lastRestartedContainer(pods)
-		}
-		f.fatal = &metav1.Condition{Type: paddlev1.JobFailed, Status: metav1.ConditionTrue, Reason: ReasonBackoffLimitExceeded,
-			Message: fmt.Sprintf("the job's pods restarted %d times, more than backoffLimit %d; last failure: %s", restarts, limit, last)}
+	if f.restartJob != nil {
+		restarts++ // the whole job restarts once, whatever failed
 	}
+	f.restarts = restarts
+	if f.fatal != nil {
+		f.recreate, f.restartJob = nil, nil // nothing restarts a failed job
+	}
+	f.checkBackoffLimit(job, pods)
 	return f
 }
+
+// restartJobFor restarts the whole job for cause, counting the restart
+// against the backoff limit, unless the failures already fail the job or
+// restart pods.
+func (f failures) restartJobFor(job *paddlev1.PaddleJob, pods []*corev1.Pod, cause restartCause) failures {
+	if f.fatal != nil || f.restarting() {
+		return f
+	}
+	f.restartJob = &cause
+	f.last = cause.message
+	f.restarts++
+	f.checkBackoffLimit(job, pods)
+	return f
+}
+
+// checkBackoffLimit fails the job when its restarts exceed backoffLimit.
+func (f *failures) checkBackoffLimit(job *paddlev1.PaddleJob, pods []*corev1.Pod) {
+	limit := job.Spec.BackoffLimitOrDefault()
+	if f.fatal != nil || f.restarts <= limit {
+		return
+	}
+	last := f.last
+	if last == "" {
+		last = lastRestartedContainer(pods)
+	}
+	f.fatal = &metav1.Condition{Type: paddlev1.JobFailed, Status: metav1.ConditionTrue, Reason: ReasonBackoffLimitExceeded,
+		Message: fmt.Sprintf("the job's pods restarted %d times, more than backoffLimit %d; last failure: %s", f.restarts, limit, last)}
+	f.recreate, f.restartJob = nil, nil
+}
+
+// restarting reports whether the failures restart pods.
+func (f failures) restarting() bool { return f.restartJob != nil || len(f.recreate) > 0 }
 
 // restartable reports whether a failed pod's role restarts it.
 func restartable(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, p *corev1.Pod) bool {
@@ -132,7 +201,8 @@ func lastRestartedContainer(pods []*corev1.Pod) string {
 }
 
 // describeFailure says why a pod failed: the first container that exited
-// with a non-zero code, else the pod's own reason (eviction, deadline...).
+// with a non-zero code (and the signal behind a code above 128), else the
+// pod's own reason (eviction, deadline, node restart...).
 func describeFailure(p *corev1.Pod) string {
 	statuses := append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
 	for _, cs := range statuses {
@@ -144,11 +214,21 @@ func describeFailure(p *corev1.Pod) string {
 			continue
 		}
 		msg := fmt.Sprintf("pod %s: container %q exited with code %d", p.Name, cs.Name, t.ExitCode)
+		var notes []string
+		if sig := signalOf(t.ExitCode); sig != "" {
+			notes = append(notes, sig)
+		}
 		if t.Reason != "" {
-			msg += " (" + t.Reason + ")"
+			notes = append(notes, t.Reason)
+		}
+		if len(notes) > 0 {
+			msg += " (" + strings.Join(notes, ", ") + ")"
 		}
 		if m := strings.TrimSpace(t.Message); m != "" {
 			msg += ": " + truncate(m, 256)
+		}
+		if p.Status.Reason != "" {
+			msg += "; pod " + p.Status.Reason
 		}
 		return msg
 	}
@@ -160,6 +240,18 @@ func describeFailure(p *corev1.Pod) string {
 		msg += ": " + truncate(p.Status.Message, 256)
 	}
 	return msg
+}
+
+// signalOf names the signal behind an exit code of 128+n, as the kubelet and
+// shells report a process a signal ended ("" for other codes).
+func signalOf(code int32) string {
+	if code <= 128 || code > 128+64 {
+		return ""
+	}
+	if name := unix.SignalName(syscall.Signal(code - 128)); name != "" {
+		return "signal " + name
+	}
+	return fmt.Sprintf("signal %d", code-128)
 }
 
 // restartBackoff is the wait before the n-th recreation: base doubling per
@@ -185,9 +277,22 @@ func (r *PaddleJobReconciler) restartBackoffLeft(job *paddlev1.PaddleJob, now ti
 	return 0
 }
 
-// recreating are the pods counted for recreation whose deletion has not
+// recreating are the pods counted for a restart whose deletion has not
 // started.
 func recreating(job *paddlev1.PaddleJob, pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range restartedPods(job, pods) {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// restartedPods are the job's pods counted for a restart (status.recreatingPods)
+// that still exist: no pod is created until they are all gone, so a
+// restarted job never mixes old and new pods.
+func restartedPods(job *paddlev1.PaddleJob, pods []*corev1.Pod) []*corev1.Pod {
 	if len(job.Status.RecreatingPods) == 0 {
 		return nil
 	}
@@ -197,48 +302,94 @@ func recreating(job *paddlev1.PaddleJob, pods []*corev1.Pod) []*corev1.Pod {
 	}
 	var out []*corev1.Pod
 	for _, p := range pods {
-		if counted[string(p.UID)] && p.DeletionTimestamp == nil {
+		if counted[string(p.UID)] {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// recreatePods restarts failed pods the restart policies allow: it counts
-// them in the status first (recordRestarts) — so each failure counts once,
-// even when a delete must be retried — then deletes them; the pass their
-// deletion triggers creates them anew after the backoff.
-func (r *PaddleJobReconciler) recreatePods(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, fails failures, now time.Time) (reconcile.Result, error) {
-	if len(fails.recreate) > 0 {
-		updated, err := r.recordRestarts(ctx, job, fails.recreate, now)
+// restart counts the restart the failures call for (recordRestart), then
+// deletes the pods it restarts; once they are gone, a pass creates them anew
+// after the backoff.
+func (r *PaddleJobReconciler) restart(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, fails failures, now time.Time) (reconcile.Result, error) {
+	if fails.restarting() {
+		updated, err := r.recordRestart(ctx, job, pods, fails, now)
 		if err != nil || updated == nil {
 			return reconcile.Result{}, err
 		}
 		job = updated
 	}
-	return reconcile.Result{}, r.deletePods(ctx, job, recreating(job, pods), "restarting after a failure")
+	why := "restarting after a failure"
+	if job.Spec.EffectiveRestartScope() == paddlev1.RestartScopeJob {
+		why = "restarting the whole job"
+	}
+	return reconcile.Result{}, r.deletePods(ctx, job, recreating(job, pods), why)
 }
 
-// recordRestarts is a write-ahead step: it counts the pods to recreate in
-// the job's restart count, and their UIDs in status.recreatingPods, before
-// they are deleted. It returns the job as written, nil on a conflict.
-func (r *PaddleJobReconciler) recordRestarts(ctx context.Context, job *paddlev1.PaddleJob, recreate []*corev1.Pod, now time.Time) (*paddlev1.PaddleJob, error) {
+// recordRestart is a write-ahead step: it counts the restart in the job's
+// restart count, and the UIDs of the pods it restarts (the failed ones, or
+// every pod of the job) in status.recreatingPods, before any is deleted;
+// the Restarting condition says why. It returns the job as written, nil on
+// a conflict.
+func (r *PaddleJobReconciler) recordRestart(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, fails failures, now time.Time) (*paddlev1.PaddleJob, error) {
 	st := *job.Status.DeepCopy()
-	for _, p := range recreate {
-		st.RestartCount += 1 + containerRestarts(p)
+	restarted := fails.recreate
+	cause := restartCause{reason: ReasonPodFailed}
+	if fails.restartJob != nil {
+		st.RestartCount++
+		cause = *fails.restartJob
+		restarted = nil
+		for _, p := range pods {
+			if p.DeletionTimestamp == nil && !slices.Contains(st.RecreatingPods, string(p.UID)) {
+				restarted = append(restarted, p)
+			}
+		}
+	} else {
+		st.RestartCount += int32(len(restarted))
+		cause.message = describeFailure(restarted[0])
+		if len(restarted) > 1 {
+			cause.message += fmt.Sprintf(" (and %d more failed pods)", len(restarted)-1)
+		}
+	}
+	for _, p := range restarted {
+		st.RestartCount += containerRestarts(p)
 		st.RecreatingPods = append(st.RecreatingPods, string(p.UID))
 	}
 	t := metav1.NewMicroTime(now)
 	st.LastRestartTime = &t
+	what := "recreating the failed pods"
+	if fails.restartJob != nil {
+		what = fmt.Sprintf("restarting all %d pods of the job", len(restarted))
+	}
+	limit := job.Spec.BackoffLimitOrDefault()
+	setCondition(&st, metav1.NewTime(now), paddlev1.JobRestarting, metav1.ConditionTrue, cause.reason,
+		fmt.Sprintf("restart %d (backoffLimit %d), %s after %s", st.RestartCount, limit, what, cause.message))
 	updated, err := r.updateStatus(ctx, job, st, "recording the restart")
 	if err != nil || updated == nil {
 		return nil, err
 	}
-	for _, p := range recreate {
+	if fails.restartJob != nil {
+		jobRestarts.WithLabelValues(cause.reason).Inc()
+		r.eventf(updated, corev1.EventTypeWarning, "RestartingJob", "Restart",
+			"restarting all %d pods of the job after %s (restart %d, backoffLimit %d)", len(restarted), cause.message, updated.Status.RestartCount, limit)
+		return updated, nil
+	}
+	for _, p := range restarted {
 		rt, _, _ := podIndex(p)
 		podRestarts.WithLabelValues(string(rt)).Inc()
 		r.eventf(updated, corev1.EventTypeWarning, "RestartingPod", "Restart",
-			"recreating after %s (restart %d, backoffLimit %d)", describeFailure(p), updated.Status.RestartCount, updated.Spec.BackoffLimitOrDefault())
+			"recreating after %s (restart %d, backoffLimit %d)", describeFailure(p), updated.Status.RestartCount, limit)
 	}
 	return updated, nil
+}
+
+// markRestarted turns the Restarting condition False once every pod of the
+// job runs again, keeping the cause in its message.
+func markRestarted(st *paddlev1.PaddleJobStatus, now metav1.Time) {
+	c := meta.FindStatusCondition(st.Conditions, paddlev1.JobRestarting)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return
+	}
+	setCondition(st, now, paddlev1.JobRestarting, metav1.ConditionFalse, ReasonRestarted, "every pod runs again; "+c.Message)
 }

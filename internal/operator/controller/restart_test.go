@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -257,5 +259,209 @@ func TestRestartPass(t *testing.T) {
 				tc.wantStatus(t, got.job.Status)
 			}
 		})
+	}
+}
+
+func TestEvaluateFailuresOfAJobRestartedAsAWhole(t *testing.T) {
+	psJob := func() *testutil.JobWrapper {
+		return testutil.MakePaddleJob("j", "ns").PS(2).Workers(2).
+			RolePolicy(paddlev1.ReplicaPS, paddlev1.RestartPolicyExitCode).
+			RolePolicy(paddlev1.ReplicaWorker, paddlev1.RestartPolicyExitCode)
+	}
+	pod := func(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, i int, code int32) *corev1.Pod {
+		w := testutil.MakePod(job, rt, i)
+		if code == 0 {
+			return w.Running(fmt.Sprintf("10.0.0.%d", i+1)).Obj()
+		}
+		return w.Failed("paddle", code).Obj()
+	}
+	tests := []struct {
+		name        string
+		job         *paddlev1.PaddleJob
+		codes       map[string]int32 // failed pods' exit codes by "<role>-<index>"
+		wantFatal   string
+		wantJob     string // the restart cause's message, "" for no restart of the whole job
+		wantPods    []string
+		wantCounted int32
+	}{{
+		name: "a parameter server killed by SIGSEGV restarts every pod, once", job: psJob().Obj(),
+		codes:   map[string]int32{"ps-1": 139},
+		wantJob: `pod j-ps-1: container "paddle" exited with code 139 (signal SIGSEGV, Error)`, wantCounted: 1,
+	}, {
+		name: "pods failing together are one restart, named after the first", job: psJob().Obj(),
+		codes:   map[string]int32{"ps-1": 139, "worker-0": 137},
+		wantJob: "pod j-ps-1:", wantCounted: 1,
+	}, {
+		name: "OnFailure restarts the whole job too", job: psJob().RolePolicy(paddlev1.ReplicaWorker, paddlev1.RestartPolicyOnFailure).Obj(),
+		codes:   map[string]int32{"worker-1": 1},
+		wantJob: `pod j-worker-1: container "paddle" exited with code 1 (Error)`, wantCounted: 1,
+	}, {
+		name: "a failure the policy does not restart fails the job", job: psJob().Obj(),
+		codes:     map[string]int32{"ps-1": 139, "worker-1": 3},
+		wantFatal: ReasonPodFailed,
+	}, {
+		name: "the restart of the whole job counts against backoffLimit", job: psJob().BackoffLimit(0).Obj(),
+		codes:     map[string]int32{"worker-1": 137},
+		wantFatal: ReasonBackoffLimitExceeded,
+	}, {
+		name: "restartScope Pod recreates the failed pod alone", job: psJob().RestartScope(paddlev1.RestartScopePod).Obj(),
+		codes:    map[string]int32{"ps-1": 139},
+		wantPods: []string{"j-ps-1"}, wantCounted: 1,
+	}, {
+		name: "a collective job recreates the failed pod alone", job: testutil.MakePaddleJob("j", "ns").Workers(3).RolePolicy(paddlev1.ReplicaWorker, paddlev1.RestartPolicyExitCode).Obj(),
+		codes:    map[string]int32{"worker-1": 137},
+		wantPods: []string{"j-worker-1"}, wantCounted: 1,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var pods []*corev1.Pod
+			for _, rt := range paddlev1.ReplicaTypes {
+				for i := 0; i < tc.job.Spec.ReplicaCount(rt); i++ {
+					pods = append(pods, pod(tc.job, rt, i, tc.codes[fmt.Sprintf("%s-%d", rt, i)]))
+				}
+			}
+			f := evaluateFailures(tc.job, pods)
+			if tc.wantFatal != "" {
+				if f.fatal == nil || f.fatal.Reason != tc.wantFatal {
+					t.Fatalf("fatal = %+v, want reason %s", f.fatal, tc.wantFatal)
+				}
+				if f.restarting() {
+					t.Errorf("a failed job restarts pods: %+v", f)
+				}
+				return
+			}
+			if f.fatal != nil {
+				t.Fatalf("job failed: %+v", f.fatal)
+			}
+			switch {
+			case tc.wantJob == "" && f.restartJob != nil:
+				t.Errorf("the whole job restarts: %+v", f.restartJob)
+			case tc.wantJob != "" && (f.restartJob == nil || f.restartJob.reason != ReasonPodFailed || !strings.HasPrefix(f.restartJob.message, tc.wantJob)):
+				t.Errorf("restart of the whole job %+v, want reason %s and a message starting %q", f.restartJob, ReasonPodFailed, tc.wantJob)
+			}
+			var names []string
+			for _, p := range f.recreate {
+				names = append(names, p.Name)
+			}
+			if !slices.Equal(names, tc.wantPods) {
+				t.Errorf("recreated alone %v, want %v", names, tc.wantPods)
+			}
+			if f.restarts != tc.wantCounted {
+				t.Errorf("restarts %d, want %d", f.restarts, tc.wantCounted)
+			}
+		})
+	}
+}
+
+func TestEffectiveRestartScope(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		job  *paddlev1.PaddleJob
+		want paddlev1.RestartScope
+	}{
+		{"parameter server", testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).Obj(), paddlev1.RestartScopeJob},
+		{"heter", testutil.MakePaddleJob("j", "ns").PS(1).Workers(1).Heter(1).Obj(), paddlev1.RestartScopeJob},
+		{"collective", testutil.MakePaddleJob("j", "ns").Workers(2).Obj(), paddlev1.RestartScopePod},
+		{"elastic", testutil.MakePaddleJob("j", "ns").Workers(2).Elastic(1, 3).Obj(), paddlev1.RestartScopePod},
+		{"explicit", testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).RestartScope(paddlev1.RestartScopePod).Obj(), paddlev1.RestartScopePod},
+	} {
+		if got := tc.job.Spec.EffectiveRestartScope(); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	// Where a failure restarts the whole job, no container restarts in place.
+	job := testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).RolePolicy(paddlev1.ReplicaWorker, paddlev1.RestartPolicyOnFailure).Obj()
+	if p := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, podOptions{}); p.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("a PS worker under OnFailure restarts in place (%s): its failure would never restart the job", p.Spec.RestartPolicy)
+	}
+	job.Spec.RestartScope = paddlev1.RestartScopePod
+	if p := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, podOptions{}); p.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+		t.Errorf("restartScope Pod under OnFailure: pod restartPolicy %s, want OnFailure", p.Spec.RestartPolicy)
+	}
+}
+
+// A parameter server crashes: the job is restarted as a whole, pass by pass
+// — counted and every pod deleted; nothing created while a pod still stops
+// or the backoff runs; every pod created anew; Restarting False once they run.
+func TestWholeJobRestartPasses(t *testing.T) {
+	job := testutil.MakePaddleJob("wd", "ns").UID("wd-uid").PS(2).Workers(2).
+		RolePolicy(paddlev1.ReplicaPS, paddlev1.RestartPolicyExitCode).
+		RolePolicy(paddlev1.ReplicaWorker, paddlev1.RestartPolicyExitCode).
+		Status(paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobRunning}).Obj()
+	pods := []*corev1.Pod{
+		testutil.MakePod(job, paddlev1.ReplicaPS, 0).Running("10.0.0.1").Obj(),
+		testutil.MakePod(job, paddlev1.ReplicaPS, 1).Failed("paddle", 139).Obj(),
+		testutil.MakePod(job, paddlev1.ReplicaWorker, 0).Running("10.0.0.3").Obj(),
+		// A finalizer holds it: it stops slowly.
+		testutil.MakePod(job, paddlev1.ReplicaWorker, 1).Running("10.0.0.4").Terminating().Obj(),
+	}
+	pods[3].DeletionTimestamp = nil // not being deleted yet: the restart deletes it
+	f := newFixture(t, Options{}, objects(job, pods...)...)
+	ctx := context.Background()
+
+	got := f.reconcile(t, job)
+	passWant{deleted: []string{"wd-ps-0", "wd-ps-1", "wd-worker-0", "wd-worker-1"},
+		conditions: map[string]wantCondition{paddlev1.JobRestarting: {metav1.ConditionTrue, ReasonPodFailed}}}.check(t, got)
+	st := got.job.Status
+	if st.RestartCount != 1 || len(st.RecreatingPods) != 4 || st.LastRestartTime == nil || !st.LastRestartTime.Time.Equal(t0) {
+		t.Fatalf("restart not recorded ahead: count %d, recreating %v, last %v", st.RestartCount, st.RecreatingPods, st.LastRestartTime)
+	}
+	c := meta.FindStatusCondition(st.Conditions, paddlev1.JobRestarting)
+	if want := `restart 1 (backoffLimit 6), restarting all 4 pods of the job after pod wd-ps-1: container "paddle" exited with code 139 (signal SIGSEGV, Error)`; c.Message != want {
+		t.Errorf("Restarting message\n %q, want\n %q", c.Message, want)
+	}
+	if ev := drainEvents(f); !slices.ContainsFunc(ev, func(e string) bool {
+		return strings.Contains(e, "RestartingJob") && strings.Contains(e, "wd-ps-1") && strings.Contains(e, "SIGSEGV")
+	}) {
+		t.Errorf("no RestartingJob event naming the pod and signal: %q", ev)
+	}
+
+	// worker-1 still stops: nothing is created, whatever the backoff.
+	f.clock.Step(time.Minute)
+	passWant{phase: paddlev1.PaddleJobPending, conditions: map[string]wantCondition{
+		paddlev1.JobRunning: {metav1.ConditionFalse, ReasonStoppingPods}}}.check(t, f.reconcile(t, job))
+
+	// It is gone: every pod is created anew, with no further restart counted.
+	w1 := &corev1.Pod{}
+	if err := f.client.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "wd-worker-1"}, w1); err != nil {
+		t.Fatal(err)
+	}
+	w1.Finalizers = nil
+	if err := f.client.Update(ctx, w1); err != nil {
+		t.Fatal(err)
+	}
+	got = f.reconcile(t, job)
+	passWant{created: []string{"wd-ps-0", "wd-ps-1", "wd-worker-0", "wd-worker-1"}, requeue: expectationTimeout}.check(t, got)
+	if got.job.Status.RestartCount != 1 {
+		t.Errorf("restart count %d after the recreation, want 1", got.job.Status.RestartCount)
+	}
+
+	// Once they all run, the restart is over.
+	for i, name := range []string{"wd-ps-0", "wd-ps-1", "wd-worker-0", "wd-worker-1"} {
+		p := got.pods[name]
+		running := testutil.WrapPod(p).Running(fmt.Sprintf("10.0.1.%d", i+1)).Obj()
+		if err := f.client.Status().Update(ctx, running); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got = f.reconcile(t, job)
+	passWant{phase: paddlev1.PaddleJobRunning, conditions: map[string]wantCondition{
+		paddlev1.JobRunning:    {metav1.ConditionTrue, ReasonAllPodsRunning},
+		paddlev1.JobRestarting: {metav1.ConditionFalse, ReasonRestarted}}}.check(t, got)
+	if len(got.job.Status.RecreatingPods) != 0 {
+		t.Errorf("recreatingPods %v once the old pods are gone", got.job.Status.RecreatingPods)
+	}
+}
+
+// drainEvents returns the events recorded so far.
+func drainEvents(f *fixture) []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.events.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
 	}
 }

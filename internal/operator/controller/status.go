@@ -60,6 +60,9 @@ type observed struct {
 	gang, podGroupWaiting string
 	// backoff is how long the job waits before recreating a failed pod.
 	backoff time.Duration
+	// stopping names the pods of a restart that have not stopped yet: no
+	// pod is created before they are gone.
+	stopping []string
 	// created counts the pods this pass created.
 	created int
 	// specChanged, when set, says what changed since the live pods were
@@ -138,6 +141,10 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 		st.Phase = paddlev1.PaddleJobRunning
 		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionTrue, ReasonAllPodsRunning,
 			fmt.Sprintf("all %d pods are running", desired))
+		markRestarted(&st, now)
+	case len(obs.stopping) > 0:
+		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonStoppingPods,
+			"restarting: waiting for "+listNames(obs.stopping)+" to stop")
 	case obs.backoff > 0:
 		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonRestartBackoff,
 			fmt.Sprintf("recreating failed pods after a %s backoff (restart %d of at most %d)",
@@ -161,6 +168,9 @@ func finish(st paddlev1.PaddleJobStatus, phase paddlev1.PaddleJobPhase, now meta
 	st.CompletionTime = &now
 	setCondition(&st, now, c.Type, c.Status, c.Reason, c.Message)
 	setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonJobFinished, "the job "+strings.ToLower(string(phase)))
+	if st.IsConditionTrue(paddlev1.JobRestarting) {
+		setCondition(&st, now, paddlev1.JobRestarting, metav1.ConditionFalse, ReasonJobFinished, "the job "+strings.ToLower(string(phase))+" while restarting")
+	}
 	return st
 }
 

@@ -343,6 +343,25 @@ func TestStatusFollowsTheFirstWorker(t *testing.T) {
 	}
 }
 
+// The progress deadline counts a report of any pod, not only the one the
+// status follows.
+func TestLastReportIsAnyPods(t *testing.T) {
+	f := newFixture(t)
+	key := types.NamespacedName{Namespace: "ns", Name: "a"}
+	if pod, at := f.store.LastReport(key, "uid-a"); pod != "" || !at.IsZero() {
+		t.Fatalf("a job with no report: %q at %v", pod, at)
+	}
+	f.post("a", "token-a0", `{"step": 1}`)
+	f.clock = ptrTime(f.clock.Add(7 * time.Second))
+	f.post("a", "token-a1", `{"step": 2}`)
+	if pod, at := f.store.LastReport(key, "uid-a"); pod != "a-worker-1" || !at.Equal(*f.clock) {
+		t.Errorf("last report %q at %v, want a-worker-1 at %v", pod, at, *f.clock)
+	}
+	if pod, _ := f.store.LastReport(key, "uid-of-a-new-job"); pod != "" {
+		t.Errorf("a new job of the same name has the old one's report from %q", pod)
+	}
+}
+
 func TestMetricsMergeAndETA(t *testing.T) {
 	f := newFixture(t)
 	f.post("a", "token-a0", `{"percent": 10, "metrics": {"auc": 0.6, "loss": 0.7}}`)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -50,6 +51,8 @@ type Options struct {
 	// MaxJobs bounds the jobs the store holds: reports of further jobs are
 	// refused until some are forgotten.
 	MaxJobs int
+	// Clock is the store's time; the real clock when nil.
+	Clock clock.PassiveClock
 }
 
 func (o Options) withDefaults() Options {
@@ -106,6 +109,11 @@ type jobEntry struct {
 	// it reported before; at is when it came.
 	report Report
 	at     time.Time
+	// lastPod and lastAt are the pod of the latest report of any pod and
+	// when it came: a report from any pod is progress (the progress
+	// deadline), whichever the status follows.
+	lastPod string
+	lastAt  time.Time
 	// first is the leader's first report with a percent, for the ETA.
 	firstAt      time.Time
 	firstPercent float64
@@ -127,9 +135,13 @@ type podEntry struct {
 
 // NewStore returns an empty store.
 func NewStore(opts Options) *Store {
+	now := time.Now
+	if opts.Clock != nil {
+		now = opts.Clock.Now
+	}
 	return &Store{
 		opts:  opts.withDefaults(),
-		now:   time.Now,
+		now:   now,
 		event: make(chan event.GenericEvent, 1024),
 		jobs:  map[types.NamespacedName]*jobEntry{},
 	}
@@ -178,6 +190,7 @@ func (s *Store) put(job types.NamespacedName, uid types.UID, pod string, rank in
 	if !p.limiter.AllowN(now, 1) {
 		return rateLimited
 	}
+	e.lastPod, e.lastAt = pod, now
 	switch {
 	case e.leaderRank < 0 || rank < e.leaderRank:
 		// A new leader: its progress replaces the old one's.
@@ -293,6 +306,19 @@ func (s *Store) Take(job types.NamespacedName, uid types.UID, current *paddlev1.
 	}
 	e.lastCopy, e.notified = now, time.Time{}
 	return latest, 0
+}
+
+// LastReport says when the latest report of job (its UID uid) came, from
+// any of its pods, and from which pod; a zero time when none came since the
+// operator started (or the job was forgotten).
+func (s *Store) LastReport(job types.NamespacedName, uid types.UID) (pod string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.jobs[job]
+	if e == nil || e.uid != uid {
+		return "", time.Time{}
+	}
+	return e.lastPod, e.lastAt
 }
 
 // etaLocked estimates the leader's remaining time from the rate its

@@ -155,6 +155,9 @@ func (w *PaddleJobWebhook) warnings(job *paddlev1.PaddleJob) admission.Warnings 
 	if spec.IsElastic() && (spec.ElasticPolicy == nil || len(spec.ElasticPolicy.EtcdEndpoints) == 0) && len(w.Options.ElasticEtcdEndpoints) == 0 {
 		out = append(out, "the job is elastic but names no etcd (spec.elasticPolicy.etcdEndpoints) and the operator has none: PADDLE_MASTER stays unset and Paddle's launcher will not run elastic")
 	}
+	if spec.ProgressDeadlineSeconds != nil && w.Options.Progress.Store == nil {
+		out = append(out, "spec.progressDeadlineSeconds is ignored: the operator takes no progress reports (--progress-bind-address=0), so none can come")
+	}
 	out = append(out, controller.TemplateWarnings(spec)...)
 	if spec.Elastic != nil && *spec.Elastic == 0 {
 		out = append(out, "spec.elastic: 0 changes nothing (elastic training is off by default)")

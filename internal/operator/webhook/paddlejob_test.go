@@ -13,6 +13,7 @@ import (
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/operator/controller"
+	"github.com/paddlejob/paddlejob/internal/operator/progress"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -115,6 +116,12 @@ func TestValidateCreate(t *testing.T) {
 		}, opts: func(o *controller.Options) { o.GangScheduler = controller.GangNone }},
 		{name: "an elastic job without etcd", mutate: func(j *paddlev1.PaddleJob) { j.Spec.Elastic = ptr.To[int32](1) },
 			wantWarn: "PADDLE_MASTER stays unset"},
+		{name: "a progress deadline no report can meet", mutate: func(j *paddlev1.PaddleJob) { j.Spec.ProgressDeadlineSeconds = ptr.To[int64](60) },
+			wantWarn: "spec.progressDeadlineSeconds is ignored: the operator takes no progress reports"},
+		{name: "a progress deadline with the progress endpoint", mutate: func(j *paddlev1.PaddleJob) { j.Spec.ProgressDeadlineSeconds = ptr.To[int64](60) },
+			opts: func(o *controller.Options) {
+				o.Progress = controller.ProgressOptions{Store: progress.NewStore(progress.Options{}), URL: "http://127.0.0.1:9444"}
+			}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
