@@ -38,6 +38,7 @@ var flagOf = map[string]string{
 	"CephFS.Monitors": "--cephfs-monitors", "CephFS.MountPath": "--cephfs-mount-path",
 	"NFS": "--nfs", "NFS.MountPath": "--nfs", "Claims.ClaimName": "--pvc", "Claims.MountPath": "--pvc",
 	"HostPaths.Path": "--host-path", "HostPaths.MountPath": "--host-path",
+	"RestartPolicy": "--restart-policy", "ProgressDeadlineSeconds": "--progress-deadline-seconds",
 }
 
 func newSubmitCmd() *cobra.Command {
@@ -78,6 +79,9 @@ environment contract.`,
 	fl.StringArrayVar(&f.env, "env", nil, "environment variable NAME=VALUE for every container (repeatable)")
 	fl.StringVar(&f.intranet, "intranet", "", paddlev1.OneOf(paddlev1.Intranets)+" (default "+string(paddlev1.IntranetPodIP)+")")
 	fl.StringVar(&f.clean, "clean-pod-policy", "", paddlev1.OneOf(paddlev1.CleanPodPolicies)+" (default "+string(paddlev1.CleanPodPolicyNever)+")")
+	fl.StringVar((*string)(&f.job.RestartPolicy), "restart-policy", "", "what a failed pserver or trainer does: "+paddlev1.OneOf(paddlev1.RestartPolicies)+
+		" (default "+string(paddlev1.RestartPolicyNever)+"); a restart brings every pod of the job back")
+	fl.Int64Var(&f.job.ProgressDeadlineSeconds, "progress-deadline-seconds", 0, "restart (or, under --restart-policy Never, fail) the job when its program reports no progress for this long (0: never)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the PaddleJob instead of creating it")
 	fl.StringVarP(&f.output, "output", "o", "yaml", "format of --dry-run: yaml or json")
 	fl.BoolVar(&f.wait, "wait", false, "wait for the job to finish; exit 1 if it fails")

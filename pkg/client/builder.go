@@ -68,6 +68,23 @@ func (b *JobBuilder) WithGloo(level int32) *JobBuilder {
 	return b
 }
 
+// RestartPolicy sets the restart policy of every role the job has so far.
+func (b *JobBuilder) RestartPolicy(p paddlev1.RestartPolicy) *JobBuilder {
+	for _, rt := range paddlev1.ReplicaTypes {
+		if rs := b.job.Spec.Replicas(rt); rs != nil {
+			rs.RestartPolicy = p
+		}
+	}
+	return b
+}
+
+// ProgressDeadlineSeconds sets how long the running job may go without a
+// progress report before it is restarted (or failed).
+func (b *JobBuilder) ProgressDeadlineSeconds(seconds int64) *JobBuilder {
+	b.job.Spec.ProgressDeadlineSeconds = ptr.To(seconds)
+	return b
+}
+
 // Labels adds labels to the job.
 func (b *JobBuilder) Labels(labels map[string]string) *JobBuilder {
 	if b.job.Labels == nil {

@@ -59,6 +59,12 @@ type TrainingJob struct {
 	// Intranet and CleanPodPolicy are passed through.
 	Intranet       paddlev1.Intranet
 	CleanPodPolicy paddlev1.CleanPodPolicy
+	// RestartPolicy is the restart policy of the pservers and trainers
+	// (empty: Never); a restartable failure restarts the whole job.
+	RestartPolicy paddlev1.RestartPolicy
+	// ProgressDeadlineSeconds, when positive, restarts (or fails) the job
+	// when its trainers report no progress for that long.
+	ProgressDeadlineSeconds int64
 }
 
 // CephFSVolume mounts a CephFS path (cephfs_volume).
@@ -154,6 +160,12 @@ func (t TrainingJob) Build() (*paddlev1.PaddleJob, error) {
 	if t.Trainers < 1 || t.Trainers > paddlev1.MaxReplicas {
 		bad("Trainers", t.Trainers, fmt.Sprintf("must be between 1 and %d", paddlev1.MaxReplicas))
 	}
+	if t.RestartPolicy != "" && !slices.Contains(paddlev1.RestartPolicies, t.RestartPolicy) {
+		bad("RestartPolicy", fmt.Sprintf("%q", t.RestartPolicy), "must be "+paddlev1.OneOf(paddlev1.RestartPolicies))
+	}
+	if t.ProgressDeadlineSeconds < 0 {
+		bad("ProgressDeadlineSeconds", t.ProgressDeadlineSeconds, "must not be negative (0: none)")
+	}
 	volumes, mounts, verrs := t.volumes()
 	errs = append(errs, verrs...)
 	if len(errs) > 0 {
@@ -166,7 +178,11 @@ func (t TrainingJob) Build() (*paddlev1.PaddleJob, error) {
 		PS(int32(t.PServers), pserver).
 		Workers(int32(t.Trainers), trainer).
 		Intranet(t.Intranet).
-		CleanPodPolicy(t.CleanPodPolicy)
+		CleanPodPolicy(t.CleanPodPolicy).
+		RestartPolicy(t.RestartPolicy)
+	if t.ProgressDeadlineSeconds > 0 {
+		b.ProgressDeadlineSeconds(t.ProgressDeadlineSeconds)
+	}
 	return b.Obj(), nil
 }
 

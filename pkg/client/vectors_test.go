@@ -48,9 +48,11 @@ type vectorParams struct {
 		MountPath    string `json:"mount_path"`
 		Path         string `json:"path"`
 	} `json:"cephfs_volume"`
-	Env            map[string]string `json:"env"`
-	Intranet       string            `json:"intranet"`
-	CleanPodPolicy string            `json:"clean_pod_policy"`
+	Env                     map[string]string `json:"env"`
+	Intranet                string            `json:"intranet"`
+	CleanPodPolicy          string            `json:"clean_pod_policy"`
+	RestartPolicy           string            `json:"restart_policy"`
+	ProgressDeadlineSeconds int64             `json:"progress_deadline_seconds"`
 }
 
 // parameterOf names the parameter behind a TrainingJob field, as the Python SDK does.
@@ -58,6 +60,7 @@ var parameterOf = map[string]string{
 	"Name": "job_name", "Image": "runtime_image", "EntryPoint": "entry_point", "WorkDir": "trainer_package_path",
 	"CPU": "cpu_nums", "Memory": "memory", "GPU": "gpu_nums", "PServers": "pservers", "Trainers": "trainers",
 	"CephFS.Monitors": "cephfs_volume.monitors_addr", "CephFS.MountPath": "cephfs_volume.mount_path",
+	"RestartPolicy": "restart_policy", "ProgressDeadlineSeconds": "progress_deadline_seconds",
 }
 
 // trainingJob maps seed 002's parameters to the Go SDK's fields; the seed
@@ -74,6 +77,7 @@ func (p vectorParams) trainingJob() TrainingJob {
 		WorkDir: p.TrainerPackagePath, Memory: p.Memory, PServers: deref(p.PServers), Trainers: deref(p.Trainers),
 		CPU: deref(p.CPUNums), GPU: deref(p.GPUNums), Env: p.Env,
 		Intranet: paddlev1.Intranet(p.Intranet), CleanPodPolicy: paddlev1.CleanPodPolicy(p.CleanPodPolicy),
+		RestartPolicy: paddlev1.RestartPolicy(p.RestartPolicy), ProgressDeadlineSeconds: p.ProgressDeadlineSeconds,
 	}
 	if p.CPUNums == nil {
 		t.CPU = deref(p.CPUNum)

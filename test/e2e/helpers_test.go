@@ -15,7 +15,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -67,18 +69,60 @@ func newNamespace(t testing.TB) string {
 	return ""
 }
 
-// createJob creates a job that the test deletes when it ends, so that a job
-// a failed test leaves running holds no resources the next test needs.
+// psProgressDeadline is the progress deadline recoverable gives a
+// parameter-server job: above the examples' longest gap between two reports
+// on two loaded cores (start-up, before the first report, is the longest).
+const psProgressDeadline = 90
+
+// recoverable gives a parameter-server job that has none the restart policy
+// and progress deadline a production user gives one: a Paddle crash (an MKL
+// SIGSEGV in a parameter server) or hang (Paddle 3.0's GEO start-up barrier,
+// docs/paddle-known-issues.md) then restarts the whole job — recovered by
+// the product, never retried by the test. Its restarts are logged when the
+// test ends. Roles with a policy of their own keep it.
+func recoverable(job *paddlev1.PaddleJob) {
+	if job.Spec.PS == nil {
+		return
+	}
+	for _, rt := range paddlev1.ReplicaTypes {
+		if rs := job.Spec.Replicas(rt); rs != nil && job.Spec.EffectiveRestartPolicy(rt) == paddlev1.RestartPolicyNever {
+			rs.RestartPolicy = paddlev1.RestartPolicyExitCode
+		}
+	}
+	if job.Spec.ProgressDeadlineSeconds == nil {
+		job.Spec.ProgressDeadlineSeconds = ptr.To[int64](psProgressDeadline)
+	}
+}
+
+// createJob creates a job (recoverable, when it is a parameter-server job)
+// that the test deletes when it ends, so that a job a failed test leaves
+// running holds no resources the next test needs. Before, it logs the job's
+// restarts, so the rate at which Paddle fails stays visible.
 func createJob(t testing.TB, job *paddlev1.PaddleJob) {
 	t.Helper()
+	recoverable(job)
 	if _, err := pj.Create(context.Background(), job); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		logRestarts(t, job.Namespace, job.Name)
 		if err := pj.Delete(context.Background(), job.Namespace, job.Name); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting PaddleJob %s/%s: %v", job.Namespace, job.Name, err)
 		}
 	})
+}
+
+// logRestarts logs how often a job restarted, and why the last time.
+func logRestarts(t testing.TB, ns, name string) {
+	job, err := pj.Get(context.Background(), ns, name)
+	if err != nil {
+		return
+	}
+	why := ""
+	if c := meta.FindStatusCondition(job.Status.Conditions, paddlev1.JobRestarting); c != nil {
+		why = ": " + c.Message
+	}
+	t.Logf("PaddleJob %s/%s ended %s with restartCount %d%s", ns, name, job.Status.Phase, job.Status.RestartCount, why)
 }
 
 // runToEnd creates the job in a fresh namespace and waits until it finishes.

@@ -130,7 +130,9 @@ func runReadingLogs(t *testing.T, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob,
 // nodeSelector matches the node's label (the suite starts the cluster with
 // --gpus 4 --node-labels accelerator=nvidia-tesla-p100); example 5's
 // PersistentVolume is a hostPath holding the code where the seed's is an NFS
-// export. Example 4 needs Volcano: see the scheduling tests.
+// export. Example 4 needs Volcano: see the scheduling tests. Like every PS
+// job of the suite, the PS examples get the restart policy and progress
+// deadline a production user adds (recoverable).
 func TestSeed004ExamplesRunAsWritten(t *testing.T) {
 	t.Run("1 wide and deep, PS with Gloo", func(t *testing.T) {
 		job := loadJob(t, "config/samples/seed004/example-1-wide-and-deep.yaml")

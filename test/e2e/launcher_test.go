@@ -276,13 +276,16 @@ func TestSubmitSeed002Example(t *testing.T) {
 	ns := newNamespace(t)
 	cmd := exec.Command(filepath.Join(binDir, "paddlejob"), "submit", "--kubeconfig", cluster.Kubeconfig(), "-n", ns,
 		"--name", "paddle-job", "--image", "yancey1989/paddle-job", "--entry-point", "python train.py",
-		"--cpu", "3", "--memory", "8G", "--pservers", "3", "--wait", "--timeout", jobTimeout.String())
+		"--cpu", "3", "--memory", "8G", "--pservers", "3", "--wait", "--timeout", jobTimeout.String(),
+		// What recoverable gives the other PS jobs: a Paddle crash or hang restarts the job.
+		"--restart-policy", "ExitCode", "--progress-deadline-seconds", strconv.Itoa(psProgressDeadline))
 	out, err := cmd.CombinedOutput()
 	t.Logf("paddlejob submit:\n%s", out)
 	if err != nil {
 		dumpJob(t, ns, "paddle-job")
 		t.Fatalf("submit: %v", err)
 	}
+	logRestarts(t, ns, "paddle-job")
 	job, err := pj.Get(context.Background(), ns, "paddle-job")
 	if err != nil {
 		t.Fatal(err)

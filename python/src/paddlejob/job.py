@@ -26,6 +26,7 @@ DEFAULT_TRAINERS = 3
 CONTAINER_NAME = "paddle"
 INTRANETS = ("PodIP", "Service", "Host")
 CLEAN_POD_POLICIES = ("Always", "Never", "OnFailure", "OnCompletion")
+RESTART_POLICIES = ("Never", "OnFailure", "ExitCode")
 
 _JOB_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _MEMORY = re.compile(r"^[1-9][0-9]*[EPTGMK]$")
@@ -120,8 +121,12 @@ class PaddleJob:
     accepted too (``use_gpu=True`` alone means one GPU per trainer).
 
     Beyond the seed: ``env`` (variables for every container), ``intranet``
-    (PodIP, Service or Host) and ``clean_pod_policy`` (Always, Never,
-    OnFailure, OnCompletion).
+    (PodIP, Service or Host), ``clean_pod_policy`` (Always, Never,
+    OnFailure, OnCompletion), ``restart_policy`` of the pservers and trainers
+    (Never, OnFailure, ExitCode: a failure the policy restarts brings every pod
+    of the job back) and ``progress_deadline_seconds`` (the job is restarted,
+    or failed under Never, when its program reports no progress for that
+    long; see docs/lifecycle.md).
 
     Bad values raise :class:`paddlejob.ValidationError` (a ValueError) naming
     every bad parameter, when the job is created.
@@ -146,6 +151,8 @@ class PaddleJob:
         env: Optional[Mapping[str, str]] = None,
         intranet: Optional[str] = None,
         clean_pod_policy: Optional[str] = None,
+        restart_policy: Optional[str] = None,
+        progress_deadline_seconds: Optional[int] = None,
     ) -> None:
         problems: _Problems = []
 
@@ -169,6 +176,7 @@ class PaddleJob:
         self.cephfs_volume = cephfs_volume
         self.env: Dict[str, str] = dict(env) if isinstance(env, Mapping) else {}
         self.intranet, self.clean_pod_policy = intranet, clean_pod_policy
+        self.restart_policy, self.progress_deadline_seconds = restart_policy, progress_deadline_seconds
 
         if not isinstance(job_name, str) or not _JOB_NAME.match(job_name) or len(job_name) > MAX_JOB_NAME_LENGTH:
             bad("job_name", f"job_name {job_name!r}: must be lowercase letters, digits and '-', start with a letter and have at most {MAX_JOB_NAME_LENGTH} characters")
@@ -206,6 +214,10 @@ class PaddleJob:
             bad("intranet", f"intranet {intranet!r}: want one of {', '.join(INTRANETS)}")
         if clean_pod_policy is not None and clean_pod_policy not in CLEAN_POD_POLICIES:
             bad("clean_pod_policy", f"clean_pod_policy {clean_pod_policy!r}: want one of {', '.join(CLEAN_POD_POLICIES)}")
+        if restart_policy is not None and restart_policy not in RESTART_POLICIES:
+            bad("restart_policy", f"restart_policy {restart_policy!r}: want one of {', '.join(RESTART_POLICIES)}")
+        if progress_deadline_seconds is not None and (not _is_int(progress_deadline_seconds) or progress_deadline_seconds < 0):
+            bad("progress_deadline_seconds", f"progress_deadline_seconds {progress_deadline_seconds!r}: must be an integer, not negative (0: none)")
         if problems:
             raise ValidationError(problems)
 
@@ -256,6 +268,11 @@ class PaddleJob:
             spec["intranet"] = self.intranet
         if self.clean_pod_policy:
             spec["cleanPodPolicy"] = self.clean_pod_policy
+        if self.restart_policy:
+            for role in ("ps", "worker"):
+                spec[role]["restartPolicy"] = self.restart_policy
+        if self.progress_deadline_seconds:
+            spec["progressDeadlineSeconds"] = self.progress_deadline_seconds
         return {
             "apiVersion": API_VERSION,
             "kind": KIND,
