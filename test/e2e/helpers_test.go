@@ -79,13 +79,13 @@ const psProgressDeadline = 90
 // SIGSEGV in a parameter server) or hang (Paddle 3.0's GEO start-up barrier,
 // docs/paddle-known-issues.md) then restarts the whole job — recovered by
 // the product, never retried by the test. Its restarts are logged when the
-// test ends. Roles with a policy of their own keep it.
+// test ends. Roles with a policy of their own (Never included) keep it.
 func recoverable(job *paddlev1.PaddleJob) {
 	if job.Spec.PS == nil {
 		return
 	}
 	for _, rt := range paddlev1.ReplicaTypes {
-		if rs := job.Spec.Replicas(rt); rs != nil && job.Spec.EffectiveRestartPolicy(rt) == paddlev1.RestartPolicyNever {
+		if rs := job.Spec.Replicas(rt); rs != nil && rs.RestartPolicy == "" && job.Spec.EffectiveRestartPolicy(rt) == paddlev1.RestartPolicyNever {
 			rs.RestartPolicy = paddlev1.RestartPolicyExitCode
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
@@ -113,13 +114,13 @@ func signalMidTraining(t *testing.T, name, victim string, sig syscall.Signal) (*
 
 func unixSignalName(sig syscall.Signal) string { return unix.SignalName(sig) }
 
-// checkRestartedOnce asserts that the job restarted as a whole exactly once,
-// for the reason given, with the message naming what.
-func checkRestartedOnce(t *testing.T, done *paddlev1.PaddleJob, reason string, what ...string) {
+// checkRestartedOnce asserts that the job restarted as a whole exactly once
+// and runs (or ran) again, the Restarting condition naming what caused it.
+func checkRestartedOnce(t *testing.T, done *paddlev1.PaddleJob, what ...string) {
 	t.Helper()
 	c := meta.FindStatusCondition(done.Status.Conditions, paddlev1.JobRestarting)
-	if done.Status.RestartCount != 1 || c == nil || c.Reason != reason {
-		t.Fatalf("restartCount %d, Restarting condition %+v; want one restart for %s", done.Status.RestartCount, c, reason)
+	if done.Status.RestartCount != 1 || c == nil || c.Status != metav1.ConditionFalse || c.Reason != "Restarted" {
+		t.Fatalf("restartCount %d, Restarting condition %+v; want one restart, over", done.Status.RestartCount, c)
 	}
 	for _, w := range what {
 		if !strings.Contains(c.Message, w) {
@@ -147,7 +148,7 @@ func checkAUCLikeUndisturbed(t *testing.T, done *paddlev1.PaddleJob, logs map[st
 func TestParameterServerCrashRestartsTheJob(t *testing.T) {
 	undisturbedAUC(t)
 	done, logs := signalMidTraining(t, "segv", "ps-1", syscall.SIGSEGV)
-	checkRestartedOnce(t, done, "PodFailed", `pod segv-ps-1: container "paddle" exited with code 139 (signal SIGSEGV`, "restarting all 4 pods")
+	checkRestartedOnce(t, done, `pod segv-ps-1: container "paddle" exited with code 139 (signal SIGSEGV`, "restarting all 4 pods")
 	checkAUCLikeUndisturbed(t, done, logs)
 }
 
@@ -155,7 +156,7 @@ func TestParameterServerCrashRestartsTheJob(t *testing.T) {
 func TestKilledTrainerRestartsTheJob(t *testing.T) {
 	undisturbedAUC(t)
 	done, logs := signalMidTraining(t, "oom", "worker-1", syscall.SIGKILL)
-	checkRestartedOnce(t, done, "PodFailed", `pod oom-worker-1: container "paddle" exited with code 137 (signal SIGKILL`)
+	checkRestartedOnce(t, done, `pod oom-worker-1: container "paddle" exited with code 137 (signal SIGKILL`)
 	checkAUCLikeUndisturbed(t, done, logs)
 }
 
@@ -201,7 +202,7 @@ func TestHungTrainerMeetsTheProgressDeadline(t *testing.T) {
 	t.Run("before its first report, under ExitCode", func(t *testing.T) {
 		done := hang(t, "hang", paddlev1.RestartPolicyExitCode, nil)
 		mustComplete(t, done)
-		checkRestartedOnce(t, done, "ProgressDeadlineExceeded", "no progress reported", "progressDeadlineSeconds 45")
+		checkRestartedOnce(t, done, "after no progress reported in the", "(progressDeadlineSeconds 45): no report came yet")
 		checkPSJob(t, done, workerLogs(jobLogs(t, done)))
 	})
 	t.Run("mid-training, under Never", func(t *testing.T) {
