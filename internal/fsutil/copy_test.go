@@ -1,8 +1,11 @@
 package fsutil
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -53,15 +56,55 @@ func TestLockIsExclusive(t *testing.T) {
 		}
 		close(second)
 	}()
+	// Once the kernel lists the second Lock as waiting for the file, it
+	// has been refused the lock: no sleep needed to let it try.
+	waiting := blockedFlock(t, path)
+	for deadline := time.Now().Add(30 * time.Second); !waiting(); time.Sleep(10 * time.Millisecond) {
+		select {
+		case <-second:
+			t.Fatal("a second Lock got the lock while the first held it")
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second Lock neither got the lock nor waits for it")
+		}
+	}
 	select {
 	case <-second:
 		t.Fatal("a second Lock got the lock while the first held it")
-	case <-time.After(200 * time.Millisecond):
+	default:
 	}
 	unlock()
 	select {
 	case <-second:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the second Lock did not get the lock once it was released")
+	}
+}
+
+// blockedFlock returns a check whether some flock of path waits for the
+// lock: /proc/locks marks such a request "->", with the file's device
+// (major:minor in hex) and inode.
+func blockedFlock(t *testing.T, path string) func() bool {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	dev := uint64(st.Dev)
+	major, minor := (dev>>8)&0xfff|(dev>>32)&^uint64(0xfff), dev&0xff|(dev>>12)&^uint64(0xff)
+	file := fmt.Sprintf("%02x:%02x:%d", major, minor, st.Ino)
+	return func() bool {
+		locks, err := os.ReadFile("/proc/locks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(locks), "\n") {
+			if f := strings.Fields(line); len(f) > 6 && f[1] == "->" && f[2] == "FLOCK" && f[6] == file {
+				return true
+			}
+		}
+		return false
 	}
 }

@@ -3,27 +3,80 @@ package localcluster
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
 // A component that keeps exiting is restarted with the crash back-off
-// (1 s, then 2 s...), each restart recorded.
+// (1 s, then 2 s...), each restart recorded. The test reads the back-off
+// from the supervisor's log and checks it against the component's own
+// record of its starts: lower bounds only, which load cannot break.
 func TestSuperviseRestartsWithBackoff(t *testing.T) {
-	status := filepath.Join(t.TempDir(), "c.supervisor.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	dir := t.TempDir()
+	status, starts := filepath.Join(dir, "c.supervisor.json"), filepath.Join(dir, "starts")
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := Supervise(ctx, []string{"sh", "-c", "exit 3"}, status, io.Discard); err != nil {
+	log := &testutil.SyncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- Supervise(ctx, []string{"sh", "-c", "date +%s.%N >> " + starts + "; exit 3"}, status, log)
+	}()
+	waitUntil(t, "the second restart", func() bool { return strings.Contains(log.String(), "restart 2 in") })
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the supervisor did not stop")
+	}
+	for _, want := range []string{"ended (exit status 3)", "restart 1 in 1s\n", "restart 2 in 2s\n"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	// Each start waited at least its back-off after the one before.
+	var at []float64
+	data, err := os.ReadFile(starts)
+	if err != nil {
 		t.Fatal(err)
 	}
-	// Exits at about 0 s and 1 s; the third start would be at 3 s. Without
-	// the back-off it would have restarted hundreds of times; a slow machine
-	// may delay the second exit past the deadline.
+	for _, line := range strings.Fields(string(data)) {
+		v, err := strconv.ParseFloat(line, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at = append(at, v)
+	}
+	if len(at) < 2 {
+		t.Fatalf("%d starts recorded, want at least 2", len(at))
+	}
+	for i, backoff := range []float64{1, 2} {
+		if i+1 < len(at) && at[i+1]-at[i] < backoff {
+			t.Errorf("start %d came %.3fs after start %d, before its %.0fs back-off", i+2, at[i+1]-at[i], i+1, backoff)
+		}
+	}
 	st := readSupervisedStatus(status)
-	if st.Restarts < 1 || st.Restarts > 2 || st.LastExit != "exit status 3" || st.PID != 0 {
-		t.Errorf("status %+v, want 1 or 2 restarts after exit status 3, none running", st)
+	if st.Restarts != len(at) || st.LastExit != "exit status 3" || st.PID != 0 {
+		t.Errorf("status %+v, want %d restarts after exit status 3, none running", st, len(at))
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test after 30 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting 30s for %s", what)
+		}
 	}
 }
 
@@ -34,19 +87,14 @@ func TestSuperviseStopsItsComponent(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- Supervise(ctx, []string{"sleep", "60"}, status, io.Discard) }()
 	var pid int
-	for deadline := time.Now().Add(5 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		pid = readSupervisedStatus(status).PID
-	}
-	if pid == 0 {
-		t.Fatal("the component never ran")
-	}
+	waitUntil(t, "the component to run", func() bool { pid = readSupervisedStatus(status).PID; return pid != 0 })
 	cancel()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the supervisor did not stop")
 	}
 	if err := syscall.Kill(pid, 0); err == nil {

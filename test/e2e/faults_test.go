@@ -185,9 +185,11 @@ func TestOperatorRestartMidJob(t *testing.T) {
 	}
 }
 
-// A 10 s deadline fails a job that would run longer, on time, with no other
-// event needed to trigger it.
-func TestDeadlineFailsALongJobOnTime(t *testing.T) {
+// A 10 s deadline fails a job that would run for 10 minutes: with no other
+// event to trigger it (the job would otherwise outlast the wait), not before
+// the deadline, and its pods are stopped. How soon after the deadline is
+// measured by test/integration's BenchmarkActiveDeadline.
+func TestDeadlineFailsALongJob(t *testing.T) {
 	job := testutil.MakePaddleJob("slow", "").Workers(2).Image("busybox:1.36").
 		Command(paddlev1.ReplicaWorker, "sleep", "600").Obj()
 	job.Spec.ActiveDeadlineSeconds = ptr.To[int64](10)
@@ -196,11 +198,12 @@ func TestDeadlineFailsALongJobOnTime(t *testing.T) {
 	if done.Status.Phase != paddlev1.PaddleJobFailed || c == nil || c.Reason != "DeadlineExceeded" {
 		t.Fatalf("phase %s, Failed condition %+v", done.Status.Phase, c)
 	}
-	// Status times have second precision; the wait saw the failure at once.
+	// The deadline counts from the recorded start; both times have second
+	// precision, so this holds exactly.
 	deadline := done.Status.StartTime.Add(10 * time.Second)
-	seen := time.Since(deadline)
-	t.Logf("DeadlineExceeded recorded %s and observed %s after the deadline", c.LastTransitionTime.Sub(deadline), seen.Round(10*time.Millisecond))
-	if seen > 3*time.Second {
-		t.Errorf("the deadline fired %s late", seen)
+	if c.LastTransitionTime.Time.Before(deadline) {
+		t.Errorf("DeadlineExceeded at %s, before the deadline %s", c.LastTransitionTime, deadline)
 	}
+	t.Logf("DeadlineExceeded recorded %s after the deadline", c.LastTransitionTime.Sub(deadline))
+	waitNoPods(t, done.Namespace, done.Name)
 }

@@ -141,7 +141,7 @@ func runToEnd(t *testing.T, job *paddlev1.PaddleJob) *paddlev1.PaddleJob {
 }
 
 // mustComplete fails the test with the job's failure when it did not complete.
-func mustComplete(t *testing.T, job *paddlev1.PaddleJob) {
+func mustComplete(t testing.TB, job *paddlev1.PaddleJob) {
 	t.Helper()
 	if job.Status.Phase != paddlev1.PaddleJobCompleted {
 		dumpJob(t, job.Namespace, job.Name)

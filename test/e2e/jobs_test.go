@@ -351,20 +351,7 @@ func TestWorkerExitCodeFailsTheJob(t *testing.T) {
 	}
 	// The other worker was still running: the finished job stops it; the
 	// failed one stays for inspection (cleanPodPolicy defaults to Never).
-	deadline := time.Now().Add(time.Minute)
-	for {
-		pods, err := pj.Pods(context.Background(), done.Namespace, done.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(pods) == 1 && pods[0].Name == "fails-worker-1" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pods of the failed job a minute later: %d (want only the failed worker)", len(pods))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitPods(t, done.Namespace, done.Name, "fails-worker-1")
 }
 
 // kubectl logs reaches a worker's log through the API server and the node.

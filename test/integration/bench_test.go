@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/testutil"
@@ -24,6 +25,8 @@ import (
 // one client (QPS 500, 50 in flight).
 //
 //	go test ./test/integration -run '^$' -bench PodCreation -benchtime 3x
+//
+// (part of make bench; results in docs/benchmarks.md).
 
 const (
 	benchJobs         = 100
@@ -96,7 +99,7 @@ func BenchmarkPodCreationOperator(b *testing.B) {
 		}
 		b.StopTimer()
 		b.ReportMetric(time.Since(start).Seconds(), "s/400pods")
-		time.Sleep(2 * time.Second) // let the passes the last events cause finish
+		waitOperatorDone(b, ns)
 		writes := 0
 		for k, v := range requestCounts(b) {
 			if d := v - before[k]; d > 0 && !strings.Contains(k, "verb=GET") && !strings.Contains(k, "verb=LIST") && !strings.Contains(k, "verb=WATCH") {
@@ -106,6 +109,69 @@ func BenchmarkPodCreationOperator(b *testing.B) {
 		}
 		b.ReportMetric(float64(writes)/benchJobs, "writes/job")
 	}
+}
+
+// waitOperatorDone waits until the operator has done what the jobs of ns
+// ask: each job's status says its pods were created and its creation event
+// is written, and the operator's work queue is empty with no reconcile
+// running, so the writes counted after it are all the jobs cost.
+func waitOperatorDone(b *testing.B, ns string) {
+	b.Helper()
+	var jobs paddlev1.PaddleJobList
+	eventually(b, "every job's status and creation event", func() (bool, error) {
+		if err := k8s.List(context.Background(), &jobs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		created := 0
+		for _, j := range jobs.Items {
+			if j.Status.IsConditionTrue(paddlev1.JobCreated) {
+				created++
+			}
+		}
+		events, err := clientset.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=SuccessfulCreatePod"})
+		if err != nil {
+			return false, err
+		}
+		evented := map[string]bool{}
+		for _, e := range events.Items {
+			evented[e.InvolvedObject.Name] = true
+		}
+		return created == benchJobs && len(evented) == benchJobs, fmt.Errorf("%d jobs with their pods created, %d with the event", created, len(evented))
+	})
+	eventually(b, "the operator's work queue to drain", func() (bool, error) {
+		depth, active, err := operatorQueue()
+		return err == nil && depth == 0 && active == 0, fmt.Errorf("queue depth %v, reconciles running %v (%v)", depth, active, err)
+	})
+}
+
+// operatorQueue reads, from the operator's in-process metrics, how many
+// jobs wait in its work queue and how many reconciles run.
+func operatorQueue() (depth, active float64, err error) {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return 0, 0, err
+	}
+	var sawDepth, sawActive bool
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() != "controller" || l.GetValue() != "paddlejob" {
+					continue
+				}
+				// The depth is kept per priority: the queue is their sum.
+				switch f.GetName() {
+				case "workqueue_depth":
+					depth, sawDepth = depth+m.GetGauge().GetValue(), true
+				case "controller_runtime_active_workers":
+					active, sawActive = active+m.GetGauge().GetValue(), true
+				}
+			}
+		}
+	}
+	if !sawDepth || !sawActive {
+		return 0, 0, fmt.Errorf("the operator's queue metrics are missing")
+	}
+	return depth, active, nil
 }
 
 // requestCounts reads the API server's request counters by verb, resource,

@@ -35,10 +35,10 @@ import (
 // waitTimeout bounds every wait for the operator to react.
 const waitTimeout = 30 * time.Second
 
-func ctx(t *testing.T) context.Context { return t.Context() }
+func ctx(t testing.TB) context.Context { return t.Context() }
 
 // newNamespace creates a namespace for one test.
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "it-"}}
 	if err := k8s.Create(ctx(t), ns); err != nil {
@@ -83,7 +83,7 @@ func loadJob(t *testing.T, path string) *paddlev1.PaddleJob {
 }
 
 // eventually polls cond until it holds or waitTimeout passes.
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
+func eventually(t testing.TB, what string, cond func() (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	var lastErr error
@@ -98,7 +98,7 @@ func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	t.Fatalf("timed out after %s waiting for %s (last error: %v)", waitTimeout, what, lastErr)
 }
 
-func getJob(t *testing.T, ns, name string) *paddlev1.PaddleJob {
+func getJob(t testing.TB, ns, name string) *paddlev1.PaddleJob {
 	t.Helper()
 	job := &paddlev1.PaddleJob{}
 	if err := k8s.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: name}, job); err != nil {
@@ -108,7 +108,7 @@ func getJob(t *testing.T, ns, name string) *paddlev1.PaddleJob {
 }
 
 // waitForPhase waits for the job's phase and returns the job.
-func waitForPhase(t *testing.T, ns, name string, phase paddlev1.PaddleJobPhase) *paddlev1.PaddleJob {
+func waitForPhase(t testing.TB, ns, name string, phase paddlev1.PaddleJobPhase) *paddlev1.PaddleJob {
 	t.Helper()
 	var job *paddlev1.PaddleJob
 	eventually(t, fmt.Sprintf("PaddleJob %s to be %s", name, phase), func() (bool, error) {
@@ -119,7 +119,7 @@ func waitForPhase(t *testing.T, ns, name string, phase paddlev1.PaddleJobPhase) 
 }
 
 // listPods lists the job's pods, sorted by name.
-func listPods(t *testing.T, ns, job string) []corev1.Pod {
+func listPods(t testing.TB, ns, job string) []corev1.Pod {
 	t.Helper()
 	var list corev1.PodList
 	if err := k8s.List(ctx(t), &list, client.InNamespace(ns), client.MatchingLabels{paddlev1.LabelJobName: job}); err != nil {
@@ -131,7 +131,7 @@ func listPods(t *testing.T, ns, job string) []corev1.Pod {
 
 // waitForPods waits until the job has exactly the named pods (terminating
 // pods count until they are gone) and returns them by name.
-func waitForPods(t *testing.T, ns, job string, names ...string) map[string]corev1.Pod {
+func waitForPods(t testing.TB, ns, job string, names ...string) map[string]corev1.Pod {
 	t.Helper()
 	sort.Strings(names)
 	var pods []corev1.Pod
@@ -162,7 +162,7 @@ func podNames(job string, ps, workers, heter int) []string {
 }
 
 // setPodStatus writes a pod's status as a kubelet would, retrying conflicts.
-func setPodStatus(t *testing.T, ns, name string, mutate func(*testutil.PodWrapper) *testutil.PodWrapper) {
+func setPodStatus(t testing.TB, ns, name string, mutate func(*testutil.PodWrapper) *testutil.PodWrapper) {
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		pod := &corev1.Pod{}
@@ -223,7 +223,7 @@ func waitReleased(t *testing.T, ns, job, pod string) {
 	})
 }
 
-func createJob(t *testing.T, job *paddlev1.PaddleJob) {
+func createJob(t testing.TB, job *paddlev1.PaddleJob) {
 	t.Helper()
 	if err := k8s.Create(ctx(t), job); err != nil {
 		t.Fatalf("creating PaddleJob %s: %v", job.Name, err)

@@ -67,7 +67,7 @@ func TestMain(m *testing.M) {
 // requireBwrap fails a test that runs pods when bubblewrap is absent: the
 // integration tier is asked for explicitly (-tags integration), so a missing
 // bwrap is a broken setup (hack/setup.sh installs it), not a reason to pass.
-func requireBwrap(t *testing.T) {
+func requireBwrap(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatal("bubblewrap is not installed: run hack/setup.sh, or install the Debian package bubblewrap (apt-get install bubblewrap)")
@@ -75,7 +75,7 @@ func requireBwrap(t *testing.T) {
 }
 
 // cluster returns the shared API server, starting it on first use.
-func cluster(t *testing.T) *rest.Config {
+func cluster(t testing.TB) *rest.Config {
 	t.Helper()
 	requireBwrap(t)
 	clusterOnce.Do(func() {
@@ -116,7 +116,7 @@ var (
 )
 
 // sharedNode is the node most tests use, each in a namespace of its own.
-func sharedNode(t *testing.T) *testNode {
+func sharedNode(t testing.TB) *testNode {
 	t.Helper()
 	cfg := cluster(t)
 	sharedOnce.Do(func() { shared = newTestNode(t, cfg, "shared-node", true) })
@@ -127,7 +127,7 @@ func sharedNode(t *testing.T) *testNode {
 }
 
 // startNode runs a node for one test.
-func startNode(t *testing.T, cfg *rest.Config, name string, withClientCA bool) *testNode {
+func startNode(t testing.TB, cfg *rest.Config, name string, withClientCA bool) *testNode {
 	t.Helper()
 	n := newTestNode(t, cfg, name, withClientCA)
 	t.Cleanup(func() {
@@ -148,7 +148,7 @@ func (n *testNode) removeState() {
 
 // newTestNode runs a node until stopped. withClientCA makes its kubelet API
 // require a client certificate.
-func newTestNode(t *testing.T, cfg *rest.Config, name string, withClientCA bool) *testNode {
+func newTestNode(t testing.TB, cfg *rest.Config, name string, withClientCA bool) *testNode {
 	t.Helper()
 	stateDir, err := os.MkdirTemp("", "paddlejob-node-test-")
 	if err != nil {
@@ -196,7 +196,7 @@ func newTestNode(t *testing.T, cfg *rest.Config, name string, withClientCA bool)
 
 // fileLogger logs to a file: a node outlives the test that started it, and
 // NODE_TEST_LOG=1 prints the file's path.
-func fileLogger(t *testing.T, path string) logr.Logger {
+func fileLogger(t testing.TB, path string) logr.Logger {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
@@ -215,7 +215,7 @@ func fileLogger(t *testing.T, path string) logr.Logger {
 
 // testClientCA writes a CA and returns its file and a client certificate it
 // signed.
-func testClientCA(t *testing.T, dir string) (string, tls.Certificate) {
+func testClientCA(t testing.TB, dir string) (string, tls.Certificate) {
 	t.Helper()
 	caKey, _ := rsa.GenerateKey(rand.Reader, 2048)
 	caTmpl := &x509.Certificate{
@@ -246,9 +246,9 @@ func testClientCA(t *testing.T, dir string) (string, tls.Certificate) {
 }
 
 // namespace creates a namespace for one test.
-func (n *testNode) namespace(t *testing.T) string {
+func (n *testNode) namespace(t testing.TB) string {
 	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-", "=", "-").Replace(t.Name()))
 	if len(name) > 50 {
 		name = name[:50]
 	}
@@ -277,7 +277,7 @@ func shellContainer(name, script string) corev1.Container {
 	return corev1.Container{Name: name, Image: "busybox:1.36", Command: []string{"sh", "-c", script}}
 }
 
-func (n *testNode) create(t *testing.T, pod *corev1.Pod) *corev1.Pod {
+func (n *testNode) create(t testing.TB, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	created, err := n.client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
 	if err != nil {
@@ -287,7 +287,7 @@ func (n *testNode) create(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 }
 
 // waitPod waits until cond holds for the pod, failing the test after timeout.
-func (n *testNode) waitPod(t *testing.T, ns, name string, timeout time.Duration, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
+func (n *testNode) waitPod(t testing.TB, ns, name string, timeout time.Duration, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var last *corev1.Pod
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
@@ -304,7 +304,7 @@ func (n *testNode) waitPod(t *testing.T, ns, name string, timeout time.Duration,
 	return last
 }
 
-func (n *testNode) waitPhase(t *testing.T, ns, name string, phase corev1.PodPhase) *corev1.Pod {
+func (n *testNode) waitPhase(t testing.TB, ns, name string, phase corev1.PodPhase) *corev1.Pod {
 	t.Helper()
 	return n.waitPod(t, ns, name, 30*time.Second, "phase "+string(phase), func(p *corev1.Pod) bool { return p.Status.Phase == phase })
 }
@@ -331,7 +331,7 @@ func describeStatus(p *corev1.Pod) string {
 }
 
 // logs fetches a container's log from the node's kubelet API.
-func (n *testNode) logs(t *testing.T, ns, pod, container, query string) string {
+func (n *testNode) logs(t testing.TB, ns, pod, container, query string) string {
 	t.Helper()
 	resp, err := n.logsRequest(context.Background(), ns, pod, container, query)
 	if err != nil {

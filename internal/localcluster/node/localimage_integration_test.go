@@ -17,7 +17,7 @@ import (
 // writeLocalImages makes, in dir, a runtime (a host directory with a
 // program, standing in for a Python venv) and a build context whose image
 // runs a script beside its data; it returns the image table entries for them.
-func writeLocalImages(t *testing.T, dir string) string {
+func writeLocalImages(t testing.TB, dir string) string {
 	t.Helper()
 	runtime := filepath.Join(dir, "runtime")
 	context := filepath.Join(dir, "contexts", "trainer")

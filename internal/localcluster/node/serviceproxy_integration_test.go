@@ -245,30 +245,6 @@ func TestServiceProxy(t *testing.T) {
 		}
 	})
 
-	t.Run("connection latency", func(t *testing.T) {
-		pod, err := n.client.CoreV1().Pods(ns).Get(ctx, "echo-a", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		direct := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(echoPort))
-		const rounds = 200
-		measure := func(addr string) time.Duration {
-			start := time.Now()
-			for range rounds {
-				if _, err := testutil.Exchange(addr, "x"); err != nil {
-					t.Fatal(err)
-				}
-			}
-			return time.Since(start) / rounds
-		}
-		measure(byNumber) // warm up
-		viaDirect, viaProxy := measure(direct), measure(byNumber)
-		t.Logf("connect + request + reply: direct %s, through the proxy %s (%d rounds)", viaDirect, viaProxy, rounds)
-		if viaProxy > 20*time.Millisecond {
-			t.Errorf("a connection through the proxy takes %s", viaProxy)
-		}
-	})
-
 	t.Run("a terminating pod gets no connections", func(t *testing.T) {
 		if err := n.client.CoreV1().Pods(ns).Delete(ctx, "echo-b", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)

@@ -25,7 +25,7 @@ import (
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
-func loopbackOnly(t *testing.T) func(string) bool {
+func loopbackOnly(t testing.TB) func(string) bool {
 	t.Helper()
 	cidrs, err := ParseCIDRs(DefaultCIDR)
 	if err != nil {
@@ -281,7 +281,7 @@ type proxyFixture struct {
 	pods     cache.Indexer
 }
 
-func newProxyFixture(t *testing.T) *proxyFixture {
+func newProxyFixture(t testing.TB) *proxyFixture {
 	t.Helper()
 	f := &proxyFixture{
 		services: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
@@ -293,7 +293,7 @@ func newProxyFixture(t *testing.T) *proxyFixture {
 	return f
 }
 
-func (f *proxyFixture) setService(t *testing.T, s *corev1.Service) {
+func (f *proxyFixture) setService(t testing.TB, s *corev1.Service) {
 	t.Helper()
 	if err := f.services.Update(s); err != nil {
 		t.Fatal(err)
@@ -311,7 +311,7 @@ func randomServiceIP() string {
 
 // echoBackend serves on ip:0, answering each connection with its name and
 // what the client sent before closing its side.
-func echoBackend(t *testing.T, ip, name string) int32 {
+func echoBackend(t testing.TB, ip, name string) int32 {
 	t.Helper()
 	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
@@ -454,6 +454,35 @@ func TestServiceProxyForwards(t *testing.T) {
 		}
 		f.proxy.Stop() // again, as the cleanup does: harmless
 	})
+}
+
+// How long one connection takes — connect, request, reply — straight to a
+// backend and through the proxy, on loopback:
+//
+//	go test ./internal/localcluster/serviceproxy -run '^$' -bench ServiceProxyConnection -benchtime 2000x
+//
+// (part of make bench; results in docs/benchmarks.md).
+func BenchmarkServiceProxyConnection(b *testing.B) {
+	f := newProxyFixture(b)
+	ip := randomServiceIP()
+	port := echoBackend(b, "127.0.0.1", "a")
+	if err := f.pods.Add(backendPod("ns", "a", "127.0.0.1", map[string]string{"app": "echo"}, corev1.ContainerPort{Name: "echo", ContainerPort: port})); err != nil {
+		b.Fatal(err)
+	}
+	f.setService(b, svc("ns", "echo", "", ip, map[string]string{"app": "echo"}, sport("echo", 7000, corev1.ProtocolTCP, intstr.FromString("echo"))))
+	for _, bc := range []struct{ name, addr string }{
+		{"direct", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))},
+		{"proxy", net.JoinHostPort(ip, "7000")},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if reply, err := testutil.Exchange(bc.addr, "x"); err != nil || reply != "a: x" {
+					b.Fatalf("got %q, %v", reply, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/conn")
+		})
+	}
 }
 
 func TestServiceProxyListenerLifecycle(t *testing.T) {

@@ -16,13 +16,22 @@ import (
 // fakeFleetProgram stands in for `python train.py`: one program for both
 // roles, telling them apart by TRAINING_ROLE as a fleet program does. It
 // prints its arguments, the variables fleet mode sets and what was staged.
-// As a real Paddle pserver, the pserver never exits by itself; the trainer
-// exits with $1.
-const fakeFleetProgram = `echo "$TRAINING_ROLE/$PADDLE_TRAINING_ROLE args: $*"
+// As a real Paddle pserver, the pserver never exits by itself: it records
+// its pid once it has printed, and the SIGTERM that stops it (pserver.term).
+// The trainer starts once a pserver of its pod is there, and exits with $1.
+const fakeFleetProgram = `if [ "$TRAINING_ROLE" = TRAINER ] && [ -n "$PADDLE_PSERVERS_IP_PORT_LIST" ]; then
+  until [ -s pserver.pid ]; do sleep 0.01; done
+fi
+echo "$TRAINING_ROLE/$PADDLE_TRAINING_ROLE args: $*"
 echo "pservers=$PADDLE_PSERVERS_IP_PORT_LIST trainers=$PADDLE_TRAINER_ENDPOINTS n=$PADDLE_TRAINERS_NUM id=$PADDLE_TRAINER_ID self=$POD_IP:$PADDLE_PORT"
 echo "TRAINER_ID=$TRAINER_ID TRAINERS=$TRAINERS job=$PADDLE_JOB_ID out=$PADDLE_OUTPUT_DIR"
 ls data; ls trainer_config.py
-if [ "$TRAINING_ROLE" = PSERVER ]; then echo $$ > pserver.pid; exec sleep 60; fi
+if [ "$TRAINING_ROLE" = PSERVER ]; then
+  trap 'echo TERM > pserver.term; exit 0' TERM
+  echo $$ > pserver.pid
+  sleep 60 & wait
+  exit 0
+fi
 exit "$1"`
 
 // fleetFixture is seed 001's pod in fleet mode: the program after -- is
@@ -50,13 +59,16 @@ func TestLaunchFleetEndToEnd(t *testing.T) {
 
 	f := fleetFixture(t, ns, job, "0", "--epochs=2", "--port=1")
 	f.env["POD_IP"] = "10.0.0.10"
-	f.opts.TrainerDelay = 300 * time.Millisecond // lets the pserver write its pid first
 	f.opts.Linger = time.Minute
 	output := filepath.Join(f.jobPath, job, "output")
-	// The other pods' trainers: one is done already, one a little later.
+	// The other pods' trainers: one is done already, one once this pod's
+	// trainer is done and its pserver serves the others.
 	writeFile(t, filepath.Join(output, "node_0", trainerExitFile), "0\n")
 	go func() {
-		time.Sleep(1500 * time.Millisecond)
+		if !waitForText(f.stderr, "the pserver serves the other trainers") {
+			t.Error("the launcher never said its pserver serves the other trainers")
+			return
+		}
 		node2 := filepath.Join(output, "node_2")
 		if err := os.MkdirAll(node2, 0o755); err != nil {
 			t.Error(err)
@@ -66,12 +78,11 @@ func TestLaunchFleetEndToEnd(t *testing.T) {
 		}
 	}()
 
-	start := time.Now()
 	if err := Run(context.Background(), f.opts); err != nil {
 		t.Fatalf("Run() = %v, want nil\nstderr:\n%s", err, f.stderr)
 	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("took %s: the pserver was not stopped once all trainers were done", took)
+	if !exists(filepath.Join(f.opts.WorkDir, "pserver.term")) {
+		t.Error("the pserver got no SIGTERM once all trainers were done")
 	}
 	if alive(t, filepath.Join(f.opts.WorkDir, "pserver.pid")) {
 		t.Error("the pserver still runs after the launcher returned")
@@ -116,15 +127,13 @@ func TestLaunchFleetTrainerFailure(t *testing.T) {
 		delete(f.env, k)
 	}
 	f.env["POD_IP"] = "10.6.0.1"
-	f.opts.TrainerDelay = 300 * time.Millisecond
 	f.opts.Linger = time.Minute
-	start := time.Now()
 	err := Run(context.Background(), f.opts)
 	if code := exitCodeOf(t, err); code != 3 {
 		t.Fatalf("Run() = %v (exit code %d), want the trainer's 3\nstderr:\n%s", err, code, f.stderr)
 	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("took %s: the pserver was not stopped when the trainer failed", took)
+	if !exists(filepath.Join(f.opts.WorkDir, "pserver.term")) {
+		t.Error("the pserver got no SIGTERM when the trainer failed")
 	}
 	if alive(t, filepath.Join(f.opts.WorkDir, "pserver.pid")) {
 		t.Error("the pserver still runs")

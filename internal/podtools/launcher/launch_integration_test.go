@@ -3,7 +3,6 @@
 package launcher
 
 import (
-	"bytes"
 	"context"
 	"net/netip"
 	"os"
@@ -13,23 +12,38 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
 // The stand-ins for `paddle pserver` and `paddle train`: real processes that
-// print their arguments. The pserver records its pid and runs until
-// stopped; the trainer also shows what was staged and its TRAINER_ID, and
-// exits with $TRAINER_EXIT (3 in the tests, as a failed trainer would).
+// print their arguments. The pserver records its pid once it has printed,
+// runs until stopped and records the SIGTERM that stops it (pserver.term),
+// so a test tells a pserver the launcher stopped from one it waited out;
+// the trainer starts once the pserver's pid is there, shows what was
+// staged and its TRAINER_ID, and exits 3, as a failed trainer would.
 const (
-	fakePServer = `sh -c 'echo $$ > pserver.pid; echo pserver "$@"; exec sleep 60' pserver`
-	fakeTrainer = `sh -c 'echo trainer "$@"; ls data; ls trainer_config.py; echo TRAINER_ID=$TRAINER_ID TRAINERS=$TRAINERS POD_IP=$POD_IP; exit 3' trainer`
+	fakePServer = `sh -c 'trap "echo TERM > pserver.term; exit 0" TERM; echo pserver "$@"; echo $$ > pserver.pid; sleep 60 & wait' pserver`
+	fakeTrainer = `sh -c 'until [ -s pserver.pid ]; do sleep 0.01; done; echo trainer "$@"; ls data; ls trainer_config.py; echo TRAINER_ID=$TRAINER_ID TRAINERS=$TRAINERS POD_IP=$POD_IP; exit 3' trainer`
 )
 
 type launchFixture struct {
 	env     map[string]string
 	opts    Options
 	jobPath string
-	stdout  *bytes.Buffer
-	stderr  *bytes.Buffer
+	stdout  *testutil.SyncBuffer
+	stderr  *testutil.SyncBuffer
+}
+
+// waitForText waits until buf holds text, up to 30 s; it reports whether it
+// does. Goroutines that act on the launcher's progress use it.
+func waitForText(buf *testutil.SyncBuffer, text string) bool {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if strings.Contains(buf.String(), text) {
+			return true
+		}
+	}
+	return false
 }
 
 // newLaunchFixture is seed 001's pod environment for job in ns, with a
@@ -48,7 +62,7 @@ func newLaunchFixture(t *testing.T, ns, job string) *launchFixture {
 	}
 	writeFile(t, filepath.Join(jobPath, job, "recommendation", "trainer_config.py"), "# config\n")
 
-	f := &launchFixture{env: map[string]string{}, jobPath: jobPath, stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	f := &launchFixture{env: map[string]string{}, jobPath: jobPath, stdout: &testutil.SyncBuffer{}, stderr: &testutil.SyncBuffer{}}
 	for k, v := range seed001Env {
 		f.env[k] = v
 	}
@@ -87,15 +101,13 @@ func TestLaunchEndToEnd(t *testing.T) {
 	f := newLaunchFixture(t, ns, job)
 	f.env["POD_IP"] = "10.0.0.10"
 	f.opts.ExtraArgs = []string{"--num_passes=10", "--ports_num=2", "--config=trainer_config.py"}
-	f.opts.TrainerDelay = 300 * time.Millisecond // lets the pserver write its pid first
 
-	start := time.Now()
 	err := Run(context.Background(), f.opts)
 	if code := exitCodeOf(t, err); code != 3 {
 		t.Fatalf("Run() = %v (exit code %d), want the trainer's exit code 3\nstderr:\n%s", err, code, f.stderr)
 	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("took %s: the pserver was not stopped when the trainer ended", took)
+	if !exists(filepath.Join(f.opts.WorkDir, "pserver.term")) {
+		t.Error("the pserver got no SIGTERM when the trainer ended")
 	}
 	if alive(t, filepath.Join(f.opts.WorkDir, "pserver.pid")) {
 		t.Error("the pserver still runs after the trainer exited")
@@ -135,8 +147,12 @@ func TestLaunchByHostnameWaitsForPeer(t *testing.T) {
 	f.env["HOSTNAME"] = "wd-self"
 	f.env["CONF_PADDLE_GRADIENT_NUM"] = "2"
 	f.opts.TrainerCmd = `sh -c 'echo trainer "$@"' trainer`
+	// wd-late runs once the launcher has seen it Pending.
 	go func() {
-		time.Sleep(time.Second)
+		if !waitForText(f.stderr, "waiting for: wd-late (Pending)") {
+			t.Error("the launcher never said it waited for wd-late")
+			return
+		}
 		setPodStatus(t, cs, getPod(t, cs, ns, "wd-late"), corev1.PodRunning, "10.4.0.3")
 	}()
 	if err := Run(context.Background(), f.opts); err != nil {
