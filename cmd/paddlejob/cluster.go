@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster"
 	"github.com/paddlejob/paddlejob/internal/localcluster/node"
@@ -22,14 +23,15 @@ func init() {
 
 // clusterFlags are the flags every local-cluster command shares.
 type clusterFlags struct {
-	home       string
-	binaries   string
-	imageTable string
-	noOperator bool
-	gpus       int
-	nodeLabels []string
-	with       []string
-	capacity   string
+	home        string
+	keepContext bool
+	binaries    string
+	imageTable  string
+	noOperator  bool
+	gpus        int
+	nodeLabels  []string
+	with        []string
+	capacity    string
 }
 
 func (f *clusterFlags) bind(cmd *cobra.Command) {
@@ -44,7 +46,9 @@ func (f *clusterFlags) options(cmd *cobra.Command) localcluster.Options {
 		}
 	}
 	return localcluster.Options{Home: f.home, BinaryDirs: dirs, ImageTable: f.imageTable, NoOperator: f.noOperator,
-		GPUs: f.gpus, Capacity: f.capacity, PaddleRuntime: os.Getenv(paddleruntime.EnvDir), With: f.with, Out: cmd.OutOrStdout()}
+		GPUs: f.gpus, Capacity: f.capacity, PaddleRuntime: os.Getenv(paddleruntime.EnvDir), With: f.with, Out: cmd.OutOrStdout(),
+		// kubectl's kubeconfig: $KUBECONFIG, else ~/.kube/config.
+		UserKubeconfig: clientcmd.NewDefaultPathOptions(), KeepContext: f.keepContext}
 }
 
 func newUpCmd() *cobra.Command {
@@ -56,7 +60,12 @@ func newUpCmd() *cobra.Command {
 bound to 127.0.0.1 with generated certificates, the PaddleJob CRD and operator, and a node
 that runs each pod as sandboxed host processes (bubblewrap). The first start builds the
 control-plane binaries from Go modules (a few minutes, cached); later starts reuse them.
-A second 'up' reuses the running cluster.`,
+A second 'up' reuses the running cluster (and refuses other settings than it runs with).
+
+As kind and minikube do, it adds the cluster to your kubeconfig ($KUBECONFIG, else
+~/.kube/config) as context "paddlejob" and makes it current, keeping every other
+context: kubectl, the job commands and the SDKs then use it. 'paddlejob down' removes
+the context and makes the one that was current before current again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := f.options(cmd)
@@ -72,11 +81,16 @@ A second 'up' reuses the running cluster.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "\nuse it with:\n  export KUBECONFIG=%s\n  paddlejob run -f job.yaml\n", st.Kubeconfig())
+			if !f.keepContext {
+				fmt.Fprintf(cmd.OutOrStdout(), "\nuse it with kubectl or:\n  paddlejob run -f job.yaml\n")
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "\nuse it with:\n  paddlejob run -f job.yaml --context %s\n", localcluster.ContextName(st.Home))
+			}
 			return nil
 		},
 	}
 	f.bind(cmd)
+	cmd.Flags().BoolVar(&f.keepContext, "keep-context", false, "add the cluster's context to your kubeconfig without making it current")
 	cmd.Flags().StringVar(&f.binaries, "binaries", "", "directory holding etcd, kube-apiserver, kube-scheduler and kube-controller-manager (default: build and cache them)")
 	cmd.Flags().StringVar(&f.imageTable, "image-table", "", "YAML image table merged over the built-in one (see docs/local-node.md)")
 	cmd.Flags().BoolVar(&f.noOperator, "no-operator", false, "start without the operator, to install it yourself (kubectl apply -k config/default)")
@@ -94,7 +108,7 @@ func newDownCmd() *cobra.Command {
 	var f clusterFlags
 	cmd := &cobra.Command{
 		Use:   "down",
-		Short: "Stop the local cluster and every pod it runs, and remove its state",
+		Short: "Stop the local cluster and every pod it runs, remove its state and its kubeconfig context",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return localcluster.Down(f.options(cmd))

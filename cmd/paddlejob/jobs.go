@@ -32,7 +32,7 @@ func newGetCmd() *cobra.Command {
 		Short: "List PaddleJobs, or show one, with phase and per-role counts",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := t.client(cmd, false)
+			c, err := t.client(cmd)
 			if err != nil {
 				return err
 			}
@@ -68,7 +68,7 @@ func newDescribeCmd() *cobra.Command {
 		Short: "Show a PaddleJob's spec, conditions, pods with their state and exit codes, and recent events",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := t.client(cmd, false)
+			c, err := t.client(cmd)
 			if err != nil {
 				return err
 			}
@@ -107,7 +107,7 @@ prefixed with the pod's short name.`,
   paddlejob logs wide-and-deep --tail 20`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := t.client(cmd, false)
+			c, err := t.client(cmd)
 			if err != nil {
 				return err
 			}
@@ -166,7 +166,7 @@ of the job (Created, Running, Succeeded, Failed). Exits 0 when met, 1 if the job
 instead, 2 on timeout.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := t.client(cmd, false)
+			c, err := t.client(cmd)
 			if err != nil {
 				return err
 			}
@@ -237,7 +237,7 @@ func newDeleteCmd() *cobra.Command {
 		Short: "Delete PaddleJobs with their pods, Service and ConfigMap",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := t.client(cmd, false)
+			c, err := t.client(cmd)
 			if err != nil {
 				return err
 			}
@@ -247,7 +247,7 @@ func newDeleteCmd() *cobra.Command {
 					errs = append(errs, err)
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "PaddleJob %s/%s deleted\n", t.ns(), name)
+				fmt.Fprintf(cmd.OutOrStdout(), "PaddleJob %s/%s deleted from %s\n", t.ns(), name, t.where())
 			}
 			return errors.Join(errs...)
 		},
@@ -264,7 +264,7 @@ func newScaleCmd() *cobra.Command {
 		Short: "Change the replicas of a running PaddleJob's roles",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := t.client(cmd, false)
+			c, err := t.client(cmd)
 			if err != nil {
 				return err
 			}

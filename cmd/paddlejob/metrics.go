@@ -28,7 +28,7 @@ ConfigMap NAME-metrics, written at most every 30 seconds while reports come
 (docs/progress.md); the latest values are in the job's status.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := t.client(cmd, false)
+			c, err := t.client(cmd)
 			if err != nil {
 				return err
 			}

@@ -41,7 +41,8 @@ its progress until it finishes: pods per role and state, redrawn in place on a t
 a line per change otherwise. Exits 0 when the job completes, 1 with the reason when it
 fails, 2 on timeout.
 
-Without --kubeconfig or --context it runs on the local cluster, starting it when needed.`,
+It runs on the current kubeconfig context, as kubectl would (paddlejob up makes the
+local cluster's current), or the one --kubeconfig and --context name, and says which.`,
 		Example: `  paddlejob run -f examples/jobs/wide-and-deep.yaml
   paddlejob run -f job.yaml --follow            # stream every pod's log
   paddlejob run -f job.yaml --follow=worker-0   # stream one pod's log
@@ -88,7 +89,7 @@ func runJob(cmd *cobra.Command, f *runFlags) error {
 		ns = f.target.ns()
 	}
 
-	c, err := f.target.client(cmd, true)
+	c, err := f.target.client(cmd)
 	if err != nil {
 		return err
 	}
@@ -120,7 +121,7 @@ func runJob(cmd *cobra.Command, f *runFlags) error {
 		}
 		return err
 	}
-	fmt.Fprintf(errOut, "created PaddleJob %s/%s\n", ns, job.GetName())
+	fmt.Fprintf(errOut, "created PaddleJob %s/%s in %s\n", ns, job.GetName(), f.target.where())
 	return follow(ctx, c, f, ns, job.GetName(), out, errOut)
 }
 

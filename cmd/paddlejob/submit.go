@@ -97,7 +97,7 @@ func submit(cmd *cobra.Command, f *submitFlags) error {
 	if f.dryRun {
 		return printJobs(cmd.OutOrStdout(), []paddlev1.PaddleJob{*job}, f.output, false, true)
 	}
-	c, err := f.target.client(cmd, false)
+	c, err := f.target.client(cmd)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func submit(cmd *cobra.Command, f *submitFlags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "PaddleJob %s/%s created\n", created.Namespace, created.Name)
+	fmt.Fprintf(cmd.OutOrStdout(), "PaddleJob %s/%s created in %s\n", created.Namespace, created.Name, f.target.where())
 	if !f.wait {
 		return nil
 	}

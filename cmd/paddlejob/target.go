@@ -1,62 +1,81 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
+	"io"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 
-	"github.com/paddlejob/paddlejob/internal/localcluster"
+	"github.com/paddlejob/paddlejob/internal/kube"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
-// targetFlags choose the cluster a job command talks to.
+// targetFlags choose the cluster a job command talks to, exactly as kubectl
+// chooses it: --kubeconfig, else $KUBECONFIG, else ~/.kube/config; --context,
+// else the current context; -n, else the context's namespace, else default.
+// `paddlejob up` makes the local cluster the current context.
 type targetFlags struct {
 	kubeconfig string
 	context    string
 	namespace  string
-	home       string
+
+	resolved *kube.Target
 }
 
 func (t *targetFlags) bind(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&t.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (default: the local cluster when it runs, else kubectl's)")
-	cmd.Flags().StringVar(&t.context, "context", "", "kubeconfig context to use")
+	cmd.Flags().StringVar(&t.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, as kubectl)")
+	cmd.Flags().StringVar(&t.context, "context", "", "kubeconfig context to use (default: the current one; paddlejob up makes the local cluster's current)")
 	cmd.Flags().StringVarP(&t.namespace, "namespace", "n", "", "namespace (default: the manifest's, else the context's, else default)")
-	cmd.Flags().StringVar(&t.home, "home", localcluster.DefaultHome(), "state directory of the local cluster ($PADDLEJOB_HOME)")
 }
 
-// remote reports whether the commands talk to kubectl's cluster: the user
-// named a cluster, or runs the CLI as a kubectl plugin, where the current
-// context is what kubectl users expect.
-func (t *targetFlags) remote() bool {
-	return t.kubeconfig != "" || t.context != "" || strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-")
-}
-
-// client connects to the named cluster; else the local cluster when one runs
-// (started first when start is set); else the cluster kubectl would use.
-func (t *targetFlags) client(cmd *cobra.Command, start bool) (*client.Client, error) {
-	if t.remote() {
-		return client.NewFromKubeconfig(t.kubeconfig, t.context)
-	}
-	opts := localcluster.Options{Home: t.home, Out: cmd.ErrOrStderr()}
-	st, err := localcluster.Running(cmd.Context(), opts)
-	if err != nil && start {
-		st, err = localcluster.Up(cmd.Context(), opts)
+// resolve reads the kubeconfig for the target cluster, without contacting it.
+func (t *targetFlags) resolve() (*kube.Target, error) {
+	if t.resolved == nil {
+		tgt, err := kube.LoadTarget(t.kubeconfig, t.context)
 		if err != nil {
 			return nil, err
 		}
+		t.resolved = tgt
 	}
-	if err != nil {
-		return client.NewFromKubeconfig("", "")
-	}
-	return client.NewFromKubeconfig(st.Kubeconfig(), "")
+	return t.resolved, nil
 }
 
-// ns is the namespace to use when the flag and the object leave it open.
+// client connects to the target cluster; it fails with one error naming
+// the context and server when the cluster cannot be reached, before the
+// command does anything.
+func (t *targetFlags) client(cmd *cobra.Command) (*client.Client, error) {
+	// client-go's own logging (retries, throttling) is noise to a user; the
+	// errors it ends in are reported, and the API server's warnings still
+	// show (rest.WarningHandler).
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	tgt, err := t.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if err := tgt.Reachable(cmd.Context()); err != nil {
+		return nil, err
+	}
+	return client.New(tgt.Config)
+}
+
+// ns is the namespace to use when the object leaves it open: -n, else the
+// context's, else default.
 func (t *targetFlags) ns() string {
 	if t.namespace != "" {
 		return t.namespace
 	}
+	if tgt, err := t.resolve(); err == nil {
+		return tgt.Namespace
+	}
 	return "default"
+}
+
+// where names the cluster a command acts on, for the commands that change
+// something to say so.
+func (t *targetFlags) where() string {
+	if tgt, err := t.resolve(); err == nil {
+		return tgt.String()
+	}
+	return "no cluster"
 }

@@ -54,7 +54,7 @@ type boot struct {
 }
 
 func (b *boot) run(ctx context.Context) (*State, error) {
-	b.st = &State{Home: b.l.home, Started: time.Now(), Binaries: b.bins, With: b.opts.With}
+	b.st = &State{Home: b.l.home, Started: time.Now(), Binaries: b.bins, With: b.opts.With, Settings: b.opts.settings()}
 	ports := []*int{&b.st.Ports.EtcdClient, &b.st.Ports.EtcdPeer, &b.st.Ports.APIServer, &b.st.Ports.Scheduler,
 		&b.st.Ports.ControllerManager, &b.st.Ports.OperatorProbes, &b.st.Ports.Kubelet,
 		&b.st.Ports.ElasticEtcd, &b.st.Ports.ElasticEtcdPeer, &b.st.Ports.Webhook, &b.st.Ports.Progress}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
 	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
+
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/paddlejob/paddlejob/internal/fsutil"
 )
@@ -53,8 +56,49 @@ type Options struct {
 	// With names the add-ons to run besides the control plane (see
 	// ParseAddons): volcano, coscheduling, kueue.
 	With []string
+	// UserKubeconfig, when set, is the kubeconfig (the user's: $KUBECONFIG
+	// or ~/.kube/config) Up adds the cluster's context to and makes it
+	// current, unless KeepContext; Down removes it and makes the previous
+	// context current again (kubecontext.go). Nil leaves every kubeconfig
+	// but the cluster's own alone.
+	UserKubeconfig clientcmd.ConfigAccess
+	KeepContext    bool
 	// Out receives progress.
 	Out io.Writer
+}
+
+// settings are the options that shape a running cluster: Up on a running
+// cluster refuses to ignore different ones.
+func (o *Options) settings() Settings {
+	return Settings{ImageTable: o.ImageTable, NoOperator: o.NoOperator, GPUs: o.GPUs, NodeLabels: o.NodeLabels, Capacity: o.Capacity, PaddleRuntime: o.PaddleRuntime}
+}
+
+// Settings are what a cluster was started with, beyond its add-ons.
+type Settings struct {
+	ImageTable    string            `json:"imageTable,omitempty"`
+	NoOperator    bool              `json:"noOperator,omitempty"`
+	GPUs          int               `json:"gpus,omitempty"`
+	NodeLabels    map[string]string `json:"nodeLabels,omitempty"`
+	Capacity      string            `json:"capacity,omitempty"`
+	PaddleRuntime string            `json:"paddleRuntime,omitempty"`
+}
+
+// differences names the flags whose values differ from what the running
+// cluster was started with.
+func (s Settings) differences(asked Settings) []string {
+	var out []string
+	diff := func(flag string, was, now any, differ bool) {
+		if differ {
+			out = append(out, fmt.Sprintf("%s (runs with %v, asked %v)", flag, was, now))
+		}
+	}
+	diff("--image-table", s.ImageTable, asked.ImageTable, s.ImageTable != asked.ImageTable)
+	diff("--no-operator", s.NoOperator, asked.NoOperator, s.NoOperator != asked.NoOperator)
+	diff("--gpus", s.GPUs, asked.GPUs, s.GPUs != asked.GPUs)
+	diff("--node-labels", s.NodeLabels, asked.NodeLabels, !maps.Equal(s.NodeLabels, asked.NodeLabels))
+	diff("--capacity", s.Capacity, asked.Capacity, s.Capacity != asked.Capacity)
+	diff("$"+paddleruntime.EnvDir, s.PaddleRuntime, asked.PaddleRuntime, s.PaddleRuntime != asked.PaddleRuntime)
+	return out
 }
 
 func (o *Options) complete() error {
@@ -106,8 +150,12 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 				return nil, fmt.Errorf("the local cluster in %s already runs without %s: stop it (paddlejob down) and start it again with them",
 					l.home, strings.Join(missing, ", "))
 			}
+			if diffs := st.Settings.differences(opts.settings()); len(diffs) > 0 {
+				return nil, fmt.Errorf("the local cluster in %s already runs with other settings: %s; stop it (paddlejob down) and start it again with them",
+					l.home, strings.Join(diffs, "; "))
+			}
 			fmt.Fprintf(opts.Out, "local cluster already running (%s)\n", st.Server())
-			return st, nil
+			return st, registerContext(opts, st)
 		}
 		fmt.Fprintln(opts.Out, "a previous local cluster is not healthy: stopping what is left of it")
 		if err := stopAll(st, opts.Out); err != nil {
@@ -141,7 +189,46 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		}
 		return nil, fmt.Errorf("%w (component logs are in %s)", err, l.logs())
 	}
-	return st, nil
+	return st, registerContext(opts, st)
+}
+
+// unregisterContext removes the cluster's context from the user's
+// kubeconfig, when asked to, and says so.
+func unregisterContext(opts Options) error {
+	if opts.UserKubeconfig == nil {
+		return nil
+	}
+	change, err := removeContext(opts.UserKubeconfig, opts.Home)
+	if err != nil || !change.MadeCurrent {
+		return err
+	}
+	now := "no context is current"
+	if change.Previous != "" {
+		now = fmt.Sprintf("%q is current again", change.Previous)
+	}
+	fmt.Fprintf(opts.Out, "kubeconfig %s: context %q removed; %s\n", change.File, change.Name, now)
+	return nil
+}
+
+// registerContext adds the cluster's context to the user's kubeconfig, when
+// asked to, and says so.
+func registerContext(opts Options, st *State) error {
+	if opts.UserKubeconfig == nil {
+		return nil
+	}
+	change, err := addContext(opts.UserKubeconfig, st, opts.KeepContext)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !change.MadeCurrent:
+		fmt.Fprintf(opts.Out, "kubeconfig %s: context %q added; the current context is unchanged\n", change.File, change.Name)
+	case change.Previous != "" && change.Previous != change.Name:
+		fmt.Fprintf(opts.Out, "kubeconfig %s: context %q added and made current (%q was; paddlejob down makes it current again)\n", change.File, change.Name, change.Previous)
+	default:
+		fmt.Fprintf(opts.Out, "kubeconfig %s: context %q added and made current\n", change.File, change.Name)
+	}
+	return nil
 }
 
 // Down stops every process of the local cluster — its pods with the node —
@@ -154,7 +241,7 @@ func Down(opts Options) error {
 	l := layout{opts.Home}
 	if _, err := os.Stat(l.home); errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintln(opts.Out, "no local cluster in", l.home)
-		return nil
+		return unregisterContext(opts) // a context left behind points nowhere
 	}
 	if !isHome(l) {
 		return fmt.Errorf("%s is not a local cluster's state directory (no %s): nothing was stopped or removed", l.home, homeMarker)
@@ -173,6 +260,9 @@ func Down(opts Options) error {
 				return fmt.Errorf("port %d still listens after stopping the cluster", port)
 			}
 		}
+	}
+	if err := unregisterContext(opts); err != nil {
+		return err
 	}
 	if err := os.RemoveAll(l.home); err != nil {
 		return fmt.Errorf("removing %s: %w", l.home, err)

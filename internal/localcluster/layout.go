@@ -31,6 +31,7 @@ type layout struct{ home string }
 
 func (l layout) kubeconfig() string              { return filepath.Join(l.home, "kubeconfig") }
 func (l layout) stateFile() string               { return filepath.Join(l.home, "cluster.json") }
+func (l layout) previousContextFile() string     { return filepath.Join(l.home, "previous-context") }
 func (l layout) lockFile() string                { return filepath.Join(l.home, ".lock") }
 func (l layout) pki() string                     { return filepath.Join(l.home, "pki") }
 func (l layout) logs() string                    { return filepath.Join(l.home, "logs") }
@@ -82,6 +83,8 @@ type State struct {
 	Processes []*process `json:"processes"`
 	// With are the add-ons the cluster runs.
 	With []string `json:"with,omitempty"`
+	// Settings are the other options it was started with.
+	Settings Settings `json:"settings,omitempty"`
 }
 
 // Server is the API server's URL.

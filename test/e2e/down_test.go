@@ -15,41 +15,79 @@ import (
 	"github.com/paddlejob/paddlejob/internal/localcluster"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 	"github.com/paddlejob/paddlejob/pkg/client"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// `paddlejob down` leaves no process of the cluster or its pods, no listening
-// port and no state directory. It stops a cluster of its own, with a pod
+// `paddlejob up` adds its context to the user's kubeconfig and makes it
+// current, keeping the user's own contexts; job commands then use it as
+// kubectl does; `paddlejob down` leaves no process of the cluster or its
+// pods, no listening port, no state directory and no context, and makes the
+// user's context current again — after which a job command fails naming
+// that context, touching nothing. It runs a cluster of its own, with a pod
 // running, so it depends on no other test and on no test order.
-func TestDownLeavesNoProcessAndNoPort(t *testing.T) {
-	own := opts
-	own.Home = filepath.Join(t.TempDir(), "home")
-	own.GPUs, own.NodeLabels = 0, nil
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	c, err := localcluster.Up(ctx, own)
+func TestUpAndDownKeepTheUsersKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	// The user's own contexts: one current, pointing at a port nothing
+	// listens on (no traffic leaves the machine).
+	user := clientcmdapi.NewConfig()
+	for _, name := range []string{"prod", "staging"} {
+		user.Clusters[name] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+		user.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "token-of-" + name}
+		user.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "team-" + name}
+	}
+	user.CurrentContext = "prod"
+	if err := clientcmd.WriteToFile(*user, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	paddlejob := func(args ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(binDir, "paddlejob"), args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBEBUILDER_ASSETS="+os.Getenv("KUBEBUILDER_ASSETS"))
+		out, err := cmd.CombinedOutput()
+		t.Logf("paddlejob %s:\n%s", strings.Join(args, " "), out)
+		return string(out), err
+	}
+	if _, err := paddlejob("up", "--home", home); err != nil {
+		t.Fatal(err)
+	}
+	contextName := localcluster.ContextName(home)
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports := c.Ports
-	ownClient, err := client.NewFromKubeconfig(c.Kubeconfig(), "")
+	if cfg.CurrentContext != contextName || cfg.Contexts["staging"].Namespace != "team-staging" || cfg.AuthInfos["prod"].Token != "token-of-prod" {
+		t.Fatalf("after up: current context %q, the user's contexts %+v", cfg.CurrentContext, cfg.Contexts)
+	}
+	own, err := localcluster.Running(context.Background(), localcluster.Options{Home: home})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ports := own.Ports
+	// The job commands use the current context, as kubectl does.
 	job := testutil.MakePaddleJob("sleeper", "default").Workers(1).Image("busybox:1.36").
 		Command(paddlev1.ReplicaWorker, "sleep", "3600").Obj()
+	ownClient, err := client.NewFromKubeconfig(kubeconfig, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	if _, err := ownClient.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ownClient.WaitFor(ctx, "default", "sleeper", client.Running, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	if out, err := paddlejob("get", "sleeper"); err != nil || !strings.Contains(out, "Running") {
+		t.Errorf("paddlejob get on the current context: %v", err)
+	}
 
-	out, err := exec.Command(filepath.Join(binDir, "paddlejob"), "down", "--home", own.Home).CombinedOutput()
-	t.Logf("paddlejob down:\n%s", out)
-	if err != nil {
+	if _, err := paddlejob("down", "--home", home); err != nil {
 		t.Fatal(err)
 	}
-	if left := processesMentioning(own.Home); len(left) > 0 {
+	if left := processesMentioning(home); len(left) > 0 {
 		t.Errorf("processes left after down:\n%s", strings.Join(left, "\n"))
 	}
 	for _, port := range ports.All() {
@@ -58,8 +96,24 @@ func TestDownLeavesNoProcessAndNoPort(t *testing.T) {
 			t.Errorf("port %d still listens after down", port)
 		}
 	}
-	if _, err := os.Stat(own.Home); !os.IsNotExist(err) {
-		t.Errorf("the state directory %s is still there", own.Home)
+	if _, err := os.Stat(home); !os.IsNotExist(err) {
+		t.Errorf("the state directory %s is still there", home)
+	}
+	after, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.CurrentContext != "prod" || after.Contexts[contextName] != nil || len(after.Contexts) != 2 {
+		t.Errorf("after down: current context %q, contexts %v; want prod current and the user's two", after.CurrentContext, after.Contexts)
+	}
+	// With the local cluster gone, nothing silently falls back to it: the
+	// command fails naming the current context and its server.
+	out, err := paddlejob("delete", "sleeper")
+	if err == nil || !strings.Contains(out, `cannot reach context "prod" (https://127.0.0.1:1)`) {
+		t.Errorf("delete against an unreachable current context: %v", err)
+	}
+	if again, _ := clientcmd.LoadFromFile(kubeconfig); again.CurrentContext != "prod" || len(again.Contexts) != 2 {
+		t.Errorf("the failed delete changed the kubeconfig: %+v", again.Contexts)
 	}
 }
 

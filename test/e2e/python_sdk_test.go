@@ -13,8 +13,8 @@ import (
 
 // TestPythonSDK runs the Python SDK's end-to-end tests (python/tests/e2e)
 // against this suite's cluster: hack/test-python.sh builds the wheel,
-// installs it into a fresh venv and runs pytest, whose client finds the
-// cluster by the CLI's rule ($PADDLEJOB_HOME names this cluster's home).
+// installs it into a fresh venv and runs pytest, whose client uses the
+// current context of $KUBECONFIG, as kubectl would: this suite's cluster.
 // They submit seed 002's word2vec job (real Paddle, 2 pservers, 3 trainers
 // reading their shards with the SDK's dist_reader) and scale another job.
 // pytest's output streams to stderr as it runs.
@@ -26,7 +26,6 @@ func TestPythonSDK(t *testing.T) {
 		"-o", "faulthandler_timeout=360")
 	cmd.Dir = testenv.RepoRoot()
 	cmd.Env = append(os.Environ(),
-		"PADDLEJOB_HOME="+opts.Home,
 		"KUBECONFIG="+cluster.Kubeconfig(),
 		"PADDLEJOB_BIN="+filepath.Join(binDir, "paddlejob"),
 	)

@@ -22,6 +22,7 @@ from .errors import (
     ImageContextError,
     InvalidError,
     JobFailedError,
+    NoClusterError,
     NoDockerEngineError,
     NotFoundError,
     PaddleJobError,
@@ -51,8 +52,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AlreadyExistsError", "ApiError", "CephFSVolume", "ConflictError", "ForbiddenError", "ImageContextError",
-    "InvalidError", "JobFailedError", "LogLine", "NoDockerEngineError", "NotFoundError", "PaddleJob",
-    "PaddleJobClient", "PaddleJobError", "ValidationError", "WaitTimeoutError", "build_image_context",
-    "dataset_from_reader", "dist_reader", "failure_message", "job_condition", "job_phase", "trainer_id", "trainers",
-    "wait_for_servers",
+    "InvalidError", "JobFailedError", "LogLine", "NoClusterError", "NoDockerEngineError", "NotFoundError", "PaddleJob",
+    "PaddleJobClient", "PaddleJobError", "ProgressReporter", "ValidationError", "WaitTimeoutError", "build_image_context",
+    "dataset_from_reader", "dist_reader", "failure_message", "flush_progress", "job_condition", "job_phase",
+    "report_progress", "trainer_id", "trainers", "wait_for_servers",
 ]

@@ -25,6 +25,7 @@ from .errors import (
     ForbiddenError,
     InvalidError,
     JobFailedError,
+    NoClusterError,
     NotFoundError,
     PaddleJobError,
     WaitTimeoutError,
@@ -101,12 +102,13 @@ def failure_message(job: Job) -> str:
 class PaddleJobClient:
     """A client of one cluster's PaddleJobs.
 
-    The cluster is chosen as the Go CLI chooses it: ``config_file`` or
-    ``context`` when given; else the local cluster (``paddlejob up``) when
-    one runs in ``home`` ($PADDLEJOB_HOME, default ~/.paddlejob); else
-    kubectl's ($KUBECONFIG, ~/.kube/config, or in-cluster). ``namespace``
-    defaults to the context's, else "default". ``api_client`` uses a
-    configured kubernetes.client.ApiClient as is.
+    The cluster is chosen as kubectl chooses it: ``config_file`` and
+    ``context`` when given, else the current context of $KUBECONFIG or
+    ~/.kube/config (``paddlejob up`` makes the local cluster's context
+    current), else the in-cluster service account inside a pod; otherwise
+    :class:`NoClusterError`. ``namespace`` defaults to the context's, else
+    "default". ``api_client`` uses a configured kubernetes.client.ApiClient
+    as is. ``target`` names the cluster, for messages.
     """
 
     def __init__(
@@ -114,31 +116,31 @@ class PaddleJobClient:
         config_file: Optional[str] = None,
         context: Optional[str] = None,
         namespace: Optional[str] = None,
-        home: Optional[str] = None,
         api_client: Optional[k8s.ApiClient] = None,
     ) -> None:
         ns: Optional[str] = None
         if api_client is not None:
             self.api_client = api_client
             self.target = "the given ApiClient"
-        elif config_file or context:
-            self.api_client = k8s_config.new_client_from_config(config_file=config_file, context=context)
-            ns = target.context_namespace(config_file, context)
-            self.target = f"kubeconfig {config_file or '(default)'} context {context or '(current)'}"
         else:
-            local = target.running_local_kubeconfig(home)
-            if local:
-                self.api_client = k8s_config.new_client_from_config(config_file=local)
-                self.target = f"the local cluster ({local})"
-            else:
+            kubeconfig = target.kubeconfig_path(config_file)
+            try:
+                self.api_client = k8s_config.new_client_from_config(config_file=kubeconfig, context=context)
+                ns = target.context_namespace(kubeconfig, context)
+                name = context or target.current_context(kubeconfig)
+                self.target = f"context {name!r} ({self.api_client.configuration.host})"
+            except k8s_config.ConfigException as e:
+                if config_file or context:
+                    raise NoClusterError(f"kubeconfig {config_file or '(default)'} context {context or '(current)'}: {e}") from None
                 try:
-                    self.api_client = k8s_config.new_client_from_config()
-                    ns = target.context_namespace(None, None)
-                    self.target = "kubectl's current context"
-                except k8s_config.ConfigException:
                     k8s_config.load_incluster_config()
-                    self.api_client = k8s.ApiClient()
-                    self.target = "the in-cluster service account"
+                except k8s_config.ConfigException:
+                    raise NoClusterError(
+                        "no cluster: no kubeconfig ($KUBECONFIG or ~/.kube/config) names a current context and this is not a pod; "
+                        "start the local cluster (paddlejob up), which becomes the current context, or pass config_file and context"
+                    ) from None
+                self.api_client = k8s.ApiClient()
+                self.target = f"the in-cluster service account ({self.api_client.configuration.host})"
         self.namespace = namespace or ns or "default"
         self.custom = k8s.CustomObjectsApi(self.api_client)
         self.core = k8s.CoreV1Api(self.api_client)

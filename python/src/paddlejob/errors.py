@@ -25,6 +25,10 @@ class PaddleJobError(Exception):
     """The base of the client's errors."""
 
 
+class NoClusterError(PaddleJobError):
+    """No cluster to talk to: no kubeconfig context, and not in a pod."""
+
+
 class ApiError(PaddleJobError):
     """The API server refused a request.
 

@@ -1,81 +1,27 @@
-"""Which cluster the client talks to: the rule of the Go CLI
-(cmd/paddlejob/target.go).
+"""Which cluster the client talks to: kubectl's rule, which the Go CLI
+follows too (cmd/paddlejob/target.go).
 
 1. A kubeconfig file or context named by the caller: that cluster.
-2. Else the local cluster (`paddlejob up`) when one runs in $PADDLEJOB_HOME
-   (default ~/.paddlejob): its kubeconfig. It runs when its cluster.json
-   lists processes that are all alive and its API server answers /readyz.
-3. Else what kubectl would use: $KUBECONFIG or ~/.kube/config, or the
-   in-cluster service account inside a pod.
+2. Else the current context of $KUBECONFIG, else ~/.kube/config
+   (`paddlejob up` makes the local cluster's context current, as kind and
+   minikube do).
+3. Else, inside a pod, the in-cluster service account.
+
+Nothing falls back silently: with no kubeconfig and outside a pod, the
+client raises :class:`paddlejob.NoClusterError`.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
-from typing import Any, Optional, Tuple
+from typing import Optional
 
 
-def local_home(home: Optional[str] = None) -> Path:
-    """The local cluster's home: home, else $PADDLEJOB_HOME, else ~/.paddlejob."""
-    if home:
-        return Path(home)
-    env = os.environ.get("PADDLEJOB_HOME")
-    if env:
-        return Path(env)
-    return Path.home() / ".paddlejob"
-
-
-def _proc_stat(pid: int) -> Optional[Tuple[str, int]]:
-    """The state and start time (clock ticks) of a process, from /proc."""
-    try:
-        data = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = data[data.rfind(")") + 1 :].split()
-    if len(fields) < 20:
-        return None
-    return fields[0], int(fields[19])
-
-
-def _processes_alive(state: Any) -> bool:
-    procs = state.get("processes") if isinstance(state, dict) else None
-    if not isinstance(procs, list) or not procs:
-        return False
-    for p in procs:
-        stat = _proc_stat(int(p.get("pid", 0)))
-        if stat is None or stat[0] in ("Z", "X"):
-            return False
-        start = int(p.get("startTime", 0))
-        if start and stat[1] != start:
-            return False
-    return True
-
-
-def running_local_kubeconfig(home: Optional[str] = None) -> Optional[str]:
-    """The kubeconfig of the local cluster when one runs and answers, else None."""
-    h = local_home(home)
-    try:
-        state = json.loads((h / "cluster.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if not _processes_alive(state):
-        return None
-    kubeconfig = h / "kubeconfig"
-    if not kubeconfig.is_file():
-        return None
-    from kubernetes import config
-
-    try:
-        api = config.new_client_from_config(config_file=str(kubeconfig))
-        try:
-            api.call_api("/readyz", "GET", auth_settings=["BearerToken"], _preload_content=False, _request_timeout=5)
-        finally:
-            api.close()
-    except Exception:
-        return None
-    return str(kubeconfig)
+def kubeconfig_path(config_file: Optional[str]) -> str:
+    """The kubeconfig to read: config_file, else $KUBECONFIG (several paths
+    separated by ':' are merged), else ~/.kube/config — read when the client
+    is made, not when the kubernetes package was imported."""
+    return config_file or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
 
 
 def context_namespace(config_file: Optional[str], context: Optional[str]) -> Optional[str]:
@@ -93,3 +39,15 @@ def context_namespace(config_file: Optional[str], context: Optional[str]) -> Opt
         return None
     ns = chosen.get("context", {}).get("namespace")
     return ns if isinstance(ns, str) and ns else None
+
+
+def current_context(config_file: Optional[str]) -> Optional[str]:
+    """The name of a kubeconfig's current context, None without one."""
+    from kubernetes import config
+
+    try:
+        _, current = config.list_kube_config_contexts(config_file=config_file)
+    except Exception:
+        return None
+    name = current.get("name") if isinstance(current, dict) else None
+    return name if isinstance(name, str) and name else None

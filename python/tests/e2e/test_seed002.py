@@ -4,8 +4,8 @@ parameter-server job with 2 pservers and 3 trainers whose trainers read
 their shard with paddlejob.dist_reader; wait for it, stream its logs, read
 its events, delete it; scale another job and see the new pod.
 
-The client picks the cluster by the Go CLI's rule: TestPythonSDK points
-$PADDLEJOB_HOME at its local cluster.
+The client uses the current context of $KUBECONFIG, as kubectl would:
+TestPythonSDK points it at its local cluster.
 """
 
 from __future__ import annotations

@@ -65,29 +65,19 @@ def test_kubeconfig_context_and_its_namespace(tmp_path: Path) -> None:
     assert paddlejob.PaddleJobClient(config_file=str(kc), namespace="mine").namespace == "mine"
 
 
-def write_state(home: Path, pid: int, start: int) -> None:
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "kubeconfig").write_text(UNREACHABLE_KUBECONFIG)
-    (home / "cluster.json").write_text(json.dumps({"home": str(home), "processes": [{"name": "etcd", "pid": pid, "startTime": start}]}))
-
-
-def own_start_time() -> int:
-    data = Path(f"/proc/{os.getpid()}/stat").read_text()
-    return int(data[data.rfind(")") + 1 :].split()[19])
-
-
-def test_local_cluster_detection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PADDLEJOB_HOME", str(tmp_path / "none"))
-    assert target.local_home() == tmp_path / "none"
-    assert target.running_local_kubeconfig() is None  # no cluster.json
-    home = tmp_path / "home"
-    # Its processes run (this one stands in) but its API server does not answer.
-    write_state(home, os.getpid(), own_start_time())
-    assert target._processes_alive(json.loads((home / "cluster.json").read_text()))
-    assert target.running_local_kubeconfig(str(home)) is None
-    # A recycled PID (another start time) is not the cluster's process.
-    write_state(home, os.getpid(), own_start_time() + 1)
-    assert not target._processes_alive(json.loads((home / "cluster.json").read_text()))
+def test_the_current_context_and_no_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(UNREACHABLE_KUBECONFIG)
+    monkeypatch.setenv("KUBECONFIG", str(kc))
+    c = paddlejob.PaddleJobClient()
+    assert c.namespace == "team-a" and c.target.startswith("context "), c.target
+    # No kubeconfig and not in a pod: a clear error, never another cluster.
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(paddlejob.NoClusterError) as e:
+        paddlejob.PaddleJobClient()
+    assert "paddlejob up" in str(e.value)
 
 
 def client(tmp_path: Path) -> paddlejob.PaddleJobClient:
