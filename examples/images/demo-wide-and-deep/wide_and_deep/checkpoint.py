@@ -6,7 +6,9 @@ five digits, under the output directory:
   model.*          the test program and its parameters: the model to serve
   train.*          the training program's persistables: the parameters and
                    trainer 0's optimizer state (Adam's moments and powers)
-  checkpoint.json  the passes done and the test AUC after them
+  checkpoint.json  the passes done and the test AUC after them (measured just
+                   before the save; the other trainers' GEO updates may
+                   still move trainer 0's parameters in between)
 
 It is written under a hidden temporary name and renamed into place when
 complete, so a directory named pass-* is always whole; one without
@@ -21,8 +23,7 @@ before init_worker() thus restores the servers' tables too; the servers need
 no access to the output directory. Paddle's server-side checkpoints do not
 restore a GEO job: measured with Paddle 3.0.0, fleet.save_persistables()
 writes the servers' dense table but no sparse table, fleet.init_server(dirname)
-loads sparse tables only, and a job restarted that way starts untrained
-(test AUC 0.51).
+loads sparse tables only, and a job restarted that way starts untrained.
 """
 
 from __future__ import annotations

@@ -136,7 +136,8 @@ def run_trainer(args: argparse.Namespace, inputs, loss, probability, test_progra
     test_auc = ctr_data.auc(test.label, predicted)
     if resumed:
         # What this trainer holds after init_worker: trainer 0 what it loaded,
-        # the others what they pulled from the servers.
+        # the others what they pulled from the servers (and any GEO update
+        # of another trainer that reached it since).
         print(f"resumed model: trainer={index} test_auc={test_auc:.4f}", flush=True)
     batches = max(1, -(-len(label) // args.batch_size))
     step = start_pass * batches
