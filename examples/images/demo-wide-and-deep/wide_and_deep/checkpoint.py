@@ -18,9 +18,10 @@ checkpoint.
 Why the trainers alone save and load, in GEO-SGD: each trainer keeps a whole
 local copy of every parameter, dense and sparse, and fleet.init_worker()
 makes trainer 0 push its copy to the parameter servers and the other
-trainers pull it from them. A checkpoint loaded into the trainers' scope
-before init_worker() thus restores the servers' tables too; the servers need
-no access to the output directory. Paddle's server-side checkpoints do not
+trainers pull it from them. A checkpoint loaded into trainer 0's scope before
+init_worker() thus restores the servers' tables and the other trainers'
+parameters too (those load the optimizer state only); the servers need no
+access to the output directory. Paddle's server-side checkpoints do not
 restore a GEO job: measured with Paddle 3.0.0, fleet.save_persistables()
 writes the servers' dense table but no sparse table, fleet.init_server(dirname)
 loads sparse tables only, and a job restarted that way starts untrained.
@@ -102,7 +103,14 @@ def save(output_dir: str, passes_done: int, test_auc: float, main_program, test_
     return final
 
 
-def load(ckpt: Checkpoint, main_program) -> None:
-    """Sets the training program's persistables in the global scope from ckpt."""
+def load(ckpt: Checkpoint, main_program, parameters: bool) -> None:
+    """Sets the training program's persistables in the global scope from ckpt.
+
+    With parameters False it sets the optimizer state only: a trainer other
+    than trainer 0 gets the parameters from the servers in init_worker().
+    """
     state = paddle.static.load_program_state(os.path.join(ckpt.path, "train"))
+    if not parameters:
+        names = {p.name for p in main_program.all_parameters()}
+        state = {k: v for k, v in state.items() if k not in names}
     paddle.static.set_program_state(main_program, state)

@@ -102,13 +102,14 @@ def run_trainer(args: argparse.Namespace, inputs, loss, probability, test_progra
     exe = paddle.static.Executor(paddle.CPUPlace())
     exe.run(paddle.static.default_startup_program())
     main = paddle.static.default_main_program()
-    # Resuming: every trainer loads the checkpoint (trainer 0's parameters
-    # and optimizer state) before init_worker(), which makes trainer 0 push
-    # its parameters to the (new, empty) servers and the others pull them.
+    # Resuming: loaded before init_worker(), which makes trainer 0 push its
+    # parameters to the (new, empty) servers and the others pull them; so
+    # trainer 0 loads the parameters, and every trainer the optimizer state
+    # (trainer 0's: Adam's moments and powers).
     resumed = agreed_checkpoint(args.output_dir, count)
     start_pass = resumed.passes_done if resumed else 0
     if resumed:
-        checkpoint.load(resumed, main)
+        checkpoint.load(resumed, main, parameters=index == 0 or not servers)
         skipped = f"skipping passes 1-{start_pass}" if start_pass > 1 else "skipping pass 1"
         todo = f"training passes {start_pass + 1}-{args.passes}" if start_pass < args.passes else "no pass left to train"
         print(f"resumed from {resumed.name} (test_auc={resumed.test_auc:.4f}): {skipped}, {todo}", flush=True)
@@ -136,8 +137,8 @@ def run_trainer(args: argparse.Namespace, inputs, loss, probability, test_progra
     test_auc = ctr_data.auc(test.label, predicted)
     if resumed:
         # What this trainer holds after init_worker: trainer 0 what it loaded,
-        # the others what they pulled from the servers (and any GEO update
-        # of another trainer that reached it since).
+        # the others what they pulled from the servers; either may also hold
+        # GEO updates of another trainer that reached it since.
         print(f"resumed model: trainer={index} test_auc={test_auc:.4f}", flush=True)
     batches = max(1, -(-len(label) // args.batch_size))
     step = start_pass * batches
