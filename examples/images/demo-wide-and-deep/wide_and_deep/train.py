@@ -5,8 +5,11 @@ A PaddlePaddle fleet program as a PaddleJob runs it unmodified: every pod runs
 from the environment the operator provides (docs/env-contract.md). Parameter
 servers serve until the job completes; trainers train on their shard of the
 synthetic data (row i goes to trainer i mod trainers), report the test AUC after
-every pass next to the data's optimum, and trainer 0 saves the model of every
-pass as pass-0000N under the output directory.
+every pass next to the data's optimum, and trainer 0 saves a checkpoint of every
+pass as pass-0000N under the output directory. Started again on an output
+directory that holds checkpoints (a job restarted after a failure, or run again
+with more passes), the trainers resume from the newest complete one and skip
+the passes it holds (checkpoint.py).
 
 The parameter servers run GEO-SGD (a_sync with k_steps): each trainer trains a
 local copy and exchanges updates with the servers every k steps. Paddle 3.0's
@@ -27,6 +30,7 @@ import numpy as np  # noqa: E402
 import paddle  # noqa: E402
 import paddle.distributed.fleet as fleet  # noqa: E402
 
+import checkpoint  # noqa: E402
 import ctr_data  # noqa: E402
 
 from paddlejob import wait_for_servers  # noqa: E402  (the SDK, copied next to this file)
@@ -97,6 +101,18 @@ def run_trainer(args: argparse.Namespace, inputs, loss, probability, test_progra
     print(f"role=TRAINER index={index} trainers={count} servers={len(servers)} pservers={','.join(servers)}", flush=True)
     exe = paddle.static.Executor(paddle.CPUPlace())
     exe.run(paddle.static.default_startup_program())
+    main = paddle.static.default_main_program()
+    # Resuming: loaded before init_worker(), which makes trainer 0 push its
+    # parameters to the (new, empty) servers and the others pull them; so
+    # trainer 0 loads the parameters, and every trainer the optimizer state
+    # (trainer 0's: Adam's moments and powers).
+    resumed = agreed_checkpoint(args.output_dir, count)
+    start_pass = resumed.passes_done if resumed else 0
+    if resumed:
+        checkpoint.load(resumed, main, parameters=index == 0 or not servers)
+        skipped = f"skipping passes 1-{start_pass}" if start_pass > 1 else "skipping pass 1"
+        todo = f"training passes {start_pass + 1}-{args.passes}" if start_pass < args.passes else "no pass left to train"
+        print(f"resumed from {resumed.name} (test_auc={resumed.test_auc:.4f}): {skipped}, {todo}", flush=True)
     if servers:
         wait_for_servers(servers, args.server_timeout)
         fleet.init_worker()
@@ -113,17 +129,24 @@ def run_trainer(args: argparse.Namespace, inputs, loss, probability, test_progra
     test = ctr_data.generate(args.test_rows, ctr_data.TEST_STREAM)
     best = ctr_data.optimal_auc(test)
 
-    main = paddle.static.default_main_program()
     test_feed = {"ids": test.ids, "dense": test.dense, "label": test.label}
-    # The untrained model's AUC (about 0.5) is the first report, so the AUC
-    # comes first among the job's metrics (`kubectl get pdj -o wide` shows it).
+    # The untrained model's AUC (about 0.5), or the resumed one's, is the
+    # first report, so the AUC comes first among the job's metrics
+    # (`kubectl get pdj -o wide` shows it).
     (predicted,) = exe.run(test_program, feed=test_feed, fetch_list=[probability])
-    report_progress(0, epoch=0, total_epochs=args.passes, step=0, metrics={"auc": ctr_data.auc(test.label, predicted)})
-    started = time.monotonic()
-    test_auc = 0.0
+    test_auc = ctr_data.auc(test.label, predicted)
+    if resumed:
+        # What this trainer holds after init_worker: trainer 0 what it loaded,
+        # the others what they pulled from the servers; either may also hold
+        # GEO updates of another trainer that reached it since.
+        print(f"resumed model: trainer={index} test_auc={test_auc:.4f}", flush=True)
     batches = max(1, -(-len(label) // args.batch_size))
-    step = 0
-    for p in range(args.passes):
+    step = start_pass * batches
+    report_progress(
+        min(start_pass, args.passes) / args.passes * 100, epoch=start_pass, total_epochs=args.passes, step=step, metrics={"auc": test_auc}
+    )
+    started = time.monotonic()
+    for p in range(start_pass, args.passes):
         order = np.random.default_rng([p, index]).permutation(len(label))
         losses = []
         for b, start in enumerate(range(0, len(order), args.batch_size)):
@@ -151,11 +174,33 @@ def run_trainer(args: argparse.Namespace, inputs, loss, probability, test_progra
             flush=True,
         )
         if index == 0:
-            saved = os.path.join(args.output_dir, f"pass-{p:05d}")
-            paddle.static.save(test_program, os.path.join(saved, "model"))
+            checkpoint.save(args.output_dir, p + 1, test_auc, main, test_program)
     print(f"final: trainer={index} trainers={count} test_auc={test_auc:.4f} optimal_auc={best:.4f}", flush=True)
     if servers:
         fleet.stop_worker()
+
+
+def agreed_checkpoint(output_dir: str, trainers: int) -> checkpoint.Checkpoint | None:
+    """The checkpoint every trainer resumes from: the newest that all of them see.
+
+    Each trainer looks at the output directory; the trainers take the fewest
+    passes any of them found (a Gloo all-reduce among trainers), so that they
+    skip the same passes. Without Gloo (withGloo 0) each keeps what it found,
+    the same when they share the directory.
+    """
+    mine = checkpoint.newest(output_dir)
+    found = mine.passes_done if mine else 0
+    agreed = found
+    if trainers > 1 and fleet.server_num() > 0:
+        agreed = int(np.asarray(fleet.util.all_reduce([found], mode="min", comm_world="worker")).reshape(-1)[0])
+    if agreed == 0:
+        return None
+    if agreed == found:
+        return mine
+    ckpt = checkpoint.read(os.path.join(output_dir, checkpoint.name_after(agreed)))
+    if ckpt is None:
+        raise RuntimeError(f"the trainers agreed to resume after pass {agreed}, but {output_dir} holds no complete {checkpoint.name_after(agreed)}")
+    return ckpt
 
 
 def main() -> None:
