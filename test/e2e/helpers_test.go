@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -251,13 +252,21 @@ func waitPods(t *testing.T, ns, name string, want ...string) {
 	t.Errorf("the pods of %s are %v, want %v", name, got, want)
 }
 
-// followLogs follows the log of each named pod of ns from the moment its
+// followLogs follows the log of each named pod of a job from the moment its
 // container starts to its end, so that the logs of pods a finished job
 // deletes (its parameter servers, or every pod under cleanPodPolicy
-// OnCompletion) can still be checked. wait returns them.
-func followLogs(t *testing.T, ns string, pods ...string) (wait func() map[string]string) {
+// OnCompletion) can still be checked; wait returns them once the job has
+// finished. A pod recreated meanwhile (the job restarted) is followed
+// again: the log returned is its last incarnation's, the one that ran to
+// the end.
+func followLogs(t *testing.T, job *paddlev1.PaddleJob, pods ...string) (wait func() map[string]string) {
 	t.Helper()
+	ns := job.Namespace
 	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
+	finished := func() bool {
+		j, err := pj.Get(ctx, ns, job.Name)
+		return err == nil && j.Status.IsFinished()
+	}
 	var mu sync.Mutex
 	logs := map[string]string{}
 	var wg sync.WaitGroup
@@ -265,21 +274,28 @@ func followLogs(t *testing.T, ns string, pods ...string) (wait func() map[string
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var buf bytes.Buffer
+			var followed types.UID // the incarnation whose log ended last
+			var last string
 			defer func() {
 				mu.Lock()
-				logs[pod] = buf.String()
+				logs[pod] = last
 				mu.Unlock()
 			}()
 			for ctx.Err() == nil {
 				p, err := pj.Clientset().CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
-				if err == nil && started(p) {
+				switch {
+				case err == nil && p.UID != followed && started(p):
 					r, err := pj.Logs(ctx, ns, pod, client.LogOptions{Follow: true})
-					if err == nil {
-						_, _ = io.Copy(&buf, r)
-						r.Close()
-						return
+					if err != nil {
+						break
 					}
+					var buf bytes.Buffer
+					_, _ = io.Copy(&buf, r)
+					r.Close()
+					followed, last = p.UID, buf.String()
+					continue
+				case finished():
+					return // the job is over and its pod's last run was read (or it never ran)
 				}
 				time.Sleep(200 * time.Millisecond)
 			}

@@ -227,7 +227,7 @@ func runInNamespace(t *testing.T, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob,
 // fails the test with the job's state.
 func awaitCompletion(t *testing.T, job *paddlev1.PaddleJob, start time.Time) (*paddlev1.PaddleJob, map[string]string) {
 	t.Helper()
-	logs := followLogs(t, job.Namespace, podNames(job)...)
+	logs := followLogs(t, job, podNames(job)...)
 	done, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
 	if err != nil {
 		dumpJob(t, job.Namespace, job.Name)
