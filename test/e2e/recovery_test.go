@@ -94,9 +94,11 @@ func signalMidTraining(t *testing.T, name, victim string, sig syscall.Signal) (*
 	job := loadJob(t, "examples/jobs/wide-and-deep.yaml")
 	job.Name = name
 	job.Namespace = newNamespace(t)
-	outputDir(t, job)
+	out := outputDir(t, job)
 	createJob(t, job) // restartPolicy ExitCode on both roles (recoverable)
 	waitLog(t, job.Namespace, name+"-worker-0", regexp.MustCompile(`pass 1/\d+: `))
+	// Trainer 0 checkpoints each pass: the restarted job resumes from it.
+	waitFile(t, filepath.Join(out, "pass-00000", "checkpoint.json"))
 	pod := name + "-" + victim
 	pid := paddleProcess(t, pod)
 	if err := syscall.Kill(pid, sig); err != nil {
@@ -130,10 +132,16 @@ func checkRestartedOnce(t *testing.T, done *paddlev1.PaddleJob, what ...string) 
 	t.Logf("Restarting: %s", c.Message)
 }
 
-// checkAUCLikeUndisturbed asserts trainer 0 ended within the tolerance of
-// an undisturbed run.
+// checkAUCLikeUndisturbed asserts the restarted trainers resumed from the
+// first pass's checkpoint and trainer 0 ended within the tolerance of an
+// undisturbed run.
 func checkAUCLikeUndisturbed(t *testing.T, done *paddlev1.PaddleJob, logs map[string]string) {
 	t.Helper()
+	for pod, log := range logs {
+		if !regexp.MustCompile(`(?m)^resumed from pass-\d{5} `).MatchString(log) {
+			t.Errorf("%s did not resume from a checkpoint:\n%s", pod, tail(log))
+		}
+	}
 	got := checkPSJob(t, done, logs).AUC
 	want := undisturbedAUC(t)
 	t.Logf("test AUC %.4f after the restart, %.4f undisturbed", got, want)
@@ -216,6 +224,18 @@ func TestHungTrainerMeetsTheProgressDeadline(t *testing.T) {
 		}
 		t.Logf("Failed: %s", c.Message)
 	})
+}
+
+// waitFile waits until a file exists.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, jobTimeout, true, func(context.Context) (bool, error) {
+		_, err := os.Stat(path)
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s never appeared: %v", path, err)
+	}
 }
 
 // waitPaddleProcess waits until a pod's Paddle program runs on the local
