@@ -10,6 +10,7 @@ TestPythonSDK points it at its local cluster.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -18,6 +19,7 @@ from collections import Counter
 from typing import Dict, Iterator, List
 
 import pytest
+import yaml
 from kubernetes import client as k8s
 
 import paddlejob
@@ -30,7 +32,13 @@ ROWS = 240  # the image's default data set
 @pytest.fixture(scope="module")
 def client() -> PaddleJobClient:
     c = PaddleJobClient()
-    assert c.target.startswith("the local cluster"), c.target
+    # The client talks to the server of $KUBECONFIG's current context: the
+    # suite's cluster, never a fallback.
+    with open(os.environ["KUBECONFIG"]) as f:
+        kubeconfig = yaml.safe_load(f)
+    current = next(x for x in kubeconfig["contexts"] if x["name"] == kubeconfig["current-context"])
+    server = next(x for x in kubeconfig["clusters"] if x["name"] == current["context"]["cluster"])
+    assert c.target == f"context {current['name']!r} ({server['cluster']['server']})", c.target
     return c
 
 
