@@ -47,7 +47,6 @@ func TestNodeRestarts(t *testing.T) {
 		}
 		mustComplete(t, got)
 		checkNodeRestartFailures(t, failures(), started)
-		t.Logf("restartCount %d", got.Status.RestartCount)
 		if got.Status.RestartCount != int32(len(started)) {
 			t.Errorf("restartCount %d, want %d: one per pod the restart failed", got.Status.RestartCount, len(started))
 		}
@@ -99,7 +98,6 @@ func TestNodeRestarts(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustComplete(t, got)
-		t.Logf("restartCount %d", got.Status.RestartCount)
 		if got.Status.RestartCount != int32(len(started)) {
 			t.Errorf("restartCount %d, want %d: the first restart failed both pods, the second none", got.Status.RestartCount, len(started))
 		}

@@ -60,7 +60,6 @@ func TestKilledComponentsComeBack(t *testing.T) {
 		})
 	}
 	done, _ := awaitCompletion(t, job, start)
-	t.Logf("restartCount %d", done.Status.RestartCount)
 	if done.Status.Phase != paddlev1.PaddleJobCompleted {
 		t.Errorf("the job ended %s", done.Status.Phase)
 	}
