@@ -33,7 +33,7 @@ func TestKilledComponentsComeBack(t *testing.T) {
 		c := &rs.Template.Spec.Containers[0]
 		c.Env = append(c.Env, corev1.EnvVar{Name: "PASSES", Value: "30"})
 		// The node's restart fails the pods it had started (exit code 137):
-		// the policy recreates them.
+		// the policy restarts the job (as a whole, in parameter-server mode).
 		rs.RestartPolicy = paddlev1.RestartPolicyExitCode
 	}
 	start := time.Now()
