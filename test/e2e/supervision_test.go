@@ -29,8 +29,12 @@ func TestKilledComponentsComeBack(t *testing.T) {
 	job := loadJob(t, "config/samples/seed004/example-1-wide-and-deep.yaml")
 	job.Namespace = newNamespace(t)
 	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
-		c := &job.Spec.Replicas(rt).Template.Spec.Containers[0]
+		rs := job.Spec.Replicas(rt)
+		c := &rs.Template.Spec.Containers[0]
 		c.Env = append(c.Env, corev1.EnvVar{Name: "PASSES", Value: "30"})
+		// The node's restart fails the pods it had started (exit code 137):
+		// the policy restarts the job (as a whole, in parameter-server mode).
+		rs.RestartPolicy = paddlev1.RestartPolicyExitCode
 	}
 	start := time.Now()
 	createJob(t, job)
@@ -39,7 +43,8 @@ func TestKilledComponentsComeBack(t *testing.T) {
 		return j.Status.Phase == paddlev1.PaddleJobRunning, string(j.Status.Phase)
 	})
 
-	// The node last: its pods die with it and run again from the start.
+	// The node last: its pods die with it, and it reports them Failed
+	// (NodeRestarted, exit code 137) when it comes back.
 	for _, name := range []string{"paddlejob-operator", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd", "paddlejob-node"} {
 		before := component(t, o, name)
 		if before.PID == 0 || before.State != "running" {

@@ -19,6 +19,9 @@
 //     (sandbox.go); runtime.go starts it (processStarter).
 //   - prepare.go: a pod's sandbox files, hosts files (hosts.go) and volumes
 //     (volumes.go, projection.go, atomicwriter.go).
+//   - noderestart.go: what a node started after a kill does with the pods
+//     it had run: their addresses held, started pods reported Failed
+//     (NodeRestarted), the others run again.
 //   - status.go: pod status as the kubelet computes it; logs.go and
 //     server.go the kubelet API's logs; tokens.go, ipam.go, images.go,
 //     dockerfile.go and gpu.go the rest.

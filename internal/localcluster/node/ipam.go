@@ -122,7 +122,10 @@ type ipAllocator struct {
 	reserved map[uint32]bool
 	byOwner  map[string]uint32
 	owners   map[uint32]string
-	next     uint32
+	// held are the owners whose address was held for them (hold) and that
+	// have not claimed it (allocate) yet.
+	held map[string]bool
+	next uint32
 	// capacity is how many pods the range holds: its usable addresses but
 	// the reserved ones.
 	capacity uint64
@@ -131,7 +134,7 @@ type ipAllocator struct {
 // newIPAllocator allocates the usable addresses of r (see usableIP), never
 // handing out the reserved ones (the node's own, when it falls in the range).
 func newIPAllocator(r ipRange, reserved ...string) *ipAllocator {
-	a := &ipAllocator{r: r, reserved: map[uint32]bool{}, byOwner: map[string]uint32{}, owners: map[uint32]string{}, next: r.first}
+	a := &ipAllocator{r: r, reserved: map[uint32]bool{}, byOwner: map[string]uint32{}, owners: map[uint32]string{}, held: map[string]bool{}, next: r.first}
 	a.capacity = r.usable()
 	for _, s := range reserved {
 		if v, err := parseIPv4(s); err == nil && !a.reserved[v] {
@@ -147,13 +150,14 @@ func newIPAllocator(r ipRange, reserved ...string) *ipAllocator {
 	return a
 }
 
-// allocate returns owner's address, assigning one when it has none: preferred
-// when it is in range and free (a pod keeps its address across node restarts),
-// else the next free one.
+// allocate returns owner's address — the one held for it after a node
+// restart (hold), or one assigned now: preferred when it is in range and
+// free, else the next free one.
 func (a *ipAllocator) allocate(owner, preferred string) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if v, ok := a.byOwner[owner]; ok {
+		delete(a.held, owner)
 		return formatIPv4(v), nil
 	}
 	if v, err := parseIPv4(preferred); err == nil && a.free(v) {
@@ -199,8 +203,43 @@ func (a *ipAllocator) after(v uint32) uint32 {
 func (a *ipAllocator) release(owner string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.releaseLocked(owner)
+}
+
+func (a *ipAllocator) releaseLocked(owner string) {
 	if v, ok := a.byOwner[owner]; ok {
 		delete(a.byOwner, owner)
 		delete(a.owners, v)
+	}
+	delete(a.held, owner)
+}
+
+// hold keeps ip for owner, a pod the node had given it before a restart,
+// until the pod claims it (allocate) or is gone (releaseHeld): no other pod
+// gets it meanwhile. Next-fit goes on after it, so holding the pods' addresses
+// oldest first resumes allocation after the newest pod's, as before the
+// restart. It reports whether ip could be held: an address out of range or
+// taken is not.
+func (a *ipAllocator) hold(owner, ip string) bool {
+	v, err := parseIPv4(ip)
+	if err != nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.byOwner[owner]; ok || !a.free(v) {
+		return false
+	}
+	a.assign(owner, v)
+	a.held[owner] = true
+	return true
+}
+
+// releaseHeld frees owner's address if it was held for it and never claimed.
+func (a *ipAllocator) releaseHeld(owner string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.held[owner] {
+		a.releaseLocked(owner)
 	}
 }

@@ -210,6 +210,9 @@ func New(cfg Config) (*Node, error) {
 		Bwrap:       cfg.Bwrap,
 		APIServer:   cfg.RESTConfig.Host,
 	})
+	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: n.provider.podDeleted}); err != nil {
+		return nil, err
+	}
 	for _, inf := range []cache.SharedIndexInformer{cmInformer.Informer(), secretInformer.Informer()} {
 		if _, err := inf.AddEventHandler(namespaceChangeHandler(n.provider.objectsChanged)); err != nil {
 			return nil, err
@@ -366,6 +369,11 @@ func (n *Node) Run(ctx context.Context) error {
 	}()
 	defer n.server.close()
 
+	// The pods of an earlier run get their addresses back (noderestart.go),
+	// held before the pod controller creates any pod.
+	if err := n.holdPodIPs(ctx); err != nil {
+		return fmt.Errorf("holding the addresses of the node's pods: %w", err)
+	}
 	go func() { _ = n.pods.Run(vkCtx, podSyncWorkers) }()
 	nodesStarted := false
 	defer func() {

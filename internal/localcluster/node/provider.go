@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -138,7 +139,9 @@ func (l listerObjects) Secret(ns, name string) (*corev1.Secret, error) {
 	return l.secrets.Secrets(ns).Get(name)
 }
 
-// CreatePod starts a pod bound to the node.
+// CreatePod starts a pod bound to the node. A pod whose status shows it
+// started, though the node does not run it, ran before the node restarted:
+// it is reported Failed, not run again (noderestart.go).
 func (p *Provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
 	key := podKey(pod.Namespace, pod.Name)
 	p.mu.Lock()
@@ -146,6 +149,11 @@ func (p *Provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
 	if old != nil && old.uid == pod.UID {
 		p.mu.Unlock()
 		old.update(pod)
+		return nil
+	}
+	if fateAfterRestart(pod) == fateFail {
+		p.mu.Unlock()
+		p.failRestartedPod(pod)
 		return nil
 	}
 	ip := p.deps.nodeIP
@@ -288,6 +296,17 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, podName, con
 		pw.CloseWithError(copyLog(ctx, path, live, opts, p.clock.Now(), pw))
 	}()
 	return pr, nil
+}
+
+// podDeleted frees the address held for a pod after a node restart that
+// never claimed it: a pod deleted before the node ran it again.
+func (p *Provider) podDeleted(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		p.ipam.releaseHeld(string(pod.UID))
+	}
 }
 
 // objectsChanged wakes the pods of a namespace after a ConfigMap or Secret

@@ -312,8 +312,7 @@ func (r *PaddleJobReconciler) publishEndpoints(ctx context.Context, job *paddlev
 	version := data[versionKey]
 	var waiting []*corev1.Pod
 	for _, p := range pods {
-		// Pods past their init containers keep the lists they started with.
-		if p.Status.Phase == corev1.PodPending && p.Annotations[paddlev1.AnnotationEndpoints] != version {
+		if waitsForVersion(p, version) {
 			waiting = append(waiting, p)
 		}
 	}
@@ -326,4 +325,22 @@ func (r *PaddleJobReconciler) publishEndpoints(ctx context.Context, job *paddlev
 		}
 		return nil
 	})
+}
+
+// waitsForVersion reports whether a pod waits for an endpoints version it has
+// not been given: an unfinished pod whose wait init container has not
+// completed, whatever its phase says (the phase lags when the node running
+// the pod restarts). A pod past that container keeps the lists it started
+// with and is not patched.
+func waitsForVersion(p *corev1.Pod, version string) bool {
+	if p.Annotations[paddlev1.AnnotationEndpoints] == version || p.DeletionTimestamp != nil ||
+		p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	for _, cs := range p.Status.InitContainerStatuses {
+		if cs.Name == waitContainerName {
+			return cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0
+		}
+	}
+	return true // not started yet
 }

@@ -276,3 +276,91 @@ func TestHostPortsNotRecorded(t *testing.T) {
 		})
 	}
 }
+
+// The endpoints version reaches every pod that waits for it — whose wait
+// init container has not completed, whatever its phase says — and no pod
+// past that container is patched.
+func TestEndpointsReachEveryWaitingPod(t *testing.T) {
+	job := testutil.MakePaddleJob("ep", "ns").UID("ep-uid").Workers(2).Intranet(paddlev1.IntranetPodIP).Obj()
+	waitIs := func(state corev1.ContainerState) func(*testutil.PodWrapper) {
+		return func(w *testutil.PodWrapper) {
+			w.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: waitContainerName, State: state}}
+		}
+	}
+	waitRunning := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	waitDone := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}
+	waitFailed := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}
+	tests := []struct {
+		name string
+		// worker1 shapes the second worker, after its phase and IP are set.
+		phase    corev1.PodPhase
+		worker1  func(*testutil.PodWrapper)
+		released bool
+	}{
+		{"Pending, not started yet", corev1.PodPending, func(*testutil.PodWrapper) {}, true},
+		{"Pending, in its wait container", corev1.PodPending, waitIs(waitRunning), true},
+		{"Running as last reported, its wait container running again after a node restart", corev1.PodRunning, waitIs(waitRunning), true},
+		{"its wait container failed and is retried", corev1.PodPending, waitIs(waitFailed), true},
+		{"Pending past its wait container", corev1.PodPending, waitIs(waitDone), false},
+		{"Running past its wait container", corev1.PodRunning, waitIs(waitDone), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			worker0 := testutil.MakePod(job, paddlev1.ReplicaWorker, 0).Annotation(paddlev1.AnnotationPorts, "23000-23002").Pending("10.0.0.1")
+			worker1 := testutil.MakePod(job, paddlev1.ReplicaWorker, 1).Annotation(paddlev1.AnnotationPorts, "23000-23002").Pending("10.0.0.2")
+			worker1.Status.Phase = tc.phase
+			tc.worker1(worker1)
+			f := newFixture(t, Options{}, objects(job, worker0.Obj(), worker1.Obj())...)
+			before := f.pods(t, "ns")["ep-worker-1"]
+
+			got := f.reconcile(t, job)
+
+			if got.err != nil {
+				t.Fatal(got.err)
+			}
+			var cm corev1.ConfigMap
+			if err := f.client.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "ep-endpoints"}, &cm); err != nil {
+				t.Fatalf("endpoints not published: %v", err)
+			}
+			if v := got.pods["ep-worker-0"].Annotations[paddlev1.AnnotationEndpoints]; v != cm.Data[versionKey] {
+				t.Errorf("the pending worker 0 has version %q, want %q", v, cm.Data[versionKey])
+			}
+			after := got.pods["ep-worker-1"]
+			v := after.Annotations[paddlev1.AnnotationEndpoints]
+			switch {
+			case tc.released && v != cm.Data[versionKey]:
+				t.Errorf("worker 1 waits with version %q, want %q", v, cm.Data[versionKey])
+			case !tc.released && after.ResourceVersion != before.ResourceVersion:
+				t.Errorf("worker 1, past its wait container, was patched (version %q)", v)
+			}
+		})
+	}
+}
+
+func TestWaitsForVersion(t *testing.T) {
+	job := testutil.MakePaddleJob("ep", "ns").Workers(1).Obj()
+	pod := func(phase corev1.PodPhase, version string) *testutil.PodWrapper {
+		w := testutil.MakePod(job, paddlev1.ReplicaWorker, 0).Annotation(paddlev1.AnnotationEndpoints, version)
+		w.Status.Phase = phase
+		w.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: waitContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		return w
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"waiting for a newer version", pod(corev1.PodPending, "v1").Obj(), true},
+		{"has the version", pod(corev1.PodPending, "v2").Obj(), false},
+		{"being deleted", pod(corev1.PodPending, "v1").Terminating().Obj(), false},
+		{"failed", pod(corev1.PodFailed, "v1").Obj(), false},
+		{"succeeded", pod(corev1.PodSucceeded, "v1").Obj(), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := waitsForVersion(tc.pod, "v2"); got != tc.want {
+				t.Errorf("waitsForVersion = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
