@@ -53,15 +53,20 @@ func elasticJob(t *testing.T, name string, workers, minW, maxW, epochs int32) (*
 	return job, dir
 }
 
-// elasticLogs are the logs of the job's pods' current containers.
+// elasticLogs are the logs of the current containers of the job's pods —
+// those that exist now, as a scaled job's differ from its spec's at creation.
 func elasticLogs(t *testing.T, job *paddlev1.PaddleJob) map[string]string {
 	t.Helper()
+	pods, err := pj.Pods(context.Background(), job.Namespace, job.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := map[string]string{}
-	for _, pod := range podNames(job) {
-		if r, err := pj.Logs(context.Background(), job.Namespace, pod, client.LogOptions{}); err == nil {
+	for _, p := range pods {
+		if r, err := pj.Logs(context.Background(), job.Namespace, p.Name, client.LogOptions{}); err == nil {
 			b, _ := io.ReadAll(r)
 			r.Close()
-			out[pod] = string(b)
+			out[p.Name] = string(b)
 		}
 	}
 	return out
@@ -97,6 +102,9 @@ func waitEpoch(t *testing.T, job *paddlev1.PaddleJob, seen map[string]bool, worl
 		time.Sleep(time.Second)
 	}
 	dumpJob(t, job.Namespace, job.Name)
+	for pod, log := range elasticLogs(t, job) {
+		t.Logf("whole log of %s:\n%s", pod, tail(log))
+	}
 	t.Fatalf("no pod of %s reported an epoch (from %d) trained by %d workers", job.Name, minEpoch, worldSize)
 	return epochReport{}
 }
