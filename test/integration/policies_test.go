@@ -366,9 +366,10 @@ func TestElasticJobKeepsItsEnvCurrent(t *testing.T) {
 	server := strings.TrimPrefix(etcdURL, "http://")
 	want := map[string]string{
 		// Paddle 3's launcher: elastic rendezvous in etcd, between 1 and 4 workers.
-		"PADDLE_MASTER": "etcd://" + server, "PADDLE_NNODES": "1:4", "PADDLE_JOB_ID": ns + "-el",
+		// The job id is unique in the cluster (namespace, name, UID).
+		"PADDLE_MASTER": "etcd://" + server, "PADDLE_NNODES": "1:4", "PADDLE_JOB_ID": ns + "_el_" + string(job.UID),
 		// The legacy launcher's names.
-		"PADDLE_ELASTIC_SERVER": server, "PADDLE_ELASTIC_NP": "1:4", "PADDLE_ELASTIC_JOB_ID": ns + "-el",
+		"PADDLE_ELASTIC_SERVER": server, "PADDLE_ELASTIC_NP": "1:4", "PADDLE_ELASTIC_JOB_ID": ns + "_el_" + string(job.UID),
 	}
 	for k, v := range want {
 		if env[k] != v {
@@ -377,6 +378,9 @@ func TestElasticJobKeepsItsEnvCurrent(t *testing.T) {
 	}
 	if v, ok := env["PADDLE_TRAINER_ENDPOINTS"]; ok {
 		t.Errorf("PADDLE_TRAINER_ENDPOINTS=%q is in an elastic pod's environment: Paddle's launcher would not run elastic", v)
+	}
+	if v, ok := env["PADDLE_TRAINER_ID"]; ok {
+		t.Errorf("PADDLE_TRAINER_ID=%q fixes an elastic worker's rank: Paddle's launcher ranks the live workers itself", v)
 	}
 	for _, n := range []int32{4, 3} {
 		scale(t, ns, "el", n)

@@ -222,20 +222,31 @@ func jobEnv(spec *paddlev1.PaddleJobSpec, topo topology) map[string]string {
 func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports portRange, elasticEndpoints []string) []corev1.EnvVar {
 	spec := &job.Spec
 	jobID := job.Namespace + "-" + job.Name
+	if spec.IsElastic() {
+		jobID = elasticJobID(job)
+	}
 	role := trainingRoles[rt]
-	id := strconv.Itoa(index)
 	env := []corev1.EnvVar{
 		{Name: "PADDLE_JOB_ID", Value: jobID},
 		{Name: "PADDLE_TRAINING_ROLE", Value: role},
 		{Name: "TRAINING_ROLE", Value: role},
-		{Name: "PADDLE_TRAINER_ID", Value: id},
-		{Name: "TRAINER_ID", Value: id},
-		podIPEnv(job, rt, index),
-		{Name: "PADDLE_PORT", Value: strconv.Itoa(int(ports.First))},
-		{Name: "PADDLE_PORTS_NUM", Value: strconv.Itoa(int(ports.processPorts()))},
-		{Name: "TRAINER_PORTS_NUM", Value: strconv.Itoa(int(ports.processPorts()))},
-		{Name: envBackupPath, Value: endpointsMountPath + "/" + backupEnvKey},
 	}
+	if !spec.IsElastic() {
+		// An elastic worker's rank is the one Paddle's launcher gives it
+		// among the live workers (elastic.go), not its index.
+		id := strconv.Itoa(index)
+		env = append(env,
+			corev1.EnvVar{Name: "PADDLE_TRAINER_ID", Value: id},
+			corev1.EnvVar{Name: "TRAINER_ID", Value: id},
+		)
+	}
+	env = append(env,
+		podIPEnv(job, rt, index),
+		corev1.EnvVar{Name: "PADDLE_PORT", Value: strconv.Itoa(int(ports.First))},
+		corev1.EnvVar{Name: "PADDLE_PORTS_NUM", Value: strconv.Itoa(int(ports.processPorts()))},
+		corev1.EnvVar{Name: "TRAINER_PORTS_NUM", Value: strconv.Itoa(int(ports.processPorts()))},
+		corev1.EnvVar{Name: envBackupPath, Value: endpointsMountPath + "/" + backupEnvKey},
+	)
 	gpus := podGPUs(spec.Replicas(rt))
 	if gpus > 0 {
 		// paddle.distributed.init_parallel_env on a CUDA build, and heter

@@ -346,7 +346,7 @@ func TestWorkerListsLeftToTheBackupFile(t *testing.T) {
 	hostIPs := map[string]string{"hc-worker-0": "192.168.0.5", "hc-worker-1": "192.168.0.5"}
 	hostRanges := map[string]portRange{"hc-worker-0": {First: 24000, Count: 3}, "hc-worker-1": {First: 24003, Count: 3}}
 
-	elasticJob := testutil.MakePaddleJob("el", "").Workers(3).Elastic(2, 4, "http://etcd.paddle:2379", "http://etcd2:2379").Obj()
+	elasticJob := testutil.MakePaddleJob("el", "").UID("6f1d2c3a-9b8e-4f7a-8c1d-2e3f4a5b6c7d").Workers(3).Elastic(2, 4, "http://etcd.paddle:2379", "http://etcd2:2379").Obj()
 	elasticIPs := map[string]string{"el-worker-0": "10.3.0.1", "el-worker-1": "10.3.0.2", "el-worker-2": "10.3.0.3"}
 
 	bigJob := testutil.MakePaddleJob("big", "").Workers(3000).Obj()
@@ -375,13 +375,16 @@ func TestWorkerListsLeftToTheBackupFile(t *testing.T) {
 		},
 		wantBackup: "192.168.0.5:24000,192.168.0.5:24003",
 	}, {
-		name: "Elastic: etcd master, node bounds, the first etcd only",
+		name: "Elastic: etcd master, node bounds, the first etcd only, no fixed rank",
 		job:  elasticJob, ips: elasticIPs, pod: "el-worker-2",
 		want: map[string]string{
 			"PADDLE_TRAINER_ENDPOINTS": "<unset>",
-			"PADDLE_MASTER":            "etcd://etcd.paddle:2379", "PADDLE_NNODES": "2:4",
+			"PADDLE_MASTER":            "etcd://Etcd.paddle:2379", "PADDLE_NNODES": "2:4",
 			"PADDLE_ELASTIC_SERVER": "etcd.paddle:2379", "PADDLE_ELASTIC_NP": "2:4",
-			"PADDLE_ELASTIC_JOB_ID": "ns-el", "PADDLE_ELASTIC_TIMEOUT": "30", "PADDLE_JOB_ID": "ns-el", "PADDLE_ELASTIC_LEVEL": "1",
+			"PADDLE_ELASTIC_JOB_ID":  "ns_el_6f1d2c3a-9b8e-4f7a-8c1d-2e3f4a5b6c7d",
+			"PADDLE_JOB_ID":          "ns_el_6f1d2c3a-9b8e-4f7a-8c1d-2e3f4a5b6c7d",
+			"PADDLE_ELASTIC_TIMEOUT": "30", "PADDLE_ELASTIC_LEVEL": "1", "PADDLE_MAX_RESTART": "32",
+			"PADDLE_TRAINER_ID": "<unset>", "TRAINER_ID": "<unset>",
 		},
 		wantBackup: "10.3.0.1:23000,10.3.0.2:23000,10.3.0.3:23000",
 	}, {

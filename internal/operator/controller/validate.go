@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -71,10 +72,11 @@ func ValidateGPUs(spec *paddlev1.PaddleJobSpec) field.ErrorList {
 }
 
 // tunableEnv are the contract variables a template may set to tune, not
-// break, the job: the GPUs a process selects, the collective backend, and
-// POD_IP, which the docs suggest taking from the downward API. Setting one
-// is warned about; setting any other contract variable is refused.
-var tunableEnv = map[string]bool{"FLAGS_selected_gpus": true, "PADDLE_DISTRI_BACKEND": true, "POD_IP": true}
+// break, the job: the GPUs a process selects, the collective backend,
+// POD_IP, which the docs suggest taking from the downward API, and an
+// elastic launcher's restart budget. Setting one is warned about; setting
+// any other contract variable is refused.
+var tunableEnv = map[string]bool{"FLAGS_selected_gpus": true, "PADDLE_DISTRI_BACKEND": true, "POD_IP": true, "PADDLE_MAX_RESTART": true}
 
 // contractEnvNames are the variables the operator gives a role's pods (the
 // environment contract, env.go): pod and job variables alike, taken from
@@ -110,7 +112,11 @@ func ValidateTemplates(spec *paddlev1.PaddleJobSpec) field.ErrorList {
 		}
 		contract := contractEnvNames(spec, rt)
 		eachEnv(rs, path, func(p *field.Path, e corev1.EnvVar) {
-			if contract[e.Name] && !tunableEnv[e.Name] {
+			switch {
+			case spec.IsElastic() && slices.Contains(elasticRankNames, e.Name):
+				errs = append(errs, field.Invalid(p.Child("name"), e.Name,
+					"would fix the worker's rank, which Paddle's elastic launcher gives each live worker itself: with a fixed rank the launcher fails (IndexError in sync_peers) once a worker of a lower rank is gone; remove it"))
+			case contract[e.Name] && !tunableEnv[e.Name]:
 				errs = append(errs, field.Invalid(p.Child("name"), e.Name,
 					"is set by the operator (the environment contract, docs/env-contract.md): a template's value would override it and break the job; remove it"))
 			}

@@ -117,6 +117,18 @@ func TestValidateTemplates(t *testing.T) {
 		name:     "a fixed port in Host intranet is warned about",
 		job:      testutil.MakePaddleJob("j", "").Workers(2).Intranet(paddlev1.IntranetHost).Obj(),
 		wantWarn: "spec.worker.template.spec.containers[0].ports[0].containerPort is 8080: in Host intranet it is a port of the node",
+	}, {
+		name: "a fixed rank in an elastic job",
+		job:  testutil.MakePaddleJob("j", "").Workers(2).Elastic(1, 3, "http://etcd:2379").Env(paddlev1.ReplicaWorker, "PADDLE_TRAINER_ID", "1").Obj(),
+		want: []string{`env[0].name: Invalid value: "PADDLE_TRAINER_ID": would fix the worker's rank`},
+	}, {
+		name: "PADDLE_RANK fixes an elastic worker's rank too",
+		job:  testutil.MakePaddleJob("j", "").Workers(2).Elastic(1, 3, "http://etcd:2379").Env(paddlev1.ReplicaWorker, "PADDLE_RANK", "0").Obj(),
+		want: []string{`env[0].name: Invalid value: "PADDLE_RANK": would fix the worker's rank`},
+	}, {
+		name:     "an elastic launcher's restart budget may be tuned",
+		job:      testutil.MakePaddleJob("j", "").Workers(2).Elastic(1, 3, "http://etcd:2379").Env(paddlev1.ReplicaWorker, "PADDLE_MAX_RESTART", "100").Obj(),
+		wantWarn: "spec.worker.template.spec.containers[0].env[0].name sets PADDLE_MAX_RESTART, which the operator sets too",
 	}}
 	tests[4].job.Spec.Worker.Template.Spec.HostNetwork = true
 	tests[5].job.Spec.Worker.Template.Spec.HostNetwork = true
