@@ -201,14 +201,14 @@ func implName(impl string) string {
 
 // verifyInfo is what verifyScript reports about a runtime.
 type verifyInfo struct {
-	Paddle         string `json:"paddle"`
+	Paddle string `json:"paddle"`
 	// ParameterServer: paddle's native library has the parameter-server
 	// runtime's classes.
 	ParameterServer bool   `json:"ps"`
-	Version        string `json:"version"`
-	Prefix         string `json:"prefix"`
-	BasePrefix     string `json:"basePrefix"`
-	BaseExecPrefix string `json:"baseExecPrefix"`
+	Version         string `json:"version"`
+	Prefix          string `json:"prefix"`
+	BasePrefix      string `json:"basePrefix"`
+	BaseExecPrefix  string `json:"baseExecPrefix"`
 }
 
 // verifyScript imports paddle, the check that the runtime works, and reports
@@ -357,9 +357,9 @@ func (in *installer) install(ctx context.Context) (rt *Runtime, err error) {
 		return nil, err
 	}
 	m := &manifest{
-		Format:        manifestFormat,
-		Key:           in.key,
-		Dir:           dir,
+		Format:          manifestFormat,
+		Key:             in.key,
+		Dir:             dir,
 		PaddleVersion:   info.Paddle,
 		PythonVersion:   info.Version,
 		ParameterServer: info.ParameterServer,

@@ -86,23 +86,23 @@ type Runtime struct {
 
 // manifest is ManifestName's content.
 type manifest struct {
-	Format        int       `json:"format"`
-	Key           string    `json:"key"`
-	Dir           string    `json:"dir"`
-	PaddleVersion string    `json:"paddleVersion"`
-	PythonVersion string    `json:"pythonVersion"`
+	Format        int    `json:"format"`
+	Key           string `json:"key"`
+	Dir           string `json:"dir"`
+	PaddleVersion string `json:"paddleVersion"`
+	PythonVersion string `json:"pythonVersion"`
 	// ParameterServer is measured when the runtime is installed.
 	ParameterServer bool      `json:"parameterServer"`
-	HostPaths     []string  `json:"hostPaths"`
-	Installed     time.Time `json:"installed"`
+	HostPaths       []string  `json:"hostPaths"`
+	Installed       time.Time `json:"installed"`
 }
 
 func (m *manifest) runtime() *Runtime {
 	bin := filepath.Join(m.Dir, "bin")
 	return &Runtime{
-		Dir:           m.Dir,
-		BinDir:        bin,
-		Python:        filepath.Join(bin, "python3"),
+		Dir:             m.Dir,
+		BinDir:          bin,
+		Python:          filepath.Join(bin, "python3"),
 		PaddleVersion:   m.PaddleVersion,
 		PythonVersion:   m.PythonVersion,
 		ParameterServer: m.ParameterServer,

@@ -210,9 +210,9 @@ func TestEnsureInstallsOnceThenReuses(t *testing.T) {
 		t.Errorf("%s -> %q, %v; want a symlink to %s", link, target, err, rt.Dir)
 	}
 	want := &Runtime{
-		Dir:           rt.Dir,
-		BinDir:        filepath.Join(rt.Dir, "bin"),
-		Python:        filepath.Join(rt.Dir, "bin", "python3"),
+		Dir:             rt.Dir,
+		BinDir:          filepath.Join(rt.Dir, "bin"),
+		Python:          filepath.Join(rt.Dir, "bin", "python3"),
 		PaddleVersion:   "3.0.0",
 		PythonVersion:   "3.11.7",
 		ParameterServer: true,
