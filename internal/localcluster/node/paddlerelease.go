@@ -18,7 +18,7 @@ package node
 // message naming the releases there are: nothing runs on a release it was
 // not written for without saying so.
 //
-// A container of a parameter-server job (TRAINING_ROLE or
+// A (non-init) container of a parameter-server job (TRAINING_ROLE or
 // PADDLE_TRAINING_ROLE PSERVER or HETER_TRAINER, or TRAINER with
 // PADDLE_PSERVERS_IP_PORT_LIST) on a release whose wheel lacks the
 // parameter-server runtime does not start: it ends at once, terminated with
@@ -294,7 +294,8 @@ func (r *podRuntime) checkPaddle(c *containerRun, entry ImageEntry, env *envList
 	if sel.Problem != "" {
 		return &waitError{reason: reasonErrImagePull, err: fmt.Errorf("image %q: %s", c.spec.Image, sel.Problem)}
 	}
-	if role := parameterServerRole(env.lookup); role != "" && !sel.ParameterServer {
+	// Init containers prepare; the operator gives them the role's env too.
+	if role := parameterServerRole(env.lookup); role != "" && !sel.ParameterServer && !c.init {
 		return &refusal{reason: reasonParameterServerUnsupported, message: fmt.Sprintf(
 			"Paddle %s has no parameter-server runtime (PyPI's CPU wheels from 3.1 on are built without it), so this %s cannot run; parameter-server and heter jobs need an image of Paddle %s",
 			sel.Version, role, strings.Join(sel.ParameterServerReleases, " or "))}

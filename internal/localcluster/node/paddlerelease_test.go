@@ -282,6 +282,17 @@ func TestPaddleReleaseDecidesWhetherAContainerStarts(t *testing.T) {
 			t.Errorf("events:\n%s", ev)
 		}
 	})
+	t.Run("an init container of a pserver pod on 3.3.1 runs", func(t *testing.T) {
+		procs := &fakeStarter{}
+		pod := paddlePod("paddlepaddle/paddle:3.3.1", corev1.RestartPolicyNever, ps...)
+		pod.Spec.InitContainers = []corev1.Container{{Name: "prepare", Image: "paddlepaddle/paddle:3.3.1", Command: []string{"python3", "prepare.py"}, Env: ps}}
+		f := runPodWithImages(t, pod, procs, table)
+		f.waitStarted(1).exit(0)
+		f.waitDone()
+		if s, _ := f.status("paddle"); s.State.Terminated == nil || s.State.Terminated.Reason != "ParameterServerUnsupported" || procs.count() != 1 {
+			t.Errorf("%d processes, the pserver container %+v; want the init container's only, the pserver refused", procs.count(), s.State)
+		}
+	})
 	t.Run("a pserver on 2.0.0 runs on 2.6.2, said in an event", func(t *testing.T) {
 		procs := &fakeStarter{}
 		f := runPodWithImages(t, paddlePod("paddlepaddle/paddle:2.0.0", corev1.RestartPolicyNever, ps...), procs, table)
