@@ -72,9 +72,9 @@ addons: ## Build (once, cached outside the repo) the add-ons the gang-scheduling
 	@go run ./hack/kubebin -components etcd -addons volcano,coscheduling,kueue >/dev/null
 
 .PHONY: paddle-runtime
-paddle-runtime: ## Install (once, cached outside the repo) the pinned CPU PaddlePaddle runtime, a Python venv.
+paddle-runtime: ## Install (once, cached outside the repo) the pinned CPU PaddlePaddle runtimes (2.6.2, 3.0.0, 3.3.1), Python venvs; bin/.paddle-runtime names the default's.
 	@mkdir -p $(LOCALBIN)
-	@go run ./hack/paddleruntime > $(LOCALBIN)/.paddle-runtime
+	@go run ./hack/paddleruntime -all > $(LOCALBIN)/.paddle-runtime
 
 # Three tiers. Unit tests need nothing running. Tests that need a
 # kube-apiserver or a sandbox carry the `integration` build tag when they

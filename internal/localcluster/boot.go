@@ -46,7 +46,7 @@ type boot struct {
 	opts   Options
 	l      layout
 	bins   string
-	paddle *paddleruntime.Runtime
+	paddle map[string]*paddleruntime.Runtime // by release
 	// addons are the directories of the add-ons' builds, by name.
 	addons map[string]string
 	st     *State

@@ -51,7 +51,8 @@ type Options struct {
 	// machine. Empty: the host's own.
 	Capacity string
 	// PaddleRuntime names a Paddle runtime to use instead of installing the
-	// pinned one into the cache (paddleruntime.EnvDir).
+	// pinned ones into the cache (paddleruntime.EnvDir): every Paddle image
+	// then runs on it.
 	PaddleRuntime string
 	// With names the add-ons to run besides the control plane (see
 	// ParseAddons): volcano, coscheduling, kueue.
@@ -173,7 +174,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := paddleruntime.Ensure(ctx, paddleruntime.Options{Dir: opts.PaddleRuntime, Log: prefixed(opts.Out, "  ")})
+	rts, err := paddleruntime.EnsureAll(ctx, paddleruntime.Options{Dir: opts.PaddleRuntime, Log: prefixed(opts.Out, "  ")})
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +182,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &boot{opts: opts, l: l, bins: bins, paddle: rt, addons: addons}
+	b := &boot{opts: opts, l: l, bins: bins, paddle: rts, addons: addons}
 	st, err := b.run(ctx)
 	if err != nil {
 		if st != nil {

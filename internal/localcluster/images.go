@@ -19,39 +19,60 @@ import (
 // written:
 //
 //   - the Paddle images (paddlepaddle/paddle and the tutorials' base images)
-//     are the pinned Paddle runtime: its python first on PATH, its
-//     directories bound read-only;
+//     run on the Paddle release their tag names (the table's paddle section
+//     lists a runtime per pinned release: its python first on PATH, its
+//     directories bound read-only; node/paddlerelease.go chooses);
 //   - the example images are the build contexts of examples/images, written
-//     under the cluster's home, whose Dockerfiles build on those;
+//     under the cluster's home, whose Dockerfiles build on those (and so
+//     name their release in their FROM line);
 //   - the operator's and the launcher's images run this paddlejob binary.
 
 // defaultPath is PATH in a container whose image sets none, as in Docker.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// paddleRuntimes is the image table's paddle section: each installed
+// runtime by release. A runtime the user named is the only one, and the
+// default.
+func paddleRuntimes(rts map[string]*paddleruntime.Runtime) *node.PaddleRuntimes {
+	out := &node.PaddleRuntimes{Default: paddleruntime.DefaultRelease, Releases: map[string]node.PaddleRuntime{}}
+	for version, rt := range rts {
+		out.Releases[version] = node.PaddleRuntime{
+			ParameterServer: rt.ParameterServer,
+			HostPaths:       rt.HostPaths,
+			Env:             map[string]string{"PATH": rt.BinDir + ":" + defaultPath},
+		}
+		if len(rts) == 1 {
+			out.Default = version
+		}
+	}
+	return out
+}
+
 // builtinImages are the built-in image table entries: contexts is where the
 // example contexts were written, paddlejob the binary that runs the operator
 // and the launcher.
-func builtinImages(contexts, paddlejob string, rt *paddleruntime.Runtime) map[string]node.ImageEntry {
-	paddle := node.ImageEntry{
-		HostPaths: rt.HostPaths,
-		Env:       map[string]string{"PATH": rt.BinDir + ":" + defaultPath},
-		Args:      []string{"/bin/bash"}, // the official image's CMD
+func builtinImages(contexts, paddlejob string) map[string]node.ImageEntry {
+	// The official image's CMD; the tag names the release.
+	paddle := node.ImageEntry{Args: []string{"/bin/bash"}, PaddleRelease: "tag"}
+	// A tag naming a release runs the example on it (demo-resnet:3.3.1); other
+	// tags on the release of its Dockerfile's FROM.
+	context := func(name string) node.ImageEntry {
+		return node.ImageEntry{Context: filepath.Join(contexts, name), PaddleRelease: "tag"}
 	}
-	context := func(name string) node.ImageEntry { return node.ImageEntry{Context: filepath.Join(contexts, name)} }
-	// Seed 001's start script runs `paddlejob launch` inside the image.
+	// Seed 001's start script runs `paddlejob launch` inside the image,
+	// which builds on demo-wide-and-deep (its Paddle comes from there).
 	launcherImage := context("seed001-mypaddle")
 	launcherImage.HostPaths = []string{filepath.Dir(paddlejob)}
-	launcherImage.Env = map[string]string{"PATH": filepath.Dir(paddlejob) + ":" + rt.BinDir + ":" + defaultPath}
 	return map[string]node.ImageEntry{
 		"paddlepaddle/paddle": paddle,
-		"registry.baidubce.com/paddle-operator/paddle-ubuntu":   paddle, // seed 004, example 5
+		"registry.baidubce.com/paddle-operator/paddle-ubuntu":   paddle, // seed 004, example 5: 2.0.0-18.04
 		"registry.baidubce.com/paddle-operator/paddle-base-gpu": paddle, // FROM of example 2's image
 		// Seed 004's examples 1 and 3 (parameter server) and 2 (collective).
 		"registry.baidubce.com/paddle-operator/demo-wide-and-deep": context("demo-wide-and-deep"),
 		"registry.baidubce.com/paddle-operator/demo-resnet":        context("demo-resnet"),
 		// Seed 000's and 001's images, [YOUR_REPO] being paddlejob.
 		"mypaddle/paddle:quickstart": context("seed000-quickstart"),
-		"paddlejob/paddle:mypaddle":  launcherImage,
+		"paddlejob/paddle":           launcherImage, // :mypaddle, or a release (:2.6.2)
 		// Seed 002's runtime image: the wide & deep program.
 		"yancey1989/paddle-job": context("demo-wide-and-deep"),
 		// Seed 002's word2vec trainer package, reading its shard with the Python SDK.
@@ -66,7 +87,7 @@ func builtinImages(contexts, paddlejob string, rt *paddleruntime.Runtime) map[st
 // writeImageTable writes the example contexts under the cluster's home and
 // the node's image table: the built-in entries, then the user's table over
 // them.
-func writeImageTable(l layout, paddlejob string, rt *paddleruntime.Runtime, userTable string) error {
+func writeImageTable(l layout, paddlejob string, rts map[string]*paddleruntime.Runtime, userTable string) error {
 	contexts := l.imageContexts()
 	if err := os.RemoveAll(contexts); err != nil {
 		return err
@@ -87,7 +108,14 @@ func writeImageTable(l layout, paddlejob string, rt *paddleruntime.Runtime, user
 			return fmt.Errorf("writing the Python SDK into the %s image: %w", image, err)
 		}
 	}
-	entries := builtinImages(contexts, paddlejob, rt)
+	entries := builtinImages(contexts, paddlejob)
+	paddle := paddleRuntimes(rts)
+	// The launcher image's PATH: the paddlejob binary first, then what its
+	// Dockerfile's FROM gives (the release's python).
+	// Dockerfile's FROM gives (demo-wide-and-deep's release, the default).
+	launcher := entries["paddlejob/paddle"]
+	launcher.Env = map[string]string{"PATH": filepath.Dir(paddlejob) + ":" + paddle.Releases[paddle.Default].Env["PATH"]}
+	entries["paddlejob/paddle"] = launcher
 	if userTable != "" {
 		data, err := os.ReadFile(userTable)
 		if err != nil {
@@ -103,7 +131,7 @@ func writeImageTable(l layout, paddlejob string, rt *paddleruntime.Runtime, user
 			entries[k] = v
 		}
 	}
-	data, err := yaml.Marshal(map[string]any{"images": entries})
+	data, err := yaml.Marshal(map[string]any{"images": entries, "paddle": paddle})
 	if err != nil {
 		return err
 	}

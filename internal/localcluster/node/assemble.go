@@ -34,6 +34,9 @@ func (r *podRuntime) buildProcess(c *containerRun) (processSpec, error) {
 	if err != nil {
 		return processSpec{}, err
 	}
+	if err := r.checkPaddle(c, entry, env); err != nil {
+		return processSpec{}, err
+	}
 	argv, err := containerArgv(c.spec, entry, known)
 	if err != nil {
 		return processSpec{}, &waitError{reason: reasonCreateError, err: err}

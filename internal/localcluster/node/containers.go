@@ -115,7 +115,13 @@ func (r *podRuntime) runContainer(ctx context.Context, c *containerRun) bool {
 	for ctx.Err() == nil {
 		changed := r.changed.changed()
 		spec, err := r.buildProcess(c)
-		if err != nil {
+		var term corev1.ContainerStateTerminated
+		var refused *refusal
+		switch {
+		case errors.As(err, &refused):
+			// It cannot run at all (paddlerelease.go): a run that failed.
+			term = r.refuse(c, refused)
+		case err != nil:
 			r.setState(c, waiting(waitingReason(err), err.Error()))
 			r.warnOnce(c, "Failed", err.Error())
 			select {
@@ -125,8 +131,9 @@ func (r *podRuntime) runContainer(ctx context.Context, c *containerRun) bool {
 				return false
 			}
 			continue
+		default:
+			term = r.runOnce(ctx, c, spec)
 		}
-		term := r.runOnce(ctx, c, spec)
 		if r.isStopping() {
 			return false
 		}

@@ -129,6 +129,12 @@ func runPod(t *testing.T, pod *corev1.Pod, procs *fakeStarter) *podFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runPodWithImages(t, pod, procs, images)
+}
+
+// runPodWithImages is runPod with an image table of the test's.
+func runPodWithImages(t *testing.T, pod *corev1.Pod, procs *fakeStarter, images *ImageTable) *podFixture {
+	t.Helper()
 	f := &podFixture{t: t, clock: clocktesting.NewFakeClock(fixtureStart), procs: procs}
 	f.inAPI = pod.DeepCopy()
 	f.inAPI.Status = corev1.PodStatus{}

@@ -240,6 +240,11 @@ func (b *dockerBuild) apply(in dockerInstruction) error {
 		b.shell = shell
 		return nil
 	case "RUN":
+		if v := paddleReleasePinnedBy(in.args); v != "" {
+			// The image holds Paddle v: it runs on the node's runtime for it.
+			b.entry.PaddleRelease = v
+			return nil
+		}
 		b.warn(in.line, fmt.Sprintf("RUN %s is not run for local images: what it would install must already be on this machine", shorten(in.args, 80)))
 		return nil
 	case "ONBUILD":
@@ -281,6 +286,7 @@ func (b *dockerBuild) from(text string) error {
 			WorkingDir: base.WorkingDir,
 			Files:      slices.Clone(base.Files),
 			HostPaths:  slices.Clone(base.HostPaths),
+			Paddle:     base.Paddle,
 		}
 	}
 	if b.entry.Env == nil {
@@ -753,7 +759,7 @@ func (t *ImageTable) resolveContexts() error {
 			if err := resolve(baseKey); err != nil {
 				return ImageEntry{}, false, err
 			}
-			return t.entries[baseKey], true, nil
+			return t.resolvePaddle(ref, t.entries[baseKey]), true, nil
 		}
 		fromContext, warnings, err := buildContext(e.Context, base)
 		if err != nil {
@@ -762,7 +768,19 @@ func (t *ImageTable) resolveContexts() error {
 		for _, w := range warnings {
 			t.warnings = append(t.warnings, fmt.Sprintf("image %q: %s", key, w))
 		}
-		t.entries[key] = overlayEntry(fromContext, e)
+		// A RUN pinning paddlepaddle with pip, or the table's own
+		// paddleRelease, puts the image on that release.
+		if e.PaddleRelease != "" && e.PaddleRelease != paddleReleaseByTag {
+			fromContext.PaddleRelease = e.PaddleRelease
+		}
+		if pinned := fromContext.PaddleRelease; pinned != "" {
+			fromContext = t.repinPaddle(fromContext, pinned)
+		}
+		built := overlayEntry(fromContext, e)
+		if e.PaddleRelease == paddleReleaseByTag && built.Paddle != nil {
+			built.PaddleRelease = paddleReleaseByTag // Lookup applies a tag naming a release
+		}
+		t.entries[key] = built
 		return nil
 	}
 	for _, key := range sortedEntryKeys(t.entries) {
@@ -799,6 +817,7 @@ func overlayEntry(built, table ImageEntry) ImageEntry {
 		e.WorkingDir = table.WorkingDir
 	}
 	e.OverrideCommand = table.OverrideCommand
+	e.PaddleRelease = "" // applied by resolveContexts
 	e.Files = append(slices.Clone(e.Files), table.Files...)
 	for _, p := range table.HostPaths {
 		if !slices.Contains(e.HostPaths, p) {

@@ -38,6 +38,16 @@ type ImageEntry struct {
 	// interpreted into the entry when the table is loaded. The entry's other
 	// fields apply over what the Dockerfile gives (see resolveContexts).
 	Context string `json:"context,omitempty"`
+	// PaddleRelease makes the entry a PaddlePaddle image that runs on one of
+	// the node's Paddle runtimes (the table's paddle section): "tag" takes
+	// the release the image's tag names (paddlepaddle/paddle:2.6.2), a
+	// version that release. A Dockerfile FROM such an image, or pinning
+	// paddlepaddle with pip, gets one too (see paddlerelease.go); with
+	// "tag" on an entry with a context, a tag naming a release moves the
+	// image built from it onto that release.
+	PaddleRelease string `json:"paddleRelease,omitempty"`
+	// Paddle is the release the entry runs on, once the node chose it.
+	Paddle *PaddleSelection `json:"-"`
 }
 
 // ImageFile is a file or directory of an image: Source on the host, copied
@@ -51,6 +61,9 @@ type ImageFile struct {
 // imageTableFile is the --image-table file format.
 type imageTableFile struct {
 	Images map[string]ImageEntry `json:"images"`
+	// Paddle are the node's Paddle runtimes, for the entries with a
+	// paddleRelease.
+	Paddle *PaddleRuntimes `json:"paddle,omitempty"`
 }
 
 // builtinImages are known without a table file. busybox is a POSIX shell
@@ -76,24 +89,28 @@ type ImageTable struct {
 	// warnings are about the entries, for the node to log once: what their
 	// Dockerfiles ask and local images cannot do.
 	warnings []string
+	// paddle are the node's Paddle runtimes (nil without any).
+	paddle *PaddleRuntimes
 }
 
 // LoadImageTable reads the table file at path (none when empty) and merges
 // its entries over the built-in ones.
 func LoadImageTable(path string) (*ImageTable, error) {
 	entries := builtinImages()
+	var paddle *PaddleRuntimes
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("reading image table: %w", err)
 		}
-		file, err := parseImageTable(data)
-		if err != nil {
+		var file imageTableFile
+		if err := yaml.UnmarshalStrict(data, &file); err != nil {
 			return nil, fmt.Errorf("image table %s: %w", path, err)
 		}
-		entries = mergeImageEntries(entries, file)
+		entries = mergeImageEntries(entries, file.Images)
+		paddle = file.Paddle
 	}
-	t, err := newImageTable(path, entries)
+	t, err := newImageTableWithPaddle(path, entries, paddle)
 	if err != nil && path != "" {
 		return nil, fmt.Errorf("image table %s: %w", path, err)
 	}
@@ -124,7 +141,12 @@ func mergeImageEntries(base, over map[string]ImageEntry) map[string]ImageEntry {
 // newImageTable indexes the entries, builds those with a context, and checks
 // them all.
 func newImageTable(file string, entries map[string]ImageEntry) (*ImageTable, error) {
-	t := &ImageTable{file: file, entries: map[string]ImageEntry{}, tagged: map[string]bool{}, anyTag: map[string]bool{}}
+	return newImageTableWithPaddle(file, entries, nil)
+}
+
+// newImageTableWithPaddle is newImageTable with the node's Paddle runtimes.
+func newImageTableWithPaddle(file string, entries map[string]ImageEntry, paddle *PaddleRuntimes) (*ImageTable, error) {
+	t := &ImageTable{file: file, entries: map[string]ImageEntry{}, tagged: map[string]bool{}, anyTag: map[string]bool{}, paddle: paddle}
 	for key, e := range entries {
 		key = normalizeImage(key)
 		t.entries[key] = e
@@ -171,6 +193,9 @@ func checkImageEntry(e ImageEntry) error {
 			errs = append(errs, fmt.Errorf("hostPaths: %q must be an absolute path other than /", p))
 		}
 	}
+	if r := e.PaddleRelease; r != "" && r != paddleReleaseByTag && !releaseInTag.MatchString(r) {
+		errs = append(errs, fmt.Errorf("paddleRelease %q: want %q or a release such as 3.0.0", r, paddleReleaseByTag))
+	}
 	return errors.Join(errs...)
 }
 
@@ -208,13 +233,34 @@ func (t *ImageTable) lookupKey(image string) (string, bool) {
 	return "", false
 }
 
-// Lookup finds the entry for an image reference.
+// Lookup finds the entry for an image reference; a Paddle image's entry
+// runs on the release the reference selects.
 func (t *ImageTable) Lookup(image string) (ImageEntry, bool) {
 	key, ok := t.lookupKey(image)
 	if !ok {
 		return ImageEntry{}, false
 	}
-	return t.entries[key], true
+	return t.resolvePaddle(image, t.entries[key]), true
+}
+
+// resolvePaddle applies the Paddle release an image reference selects to
+// its entry, unless the entry has one already.
+func (t *ImageTable) resolvePaddle(image string, e ImageEntry) ImageEntry {
+	switch {
+	case e.PaddleRelease == "":
+		return e
+	case e.PaddleRelease != paddleReleaseByTag:
+		return t.withPaddle(e, e.PaddleRelease)
+	case e.Paddle == nil:
+		return t.withPaddle(e, paddleReleaseOfTag(image))
+	}
+	// Built from a Dockerfile: a tag naming a release puts the same image
+	// on that one (demo-resnet:3.3.1), another keeps the Dockerfile's.
+	if asked := paddleReleaseOfTag(image); asked != "" {
+		return t.repinPaddle(e, asked)
+	}
+	e.PaddleRelease = ""
+	return e
 }
 
 // unknownImageMessage tells the user how to make an image runnable.

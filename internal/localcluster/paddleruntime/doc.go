@@ -1,7 +1,9 @@
-// Package paddleruntime provides the pinned CPU PaddlePaddle runtime: a Python
-// virtual environment holding paddlepaddle and every dependency at the
-// versions of requirements.txt, which Paddle programs run with on this
-// machine.
+// Package paddleruntime provides the pinned CPU PaddlePaddle runtimes: one
+// Python virtual environment per pinned release (2.6.2, 3.0.0 — the
+// default — and 3.3.1), each holding paddlepaddle and every dependency at the
+// versions, and with the wheel hashes, of pins/paddle-<version>.txt, which
+// Paddle programs run with on this machine (the local node picks the release
+// an image asks for).
 //
 // Paddle is a large native wheel with exact dependency needs, so the runtime is
 // installed with pip once and cached outside the repository, in a directory

@@ -101,12 +101,13 @@ func useNamed(ctx context.Context, dir string) (*Runtime, error) {
 		return nil, fmt.Errorf("the Paddle runtime named by $%s, %s: `import paddle` fails with its bin/python3: %v%s", EnvDir, dir, err, indent(lastLines(stderr.String(), 5)))
 	}
 	return &Runtime{
-		Dir:           real,
-		BinDir:        filepath.Dir(python),
-		Python:        python,
-		PaddleVersion: info.Paddle,
-		PythonVersion: info.Version,
-		HostPaths:     hostPaths(real, info.Prefix, info.BasePrefix, info.BaseExecPrefix),
+		Dir:             real,
+		BinDir:          filepath.Dir(python),
+		Python:          python,
+		PaddleVersion:   info.Paddle,
+		PythonVersion:   info.Version,
+		ParameterServer: info.ParameterServer,
+		HostPaths:       hostPaths(real, info.Prefix, info.BasePrefix, info.BaseExecPrefix),
 	}, nil
 }
 
@@ -200,19 +201,29 @@ func implName(impl string) string {
 
 // verifyInfo is what verifyScript reports about a runtime.
 type verifyInfo struct {
-	Paddle         string `json:"paddle"`
-	Version        string `json:"version"`
-	Prefix         string `json:"prefix"`
-	BasePrefix     string `json:"basePrefix"`
-	BaseExecPrefix string `json:"baseExecPrefix"`
+	Paddle string `json:"paddle"`
+	// ParameterServer: paddle's native library has the parameter-server
+	// runtime's classes.
+	ParameterServer bool   `json:"ps"`
+	Version         string `json:"version"`
+	Prefix          string `json:"prefix"`
+	BasePrefix      string `json:"basePrefix"`
+	BaseExecPrefix  string `json:"baseExecPrefix"`
 }
 
 // verifyScript imports paddle, the check that the runtime works, and reports
-// what the manifest records.
+// what the manifest records: whether the native library has the
+// parameter-server runtime's classes is what tells a wheel that can run
+// parameter-server jobs (2.6.2, 3.0.0) from one that cannot (3.1 on).
 const verifyScript = `import json, sys
 import paddle
+try:
+    from paddle.base import libpaddle as native
+except ImportError:
+    from paddle.fluid import core as native
 print(json.dumps({
     "paddle": paddle.__version__,
+    "ps": hasattr(native, "DistFleetWrapper") and hasattr(native, "CommContext"),
     "version": "%d.%d.%d" % tuple(sys.version_info[:3]),
     "prefix": sys.prefix,
     "basePrefix": sys.base_prefix,
@@ -221,7 +232,14 @@ print(json.dumps({
 `
 
 // envVerifyScript is verifyScript without paddle.
-var envVerifyScript = strings.NewReplacer("import paddle\n", "", "    \"paddle\": paddle.__version__,\n", "").Replace(verifyScript)
+const envVerifyScript = `import json, sys
+print(json.dumps({
+    "version": "%d.%d.%d" % tuple(sys.version_info[:3]),
+    "prefix": sys.prefix,
+    "basePrefix": sys.base_prefix,
+    "baseExecPrefix": sys.base_exec_prefix,
+}))
+`
 
 // runVerifyEnv describes a venv of another pinned set (EnsureEnv): no
 // paddle to import.
@@ -339,13 +357,14 @@ func (in *installer) install(ctx context.Context) (rt *Runtime, err error) {
 		return nil, err
 	}
 	m := &manifest{
-		Format:        manifestFormat,
-		Key:           in.key,
-		Dir:           dir,
-		PaddleVersion: info.Paddle,
-		PythonVersion: info.Version,
-		HostPaths:     hostPaths(dir, info.Prefix, info.BasePrefix, info.BaseExecPrefix),
-		Installed:     time.Now().UTC().Truncate(time.Second),
+		Format:          manifestFormat,
+		Key:             in.key,
+		Dir:             dir,
+		PaddleVersion:   info.Paddle,
+		PythonVersion:   info.Version,
+		ParameterServer: info.ParameterServer,
+		HostPaths:       hostPaths(dir, info.Prefix, info.BasePrefix, info.BaseExecPrefix),
+		Installed:       time.Now().UTC().Truncate(time.Second),
 	}
 	if err := writeManifest(dir, m); err != nil {
 		return nil, err
@@ -377,7 +396,11 @@ func (in *installer) build(ctx context.Context, dir string) (verifyInfo, error) 
 		return verifyInfo{}, err
 	}
 	python := filepath.Join(dir, "bin", "python3")
-	if out, err := in.run(ctx, python, "-m", "pip", "install", "--no-deps", "--progress-bar", "off", "-r", req); err != nil {
+	pip := []string{"-m", "pip", "install", "--no-deps", "--progress-bar", "off"}
+	if in.pins.hashed {
+		pip = append(pip, "--require-hashes")
+	}
+	if out, err := in.run(ctx, python, append(pip, "-r", req)...); err != nil {
 		if ctx.Err() != nil {
 			return verifyInfo{}, fmt.Errorf("installing %s: %w", in.pins.label(), ctx.Err())
 		}
@@ -402,6 +425,10 @@ func (in *installer) build(ctx context.Context, dir string) (verifyInfo, error) 
 	}
 	if info.Paddle != in.pins.paddle {
 		return verifyInfo{}, fmt.Errorf("the Paddle runtime installed, but paddle reports version %s, not the pinned %s", info.Paddle, in.pins.paddle)
+	}
+	if info.ParameterServer != in.pins.parameterServer {
+		return verifyInfo{}, fmt.Errorf("the Paddle runtime installed, but paddle %s's parameter-server runtime is %s, while its pins say `# parameter-server: %s`",
+			info.Paddle, map[bool]string{true: "there", false: "missing"}[info.ParameterServer], map[bool]string{true: "yes", false: "no"}[in.pins.parameterServer])
 	}
 	if prefix, err := realPath(info.Prefix); err != nil || prefix != dir {
 		return verifyInfo{}, fmt.Errorf("%s's python reports prefix %s, not its venv %s (is PYTHONHOME set in a startup file?)", in.pins.label(), info.Prefix, dir)
@@ -449,6 +476,9 @@ func (in *installer) pipError(ctx context.Context, python string, err error, out
 			ErrUnsupportedPython, what, in.py.Version, in.py.Executable+", "+runtime.GOOS+"/"+runtime.GOARCH, in.pins.packages(), in.pins.pythonRange(), last, in.logPath)
 	case pipNoSpace:
 		return fmt.Errorf("no space left on the disk of %s to install %s: pip says%s\n(full output: %s)", in.root, in.pins.label(), last, in.logPath)
+	case pipHashMismatch:
+		return fmt.Errorf("installing %s: a file pip downloaded has a sha256 the pins do not list (they cover the wheels of Linux x86_64, %s: a mirror serving other files, or another platform): pip says%s\n(full output: %s)",
+			in.pins.label(), in.pins.pythonRange(), last, in.logPath)
 	}
 	return fmt.Errorf("installing %s: pip failed (%v); pip says%s\n(full output: %s)", in.pins.label(), err, last, in.logPath)
 }
@@ -472,6 +502,7 @@ const (
 	pipNetwork
 	pipNoDistribution
 	pipNoSpace
+	pipHashMismatch
 )
 
 // pipNetworkSigns are what pip (and the urllib3, ssl and socket errors it
@@ -496,6 +527,8 @@ func classifyPip(out string) (pipFailure, string) {
 	switch {
 	case strings.Contains(out, "No space left on device"):
 		return pipNoSpace, ""
+	case strings.Contains(out, "DO NOT MATCH THE HASHES"):
+		return pipHashMismatch, ""
 	// pip read the index and skipped the versions for other Pythons: the
 	// network worked, whatever else it printed.
 	case m != nil && strings.Contains(out, "require a different python version"):

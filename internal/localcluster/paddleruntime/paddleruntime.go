@@ -25,16 +25,17 @@ const EnvDir = "PADDLEJOB_PADDLE_RUNTIME"
 const ManifestName = "paddlejob-runtime.json"
 
 // manifestFormat changes when the manifest's meaning does; Load refuses other
-// formats rather than guess.
-const manifestFormat = 1
+// formats rather than guess. 2: parameterServer.
+const manifestFormat = 2
 
-//go:embed requirements.txt
-var embeddedRequirements []byte
+// embeddedRequirements are the default release's pins.
+var embeddedRequirements = mustReadPins("paddle-" + DefaultRelease + ".txt")
 
-// pins is the pin in use: the embedded one, swapped by tests.
+// pins is the default release's pin set, swapped by tests.
 var pins = mustParsePins(embeddedRequirements)
 
-// PinnedPaddleVersion is the paddlepaddle version requirements.txt pins.
+// PinnedPaddleVersion is the default release: the paddlepaddle version an
+// image naming no release runs on.
 func PinnedPaddleVersion() string { return pins.paddle }
 
 // Options says where the runtime may come from.
@@ -73,6 +74,10 @@ type Runtime struct {
 	PaddleVersion string
 	// PythonVersion is the interpreter's version, such as 3.11.7.
 	PythonVersion string
+	// ParameterServer reports whether its paddle carries the
+	// parameter-server runtime (DistFleetWrapper and CommContext in
+	// paddle.base.libpaddle): PyPI's CPU wheels from 3.1 on do not.
+	ParameterServer bool
 	// HostPaths are the host directories a sandbox must bind (read-only) for
 	// Python to run: the venv and the base interpreter's prefix, which the
 	// venv's python links to.
@@ -81,24 +86,27 @@ type Runtime struct {
 
 // manifest is ManifestName's content.
 type manifest struct {
-	Format        int       `json:"format"`
-	Key           string    `json:"key"`
-	Dir           string    `json:"dir"`
-	PaddleVersion string    `json:"paddleVersion"`
-	PythonVersion string    `json:"pythonVersion"`
-	HostPaths     []string  `json:"hostPaths"`
-	Installed     time.Time `json:"installed"`
+	Format        int    `json:"format"`
+	Key           string `json:"key"`
+	Dir           string `json:"dir"`
+	PaddleVersion string `json:"paddleVersion"`
+	PythonVersion string `json:"pythonVersion"`
+	// ParameterServer is measured when the runtime is installed.
+	ParameterServer bool      `json:"parameterServer"`
+	HostPaths       []string  `json:"hostPaths"`
+	Installed       time.Time `json:"installed"`
 }
 
 func (m *manifest) runtime() *Runtime {
 	bin := filepath.Join(m.Dir, "bin")
 	return &Runtime{
-		Dir:           m.Dir,
-		BinDir:        bin,
-		Python:        filepath.Join(bin, "python3"),
-		PaddleVersion: m.PaddleVersion,
-		PythonVersion: m.PythonVersion,
-		HostPaths:     m.HostPaths,
+		Dir:             m.Dir,
+		BinDir:          bin,
+		Python:          filepath.Join(bin, "python3"),
+		PaddleVersion:   m.PaddleVersion,
+		PythonVersion:   m.PythonVersion,
+		ParameterServer: m.ParameterServer,
+		HostPaths:       m.HostPaths,
 	}
 }
 

@@ -86,6 +86,7 @@ type fake struct {
 	pipFails  bool
 	pipSleep  string // seconds pip takes
 	badImport bool   // `import paddle` fails
+	noPS      bool   // paddle lacks the parameter-server runtime
 }
 
 // write installs the fake as base/bin/python3 and returns its path and the
@@ -136,7 +137,7 @@ EOF
 	if [ IMPORTEXIT != 0 ]; then echo "ModuleNotFoundError: No module named 'paddle'" >&2; exit 1; fi
 	prefix=$(cd "$(dirname "$0")/.." && pwd -P)
 	echo "some notice paddle prints first"
-	echo '{"paddle": "PADDLE", "version": "VERSION", "prefix": "'"$prefix"'", "basePrefix": "BASE", "baseExecPrefix": "BASE"}' ;;
+	echo '{"paddle": "PADDLE", "ps": HASPS, "version": "VERSION", "prefix": "'"$prefix"'", "basePrefix": "BASE", "baseExecPrefix": "BASE"}' ;;
 -c*'"basePrefix": sys.base_prefix'*)
 	prefix=$(cd "$(dirname "$0")/.." && pwd -P)
 	echo '{"version": "VERSION", "prefix": "'"$prefix"'", "basePrefix": "BASE", "baseExecPrefix": "BASE"}' ;;
@@ -148,7 +149,7 @@ esac
 `
 	script = strings.NewReplacer(
 		"BASE", base, "PIPCOUNT", pipCount, "PIPSLEEP", f.pipSleep, "PIPOUT", f.pipOut, "PIPDEBUG", f.pipDebug,
-		"PIPEXIT", itoa(pipExit), "IMPORTEXIT", itoa(importExit), "PADDLE", f.paddle,
+		"PIPEXIT", itoa(pipExit), "IMPORTEXIT", itoa(importExit), "PADDLE", f.paddle, "HASPS", map[bool]string{false: "true", true: "false"}[f.noPS],
 		"VERSION", f.version, "ENSUREPIP", ensurepip,
 	).Replace(script)
 	python = filepath.Join(base, "bin", "python3")
@@ -209,12 +210,13 @@ func TestEnsureInstallsOnceThenReuses(t *testing.T) {
 		t.Errorf("%s -> %q, %v; want a symlink to %s", link, target, err, rt.Dir)
 	}
 	want := &Runtime{
-		Dir:           rt.Dir,
-		BinDir:        filepath.Join(rt.Dir, "bin"),
-		Python:        filepath.Join(rt.Dir, "bin", "python3"),
-		PaddleVersion: "3.0.0",
-		PythonVersion: "3.11.7",
-		HostPaths:     []string{rt.Dir, base},
+		Dir:             rt.Dir,
+		BinDir:          filepath.Join(rt.Dir, "bin"),
+		Python:          filepath.Join(rt.Dir, "bin", "python3"),
+		PaddleVersion:   "3.0.0",
+		PythonVersion:   "3.11.7",
+		ParameterServer: true,
+		HostPaths:       []string{rt.Dir, base},
 	}
 	if !reflect.DeepEqual(rt, want) {
 		t.Errorf("Ensure = %+v\nwant %+v", rt, want)
@@ -226,8 +228,8 @@ func TestEnsureInstallsOnceThenReuses(t *testing.T) {
 		t.Errorf("the runtime does not record the requirements it was installed from: %v", err)
 	}
 	args, _ := os.ReadFile(pipCount)
-	if !strings.Contains(string(args), "install --no-deps") {
-		t.Errorf("pip ran as %q; want install --no-deps -r ...", args)
+	if !strings.Contains(string(args), "install --no-deps --progress-bar off --require-hashes -r ") {
+		t.Errorf("pip ran as %q; want install --no-deps --require-hashes -r ...", args)
 	}
 	for _, line := range []string{
 		"installing the Paddle runtime (paddlepaddle 3.0.0) into " + link + " (once; about a minute)",
@@ -444,7 +446,7 @@ func fakeRuntime(t *testing.T) (dir string, m *manifest) {
 	}
 	m = &manifest{
 		Format: manifestFormat, Key: "paddle-3.0.0-py3.11.7-0123456789ab", Dir: dir,
-		PaddleVersion: "3.0.0", PythonVersion: "3.11.7",
+		PaddleVersion: "3.0.0", PythonVersion: "3.11.7", ParameterServer: true,
 		HostPaths: hostPaths(dir, base), Installed: time.Date(2026, 5, 9, 7, 35, 25, 0, time.UTC),
 	}
 	if err := writeManifest(dir, m); err != nil {
@@ -459,7 +461,7 @@ func TestManifestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, field := range []string{`"format": 1`, `"paddleVersion": "3.0.0"`, `"hostPaths": [`} {
+	for _, field := range []string{`"format": 2`, `"paddleVersion": "3.0.0"`, `"parameterServer": true`, `"hostPaths": [`} {
 		if !strings.Contains(string(b), field) {
 			t.Errorf("%s lacks %s:\n%s", ManifestName, field, b)
 		}
@@ -568,4 +570,49 @@ func TestEnsureNamedDir(t *testing.T) {
 			t.Errorf("Ensure = %v; want the reason the named runtime is broken", err)
 		}
 	})
+}
+
+// Each pinned release installs into its own runtime, and what the install
+// measures (the parameter-server runtime) must be what its pins declare.
+func TestEnsureReleases(t *testing.T) {
+	base, cache := tempDir(t), tempDir(t)
+	python, pipCount := fake{paddle: "3.3.1", noPS: true}.write(t, base)
+	opts := Options{CacheDir: cache, Python: python}
+	rt, err := EnsureRelease(context.Background(), opts, "3.3.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt.PaddleVersion != "3.3.1" || rt.ParameterServer || !strings.Contains(rt.Dir, "/paddle-3.3.1-py3.11.7-") {
+		t.Errorf("EnsureRelease(3.3.1) = %+v; want 3.3.1 without the parameter-server runtime", rt)
+	}
+	if b, _ := os.ReadFile(filepath.Join(rt.Dir, "paddlejob-requirements.txt")); !bytes.Contains(b, []byte("\npaddlepaddle==3.3.1 \\\n")) {
+		t.Errorf("the 3.3.1 runtime was installed from:\n%s", b)
+	}
+	// 3.0.0's pins say it has the runtime: a wheel without it is refused.
+	if _, err := EnsureRelease(context.Background(), opts, "3.0.0"); err == nil || !strings.Contains(err.Error(), "paddle reports version 3.3.1") {
+		t.Errorf("EnsureRelease(3.0.0) with paddle 3.3.1 = %v", err)
+	}
+	python, _ = fake{paddle: "3.0.0", noPS: true}.write(t, tempDir(t))
+	_, err = EnsureRelease(context.Background(), Options{CacheDir: tempDir(t), Python: python}, "3.0.0")
+	if err == nil || !strings.Contains(err.Error(), "paddle 3.0.0's parameter-server runtime is missing, while its pins say `# parameter-server: yes`") {
+		t.Errorf("EnsureRelease(3.0.0) of a wheel without the parameter-server runtime = %v", err)
+	}
+	if _, err := EnsureRelease(context.Background(), opts, "3.2.2"); err == nil || !strings.Contains(err.Error(), "not pinned") {
+		t.Errorf("EnsureRelease(3.2.2) = %v; want not pinned", err)
+	}
+	if n := pipInstalls(t, pipCount); n != 2 {
+		t.Errorf("%d pip installs; want 2 (3.3.1, and 3.0.0 refused after its install)", n)
+	}
+}
+
+// A runtime the user names is the only one: every image runs on it.
+func TestEnsureAllWithANamedRuntime(t *testing.T) {
+	dir, _ := fakeRuntime(t)
+	rts, err := EnsureAll(context.Background(), Options{Dir: dir, CacheDir: tempDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rts) != 1 || rts["3.0.0"] == nil || !rts["3.0.0"].ParameterServer {
+		t.Errorf("EnsureAll with a named runtime = %v; want only it, as 3.0.0", rts)
+	}
 }

@@ -11,11 +11,18 @@ import (
 	"strings"
 )
 
-// pinSet is requirements.txt parsed: the file is the only place the versions
-// are written down.
+// pinSet is a requirements file parsed (one of pins/ for a Paddle runtime):
+// the file is the only place the versions are written down.
 type pinSet struct {
 	raw    []byte
 	paddle string // the paddlepaddle version
+	// parameterServer is what the file's `# parameter-server: yes|no` line
+	// declares: whether the paddlepaddle wheel carries the parameter-server
+	// runtime. An install checks it against the installed wheel.
+	parameterServer bool
+	// hashed: every pin carries --hash options, so pip installs with
+	// --require-hashes.
+	hashed bool
 	// pyMin and pyMax bound the CPython minor versions every pinned package
 	// has a wheel for, both included: {3, 11} and {3, 13}.
 	pyMin, pyMax [2]int
@@ -26,19 +33,38 @@ type pinSet struct {
 }
 
 var (
-	pinLine    = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!-]+)$`)
+	pinLine    = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!-]+)((?:\s+--hash=sha256:[0-9a-f]{64})*)$`)
 	pythonLine = regexp.MustCompile(`^#\s*python:\s*(\d+)\.(\d+)\s*-\s*(\d+)\.(\d+)\s*$`)
+	psLine     = regexp.MustCompile(`^#\s*parameter-server:\s*(\S+)\s*$`)
 )
 
-// parsePins reads the Paddle runtime's requirements.txt: a pinned set that
-// pins paddlepaddle.
+// parsePins reads a Paddle runtime's pin file: a pinned set that pins
+// paddlepaddle, every package with its hashes, and says whether the wheel
+// carries the parameter-server runtime.
 func parsePins(raw []byte) (pinSet, error) {
 	p, err := parseRequirements(raw)
 	if err != nil {
 		return pinSet{}, err
 	}
 	if p.paddle == "" {
-		return pinSet{}, fmt.Errorf("requirements.txt pins no paddlepaddle version")
+		return pinSet{}, fmt.Errorf("the pins name no paddlepaddle version")
+	}
+	if !p.hashed {
+		return pinSet{}, fmt.Errorf("paddlepaddle %s: every pin needs its --hash=sha256:... options (pip installs with --require-hashes)", p.paddle)
+	}
+	var m [][]byte
+	for _, line := range bytes.Split(raw, []byte("\n")) {
+		if m = psLine.FindSubmatch(bytes.TrimSpace(line)); m != nil {
+			break
+		}
+	}
+	switch {
+	case m == nil:
+		return pinSet{}, fmt.Errorf("paddlepaddle %s: the pins need a line `# parameter-server: yes` or `no`, saying whether the wheel carries the parameter-server runtime", p.paddle)
+	case string(m[1]) == "yes":
+		p.parameterServer = true
+	case string(m[1]) != "no":
+		return pinSet{}, fmt.Errorf("paddlepaddle %s: `# parameter-server: %s`: want yes or no", p.paddle, m[1])
 	}
 	return p, nil
 }
@@ -49,8 +75,17 @@ func parsePins(raw []byte) (pinSet, error) {
 func parseRequirements(raw []byte) (pinSet, error) {
 	p := pinSet{raw: raw}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
+	pinned, hashed := 0, 0
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
+		// A pin continues on the lines after a backslash: its --hash options.
+		for start := n; strings.HasSuffix(line, `\`) && sc.Scan(); n++ {
+			next := strings.TrimSpace(sc.Text())
+			if strings.HasPrefix(next, "#") {
+				return pinSet{}, fmt.Errorf("line %d: a comment inside the pin that starts on line %d", n+1, start)
+			}
+			line = strings.TrimSpace(strings.TrimSuffix(line, `\`)) + " " + next
+		}
 		if m := pythonLine.FindStringSubmatch(line); m != nil {
 			p.pyMin = [2]int{atoi(m[1]), atoi(m[2])}
 			p.pyMax = [2]int{atoi(m[3]), atoi(m[4])}
@@ -61,15 +96,23 @@ func parseRequirements(raw []byte) (pinSet, error) {
 		}
 		m := pinLine.FindStringSubmatch(line)
 		if m == nil {
-			return pinSet{}, fmt.Errorf("requirements.txt line %d: %q is not an exact pin (name==version)", n, line)
+			return pinSet{}, fmt.Errorf("requirements.txt line %d: %q is not an exact pin (name==version, optionally followed by --hash=sha256:... options)", n, line)
 		}
 		if strings.EqualFold(m[1], "paddlepaddle") {
 			p.paddle = m[2]
+		}
+		pinned++
+		if m[3] != "" {
+			hashed++
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return pinSet{}, err
 	}
+	if hashed > 0 && hashed < pinned {
+		return pinSet{}, fmt.Errorf("%d of %d pins carry --hash options: pip's hash-checking mode needs them on every pin", hashed, pinned)
+	}
+	p.hashed = pinned > 0 && hashed == pinned
 	if p.pyMin == [2]int{} || compareMinor(p.pyMin, p.pyMax) > 0 {
 		return pinSet{}, fmt.Errorf("requirements.txt needs a line like `# python: 3.11-3.13` naming the CPython versions the pinned wheels support")
 	}

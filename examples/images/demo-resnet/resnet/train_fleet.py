@@ -107,6 +107,9 @@ def save_checkpoint(directory: str, epochs: int, model, optimizer) -> None:
 
 def main() -> None:
     args = parse_args()
+    # The release this process imported: the local node runs each image on
+    # the one it asks for.
+    print(f"paddle={paddle.__version__}", flush=True)
     fleet.init(is_collective=True)
     rank, world = dist.get_rank(), dist.get_world_size()
     print(f"role=TRAINER rank={rank} world_size={world} endpoint={os.environ.get('PADDLE_CURRENT_ENDPOINT', '')}", flush=True)

@@ -205,6 +205,9 @@ def agreed_checkpoint(output_dir: str, trainers: int) -> checkpoint.Checkpoint |
 
 def main() -> None:
     args = parse_args()
+    # The release this process imported: the local node runs each image on
+    # the one it asks for.
+    print(f"paddle={paddle.__version__}", flush=True)
     paddle.enable_static()
     fleet.init(fleet.PaddleCloudRoleMaker())
     inputs, loss, probability, test_program = build_model(args.learning_rate, args.k_steps)
