@@ -114,7 +114,7 @@ bench: envtest addons ## Benchmark the operator (pod creation, deadlines, failov
 	$(ENVTEST_ENV) go test ./test/integration -run '^$$' -bench 'PodCreation|ActiveDeadline' -benchtime 3x
 	go test ./internal/localcluster/serviceproxy -run '^$$' -bench ServiceProxyConnection -benchtime 2000x
 	$(ENVTEST_ENV) go test -tags integration ./internal/localcluster/node -run '^$$' -bench 'PodStart|ManyPods' -benchtime 3x
-	$(ENVTEST_ENV) go test ./test/e2e -run '^$$' -bench 'Example|LeaderFailover|GangBinding' -benchtime 1x -timeout 60m
+	$(ENVTEST_ENV) go test ./test/e2e -run '^$$' -bench 'Example|CPUThreads|LeaderFailover|GangBinding' -benchtime 1x -timeout 60m
 
 BENCH_SCALE_FLAGS ?=
 .PHONY: bench-scale

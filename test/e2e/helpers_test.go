@@ -167,7 +167,7 @@ func podLog(t *testing.T, ns, pod string) string {
 }
 
 // outputDir points a job's output hostPath volume at a fresh directory.
-func outputDir(t *testing.T, job *paddlev1.PaddleJob) string {
+func outputDir(t testing.TB, job *paddlev1.PaddleJob) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, rt := range paddlev1.ReplicaTypes {

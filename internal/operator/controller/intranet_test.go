@@ -70,7 +70,7 @@ func TestNewPodNetworking(t *testing.T) {
 			}
 			// The user's init container and every main container get the contract and the mount.
 			for _, c := range append(pod.Spec.InitContainers[len(pod.Spec.InitContainers)-1:], pod.Spec.Containers...) {
-				if !hasEnv(c, "PADDLE_TRAINER_ID") || !hasMount(c, endpointsMountPath) {
+				if !hasEnv(c.Env, "PADDLE_TRAINER_ID") || !hasMount(c, endpointsMountPath) {
 					t.Errorf("container %s lacks the contract env or the endpoints mount", c.Name)
 				}
 			}

@@ -125,6 +125,7 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 			},
 		}})
 	}
+	tunePod(spec)
 	for i := range spec.InitContainers {
 		injectContainer(&spec.InitContainers[i], env)
 	}

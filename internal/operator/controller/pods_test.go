@@ -77,15 +77,6 @@ func TestPodIndex(t *testing.T) {
 	}
 }
 
-func hasEnv(c corev1.Container, name string) bool {
-	for _, e := range c.Env {
-		if e.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
 func hasMount(c corev1.Container, path string) bool {
 	for _, m := range c.VolumeMounts {
 		if m.MountPath == path {

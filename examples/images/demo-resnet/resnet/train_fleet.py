@@ -110,6 +110,9 @@ def main() -> None:
     # The release this process imported: the local node runs each image on
     # the one it asks for.
     print(f"paddle={paddle.__version__}", flush=True)
+    # The CPU threads Paddle computes with: importing paddle set
+    # OMP_NUM_THREADS to what it uses (1 when the pod did not set it).
+    print(f"omp_num_threads={os.environ['OMP_NUM_THREADS']}", flush=True)
     fleet.init(is_collective=True)
     rank, world = dist.get_rank(), dist.get_world_size()
     print(f"role=TRAINER rank={rank} world_size={world} endpoint={os.environ.get('PADDLE_CURRENT_ENDPOINT', '')}", flush=True)
