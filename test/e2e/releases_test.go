@@ -155,11 +155,55 @@ func checkRefusedForParameterServer(t *testing.T, job *paddlev1.PaddleJob, relea
 }
 
 // An unmodified static-graph parameter-server program — Paddle 2.x's
-// tutorial pattern, setting no flag — trains on seed 004's example 5 image as
-// written (paddle-ubuntu:2.0.0-18.04), which runs on 2.6.2, the nearest
-// pinned 2.x release, where static graphs are not PIR programs.
-func TestUnmodifiedStaticPSProgramOnTheSeedsTwoXImage(t *testing.T) {
-	ns := newNamespace(t)
+// tutorial pattern, setting no flag — trains as seed 004's example 5 writes
+// the job: on its image as written (paddle-ubuntu:2.0.0-18.04), which runs on
+// 2.6.2, the nearest pinned 2.x release, where static graphs are not PIR
+// programs; and on a Paddle 3.0 image, where it trains because the operator
+// gives parameter-server pods FLAGS_enable_pir_api=0.
+func TestUnmodifiedStaticPSProgram(t *testing.T) {
+	for _, tc := range []struct {
+		name, image, release string
+	}{
+		{"the seed's 2.x image", "", "2.6.2"},
+		{"a Paddle 3.0 image", "registry.baidubce.com/paddle-operator/demo-wide-and-deep:v1", exampleRelease(t, "demo-wide-and-deep")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			applyLocalPV(t, ns, unmodifiedWideAndDeep(t))
+			job := loadJob(t, "config/samples/seed004/example-5-data-demo.yaml")
+			job.Namespace = ns
+			if tc.image != "" {
+				for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
+					job.Spec.Replicas(rt).Template.Spec.Containers[0].Image = tc.image
+				}
+			}
+			done, logs := runInNamespace(t, job)
+			checkPSJob(t, done, logs)
+			checkImported(t, tc.release, logs)
+			if tc.image != "" {
+				return
+			}
+			// The node said which release it ran the 2.0.0 image on.
+			events, err := pj.Clientset().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=PaddleRelease"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, e := range events.Items {
+				found = found || (e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "the image asks for Paddle 2.0.0, which this node does not pin; it runs on 2.6.2"))
+			}
+			if !found {
+				t.Errorf("no PaddleRelease event says the 2.0.0 image runs on 2.6.2: %d events", len(events.Items))
+			}
+		})
+	}
+}
+
+// unmodifiedWideAndDeep is a directory holding the wide & deep example as
+// example 5's volume holds it (wide_and_deep/, the SDK beside it), without
+// the line that sets FLAGS_enable_pir_api for runs outside a PaddleJob.
+func unmodifiedWideAndDeep(t *testing.T) string {
+	t.Helper()
 	code := t.TempDir()
 	dir := filepath.Join(code, "wide_and_deep")
 	if err := fsutil.CopyTree(filepath.Join(testenv.RepoRoot(), "examples/images/demo-wide-and-deep/wide_and_deep"), dir); err != nil {
@@ -168,7 +212,6 @@ func TestUnmodifiedStaticPSProgramOnTheSeedsTwoXImage(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(dir, "paddlejob"), python.SDK()); err != nil {
 		t.Fatal(err)
 	}
-	// The program without the flag Paddle 3 needs.
 	train := filepath.Join(dir, "train.py")
 	src := mustReadAbs(t, train)
 	unmodified := regexp.MustCompile(`(?m)^os\.environ\.setdefault\("FLAGS_enable_pir_api", "0"\)\n`).ReplaceAllString(src, "")
@@ -178,24 +221,7 @@ func TestUnmodifiedStaticPSProgramOnTheSeedsTwoXImage(t *testing.T) {
 	if err := os.WriteFile(train, []byte(unmodified), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	applyLocalPV(t, ns, code)
-	job := loadJob(t, "config/samples/seed004/example-5-data-demo.yaml")
-	job.Namespace = ns
-	done, logs := runInNamespace(t, job)
-	checkPSJob(t, done, logs)
-	checkImported(t, "2.6.2", logs)
-	// The node said which release it ran the 2.0.0 image on.
-	events, err := pj.Clientset().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=PaddleRelease"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, e := range events.Items {
-		found = found || (e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "the image asks for Paddle 2.0.0, which this node does not pin; it runs on 2.6.2"))
-	}
-	if !found {
-		t.Errorf("no PaddleRelease event says the 2.0.0 image runs on 2.6.2: %d events", len(events.Items))
-	}
+	return code
 }
 
 func mustReadAbs(t *testing.T, path string) string {

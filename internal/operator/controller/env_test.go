@@ -94,7 +94,8 @@ func with(base map[string]string, kv ...string) map[string]string {
 
 func TestEnvironmentContract(t *testing.T) {
 	psPodIP := map[string]string{
-		"PADDLE_JOB_ID": "ns-wd", "SYS_JOB_ID": "ns-wd",
+		"FLAGS_enable_pir_api": "0", // tuning.go: parameter-server pods
+		"PADDLE_JOB_ID":        "ns-wd", "SYS_JOB_ID": "ns-wd",
 		"PADDLE_TRAINING_ROLE": "TRAINER", "TRAINING_ROLE": "TRAINER",
 		"PADDLE_TRAINER_ID": "1", "TRAINER_ID": "1",
 		"POD_IP": "10.0.0.21", "PADDLE_PORT": "23000", "PADDLE_PORTS_NUM": "1", "TRAINER_PORTS_NUM": "1",
@@ -113,6 +114,7 @@ func TestEnvironmentContract(t *testing.T) {
 	psIPs := map[string]string{"wd-ps-0": "10.0.0.10", "wd-ps-1": "10.0.0.11", "wd-worker-0": "10.0.0.20", "wd-worker-1": "10.0.0.21"}
 
 	psService := map[string]string{
+		"FLAGS_enable_pir_api": "0", // tuning.go: parameter-server pods
 		"PADDLE_JOB_ID":        "ns-wd",
 		"PADDLE_TRAINING_ROLE": "PSERVER", "TRAINING_ROLE": "PSERVER",
 		"PADDLE_TRAINER_ID": "1", "TRAINER_ID": "1",
@@ -145,6 +147,7 @@ func TestEnvironmentContract(t *testing.T) {
 	collectiveIPs := map[string]string{"resnet-worker-0": "10.1.0.1", "resnet-worker-1": "10.1.0.2", "resnet-worker-2": "10.1.0.3"}
 
 	heterWorker := map[string]string{
+		"FLAGS_enable_pir_api": "0", // tuning.go: parameter-server pods
 		"PADDLE_JOB_ID":        "ns-ht",
 		"PADDLE_TRAINING_ROLE": "TRAINER", "TRAINING_ROLE": "TRAINER",
 		"PADDLE_TRAINER_ID": "0", "TRAINER_ID": "0",
@@ -169,6 +172,7 @@ func TestEnvironmentContract(t *testing.T) {
 	hostIPs := map[string]string{"hn-ps-0": "192.168.0.5", "hn-worker-0": "192.168.0.5"}
 	hostRanges := map[string]portRange{"hn-ps-0": {First: 24000, Count: 3}, "hn-worker-0": {First: 24003, Count: 3}}
 	hostPS := map[string]string{
+		"FLAGS_enable_pir_api": "0", // tuning.go: parameter-server pods
 		"PADDLE_JOB_ID":        "ns-hn",
 		"PADDLE_TRAINING_ROLE": "PSERVER", "TRAINING_ROLE": "PSERVER",
 		"PADDLE_TRAINER_ID": "0", "TRAINER_ID": "0",

@@ -125,7 +125,7 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 			},
 		}})
 	}
-	tunePod(spec)
+	tunePod(spec, job.Spec.Mode())
 	for i := range spec.InitContainers {
 		injectContainer(&spec.InitContainers[i], env)
 	}

@@ -144,9 +144,23 @@ var fleetVars = []string{
 }
 
 // fleetChildEnv is the launcher's environment without the variables fleet
-// mode manages, plus vars.
+// mode manages, plus vars and the legacy IR (legacyIR).
 func fleetChildEnv(vars []string) []string {
-	return withVars(os.Environ(), fleetVars, vars)
+	return legacyIR(withVars(os.Environ(), fleetVars, vars))
+}
+
+// legacyIR adds FLAGS_enable_pir_api=0 to env unless it sets the flag:
+// fleet's parameter-server passes fail on Paddle 3.x's default PIR programs
+// (the operator does the same for its parameter-server pods, see
+// internal/operator/controller/tuning.go); releases before PIR ignore it.
+func legacyIR(env []string) []string {
+	const flag = "FLAGS_enable_pir_api"
+	for _, v := range env {
+		if name, _, _ := strings.Cut(v, "="); name == flag {
+			return env
+		}
+	}
+	return append(env, flag+"=0")
 }
 
 // withVars is base without the variables named in drop or set by vars,

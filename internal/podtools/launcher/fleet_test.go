@@ -234,3 +234,13 @@ func TestWithVars(t *testing.T) {
 		t.Errorf("withVars() = %q, want %q", got, want)
 	}
 }
+
+func TestLegacyIR(t *testing.T) {
+	if got, want := legacyIR([]string{"PATH=/bin"}), []string{"PATH=/bin", "FLAGS_enable_pir_api=0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("legacyIR() = %q, want %q", got, want)
+	}
+	// The pod's own choice is kept.
+	if got, want := legacyIR([]string{"FLAGS_enable_pir_api=1"}), []string{"FLAGS_enable_pir_api=1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("legacyIR() = %q, want %q", got, want)
+	}
+}

@@ -24,6 +24,8 @@ import os
 import time
 
 # Paddle 3.0's parameter-server passes work on the legacy program IR only.
+# A PaddleJob's parameter-server pods and `paddlejob launch` set this already;
+# the program sets it for runs of its own.
 os.environ.setdefault("FLAGS_enable_pir_api", "0")
 
 import numpy as np  # noqa: E402

@@ -4,16 +4,29 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
 
-// CPU tuning. Paddle sizes its CPU thread pools from OMP_NUM_THREADS and
+// Tuning: variables the operator sets for Paddle only where the template
+// leaves them to it. A container that sets one, or takes variables from
+// envFrom (where the operator cannot see them, and its env would win over
+// them), keeps what it has. Unlike the environment contract (env.go), a
+// template may set any of them.
+//
+// Parameter-server training needs Paddle's old static-graph IR: Paddle 3.x
+// builds PIR programs by default (FLAGS_enable_pir_api=1), and fleet's
+// parameter-server passes fail on them (distributed_optimizer().minimize
+// raises "clone(): incompatible function arguments ... pir.Program"). Every
+// pod of a parameter-server job gets FLAGS_enable_pir_api=0, so a Paddle
+// 2.x program runs unmodified on 3.x; releases before PIR ignore the flag.
+//
+// Paddle sizes its CPU thread pools from OMP_NUM_THREADS and
 // forces it to 1 when it is unset (paddle/base/__init__.py, __bootstrap__), so
 // a pod that may use four CPUs trains on one. A container that says how many
 // CPUs it may use (its limit, else its request) gets that many threads,
 // rounded up, in OMP_NUM_THREADS and MKL_NUM_THREADS (MKL's own pool, which
-// follows OMP's when unset but not in every build). A container that sets
-// either variable, or takes variables from envFrom (where the operator
-// cannot see them, and its env would win over them), keeps what it has.
+// follows OMP's when unset but not in every build).
 //
 // Paddle's launcher writes its logs under ./log and fails when the working
 // directory cannot be written. A container with a read-only root file
@@ -23,6 +36,7 @@ import (
 var threadEnvNames = []string{"OMP_NUM_THREADS", "MKL_NUM_THREADS"}
 
 const (
+	envPIR    = "FLAGS_enable_pir_api"
 	envLogDir = "PADDLE_LOG_DIR"
 	// logVolume is the emptyDir that holds the launcher's logs of
 	// containers whose root file system is read-only.
@@ -45,7 +59,7 @@ func cpuThreads(c *corev1.Container) (int64, bool) {
 
 // tuneCPU sets a container's thread variables from its CPUs (see above).
 func tuneCPU(c *corev1.Container) {
-	if len(c.EnvFrom) > 0 || hasEnv(c.Env, threadEnvNames...) {
+	if hasEnv(c.Env, threadEnvNames...) {
 		return
 	}
 	n, ok := cpuThreads(c)
@@ -62,7 +76,7 @@ func tuneCPU(c *corev1.Container) {
 // file system at the pod's log volume, and reports whether it did.
 func giveLogDir(c *corev1.Container) bool {
 	sc := c.SecurityContext
-	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || len(c.EnvFrom) > 0 || hasEnv(c.Env, envLogDir) {
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || hasEnv(c.Env, envLogDir) {
 		return false
 	}
 	for _, m := range c.VolumeMounts {
@@ -75,14 +89,22 @@ func giveLogDir(c *corev1.Container) bool {
 	return true
 }
 
-// tunePod tunes every container of a Paddle pod's template (init containers
-// too: they may run Paddle) and adds the log volume where one needs it.
-func tunePod(spec *corev1.PodSpec) {
+// tunePod tunes every container of a pod of a job in mode (init
+// containers too: they may run Paddle) and adds the log volume where one
+// needs it.
+func tunePod(spec *corev1.PodSpec, mode paddlev1.PaddleJobMode) {
 	needsLogs := false
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
-			tuneCPU(&cs[i])
-			if giveLogDir(&cs[i]) {
+			c := &cs[i]
+			if len(c.EnvFrom) > 0 {
+				continue
+			}
+			if mode == paddlev1.PaddleJobModePS && !hasEnv(c.Env, envPIR) {
+				c.Env = append(c.Env, corev1.EnvVar{Name: envPIR, Value: "0"})
+			}
+			tuneCPU(c)
+			if giveLogDir(c) {
 				needsLogs = true
 			}
 		}

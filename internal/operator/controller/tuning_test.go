@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
 
 func TestTunePod(t *testing.T) {
@@ -22,11 +24,19 @@ func TestTunePod(t *testing.T) {
 	readOnly := &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}
 	tests := []struct {
 		name      string
+		mode      paddlev1.PaddleJobMode
 		container corev1.Container
 		// threads is OMP_NUM_THREADS and MKL_NUM_THREADS; "" when unset.
 		threads string
 		logDir  string
+		pir     string
 	}{
+		{name: "parameter server: the old IR", mode: paddlev1.PaddleJobModePS, container: corev1.Container{}, pir: "0"},
+		{name: "parameter server, the template's IR kept", mode: paddlev1.PaddleJobModePS,
+			container: corev1.Container{Env: []corev1.EnvVar{{Name: envPIR, Value: "1"}}}, pir: "1"},
+		{name: "parameter server with envFrom: nothing is added", mode: paddlev1.PaddleJobModePS,
+			container: corev1.Container{Resources: cpu("2", ""), EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{}}}}},
+		{name: "collective: Paddle's own IR", mode: paddlev1.PaddleJobModeCollective, container: corev1.Container{Resources: cpu("2", "")}, threads: "2"},
 		{name: "limit of 2", container: corev1.Container{Resources: cpu("2", "1")}, threads: "2"},
 		{name: "a fraction rounds up", container: corev1.Container{Resources: cpu("1500m", "")}, threads: "2"},
 		{name: "less than a CPU is one thread", container: corev1.Container{Resources: cpu("250m", "")}, threads: "1"},
@@ -43,8 +53,12 @@ func TestTunePod(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			mode := tt.mode
+			if mode == "" {
+				mode = paddlev1.PaddleJobModeSingle
+			}
 			spec := corev1.PodSpec{Containers: []corev1.Container{tt.container}}
-			tunePod(&spec)
+			tunePod(&spec, mode)
 			c := spec.Containers[0]
 			for _, name := range threadEnvNames {
 				got := envValue(c.Env, name)
@@ -55,6 +69,9 @@ func TestTunePod(t *testing.T) {
 				if got != want {
 					t.Errorf("%s = %q, want %q", name, got, want)
 				}
+			}
+			if got := envValue(c.Env, envPIR); got != tt.pir {
+				t.Errorf("%s = %q, want %q", envPIR, got, tt.pir)
 			}
 			if got := envValue(c.Env, envLogDir); got != tt.logDir {
 				t.Errorf("%s = %q, want %q", envLogDir, got, tt.logDir)
