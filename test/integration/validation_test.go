@@ -125,6 +125,14 @@ func TestInvalidJobsAreRejectedByTheAPIServer(t *testing.T) {
 		yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 1\n    requests: 2\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
 		want: []string{"spec.worker.replicas is below spec.worker.requests"},
 	}, {
+		name: "elastic parameter-server job",
+		yaml: "metadata: {name: a}\nspec:\n  elasticPolicy: {minReplicas: 1}\n  ps:\n    replicas: 1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]" + worker,
+		want: []string{"elastic training", "is collective only", "remove spec.ps, or the elastic fields"},
+	}, {
+		name: "parameter-server job with paddle-operator's worker.limits",
+		yaml: "metadata: {name: a}\nspec:\n  ps:\n    replicas: 1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]\n  worker:\n    replicas: 2\n    limits: 3\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
+		want: []string{"is collective only"},
+	}, {
 		name: "elasticPolicy minReplicas above maxReplicas",
 		yaml: "metadata: {name: a}\nspec:\n  elasticPolicy: {minReplicas: 3, maxReplicas: 2}" + worker,
 		want: []string{"spec.elasticPolicy", "elasticPolicy.minReplicas must not exceed elasticPolicy.maxReplicas"},
