@@ -274,9 +274,13 @@ func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 			corev1.EnvVar{Name: "HETER_DEVICE_TYPE", Value: heterDeviceType(spec.Heter)},
 		)
 	}
-	if gloo := spec.GlooLevel(); gloo > 0 {
+	// Set at 0 too: Paddle's launcher turns Gloo on when the variable is
+	// unset (--with_gloo defaults to 1) and hands its children
+	// PADDLE_WITH_GLOO=1 without a rendezvous.
+	gloo := spec.GlooLevel()
+	env = append(env, corev1.EnvVar{Name: "PADDLE_WITH_GLOO", Value: strconv.Itoa(int(gloo))})
+	if gloo > 0 {
 		env = append(env,
-			corev1.EnvVar{Name: "PADDLE_WITH_GLOO", Value: strconv.Itoa(int(gloo))},
 			corev1.EnvVar{Name: "PADDLE_GLOO_RENDEZVOUS", Value: "3"},
 			corev1.EnvVar{Name: "SYS_JOB_ID", Value: jobID},
 		)

@@ -114,6 +114,7 @@ func TestEnvironmentContract(t *testing.T) {
 	psIPs := map[string]string{"wd-ps-0": "10.0.0.10", "wd-ps-1": "10.0.0.11", "wd-worker-0": "10.0.0.20", "wd-worker-1": "10.0.0.21"}
 
 	psService := map[string]string{
+		"PADDLE_WITH_GLOO":     "0", // set at 0 too: the launcher defaults it to 1
 		"FLAGS_enable_pir_api": "0", // tuning.go: parameter-server pods
 		"PADDLE_JOB_ID":        "ns-wd",
 		"PADDLE_TRAINING_ROLE": "PSERVER", "TRAINING_ROLE": "PSERVER",
@@ -131,6 +132,7 @@ func TestEnvironmentContract(t *testing.T) {
 	}
 
 	collective := map[string]string{
+		"PADDLE_WITH_GLOO":     "0", // set at 0 too: the launcher defaults it to 1
 		"PADDLE_JOB_ID":        "ns-resnet",
 		"PADDLE_TRAINING_ROLE": "TRAINER", "TRAINING_ROLE": "TRAINER",
 		"PADDLE_TRAINER_ID": "2", "TRAINER_ID": "2",
@@ -147,6 +149,7 @@ func TestEnvironmentContract(t *testing.T) {
 	collectiveIPs := map[string]string{"resnet-worker-0": "10.1.0.1", "resnet-worker-1": "10.1.0.2", "resnet-worker-2": "10.1.0.3"}
 
 	heterWorker := map[string]string{
+		"PADDLE_WITH_GLOO":     "0", // set at 0 too: the launcher defaults it to 1
 		"FLAGS_enable_pir_api": "0", // tuning.go: parameter-server pods
 		"PADDLE_JOB_ID":        "ns-ht",
 		"PADDLE_TRAINING_ROLE": "TRAINER", "TRAINING_ROLE": "TRAINER",
@@ -172,6 +175,7 @@ func TestEnvironmentContract(t *testing.T) {
 	hostIPs := map[string]string{"hn-ps-0": "192.168.0.5", "hn-worker-0": "192.168.0.5"}
 	hostRanges := map[string]portRange{"hn-ps-0": {First: 24000, Count: 3}, "hn-worker-0": {First: 24003, Count: 3}}
 	hostPS := map[string]string{
+		"PADDLE_WITH_GLOO":     "0", // set at 0 too: the launcher defaults it to 1
 		"FLAGS_enable_pir_api": "0", // tuning.go: parameter-server pods
 		"PADDLE_JOB_ID":        "ns-hn",
 		"PADDLE_TRAINING_ROLE": "PSERVER", "TRAINING_ROLE": "PSERVER",
@@ -239,6 +243,7 @@ func TestEnvironmentContract(t *testing.T) {
 			"PADDLE_TRAINER_ENDPOINTS": "one-worker-0.one:23000", "PADDLE_TRAINERS": "one-worker-0.one",
 			"PADDLE_TRAINERS_NUM": "1", "PADDLE_DISTRI_BACKEND": "gloo",
 			"PADDLE_BACKUP_ENV_PATH": "/etc/paddlejob/backup_env.json",
+			"PADDLE_WITH_GLOO":       "0",
 		},
 	}, {
 		name: "Heter PS: a worker (stage 1) sees the heter trainers next",
