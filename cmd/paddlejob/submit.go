@@ -64,7 +64,7 @@ environment contract.`,
 	fl.StringVar(&f.job.EntryPoint, "entry-point", "", `command that starts a trainer or pserver, e.g. "python train.py" (entry_point)`)
 	fl.StringVar(&f.job.WorkDir, "workdir", "", "where the trainer package is in the image (trainer_package_path)")
 	fl.IntVar(&f.job.CPU, "cpu", 0, "CPUs per pod (cpu_nums)")
-	fl.StringVar(&f.job.Memory, "memory", "", "memory per pod: an integer with E, P, T, G, M or K, e.g. 8G")
+	fl.StringVar(&f.job.Memory, "memory", "", "memory per pod: an integer with E, P, T, G, M or K (powers of 1000, e.g. 8G) or Ei, Pi, Ti, Gi, Mi or Ki (powers of 1024, e.g. 8Gi)")
 	fl.IntVar(&f.job.GPU, "gpu", 0, "GPUs per trainer (gpu_nums)")
 	fl.IntVar(&f.job.PServers, "pservers", client.DefaultPServers, "parameter servers")
 	fl.IntVar(&f.job.Trainers, "trainers", client.DefaultTrainers, "trainers")
@@ -123,6 +123,16 @@ func (f *submitFlags) build() (*paddlev1.PaddleJob, error) {
 	t.Intranet = paddlev1.Intranet(f.intranet)
 	t.CleanPodPolicy = paddlev1.CleanPodPolicy(f.clean)
 	var errs []error
+	// The SDK reads 0 as "the default" (other bad counts it reports
+	// itself); a flag set to 0 is a mistake.
+	for _, n := range []struct {
+		flag  string
+		value int
+	}{{"--pservers", t.PServers}, {"--trainers", t.Trainers}} {
+		if n.value == 0 {
+			errs = append(errs, fmt.Errorf("%s %d: must be between 1 and %d", n.flag, n.value, paddlev1.MaxReplicas))
+		}
+	}
 	if len(f.ceph.Monitors) > 0 {
 		ceph := f.ceph
 		t.CephFS = &ceph

@@ -38,8 +38,9 @@ type TrainingJob struct {
 	CPU int
 	// Memory is the memory of each pod: a plain integer with one of the
 	// suffixes E, P, T, G, M or K (powers of 1000, K being Kubernetes' k),
-	// e.g. "8G". Empty sets no memory request or limit: seed 002's example
-	// passes none.
+	// e.g. "8G", or Ei, Pi, Ti, Gi, Mi or Ki (powers of 1024, as Kubernetes
+	// writes them), e.g. "8Gi". Empty sets no memory request or limit: seed
+	// 002's example passes none.
 	Memory string
 	// GPU is the GPU count of each trainer (gpu_nums).
 	GPU int
@@ -121,7 +122,7 @@ func (e *FieldError) Error() string { return fmt.Sprintf("%s %v: %s", e.Field, e
 
 var (
 	jobName   = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
-	memoryFmt = regexp.MustCompile(`^[1-9][0-9]*[EPTGMK]$`)
+	memoryFmt = regexp.MustCompile(`^[1-9][0-9]*[EPTGMK]i?$`)
 )
 
 // Build validates the parameters (every problem, each a *FieldError) and
@@ -134,8 +135,8 @@ func (t TrainingJob) Build() (*paddlev1.PaddleJob, error) {
 	if !jobName.MatchString(t.Name) || len(t.Name) > paddlev1.MaxJobNameLength {
 		bad("Name", fmt.Sprintf("%q", t.Name), fmt.Sprintf("must be lowercase letters, digits and '-', start with a letter and have at most %d characters", paddlev1.MaxJobNameLength))
 	}
-	if t.Image == "" {
-		bad("Image", `""`, "the runtime image is required")
+	if err := ValidateImage(t.Image); err != nil {
+		bad("Image", fmt.Sprintf("%q", t.Image), err.Error())
 	}
 	command, err := shellwords.Split(t.EntryPoint)
 	if err != nil || len(command) == 0 {
@@ -286,19 +287,28 @@ func (t TrainingJob) volumes() ([]corev1.Volume, []corev1.VolumeMount, []error) 
 // maxMemory is the most memory a quantity holds: 2^63-1 bytes.
 var maxMemory = new(big.Int).SetUint64(1<<63 - 1)
 
-// parseMemory turns seed 002's memory notation into a quantity: nil for "",
-// K read as Kubernetes' k (1000), at most 2^63-1 bytes.
+// parseMemory turns seed 002's memory notation, or its binary form, into a
+// quantity: nil for "", K read as Kubernetes' k (1000), Ki as 1024, at most
+// 2^63-1 bytes.
 func parseMemory(s string) (*resource.Quantity, error) {
 	if s == "" {
 		return nil, nil
 	}
 	if !memoryFmt.MatchString(s) {
-		return nil, errors.New("must be a plain integer with one of the suffixes E, P, T, G, M, K (for example 8G)")
+		return nil, errors.New("must be a plain integer with one of the suffixes E, P, T, G, M, K (powers of 1000, for example 8G) or Ei, Pi, Ti, Gi, Mi, Ki (powers of 1024, for example 8Gi)")
 	}
-	n, _ := new(big.Int).SetString(s[:len(s)-1], 10)
-	exp := int64(3 * (strings.IndexByte("KMGTPE", s[len(s)-1]) + 1))
-	if n.Mul(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(exp), nil)).Cmp(maxMemory) > 0 {
-		return nil, errors.New("must be at most 9223372036854775807 bytes (9E)")
+	digits, suffix := s, ""
+	base := int64(1000)
+	if strings.HasSuffix(s, "i") {
+		base = 1024
+		digits, suffix = s[:len(s)-2], s[len(s)-2:len(s)-1]
+	} else {
+		digits, suffix = s[:len(s)-1], s[len(s)-1:]
+	}
+	n, _ := new(big.Int).SetString(digits, 10)
+	exp := int64(strings.Index("KMGTPE", suffix) + 1)
+	if n.Mul(n, new(big.Int).Exp(big.NewInt(base), big.NewInt(exp), nil)).Cmp(maxMemory) > 0 {
+		return nil, errors.New("must be at most 9223372036854775807 bytes (9E, 7Ei)")
 	}
 	if strings.HasSuffix(s, "K") {
 		s = strings.TrimSuffix(s, "K") + "k" // "12K" is no Kubernetes quantity

@@ -24,6 +24,9 @@ import (
 type Snapshot struct {
 	Job  *paddlev1.PaddleJob
 	Pods []corev1.Pod
+	// Unschedulable says why the scheduler cannot place pods it left
+	// Pending (see WhyPending).
+	Unschedulable []Unschedulable
 }
 
 // Watch calls fn with the job and its pods first and then each time either
@@ -77,6 +80,7 @@ func (c *Client) Watch(ctx context.Context, namespace, name string, fn func(Snap
 			snap.Pods = append(snap.Pods, *p.DeepCopy())
 		}
 		SortPods(snap.Pods)
+		snap.Unschedulable = c.WhyPending(ctx, snap.Pods)
 		done, err := fn(snap)
 		if err != nil || done {
 			return err
