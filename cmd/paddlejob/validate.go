@@ -15,9 +15,12 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metavalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -129,9 +132,22 @@ func validateOffline(ctx context.Context, o *unstructured.Unstructured) ([]strin
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("PaddleJob %q: strict decoding error: %s", o.GetName(), strings.Join(msgs, ", ")))
 	}
 	defaulting.Default(obj, s.structural)
-	errs := validation.ValidateCustomResource(nil, obj, s.validator)
-	celErrs, _ := s.cel.Validate(ctx, nil, s.structural, obj, nil, celconfig.RuntimeCELCostBudget)
-	errs = append(errs, celErrs...)
+	u := &unstructured.Unstructured{Object: obj}
+	if u.GetNamespace() == "" {
+		u.SetNamespace("default") // the namespace it would go to is checked on the cluster
+	}
+	errs := metavalidation.ValidateObjectMetaAccessor(u, true, metavalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	errs = append(errs, validation.ValidateCustomResource(nil, obj, s.validator)...)
+	errs = append(errs, objectmeta.Validate(nil, obj, s.structural, false)...)
+	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, s.structural, obj)...)
+	// The API server runs the CEL rules only on an object the schema
+	// found no type, enum, size or required-field error in, and says so.
+	if blocksRules(errs) {
+		errs = append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
+	} else {
+		celErrs, _ := s.cel.Validate(ctx, nil, s.structural, obj, nil, celconfig.RuntimeCELCostBudget)
+		errs = append(errs, celErrs...)
+	}
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(gk, o.GetName(), errs)
 	}
@@ -155,6 +171,19 @@ func validateOffline(ctx context.Context, o *unstructured.Unstructured) ([]strin
 		return warnings, apierrors.NewInvalid(gk, o.GetName(), errs)
 	}
 	return warnings, nil
+}
+
+// blocksRules reports whether a schema error keeps the API server from
+// evaluating the CRD's CEL rules: an unsupported enum value, a missing
+// required field, a value too long or with too many items, a wrong type.
+func blocksRules(errs field.ErrorList) bool {
+	for _, e := range errs {
+		switch e.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return true
+		}
+	}
+	return false
 }
 
 // validateImages checks every container's image reference, which the API

@@ -17,10 +17,11 @@ import (
 	"github.com/paddlejob/paddlejob/internal/shellwords"
 )
 
-// TrainingJob is a parameter-server training job described by the
-// parameters of the original paddle.job SDK: an image, an entry point, the
-// resources of each pod and the number of pservers and trainers. Build turns
-// it into a PaddleJob.
+// TrainingJob is a training job described by the parameters of the
+// original paddle.job SDK: an image, an entry point, the resources of each
+// pod and the number of pservers and trainers — a parameter-server job, or
+// with Collective a collective one of trainers alone. Build turns it into a
+// PaddleJob.
 type TrainingJob struct {
 	// Name is the job's name (job_name).
 	Name string
@@ -48,6 +49,9 @@ type TrainingJob struct {
 	PServers int
 	// Trainers is the number of trainers (trainers), default 3.
 	Trainers int
+	// Collective makes a collective job: Trainers workers and no parameter
+	// server (PServers must be 0).
+	Collective bool
 
 	// Volumes mounted in every pod.
 	CephFS    *CephFSVolume
@@ -155,7 +159,10 @@ func (t TrainingJob) Build() (*paddlev1.PaddleJob, error) {
 	if t.GPU < 0 {
 		bad("GPU", t.GPU, "must not be negative")
 	}
-	if t.PServers < 1 || t.PServers > paddlev1.MaxReplicas {
+	switch {
+	case t.Collective && t.PServers != 0:
+		bad("PServers", t.PServers, "a collective job has no parameter servers (leave it 0)")
+	case !t.Collective && (t.PServers < 1 || t.PServers > paddlev1.MaxReplicas):
 		bad("PServers", t.PServers, fmt.Sprintf("must be between 1 and %d", paddlev1.MaxReplicas))
 	}
 	if t.Trainers < 1 || t.Trainers > paddlev1.MaxReplicas {
@@ -173,11 +180,12 @@ func (t TrainingJob) Build() (*paddlev1.PaddleJob, error) {
 		return nil, errors.Join(errs...)
 	}
 
-	pserver := t.template(command, memory, volumes, mounts, 0)
 	trainer := t.template(command, memory, volumes, mounts, t.GPU)
-	b := NewJob(t.Name, t.Namespace).
-		PS(int32(t.PServers), pserver).
-		Workers(int32(t.Trainers), trainer).
+	b := NewJob(t.Name, t.Namespace)
+	if !t.Collective {
+		b.PS(int32(t.PServers), t.template(command, memory, volumes, mounts, 0))
+	}
+	b.Workers(int32(t.Trainers), trainer).
 		Intranet(t.Intranet).
 		CleanPodPolicy(t.CleanPodPolicy).
 		RestartPolicy(t.RestartPolicy)
@@ -191,7 +199,7 @@ func (t *TrainingJob) defaults() {
 	if t.Namespace == "" {
 		t.Namespace = "default"
 	}
-	if t.PServers == 0 {
+	if t.PServers == 0 && !t.Collective {
 		t.PServers = DefaultPServers
 	}
 	if t.Trainers == 0 {
