@@ -128,7 +128,7 @@ class PaddleJobClient:
         ns: Optional[str] = None
         if api_client is not None:
             self.api_client = api_client
-            self.target = "the given ApiClient"
+            self.target = f"the given ApiClient ({api_client.configuration.host})"
         else:
             kubeconfig = target.kubeconfig_path(config_file)
             try:
