@@ -114,6 +114,13 @@ func AddImages(ctx context.Context, home string, images map[string]string) ([]Ad
 		return nil, fmt.Errorf("the node's image table %s: %w", l.imageTable(), err)
 	}
 	for _, a := range added {
+		// The table's own images (the Paddle runtime, the examples) stay:
+		// other images build on them.
+		for key := range file.Images {
+			if _, mine := known[key]; !mine && sameImage(key, a.Image) {
+				return nil, fmt.Errorf("%s is an image the local cluster provides itself (its image table has %s): give your image a name of its own", a.Image, key)
+			}
+		}
 		file.Images[a.Image] = node.ImageEntry{Context: a.Context}
 	}
 	data, err := yaml.Marshal(file)
@@ -151,6 +158,30 @@ func AddImages(ctx context.Context, home string, images map[string]string) ([]Ad
 		return nil, err
 	}
 	return added, restartNode(ctx, st, cs)
+}
+
+// sameImage reports whether two image references name one image, as the
+// node reads them: Docker Hub's prefixes are dropped, and a name without a
+// tag stands for every tag.
+func sameImage(a, b string) bool {
+	norm := func(s string) string {
+		for _, p := range []string{"index.docker.io/library/", "docker.io/library/", "index.docker.io/", "docker.io/"} {
+			s = strings.TrimPrefix(s, p)
+		}
+		return s
+	}
+	a, b = norm(a), norm(b)
+	if a == b {
+		return true
+	}
+	name := func(s string) string {
+		if i := strings.LastIndex(s, ":"); i > strings.LastIndex(s, "/") {
+			return s[:i]
+		}
+		return s
+	}
+	// A bare name in the table covers every tag of the image.
+	return (a == name(a) && a == name(b)) || (b == name(b) && b == name(a))
 }
 
 // clusterClient is a clientset of the cluster's admin kubeconfig.
