@@ -77,10 +77,11 @@ def test_collective_job(client: PaddleJobClient, namespace: str) -> None:
     assert paddlejob.PaddleJob.from_yaml(job.to_yaml()).to_dict() == obj
     client.create_job(job)
     states: List[str] = []
-    done = client.wait_for_job_status("resnet", "Completed", timeout=TIMEOUT, polling_interval=1, callback=lambda j: states.append(j.status.phase))
+    done = client.wait_for_job_status("resnet", "Completed", namespace, timeout=TIMEOUT, polling_interval=1,
+                                      callback=lambda j: states.append(j.status.phase))
     assert done.status.mode == "Collective" and done.status.worker is not None and done.status.worker.succeeded == 2, done.status
     assert states[-1] == "Completed"
-    logs = {i: "\n".join(l.line for l in client.get_job_logs("resnet", pod=f"resnet-worker-{i}")) for i in range(2)}
+    logs = {i: "\n".join(l.line for l in client.get_job_logs("resnet", namespace, pod=f"resnet-worker-{i}")) for i in range(2)}
     # Paddle itself says each rank's place in a world of two.
     for rank in range(2):
         assert any(f"role=TRAINER rank={rank} world_size=2" in log for log in logs.values()), logs
