@@ -88,6 +88,16 @@ func TestBadInputsFailBeforeAnything(t *testing.T) {
 	}
 }
 
+// run refuses a bad image before it asks any cluster (there is none here).
+func TestRunRefusesABadImage(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	job := "apiVersion: batch.paddlepaddle.org/v1\nkind: PaddleJob\nmetadata: {name: j}\nspec:\n  worker:\n    template:\n      spec:\n        containers: [{name: paddle, image: Bad Image}]\n"
+	_, _, err := runCLI(t, job, "run", "-f", "-")
+	if err == nil || !strings.Contains(err.Error(), `-: PaddleJob j: image "Bad Image": an image reference has no spaces`) {
+		t.Errorf("run: %v", err)
+	}
+}
+
 func TestSubmitTakesBinarySuffixes(t *testing.T) {
 	out, _, err := runCLI(t, "", "submit", "--name", "j", "--image", "busybox", "--entry-point", "sh", "--cpu", "1", "--memory", "8Gi", "--dry-run", "-o", "json")
 	if err != nil {

@@ -95,6 +95,13 @@ func runJob(cmd *cobra.Command, f *runFlags) error {
 	if job == nil {
 		return fmt.Errorf("%s holds no PaddleJob", f.file)
 	}
+	// The API server stores any image string; a bad one would fail every
+	// pod's pull (InvalidImageName): say so before anything is created.
+	for _, image := range imagesOf(job) {
+		if err := client.ValidateImage(image); err != nil {
+			return fmt.Errorf("%s: PaddleJob %s: image %q: %w", f.file, job.GetName(), image, err)
+		}
+	}
 	images, err := buildContextImages(f.buildContexts, job)
 	if err != nil {
 		return err
