@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -102,7 +104,7 @@ func getJobs(cmd *cobra.Command, f *getFlags, names []string) error {
 			}
 		}
 		if !f.watch {
-			printPendingNotes(ctx, c, out, jobs)
+			printPendingNotes(ctx, c, out, ns, jobs)
 		}
 	} else if !format.human() && (len(jobs) > 0 || !f.watch) {
 		if err := format.print(out, jobs, f.all, single); err != nil {
@@ -176,24 +178,42 @@ func watchJobs(ctx context.Context, c *client.Client, ns, name, selector, rv str
 }
 
 // printPendingNotes says, under a table, why the scheduler leaves pods of
-// the unfinished jobs Pending.
-func printPendingNotes(ctx context.Context, c *client.Client, w io.Writer, jobs []paddlev1.PaddleJob) {
+// the unfinished jobs Pending. It lists the jobs' pods once, whatever their
+// number, and reads the nodes only when a pod waits for one.
+func printPendingNotes(ctx context.Context, c *client.Client, w io.Writer, ns string, jobs []paddlev1.PaddleJob) {
+	unfinished := map[types.NamespacedName]bool{}
+	for i := range jobs {
+		if j := &jobs[i]; !j.Status.IsFinished() && !j.Spec.IsSuspended() {
+			unfinished[types.NamespacedName{Namespace: j.Namespace, Name: j.Name}] = true
+		}
+	}
+	if len(unfinished) == 0 {
+		return
+	}
+	list, err := c.Clientset().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: paddlev1.LabelJobName})
+	if err != nil {
+		return // the notes are extras: the table is printed
+	}
+	pods := map[types.NamespacedName][]corev1.Pod{}
+	for _, p := range list.Items {
+		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Labels[paddlev1.LabelJobName]}
+		if unfinished[key] {
+			pods[key] = append(pods[key], p)
+		}
+	}
 	first := true
 	for i := range jobs {
-		j := &jobs[i]
-		if j.Status.IsFinished() || j.Spec.IsSuspended() {
+		key := types.NamespacedName{Namespace: jobs[i].Namespace, Name: jobs[i].Name}
+		if len(pods[key]) == 0 {
 			continue
 		}
-		pods, err := c.Pods(ctx, j.Namespace, j.Name)
-		if err != nil {
-			continue
-		}
-		for _, l := range progress.PendingLines(j.Name, c.WhyPending(ctx, pods)) {
+		client.SortPods(pods[key])
+		for _, l := range progress.PendingLines(key.Name, c.WhyPending(ctx, pods[key])) {
 			if first {
 				fmt.Fprintln(w)
 				first = false
 			}
-			fmt.Fprintf(w, "%s: %s\n", j.Name, l)
+			fmt.Fprintf(w, "%s: %s\n", key.Name, l)
 		}
 	}
 }
