@@ -233,21 +233,34 @@ func (c *Client) WhyPending(ctx context.Context, pods []corev1.Pod) []Unschedula
 	return out
 }
 
-// nodesAndTheirPods lists the nodes and the pods bound to them.
+// nodesAndTheirPods lists the nodes and the pods bound to them that have
+// not finished (what the scheduler counts), in two requests.
 func (c *Client) nodesAndTheirPods(ctx context.Context) ([]corev1.Node, []corev1.Pod, error) {
 	nodes, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing the nodes: %w", err)
 	}
-	var bound []corev1.Pod
-	for _, n := range nodes.Items {
-		list, err := c.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", n.Name).String()})
-		if err != nil {
-			return nil, nil, fmt.Errorf("listing the pods of node %s: %w", n.Name, err)
-		}
-		bound = append(bound, list.Items...)
+	bound, err := c.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.AndSelectors(
+		fields.OneTermNotEqualSelector("spec.nodeName", ""),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+	).String()})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing the pods bound to nodes: %w", err)
 	}
-	return nodes.Items, bound, nil
+	return nodes.Items, bound.Items, nil
+}
+
+// pendingKey identifies what the scheduler said about the pods it could
+// not place, so that a watch explains them again only when that changes.
+func pendingKey(pods []corev1.Pod) string {
+	var b strings.Builder
+	for i := range pods {
+		if c := unschedulable(&pods[i]); c != nil {
+			fmt.Fprintf(&b, "%s/%s %s %s\n", pods[i].UID, pods[i].Name, c.LastTransitionTime, c.Message)
+		}
+	}
+	return b.String()
 }
 
 // LocalNodeName is the name of the local cluster's node (paddlejob up).

@@ -61,6 +61,9 @@ func (c *Client) Watch(ctx context.Context, namespace, name string, fn func(Snap
 		return fmt.Errorf("watching PaddleJob %s/%s: %w", namespace, name, context.Cause(ctx))
 	}
 	signal(changed)
+	// Why pods stay Pending, explained again when the scheduler says more.
+	var whyKey string
+	var why []Unschedulable
 	for {
 		select {
 		case <-ctx.Done():
@@ -80,7 +83,10 @@ func (c *Client) Watch(ctx context.Context, namespace, name string, fn func(Snap
 			snap.Pods = append(snap.Pods, *p.DeepCopy())
 		}
 		SortPods(snap.Pods)
-		snap.Unschedulable = c.WhyPending(ctx, snap.Pods)
+		if key := pendingKey(snap.Pods); key != whyKey {
+			whyKey, why = key, c.WhyPending(ctx, snap.Pods)
+		}
+		snap.Unschedulable = why
 		done, err := fn(snap)
 		if err != nil || done {
 			return err
