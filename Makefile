@@ -86,7 +86,11 @@ INTEGRATION_PKGS = $(addprefix ./,$(sort $(dir $(shell grep -rl --include='*_tes
 ENVTEST_ENV = KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)"
 
 .PHONY: test
-test: verify-generated lint test-unit test-python test-integration test-e2e ## Run every test: unit (Go and Python), integration (real API server) and end to end (local cluster, real Paddle).
+test: verify-generated lint check-docs test-unit test-python test-integration test-e2e ## Run every test: unit (Go and Python), integration (real API server) and end to end (local cluster, real Paddle).
+
+.PHONY: check-docs
+check-docs: ## Check the Markdown: every relative link resolves, every `make TARGET` named exists.
+	go run ./hack/checkdocs .
 
 .PHONY: test-unit
 test-unit: ## Unit tests: no API server, no sandbox, no cluster.
@@ -134,6 +138,19 @@ tools: $(CONTROLLER_GEN) $(HELM) $(KUSTOMIZE) ## Build the pinned tools of hack/
 build: ## Build the binaries into bin/ (and kubectl-paddlejob, the kubectl plugin).
 	go build -o $(LOCALBIN)/ ./cmd/...
 	ln -sf paddlejob $(LOCALBIN)/kubectl-paddlejob
+
+# The operator image config/ and the Helm chart deploy.
+IMG ?= ghcr.io/paddlejob/paddlejob-operator:latest
+
+.PHONY: docker-build
+docker-build: ## Build the operator image from the Dockerfile (IMG=registry/paddlejob-operator:tag); needs a Docker engine.
+	@command -v docker >/dev/null 2>&1 || { echo "docker-build: no docker command on this machine: install Docker, or build the Dockerfile where it runs (docker build -t $(IMG) .)"; exit 1; }
+	@docker info >/dev/null 2>&1 || { echo "docker-build: docker is installed but no Docker engine answers (docker info): start it, or build the Dockerfile elsewhere (docker build -t $(IMG) .)"; exit 1; }
+	docker build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the operator image IMG (after make docker-build).
+	docker push $(IMG)
 
 ##@ Local cluster
 

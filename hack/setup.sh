@@ -6,7 +6,7 @@
 #                (internal/localcluster/paddleruntime installs PaddlePaddle into it with pip)
 set -euo pipefail
 
-need_go="1.25"
+need_go="1.26"
 if ! command -v go >/dev/null 2>&1; then
   echo "setup: Go ${need_go}+ is required (https://go.dev/dl/)" >&2
   exit 1

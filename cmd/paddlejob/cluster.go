@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,12 +70,10 @@ the context and makes the one that was current before current again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := f.options(cmd)
-			labels, err := node.ParseNodeLabels(strings.Join(f.nodeLabels, ","))
+			// Every flag is checked before any process starts.
+			labels, err := f.check()
 			if err != nil {
-				return fmt.Errorf("--node-labels: %w", err)
-			}
-			if f.gpus < 0 {
-				return fmt.Errorf("--gpus %d: must be 0 or more", f.gpus)
+				return err
 			}
 			opts.NodeLabels = labels
 			st, err := localcluster.Up(cmd.Context(), opts)
@@ -102,6 +101,36 @@ the context and makes the one that was current before current again.`,
 		"kueue (Kueue's manager for batch/v1 Jobs, a ClusterQueue sized to this machine and LocalQueue default in namespace default)")
 	cmd.Flags().StringSliceVar(&f.nodeLabels, "node-labels", nil, "labels of the node, key=value,... (for jobs with a nodeSelector, e.g. accelerator=nvidia-tesla-p100)")
 	return cmd
+}
+
+// check reads the flags of up, so that a bad one fails before anything
+// starts; it returns the node labels.
+func (f *clusterFlags) check() (map[string]string, error) {
+	var errs []error
+	labels, err := node.ParseNodeLabels(strings.Join(f.nodeLabels, ","))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--node-labels: %w", err))
+	}
+	if f.gpus < 0 {
+		errs = append(errs, fmt.Errorf("--gpus %d: must be 0 or more", f.gpus))
+	}
+	if c := strings.Trim(f.capacity, ", "); c != "" {
+		list, err := parseResourceList(c)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--capacity %q: %w (want NAME=QUANTITY,..., e.g. cpu=8,memory=32Gi)", f.capacity, err))
+		} else if _, ok := list["nvidia.com/gpu"]; ok {
+			errs = append(errs, fmt.Errorf("--capacity %q: give the GPUs with --gpus", f.capacity))
+		}
+	}
+	if f.imageTable != "" {
+		if _, err := node.LoadImageTable(f.imageTable); err != nil {
+			errs = append(errs, fmt.Errorf("--image-table: %w", err))
+		}
+	}
+	if _, err := localcluster.ParseAddons(f.with); err != nil {
+		errs = append(errs, fmt.Errorf("--with: %w", err))
+	}
+	return labels, errors.Join(errs...)
 }
 
 func newDownCmd() *cobra.Command {

@@ -15,50 +15,11 @@ import (
 )
 
 func init() {
-	register(newGetCmd)
 	register(newDescribeCmd)
 	register(newLogsCmd)
 	register(newWaitCmd)
 	register(newDeleteCmd)
 	register(newScaleCmd)
-}
-
-func newGetCmd() *cobra.Command {
-	var t targetFlags
-	var output string
-	var all bool
-	cmd := &cobra.Command{
-		Use:   "get [NAME]",
-		Short: "List PaddleJobs, or show one, with phase and per-role counts",
-		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := t.client(cmd)
-			if err != nil {
-				return err
-			}
-			var jobs []paddlev1.PaddleJob
-			if len(args) == 1 {
-				job, err := c.Get(cmd.Context(), t.ns(), args[0])
-				if err != nil {
-					return err
-				}
-				jobs = []paddlev1.PaddleJob{*job}
-			} else {
-				ns := t.ns()
-				if all {
-					ns = ""
-				}
-				if jobs, err = c.List(cmd.Context(), ns); err != nil {
-					return err
-				}
-			}
-			return printJobs(cmd.OutOrStdout(), jobs, output, all, len(args) == 1)
-		},
-	}
-	t.bind(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, wide, yaml or json")
-	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list the jobs of every namespace")
-	return cmd
 }
 
 func newDescribeCmd() *cobra.Command {
@@ -85,9 +46,10 @@ func newDescribeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			describeJob(cmd.OutOrStdout(), job, pods, events, time.Now())
+			describeJob(cmd.OutOrStdout(), job, pods, c.WhyPending(ctx, pods), events, time.Now())
 			return nil
 		},
+		ValidArgsFunction: completeJobNames(&t, false),
 	}
 	t.bind(cmd)
 	return cmd
@@ -96,17 +58,35 @@ func newDescribeCmd() *cobra.Command {
 func newLogsCmd() *cobra.Command {
 	var t targetFlags
 	var opts client.LogOptions
+	var sinceTime string
 	cmd := &cobra.Command{
 		Use:   "logs NAME [POD|ROLE|all]",
 		Short: "Print the logs of a job's pods: one pod (worker-0), a role (worker) or all",
 		Long: `Print the logs of a PaddleJob's pods. Select one pod by its short name (worker-0) or
 full name, a role (ps, worker, heter), or all (the default). Lines of several pods are
-prefixed with the pod's short name.`,
+prefixed with the pod's short name. --previous, --since, --since-time, --timestamps and
+--tail work as with kubectl logs (the local cluster's node serves them too).`,
 		Example: `  paddlejob logs wide-and-deep worker-0
   paddlejob logs wide-and-deep worker -f
-  paddlejob logs wide-and-deep --tail 20`,
-		Args: cobra.RangeArgs(1, 2),
+  paddlejob logs wide-and-deep --tail 20 --timestamps
+  paddlejob logs wide-and-deep ps-0 --previous      # the run before the last restart
+  paddlejob logs wide-and-deep --since 5m`,
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: completeLogsArgs(&t),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if sinceTime != "" {
+				if opts.Since > 0 {
+					return errors.New("give --since or --since-time, not both")
+				}
+				st, err := time.Parse(time.RFC3339, sinceTime)
+				if err != nil {
+					return fmt.Errorf("--since-time %q: want an RFC 3339 time such as 2026-11-25T10:00:00Z", sinceTime)
+				}
+				opts.SinceTime = st
+			}
+			if opts.Since < 0 {
+				return fmt.Errorf("--since %s: must not be negative", opts.Since)
+			}
 			c, err := t.client(cmd)
 			if err != nil {
 				return err
@@ -143,13 +123,18 @@ prefixed with the pod's short name.`,
 				_, err = io.Copy(cmd.OutOrStdout(), r)
 				return err
 			}
-			return c.StreamLogs(ctx, t.ns(), chosen, cmd.OutOrStdout(), client.StreamOptions{Follow: opts.Follow, TailLines: opts.TailLines})
+			return c.StreamLogs(ctx, t.ns(), chosen, cmd.OutOrStdout(), client.StreamOptions{Follow: opts.Follow, TailLines: opts.TailLines,
+				Previous: opts.Previous, Timestamps: opts.Timestamps, Since: opts.Since, SinceTime: opts.SinceTime})
 		},
 	}
 	t.bind(cmd)
 	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "follow the logs")
 	cmd.Flags().Int64Var(&opts.TailLines, "tail", 0, "only the last lines of each pod's log")
 	cmd.Flags().StringVarP(&opts.Container, "container", "c", "", "container (default: each pod's first)")
+	cmd.Flags().BoolVarP(&opts.Previous, "previous", "p", false, "the log of the container's previous run (before its last restart)")
+	cmd.Flags().BoolVar(&opts.Timestamps, "timestamps", false, "prefix each line with its time (RFC 3339)")
+	cmd.Flags().DurationVar(&opts.Since, "since", 0, "only lines newer than this, e.g. 5s, 2m, 3h")
+	cmd.Flags().StringVar(&sinceTime, "since-time", "", "only lines from this time on (RFC 3339)")
 	return cmd
 }
 
@@ -164,7 +149,8 @@ func newWaitCmd() *cobra.Command {
 Finished (completed or failed), Running, Deleted, or condition=<Type> for any condition
 of the job (Created, Running, Succeeded, Failed). Exits 0 when met, 1 if the job failed
 instead, 2 on timeout.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeJobNames(&t, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := t.client(cmd)
 			if err != nil {
@@ -232,27 +218,76 @@ func waitDeleted(cmd *cobra.Command, c *client.Client, ns, name string, timeout 
 
 func newDeleteCmd() *cobra.Command {
 	var t targetFlags
+	var all, wait bool
+	var selector string
+	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "delete NAME...",
+		Use:   "delete (NAME... | --all | -l SELECTOR)",
 		Short: "Delete PaddleJobs with their pods, Service and ConfigMap",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Delete the PaddleJobs named, every job of the namespace (--all) or those matching a
+label selector (-l); their pods, Service and ConfigMap go with them. With --wait it
+returns once the jobs and their pods are gone (exit code 2 after --timeout). It says
+which cluster (kubeconfig context) it deleted from.`,
+		Example: `  paddlejob delete wide-and-deep
+  paddlejob delete --all --wait
+  paddlejob delete -l team=ranking`,
+		ValidArgsFunction: completeJobNames(&t, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 0 && !all && selector == "":
+				return errors.New("name the jobs to delete, or give --all or -l SELECTOR")
+			case len(args) > 0 && (all || selector != ""):
+				return errors.New("give job names, --all or -l SELECTOR: one of them")
+			case all && selector != "":
+				return errors.New("--all deletes every job of the namespace: leave out -l, or --all to delete the selected ones")
+			}
 			c, err := t.client(cmd)
 			if err != nil {
 				return err
 			}
+			ctx, ns := cmd.Context(), t.ns()
+			names := args
+			if len(names) == 0 {
+				jobs, _, err := c.ListSelected(ctx, ns, selector)
+				if err != nil {
+					return err
+				}
+				for _, j := range jobs {
+					names = append(names, j.Name)
+				}
+				if len(names) == 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "No PaddleJobs to delete in namespace %s of %s.\n", ns, t.where())
+					return nil
+				}
+			}
 			var errs []error
-			for _, name := range args {
-				if err := c.Delete(cmd.Context(), t.ns(), name); err != nil {
+			var deleted []string
+			for _, name := range names {
+				if err := c.Delete(ctx, ns, name); err != nil {
 					errs = append(errs, err)
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "PaddleJob %s/%s deleted from %s\n", t.ns(), name, t.where())
+				deleted = append(deleted, name)
+				fmt.Fprintf(cmd.OutOrStdout(), "PaddleJob %s/%s deleted from %s\n", ns, name, t.where())
+			}
+			if wait {
+				for _, name := range deleted {
+					if err := c.WaitDeleted(ctx, ns, name, timeout); err != nil {
+						if ctx.Err() == nil && strings.HasPrefix(err.Error(), "timed out") {
+							return exitError{code: 2, msg: err.Error()}
+						}
+						return err
+					}
+				}
 			}
 			return errors.Join(errs...)
 		},
 	}
 	t.bind(cmd)
+	cmd.Flags().BoolVar(&all, "all", false, "delete every PaddleJob of the namespace")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "delete the jobs matching this label selector")
+	cmd.Flags().BoolVar(&wait, "wait", false, "return once the jobs and their pods are gone")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, give up after this long (exit code 2; 0: no limit)")
 	return cmd
 }
 
@@ -260,9 +295,10 @@ func newScaleCmd() *cobra.Command {
 	var t targetFlags
 	var workers, ps, heter int32
 	cmd := &cobra.Command{
-		Use:   "scale NAME [--worker N] [--ps N] [--heter N]",
-		Short: "Change the replicas of a running PaddleJob's roles",
-		Args:  cobra.ExactArgs(1),
+		Use:               "scale NAME [--worker N] [--ps N] [--heter N]",
+		Short:             "Change the replicas of a running PaddleJob's roles",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeJobNames(&t, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := t.client(cmd)
 			if err != nil {

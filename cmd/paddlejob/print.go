@@ -9,7 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -17,64 +19,167 @@ import (
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
-// printJobs writes jobs as a table (kubectl get's columns), YAML or JSON. A
-// single named job prints as an object, a listing as a list.
+// outputFormat is a parsed -o value: table, wide, yaml, json, name or
+// jsonpath=TEMPLATE, as kubectl takes them.
+type outputFormat struct {
+	kind     string
+	jsonpath *jsonpath.JSONPath
+}
+
+// parseOutput reads -o.
+func parseOutput(s string) (outputFormat, error) {
+	switch s {
+	case "", "table":
+		return outputFormat{kind: "table"}, nil
+	case "wide", "yaml", "json", "name":
+		return outputFormat{kind: s}, nil
+	}
+	if tmpl, ok := strings.CutPrefix(s, "jsonpath="); ok {
+		// kubectl's relaxed form: the braces may be left out.
+		if !strings.Contains(tmpl, "{") {
+			tmpl = "{" + tmpl + "}"
+		}
+		jp := jsonpath.New("output").AllowMissingKeys(true)
+		if err := jp.Parse(tmpl); err != nil {
+			return outputFormat{}, fmt.Errorf("--output %q: %w", s, err)
+		}
+		return outputFormat{kind: "jsonpath", jsonpath: jp}, nil
+	}
+	return outputFormat{}, fmt.Errorf("--output %q: want table, wide, yaml, json, name or jsonpath=TEMPLATE", s)
+}
+
+// human reports whether the format is a table for people.
+func (o outputFormat) human() bool { return o.kind == "table" || o.kind == "wide" }
+
+// printJobs writes jobs as a table (kubectl get's columns), YAML, JSON,
+// names or a JSONPath template's output. A single named job prints as an
+// object, a listing as a list.
 func printJobs(w io.Writer, jobs []paddlev1.PaddleJob, format string, withNamespace, single bool) error {
-	switch format {
-	case "yaml", "json":
-		var obj any = &paddlev1.PaddleJobList{Items: jobs}
-		if single {
-			obj = &jobs[0]
-		}
-		for i := range jobs {
-			jobs[i].APIVersion, jobs[i].Kind = paddlev1.GroupVersion.String(), "PaddleJob"
-		}
-		if l, ok := obj.(*paddlev1.PaddleJobList); ok {
-			l.APIVersion, l.Kind = "v1", "List"
-		}
-		if format == "json" {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "    ")
-			return enc.Encode(obj)
-		}
+	o, err := parseOutput(format)
+	if err != nil {
+		return err
+	}
+	return o.print(w, jobs, withNamespace, single)
+}
+
+func (o outputFormat) print(w io.Writer, jobs []paddlev1.PaddleJob, withNamespace, single bool) error {
+	for i := range jobs {
+		jobs[i].APIVersion, jobs[i].Kind = paddlev1.GroupVersion.String(), "PaddleJob"
+	}
+	var obj any = &paddlev1.PaddleJobList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: jobs}
+	if single && len(jobs) == 1 {
+		obj = &jobs[0]
+	}
+	switch o.kind {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "    ")
+		return enc.Encode(obj)
+	case "yaml":
 		data, err := yaml.Marshal(obj)
 		if err != nil {
 			return err
 		}
 		_, err = w.Write(data)
 		return err
-	case "table", "wide", "":
-	default:
-		return fmt.Errorf("--output %q: want table, wide, yaml or json", format)
+	case "name":
+		for i := range jobs {
+			fmt.Fprintln(w, jobResourceName(jobs[i].Name))
+		}
+		return nil
+	case "jsonpath":
+		// The template sees the object as JSON does.
+		data, err := json.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		var generic any
+		if err := json.Unmarshal(data, &generic); err != nil {
+			return err
+		}
+		if err := o.jsonpath.Execute(w, generic); err != nil {
+			return fmt.Errorf("--output jsonpath: %w", err)
+		}
+		return nil
 	}
 	if len(jobs) == 0 {
 		_, err := fmt.Fprintln(w, "No PaddleJobs found.")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	t := &table{w: w}
+	t.row(jobHeader(o.kind == "wide", withNamespace))
+	for i := range jobs {
+		t.row(jobRow(&jobs[i], o.kind == "wide", withNamespace, time.Now()))
+	}
+	return t.flush()
+}
+
+// jobResourceName is a job as -o name writes it, kubectl's resource.group/name.
+func jobResourceName(name string) string {
+	return "paddlejob." + paddlev1.GroupVersion.Group + "/" + name
+}
+
+func jobHeader(wide, withNamespace bool) []string {
 	header := []string{"NAME", "PHASE", "MODE", "PS", "WORKER", "HETER", "PROGRESS", "AGE"}
-	if format == "wide" {
+	if wide {
 		header = append(header, "INTRANET", "CLEAN-POD-POLICY", "REASON", "ETA", "METRICS")
 	}
 	if withNamespace {
 		header = append([]string{"NAMESPACE"}, header...)
 	}
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	for i := range jobs {
-		j := &jobs[i]
-		row := []string{j.Name, dash(string(j.Status.Phase)), dash(string(j.Status.Mode)),
-			ready(j, paddlev1.ReplicaPS), ready(j, paddlev1.ReplicaWorker), ready(j, paddlev1.ReplicaHeter),
-			percent(j.Status.Progress), duration.HumanDuration(time.Since(j.CreationTimestamp.Time))}
-		if format == "wide" {
-			row = append(row, string(j.Spec.EffectiveIntranet()), string(j.Spec.EffectiveCleanPodPolicy()), reason(j),
-				dash(progress.ETA(j.Status.Progress)), dash(progress.MetricsText(j.Status.Progress)))
-		}
-		if withNamespace {
-			row = append([]string{j.Namespace}, row...)
-		}
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	return header
+}
+
+func jobRow(j *paddlev1.PaddleJob, wide, withNamespace bool, now time.Time) []string {
+	row := []string{j.Name, dash(string(j.Status.Phase)), dash(string(j.Status.Mode)),
+		ready(j, paddlev1.ReplicaPS), ready(j, paddlev1.ReplicaWorker), ready(j, paddlev1.ReplicaHeter),
+		percent(j.Status.Progress), duration.HumanDuration(now.Sub(j.CreationTimestamp.Time))}
+	if wide {
+		row = append(row, string(j.Spec.EffectiveIntranet()), string(j.Spec.EffectiveCleanPodPolicy()), reason(j),
+			dash(progress.ETA(j.Status.Progress)), dash(progress.MetricsText(j.Status.Progress)))
 	}
-	return tw.Flush()
+	if withNamespace {
+		row = append([]string{j.Namespace}, row...)
+	}
+	return row
+}
+
+// table writes rows in columns that keep the widths they had, so that rows
+// printed later (get -w) line up with the first ones.
+type table struct {
+	w      io.Writer
+	rows   [][]string
+	widths []int
+}
+
+// row adds a row; it is written by flush.
+func (t *table) row(cells []string) {
+	for i, c := range cells {
+		if i == len(t.widths) {
+			t.widths = append(t.widths, 0)
+		}
+		t.widths[i] = max(t.widths[i], len(c))
+	}
+	t.rows = append(t.rows, cells)
+}
+
+// flush writes the rows added since the last flush.
+func (t *table) flush() error {
+	for _, cells := range t.rows {
+		var b strings.Builder
+		for i, c := range cells {
+			if i == len(cells)-1 {
+				b.WriteString(c)
+				break
+			}
+			fmt.Fprintf(&b, "%-*s", t.widths[i]+3, c)
+		}
+		if _, err := fmt.Fprintln(t.w, b.String()); err != nil {
+			return err
+		}
+	}
+	t.rows = nil
+	return nil
 }
 
 // percent is the reported percent done, "-" when none.
@@ -116,7 +221,7 @@ func dash(s string) string {
 
 // describeJob writes a human summary of a job: spec, status, conditions,
 // pods with their state and exit codes, and recent events.
-func describeJob(w io.Writer, j *paddlev1.PaddleJob, pods []corev1.Pod, events []corev1.Event, now time.Time) {
+func describeJob(w io.Writer, j *paddlev1.PaddleJob, pods []corev1.Pod, pending []client.Unschedulable, events []corev1.Event, now time.Time) {
 	fmt.Fprintf(w, "Name:              %s\n", j.Name)
 	fmt.Fprintf(w, "Namespace:         %s\n", j.Namespace)
 	fmt.Fprintf(w, "Created:           %s (%s ago)\n", j.CreationTimestamp.Format(time.RFC3339), duration.HumanDuration(now.Sub(j.CreationTimestamp.Time)))
@@ -171,6 +276,9 @@ func describeJob(w io.Writer, j *paddlev1.PaddleJob, pods []corev1.Pod, events [
 		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\n", p.Name, progress.PodState(p), restarts(p), dash(p.Status.PodIP), dash(p.Spec.NodeName), exitCodes(p))
 	}
 	tw.Flush()
+	for _, l := range progress.PendingLines(j.Name, pending) {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
 	fmt.Fprintln(w, "Events:")
 	if len(events) == 0 {
 		fmt.Fprintln(w, "  none")

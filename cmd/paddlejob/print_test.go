@@ -48,7 +48,7 @@ func TestGetShowsProgress(t *testing.T) {
 func TestDescribeAndMetricsShowProgress(t *testing.T) {
 	j := jobWithProgress()
 	var out bytes.Buffer
-	describeJob(&out, &j, nil, nil, time.Now())
+	describeJob(&out, &j, nil, nil, nil, time.Now())
 	if !strings.Contains(out.String(), "Progress:          [###############.........]  66%  epoch 4/6  ETA 14s  auc=0.741 loss=0.48") ||
 		!strings.Contains(out.String(), "reported by wd-worker-0, 3s ago") {
 		t.Errorf("describe:\n%s", out.String())
@@ -64,5 +64,50 @@ func TestDescribeAndMetricsShowProgress(t *testing.T) {
 	printMetrics(&out, &j, opprogress.History{}, 40, 4)
 	if !strings.Contains(out.String(), "No metric history") {
 		t.Errorf("metrics without history:\n%s", out.String())
+	}
+}
+
+func TestOutputFormats(t *testing.T) {
+	jobs := func() []paddlev1.PaddleJob {
+		a, b := jobWithProgress(), jobWithProgress()
+		b.Name = "other"
+		return []paddlev1.PaddleJob{a, b}
+	}
+	tests := []struct {
+		format string
+		single bool
+		want   string
+	}{
+		{"name", false, "paddlejob.batch.paddlepaddle.org/wd\npaddlejob.batch.paddlepaddle.org/other\n"},
+		{"jsonpath={.items[*].metadata.name}", false, "wd other"},
+		{"jsonpath={range .items[*]}{.metadata.name} {.status.phase}{\"\\n\"}{end}", false, "wd Running\nother Running\n"},
+		{"jsonpath=.status.progress.percent", true, "66"},
+		{"jsonpath={.status.missing}", true, ""},
+	}
+	for _, tc := range tests {
+		var out bytes.Buffer
+		list := jobs()
+		if tc.single {
+			list = list[:1]
+		}
+		if err := printJobs(&out, list, tc.format, false, tc.single); err != nil {
+			t.Errorf("%s: %v", tc.format, err)
+		} else if out.String() != tc.want {
+			t.Errorf("%s: %q, want %q", tc.format, out.String(), tc.want)
+		}
+	}
+}
+
+func TestTableKeepsItsColumns(t *testing.T) {
+	var out bytes.Buffer
+	tb := &table{w: &out}
+	tb.row([]string{"NAME", "PHASE", "AGE"})
+	tb.row([]string{"wide-and-deep", "Running", "1m"})
+	_ = tb.flush()
+	tb.row([]string{"wd", "Failed", "2m"}) // a later row, as get -w prints it
+	_ = tb.flush()
+	want := "NAME            PHASE     AGE\nwide-and-deep   Running   1m\nwd              Failed    2m\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }

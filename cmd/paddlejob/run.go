@@ -17,6 +17,7 @@ import (
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/kube"
+	"github.com/paddlejob/paddlejob/internal/localcluster"
 	"github.com/paddlejob/paddlejob/internal/progress"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
@@ -24,11 +25,13 @@ import (
 func init() { register(newRunCmd) }
 
 type runFlags struct {
-	target  targetFlags
-	file    string
-	follow  []string
-	replace bool
-	timeout time.Duration
+	target        targetFlags
+	file          string
+	follow        []string
+	replace       bool
+	timeout       time.Duration
+	buildContexts []string
+	home          string
 }
 
 func newRunCmd() *cobra.Command {
@@ -42,10 +45,19 @@ a line per change otherwise. Exits 0 when the job completes, 1 with the reason w
 fails, 2 on timeout.
 
 It runs on the current kubeconfig context, as kubectl would (paddlejob up makes the
-local cluster's current), or the one --kubeconfig and --context name, and says which.`,
+local cluster's current), or the one --kubeconfig and --context name, and says which.
+A pod the scheduler cannot place shows why ("needs 5 CPU, the node has 2").
+
+On the local cluster, --build-context DIR runs the job's image from a Docker build
+context (a directory with a Dockerfile, as paddlejob init writes): no image to build,
+push or name in a table. The node reads the Dockerfile (docs/local-node.md, Local
+images); a new image, or a changed Dockerfile, restarts the node to read it, which
+waits until no pod runs there; edits to the context's other files show in the next
+pods without one. IMAGE=DIR names the image when the job runs several.`,
 		Example: `  paddlejob run -f examples/jobs/wide-and-deep.yaml
   paddlejob run -f job.yaml --follow            # stream every pod's log
   paddlejob run -f job.yaml --follow=worker-0   # stream one pod's log
+  paddlejob run -f job-ps.yaml --build-context .  # your program, from its build context
   paddlejob run -f job.yaml --context prod -n training`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runJob(cmd, &f) },
@@ -56,6 +68,8 @@ local cluster's current), or the one --kubeconfig and --context name, and says w
 	cmd.Flags().Lookup("follow").NoOptDefVal = "all"
 	cmd.Flags().BoolVar(&f.replace, "replace", false, "delete a job of the same name first")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "give up waiting after this long (the job keeps running)")
+	cmd.Flags().StringArrayVar(&f.buildContexts, "build-context", nil, "local cluster: run the job's image from this Docker build context, DIR or IMAGE=DIR (repeatable)")
+	cmd.Flags().StringVar(&f.home, "home", localcluster.DefaultHome(), "with --build-context: the local cluster's state directory ($PADDLEJOB_HOME)")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -80,6 +94,22 @@ func runJob(cmd *cobra.Command, f *runFlags) error {
 	}
 	if job == nil {
 		return fmt.Errorf("%s holds no PaddleJob", f.file)
+	}
+	// The API server stores any image string; a bad one would fail every
+	// pod's pull (InvalidImageName): say so before anything is created.
+	for _, image := range imagesOf(job) {
+		if err := client.ValidateImage(image); err != nil {
+			return fmt.Errorf("%s: PaddleJob %s: image %q: %w", f.file, job.GetName(), image, err)
+		}
+	}
+	images, err := buildContextImages(f.buildContexts, job)
+	if err != nil {
+		return err
+	}
+	if len(images) > 0 {
+		if err := checkLocalTarget(ctx, f, images); err != nil {
+			return err
+		}
 	}
 	if f.target.namespace != "" {
 		job.SetNamespace(f.target.namespace)
@@ -112,6 +142,11 @@ func runJob(cmd *cobra.Command, f *runFlags) error {
 	}
 	if f.replace {
 		if err := replaceJob(ctx, c, ns, job.GetName()); err != nil {
+			return err
+		}
+	}
+	if len(images) > 0 {
+		if err := runFromBuildContexts(ctx, f, images, errOut); err != nil {
 			return err
 		}
 	}

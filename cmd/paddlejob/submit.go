@@ -34,7 +34,7 @@ type submitFlags struct {
 // flagOf names the flag behind a TrainingJob field in error messages.
 var flagOf = map[string]string{
 	"Name": "--name", "Image": "--image", "EntryPoint": "--entry-point", "WorkDir": "--workdir",
-	"CPU": "--cpu", "Memory": "--memory", "GPU": "--gpu", "PServers": "--pservers", "Trainers": "--trainers",
+	"CPU": "--cpu", "Memory": "--memory", "GPU": "--gpu", "PServers": "--pservers", "Trainers": "--trainers", "Collective": "--collective",
 	"CephFS.Monitors": "--cephfs-monitors", "CephFS.MountPath": "--cephfs-mount-path",
 	"NFS": "--nfs", "NFS.MountPath": "--nfs", "Claims.ClaimName": "--pvc", "Claims.MountPath": "--pvc",
 	"HostPaths.Path": "--host-path", "HostPaths.MountPath": "--host-path",
@@ -45,7 +45,7 @@ func newSubmitCmd() *cobra.Command {
 	var f submitFlags
 	cmd := &cobra.Command{
 		Use:   "submit --name NAME --image IMAGE --entry-point CMD --cpu N --memory SIZE",
-		Short: "Submit a parameter-server training job from the paddle.job SDK's parameters",
+		Short: "Submit a training job from the paddle.job SDK's parameters (parameter-server, or --collective)",
 		Long: `Build a PaddleJob from the parameters of the original paddle.job SDK — runtime image,
 entry point, CPU, memory and GPU per pod, numbers of pservers (default 2) and trainers
 (default 3), CephFS, NFS, PVC or host-path volumes — check them, and create it (or print
@@ -64,10 +64,11 @@ environment contract.`,
 	fl.StringVar(&f.job.EntryPoint, "entry-point", "", `command that starts a trainer or pserver, e.g. "python train.py" (entry_point)`)
 	fl.StringVar(&f.job.WorkDir, "workdir", "", "where the trainer package is in the image (trainer_package_path)")
 	fl.IntVar(&f.job.CPU, "cpu", 0, "CPUs per pod (cpu_nums)")
-	fl.StringVar(&f.job.Memory, "memory", "", "memory per pod: an integer with E, P, T, G, M or K, e.g. 8G")
+	fl.StringVar(&f.job.Memory, "memory", "", "memory per pod: an integer with E, P, T, G, M or K (powers of 1000, e.g. 8G) or Ei, Pi, Ti, Gi, Mi or Ki (powers of 1024, e.g. 8Gi)")
 	fl.IntVar(&f.job.GPU, "gpu", 0, "GPUs per trainer (gpu_nums)")
 	fl.IntVar(&f.job.PServers, "pservers", client.DefaultPServers, "parameter servers")
 	fl.IntVar(&f.job.Trainers, "trainers", client.DefaultTrainers, "trainers")
+	fl.BoolVar(&f.job.Collective, "collective", false, "a collective job: --trainers workers and no parameter server (entry point e.g. \"python -m paddle.distributed.launch train.py\")")
 	fl.StringSliceVar(&f.ceph.Monitors, "cephfs-monitors", nil, "CephFS monitor addresses (monitors_addr); mounts CephFS in every pod")
 	fl.StringVar(&f.ceph.User, "cephfs-user", client.DefaultCephFSUser, "CephFS user")
 	fl.StringVar(&f.ceph.SecretName, "cephfs-secret", client.DefaultCephFSSecretName, "Secret holding the CephFS key")
@@ -90,6 +91,9 @@ environment contract.`,
 }
 
 func submit(cmd *cobra.Command, f *submitFlags) error {
+	if f.job.Collective && !cmd.Flags().Changed("pservers") {
+		f.job.PServers = 0 // no parameter servers, rather than the default 2
+	}
 	job, err := f.build()
 	if err != nil {
 		return err
@@ -123,6 +127,16 @@ func (f *submitFlags) build() (*paddlev1.PaddleJob, error) {
 	t.Intranet = paddlev1.Intranet(f.intranet)
 	t.CleanPodPolicy = paddlev1.CleanPodPolicy(f.clean)
 	var errs []error
+	// The SDK reads 0 as "the default" (other bad counts it reports
+	// itself); a flag set to 0 is a mistake.
+	for _, n := range []struct {
+		flag  string
+		value int
+	}{{"--pservers", t.PServers}, {"--trainers", t.Trainers}} {
+		if n.value == 0 && !(t.Collective && n.flag == "--pservers") {
+			errs = append(errs, fmt.Errorf("%s %d: must be between 1 and %d", n.flag, n.value, paddlev1.MaxReplicas))
+		}
+	}
 	if len(f.ceph.Monitors) > 0 {
 		ceph := f.ceph
 		t.CephFS = &ceph

@@ -74,7 +74,33 @@ func Lines(s client.Snapshot, elapsed time.Duration) []string {
 	if t := TrainingLine(j.Status.Progress); t != "" {
 		lines = append(lines, "  training "+t)
 	}
+	for _, l := range PendingLines(j.Name, s.Unschedulable) {
+		lines = append(lines, "  "+l)
+	}
 	return lines
+}
+
+// PendingLines say why pods of a job stay Pending, pods with one reason on
+// one line ("Pending worker-0, worker-1: needs 5 CPU, the node has 2"),
+// then what would let them run on the local cluster.
+func PendingLines(job string, us []client.Unschedulable) []string {
+	var reasons []string
+	pods := map[string][]string{}
+	for _, u := range us {
+		r := u.String()
+		if pods[r] == nil {
+			reasons = append(reasons, r)
+		}
+		pods[r] = append(pods[r], strings.TrimPrefix(u.Pod, job+"-"))
+	}
+	var out []string
+	for _, r := range reasons {
+		out = append(out, fmt.Sprintf("Pending %s: %s", strings.Join(pods[r], ", "), r))
+	}
+	if hint := client.LocalClusterHint(us); hint != "" {
+		out = append(out, hint)
+	}
+	return out
 }
 
 // Summary is a snapshot on one line.

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // LogOptions select what Logs returns.
@@ -23,14 +24,33 @@ type LogOptions struct {
 	Timestamps bool
 	// TailLines, when positive, returns only the last lines.
 	TailLines int64
+	// Since, when positive, returns only lines newer than that; SinceTime,
+	// when set, only lines from then on.
+	Since     time.Duration
+	SinceTime time.Time
 }
 
-// Logs streams a pod's container log.
-func (c *Client) Logs(ctx context.Context, namespace, pod string, opts LogOptions) (io.ReadCloser, error) {
+// podLogOptions are the API's options for opts.
+func (opts LogOptions) podLogOptions() *corev1.PodLogOptions {
 	o := &corev1.PodLogOptions{Container: opts.Container, Follow: opts.Follow, Previous: opts.Previous, Timestamps: opts.Timestamps}
 	if opts.TailLines > 0 {
 		o.TailLines = &opts.TailLines
 	}
+	if opts.Since > 0 {
+		// The API takes whole seconds; round up, never losing a line asked for.
+		secs := int64((opts.Since + time.Second - 1) / time.Second)
+		o.SinceSeconds = &secs
+	}
+	if !opts.SinceTime.IsZero() {
+		t := metav1.NewTime(opts.SinceTime)
+		o.SinceTime = &t
+	}
+	return o
+}
+
+// Logs streams a pod's container log.
+func (c *Client) Logs(ctx context.Context, namespace, pod string, opts LogOptions) (io.ReadCloser, error) {
+	o := opts.podLogOptions()
 	r, err := c.cs.CoreV1().Pods(namespace).GetLogs(pod, o).Stream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("logs of pod %s/%s: %w", namespace, pod, err)
@@ -50,6 +70,12 @@ type StreamOptions struct {
 	Follow bool
 	// TailLines, when positive, starts from the last lines.
 	TailLines int64
+	// Previous reads the log of each container's previous run, Timestamps
+	// prefixes each line with its time, Since and SinceTime skip older
+	// lines (see LogOptions).
+	Previous, Timestamps bool
+	Since                time.Duration
+	SinceTime            time.Time
 }
 
 // StreamLogs copies the logs of pods to w line by line, each line prefixed,
@@ -80,7 +106,8 @@ func (c *Client) streamOne(ctx context.Context, namespace string, p PodLog, opts
 	var r io.ReadCloser
 	for {
 		var err error
-		r, err = c.Logs(ctx, namespace, p.Pod, LogOptions{Container: p.Container, Follow: opts.Follow, TailLines: opts.TailLines})
+		r, err = c.Logs(ctx, namespace, p.Pod, LogOptions{Container: p.Container, Follow: opts.Follow, TailLines: opts.TailLines,
+			Previous: opts.Previous, Timestamps: opts.Timestamps, Since: opts.Since, SinceTime: opts.SinceTime})
 		if err == nil {
 			break
 		}

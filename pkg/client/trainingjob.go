@@ -17,10 +17,11 @@ import (
 	"github.com/paddlejob/paddlejob/internal/shellwords"
 )
 
-// TrainingJob is a parameter-server training job described by the
-// parameters of the original paddle.job SDK: an image, an entry point, the
-// resources of each pod and the number of pservers and trainers. Build turns
-// it into a PaddleJob.
+// TrainingJob is a training job described by the parameters of the
+// original paddle.job SDK: an image, an entry point, the resources of each
+// pod and the number of pservers and trainers — a parameter-server job, or
+// with Collective a collective one of trainers alone. Build turns it into a
+// PaddleJob.
 type TrainingJob struct {
 	// Name is the job's name (job_name).
 	Name string
@@ -38,8 +39,9 @@ type TrainingJob struct {
 	CPU int
 	// Memory is the memory of each pod: a plain integer with one of the
 	// suffixes E, P, T, G, M or K (powers of 1000, K being Kubernetes' k),
-	// e.g. "8G". Empty sets no memory request or limit: seed 002's example
-	// passes none.
+	// e.g. "8G", or Ei, Pi, Ti, Gi, Mi or Ki (powers of 1024, as Kubernetes
+	// writes them), e.g. "8Gi". Empty sets no memory request or limit: seed
+	// 002's example passes none.
 	Memory string
 	// GPU is the GPU count of each trainer (gpu_nums).
 	GPU int
@@ -47,6 +49,9 @@ type TrainingJob struct {
 	PServers int
 	// Trainers is the number of trainers (trainers), default 3.
 	Trainers int
+	// Collective makes a collective job: Trainers workers and no parameter
+	// server (PServers must be 0).
+	Collective bool
 
 	// Volumes mounted in every pod.
 	CephFS    *CephFSVolume
@@ -121,7 +126,7 @@ func (e *FieldError) Error() string { return fmt.Sprintf("%s %v: %s", e.Field, e
 
 var (
 	jobName   = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
-	memoryFmt = regexp.MustCompile(`^[1-9][0-9]*[EPTGMK]$`)
+	memoryFmt = regexp.MustCompile(`^[1-9][0-9]*[EPTGMK]i?$`)
 )
 
 // Build validates the parameters (every problem, each a *FieldError) and
@@ -134,8 +139,8 @@ func (t TrainingJob) Build() (*paddlev1.PaddleJob, error) {
 	if !jobName.MatchString(t.Name) || len(t.Name) > paddlev1.MaxJobNameLength {
 		bad("Name", fmt.Sprintf("%q", t.Name), fmt.Sprintf("must be lowercase letters, digits and '-', start with a letter and have at most %d characters", paddlev1.MaxJobNameLength))
 	}
-	if t.Image == "" {
-		bad("Image", `""`, "the runtime image is required")
+	if err := ValidateImage(t.Image); err != nil {
+		bad("Image", fmt.Sprintf("%q", t.Image), err.Error())
 	}
 	command, err := shellwords.Split(t.EntryPoint)
 	if err != nil || len(command) == 0 {
@@ -154,7 +159,10 @@ func (t TrainingJob) Build() (*paddlev1.PaddleJob, error) {
 	if t.GPU < 0 {
 		bad("GPU", t.GPU, "must not be negative")
 	}
-	if t.PServers < 1 || t.PServers > paddlev1.MaxReplicas {
+	switch {
+	case t.Collective && t.PServers != 0:
+		bad("PServers", t.PServers, "a collective job has no parameter servers (leave it 0)")
+	case !t.Collective && (t.PServers < 1 || t.PServers > paddlev1.MaxReplicas):
 		bad("PServers", t.PServers, fmt.Sprintf("must be between 1 and %d", paddlev1.MaxReplicas))
 	}
 	if t.Trainers < 1 || t.Trainers > paddlev1.MaxReplicas {
@@ -172,11 +180,12 @@ func (t TrainingJob) Build() (*paddlev1.PaddleJob, error) {
 		return nil, errors.Join(errs...)
 	}
 
-	pserver := t.template(command, memory, volumes, mounts, 0)
 	trainer := t.template(command, memory, volumes, mounts, t.GPU)
-	b := NewJob(t.Name, t.Namespace).
-		PS(int32(t.PServers), pserver).
-		Workers(int32(t.Trainers), trainer).
+	b := NewJob(t.Name, t.Namespace)
+	if !t.Collective {
+		b.PS(int32(t.PServers), t.template(command, memory, volumes, mounts, 0))
+	}
+	b.Workers(int32(t.Trainers), trainer).
 		Intranet(t.Intranet).
 		CleanPodPolicy(t.CleanPodPolicy).
 		RestartPolicy(t.RestartPolicy)
@@ -190,7 +199,7 @@ func (t *TrainingJob) defaults() {
 	if t.Namespace == "" {
 		t.Namespace = "default"
 	}
-	if t.PServers == 0 {
+	if t.PServers == 0 && !t.Collective {
 		t.PServers = DefaultPServers
 	}
 	if t.Trainers == 0 {
@@ -286,19 +295,28 @@ func (t TrainingJob) volumes() ([]corev1.Volume, []corev1.VolumeMount, []error) 
 // maxMemory is the most memory a quantity holds: 2^63-1 bytes.
 var maxMemory = new(big.Int).SetUint64(1<<63 - 1)
 
-// parseMemory turns seed 002's memory notation into a quantity: nil for "",
-// K read as Kubernetes' k (1000), at most 2^63-1 bytes.
+// parseMemory turns seed 002's memory notation, or its binary form, into a
+// quantity: nil for "", K read as Kubernetes' k (1000), Ki as 1024, at most
+// 2^63-1 bytes.
 func parseMemory(s string) (*resource.Quantity, error) {
 	if s == "" {
 		return nil, nil
 	}
 	if !memoryFmt.MatchString(s) {
-		return nil, errors.New("must be a plain integer with one of the suffixes E, P, T, G, M, K (for example 8G)")
+		return nil, errors.New("must be a plain integer with one of the suffixes E, P, T, G, M, K (powers of 1000, for example 8G) or Ei, Pi, Ti, Gi, Mi, Ki (powers of 1024, for example 8Gi)")
 	}
-	n, _ := new(big.Int).SetString(s[:len(s)-1], 10)
-	exp := int64(3 * (strings.IndexByte("KMGTPE", s[len(s)-1]) + 1))
-	if n.Mul(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(exp), nil)).Cmp(maxMemory) > 0 {
-		return nil, errors.New("must be at most 9223372036854775807 bytes (9E)")
+	digits, suffix := s, ""
+	base := int64(1000)
+	if strings.HasSuffix(s, "i") {
+		base = 1024
+		digits, suffix = s[:len(s)-2], s[len(s)-2:len(s)-1]
+	} else {
+		digits, suffix = s[:len(s)-1], s[len(s)-1:]
+	}
+	n, _ := new(big.Int).SetString(digits, 10)
+	exp := int64(strings.Index("KMGTPE", suffix) + 1)
+	if n.Mul(n, new(big.Int).Exp(big.NewInt(base), big.NewInt(exp), nil)).Cmp(maxMemory) > 0 {
+		return nil, errors.New("must be at most 9223372036854775807 bytes (9E, 7Ei)")
 	}
 	if strings.HasSuffix(s, "K") {
 		s = strings.TrimSuffix(s, "K") + "k" // "12K" is no Kubernetes quantity

@@ -91,3 +91,25 @@ func TestTrainingJobValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestTrainingJobMemory(t *testing.T) {
+	for memory, want := range map[string]string{"8G": "8G", "8Gi": "8Gi", "1500K": "1500k", "512Mi": "512Mi", "7Ei": "7Ei", "1Ki": "1Ki"} {
+		j := seed002()
+		j.Memory = memory
+		job, err := j.Build()
+		if err != nil {
+			t.Errorf("memory %s: %v", memory, err)
+			continue
+		}
+		if got := job.Spec.Worker.Template.Spec.Containers[0].Resources.Limits.Memory().String(); got != want {
+			t.Errorf("memory %s: the pods get %s, want %s", memory, got, want)
+		}
+	}
+	for _, memory := range []string{"8Ei", "8gi", "8GB", "8iG", "0Gi"} {
+		j := seed002()
+		j.Memory = memory
+		if _, err := j.Build(); err == nil || !strings.Contains(err.Error(), "Memory") {
+			t.Errorf("memory %s: error %v, want one on Memory", memory, err)
+		}
+	}
+}

@@ -37,6 +37,7 @@ type vectorParams struct {
 	Memory             string `json:"memory"`
 	PServers           *int   `json:"pservers"`
 	Trainers           *int   `json:"trainers"`
+	Collective         bool   `json:"collective"`
 	GPUNums            *int   `json:"gpu_nums"`
 	UseGPU             *bool  `json:"use_gpu"`
 	Namespace          string `json:"namespace"`
@@ -74,7 +75,7 @@ func (p vectorParams) trainingJob() TrainingJob {
 	}
 	t := TrainingJob{
 		Name: p.JobName, Namespace: p.Namespace, Image: p.RuntimeImage, EntryPoint: p.EntryPoint,
-		WorkDir: p.TrainerPackagePath, Memory: p.Memory, PServers: deref(p.PServers), Trainers: deref(p.Trainers),
+		WorkDir: p.TrainerPackagePath, Memory: p.Memory, PServers: deref(p.PServers), Trainers: deref(p.Trainers), Collective: p.Collective,
 		CPU: deref(p.CPUNums), GPU: deref(p.GPUNums), Env: p.Env,
 		Intranet: paddlev1.Intranet(p.Intranet), CleanPodPolicy: paddlev1.CleanPodPolicy(p.CleanPodPolicy),
 		RestartPolicy: paddlev1.RestartPolicy(p.RestartPolicy), ProgressDeadlineSeconds: p.ProgressDeadlineSeconds,

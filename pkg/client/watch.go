@@ -24,6 +24,9 @@ import (
 type Snapshot struct {
 	Job  *paddlev1.PaddleJob
 	Pods []corev1.Pod
+	// Unschedulable says why the scheduler cannot place pods it left
+	// Pending (see WhyPending).
+	Unschedulable []Unschedulable
 }
 
 // Watch calls fn with the job and its pods first and then each time either
@@ -58,6 +61,9 @@ func (c *Client) Watch(ctx context.Context, namespace, name string, fn func(Snap
 		return fmt.Errorf("watching PaddleJob %s/%s: %w", namespace, name, context.Cause(ctx))
 	}
 	signal(changed)
+	// Why pods stay Pending, explained again when the scheduler says more.
+	var whyKey string
+	var why []Unschedulable
 	for {
 		select {
 		case <-ctx.Done():
@@ -77,6 +83,10 @@ func (c *Client) Watch(ctx context.Context, namespace, name string, fn func(Snap
 			snap.Pods = append(snap.Pods, *p.DeepCopy())
 		}
 		SortPods(snap.Pods)
+		if key := pendingKey(snap.Pods); key != whyKey {
+			whyKey, why = key, c.WhyPending(ctx, snap.Pods)
+		}
+		snap.Unschedulable = why
 		done, err := fn(snap)
 		if err != nil || done {
 			return err

@@ -1,13 +1,17 @@
 """paddlejob: PaddlePaddle distributed training jobs (PaddleJob) on Kubernetes.
 
-Describe a job (:class:`PaddleJob`, :class:`CephFSVolume`), manage it
-(:class:`PaddleJobClient`), build its runtime image's context
-(:func:`build_image_context`), and inside its pods find the trainer's id and
-its share of the data (:func:`trainer_id`, :func:`trainers`,
-:func:`dist_reader`, :func:`dataset_from_reader`).
+Describe a job (:class:`PaddleJob`, :class:`CephFSVolume`; parameter-server
+or collective), manage it (:class:`PaddleJobClient`, which returns
+:class:`Job` objects with a typed :class:`JobStatus`), build its runtime
+image's context (:func:`build_image_context`), and inside its pods find the
+trainer's id and its share of the data (:func:`trainer_id`,
+:func:`trainers`, :func:`dist_reader`, :func:`dataset_from_reader`) and
+report the training's progress (:func:`report_progress`).
 
 The client needs the Kubernetes client and is imported on first use, so a
-trainer image needs only this package for the in-pod helpers.
+trainer image needs only this package for the in-pod helpers. Every error is
+a :class:`PaddleJobError`. Seed 002's ``import paddle.job as job`` works too
+(the ``paddle.job`` module of this distribution; docs/python-sdk.md).
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 from .errors import (
     AlreadyExistsError,
     ApiError,
+    ClusterUnreachableError,
     ConflictError,
     ForbiddenError,
     ImageContextError,
+    InvalidArgumentError,
     InvalidError,
     JobFailedError,
     NoClusterError,
@@ -30,7 +36,8 @@ from .errors import (
     WaitTimeoutError,
 )
 from .image import build_image_context
-from .job import CephFSVolume, PaddleJob
+from .job import ROLES, CephFSVolume, PaddleJob
+from .objects import PHASES, Job, JobCondition, JobProgress, JobStatus, ReplicaStatus
 from .progress import ProgressReporter, flush_progress, report_progress
 from .runtime import dataset_from_reader, dist_reader, trainer_id, trainers, wait_for_servers
 
@@ -51,9 +58,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "AlreadyExistsError", "ApiError", "CephFSVolume", "ConflictError", "ForbiddenError", "ImageContextError",
-    "InvalidError", "JobFailedError", "LogLine", "NoClusterError", "NoDockerEngineError", "NotFoundError", "PaddleJob",
-    "PaddleJobClient", "PaddleJobError", "ProgressReporter", "ValidationError", "WaitTimeoutError", "build_image_context",
-    "dataset_from_reader", "dist_reader", "failure_message", "flush_progress", "job_condition", "job_phase",
-    "report_progress", "trainer_id", "trainers", "wait_for_servers",
+    "PHASES", "ROLES", "AlreadyExistsError", "ApiError", "CephFSVolume", "ClusterUnreachableError", "ConflictError",
+    "ForbiddenError", "ImageContextError", "InvalidArgumentError", "InvalidError", "Job", "JobCondition", "JobFailedError",
+    "JobProgress", "JobStatus", "LogLine", "NoClusterError", "NoDockerEngineError", "NotFoundError", "PaddleJob",
+    "PaddleJobClient", "PaddleJobError", "ProgressReporter", "ReplicaStatus", "ValidationError", "WaitTimeoutError",
+    "build_image_context", "dataset_from_reader", "dist_reader", "failure_message", "flush_progress", "job_condition",
+    "job_phase", "report_progress", "trainer_id", "trainers", "wait_for_servers",
 ]

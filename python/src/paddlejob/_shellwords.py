@@ -56,3 +56,18 @@ def split(s: str) -> List[str]:
     if in_word:
         words.append("".join(cur))
     return words
+
+
+_PLAIN = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,-")
+
+
+def join(words: List[str]) -> str:
+    """The command line split() splits into words: plain words as they are,
+    others single-quoted (a single quote as '\\'')."""
+    out = []
+    for w in words:
+        if w and all(c in _PLAIN for c in w):
+            out.append(w)
+        else:
+            out.append("'" + w.replace("'", "'\\''") + "'")
+    return " ".join(out)

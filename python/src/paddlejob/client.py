@@ -1,5 +1,8 @@
 """PaddleJobClient: create, get, list, wait for, read the logs and events of,
-scale and delete PaddleJobs, with the official Kubernetes client.
+scale, suspend, resume and delete PaddleJobs, with the official Kubernetes
+client. Jobs come back as :class:`paddlejob.Job` objects (typed, and still
+readable as the dicts of the API); every error is a
+:class:`paddlejob.PaddleJobError` naming the cluster.
 """
 
 from __future__ import annotations
@@ -10,8 +13,9 @@ import queue
 import socket
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Set, TypeVar, Union
 
+import urllib3.exceptions
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes import watch as k8s_watch
@@ -21,8 +25,10 @@ from . import target
 from .errors import (
     AlreadyExistsError,
     ApiError,
+    ClusterUnreachableError,
     ConflictError,
     ForbiddenError,
+    InvalidArgumentError,
     InvalidError,
     JobFailedError,
     NoClusterError,
@@ -30,18 +36,19 @@ from .errors import (
     PaddleJobError,
     WaitTimeoutError,
 )
-from .job import GROUP, MAX_REPLICAS, PLURAL, VERSION, PaddleJob
+from .job import GROUP, LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, MAX_REPLICAS, PLURAL, ROLES, VERSION, PaddleJob
+from .objects import PHASES, TERMINAL, Job, JobProgress
 
-Job = Dict[str, Any]
+__all__ = ["LABEL_JOB_NAME", "LABEL_REPLICA_INDEX", "LABEL_REPLICA_TYPE", "PHASES", "ROLES", "TERMINAL", "Job", "LogLine",
+           "PaddleJobClient", "failure_message", "job_condition", "job_phase"]
 
-#: Phases of a PaddleJob (status.phase).
-PHASES = ("Pending", "Starting", "Running", "Completed", "Failed", "Suspended", "Queued")
-TERMINAL = ("Completed", "Failed")
-#: Roles of a PaddleJob, as in pod names <job>-<role>-<index>.
-ROLES = ("ps", "worker", "heter")
-LABEL_JOB_NAME = "batch.paddlepaddle.org/job-name"
-LABEL_REPLICA_TYPE = "batch.paddlepaddle.org/replica-type"
-LABEL_REPLICA_INDEX = "batch.paddlepaddle.org/replica-index"
+_T = TypeVar("_T")
+#: What the transport raises when the cluster does not answer.
+_UNREACHABLE = (urllib3.exceptions.MaxRetryError, urllib3.exceptions.NewConnectionError, urllib3.exceptions.ProtocolError,
+                urllib3.exceptions.TimeoutError, urllib3.exceptions.SSLError, ConnectionError)
+#: What ends a watch's stream without an error of the cluster's: the server
+#: closing it, a read timing out. The wait then reads the job again.
+_STREAM_ENDED = (urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError, ConnectionError)
 
 
 class LogLine(NamedTuple):
@@ -54,7 +61,7 @@ class LogLine(NamedTuple):
         return f"[{self.pod}] {self.line}"
 
 
-def _api_error(action: str, e: ApiException) -> ApiError:
+def _api_error(action: str, e: ApiException, target: Optional[str] = None) -> ApiError:
     status = int(e.status or 0)
     reason, message = str(e.reason or ""), str(e.reason or "")
     body: Any = None
@@ -74,16 +81,16 @@ def _api_error(action: str, e: ApiException) -> ApiError:
         cls = InvalidError
     elif status in (401, 403):
         cls = ForbiddenError
-    err: ApiError = cls(action, status, reason, message, body)
+    err: ApiError = cls(action, status, reason, message, body, target)
     return err
 
 
-def job_phase(job: Job) -> str:
+def job_phase(job: Mapping[str, Any]) -> str:
     """status.phase of a PaddleJob ("" before the operator saw it)."""
     return str((job.get("status") or {}).get("phase") or "")
 
 
-def job_condition(job: Job, type_: str) -> Optional[Dict[str, Any]]:
+def job_condition(job: Mapping[str, Any], type_: str) -> Optional[Dict[str, Any]]:
     """The status condition of a type, or None."""
     for c in (job.get("status") or {}).get("conditions") or []:
         if c.get("type") == type_:
@@ -91,7 +98,7 @@ def job_condition(job: Job, type_: str) -> Optional[Dict[str, Any]]:
     return None
 
 
-def failure_message(job: Job) -> str:
+def failure_message(job: Mapping[str, Any]) -> str:
     """Why a failed job failed, from its Failed condition ("" when it has not)."""
     c = job_condition(job, "Failed")
     if c and c.get("status") == "True":
@@ -121,7 +128,7 @@ class PaddleJobClient:
         ns: Optional[str] = None
         if api_client is not None:
             self.api_client = api_client
-            self.target = "the given ApiClient"
+            self.target = f"the given ApiClient ({api_client.configuration.host})"
         else:
             kubeconfig = target.kubeconfig_path(config_file)
             try:
@@ -148,62 +155,70 @@ class PaddleJobClient:
     def _ns(self, namespace: Optional[str]) -> str:
         return namespace or self.namespace
 
+    def _call(self, action: str, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """Calls the API: its refusals become typed ApiErrors, a cluster that
+        does not answer a ClusterUnreachableError; both name the cluster."""
+        try:
+            return fn(*args, **kwargs)
+        except ApiException as e:
+            raise _api_error(action, e, self.target) from None
+        except _UNREACHABLE as e:
+            raise ClusterUnreachableError(action, self.target, _reason(e)) from None
+
     # Jobs.
 
-    def create_job(self, job: Union[PaddleJob, Job], namespace: Optional[str] = None) -> Job:
-        """Creates a job (a PaddleJob, or a PaddleJob object as a dict) and returns it as stored.
+    def create_job(self, job: Union[PaddleJob, Mapping[str, Any]], namespace: Optional[str] = None) -> Job:
+        """Creates a job (a PaddleJob, or a PaddleJob object as a dict or
+        Job) and returns it as stored.
 
         Unknown fields are refused (strict field validation, as kubectl does).
         The namespace is ``namespace``, else the job's, else the client's.
         """
-        body = job.to_dict() if isinstance(job, PaddleJob) else json.loads(json.dumps(job))
+        if isinstance(job, PaddleJob):
+            body = job.to_dict()
+        elif isinstance(job, Job):
+            body = job.to_dict()
+        else:
+            body = json.loads(json.dumps(dict(job)))
         meta = body.setdefault("metadata", {})
         ns = namespace or meta.get("namespace") or self.namespace
         meta["namespace"] = ns
         action = f"creating PaddleJob {ns}/{meta.get('name', '')}"
-        try:
-            created: Job = self.custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, body, field_validation="Strict")
-        except ApiException as e:
-            raise _api_error(action, e) from None
-        return created
+        return Job(self._call(action, self.custom.create_namespaced_custom_object, GROUP, VERSION, ns, PLURAL, body, field_validation="Strict"))
 
-    def train(self, job: Union[PaddleJob, Job], namespace: Optional[str] = None) -> str:
+    def train(self, job: Union[PaddleJob, Mapping[str, Any]], namespace: Optional[str] = None) -> str:
         """Creates a job and returns its name (Kubeflow's TrainerClient.train)."""
-        return str(self.create_job(job, namespace)["metadata"]["name"])
+        return self.create_job(job, namespace).name
 
     def get_job(self, name: str, namespace: Optional[str] = None) -> Job:
         """Returns a job; NotFoundError when there is none."""
         ns = self._ns(namespace)
-        try:
-            job: Job = self.custom.get_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, name)
-        except ApiException as e:
-            raise _api_error(f"getting PaddleJob {ns}/{name}", e) from None
-        return job
+        return Job(self._call(f"getting PaddleJob {ns}/{name}", self.custom.get_namespaced_custom_object, GROUP, VERSION, ns, PLURAL, name))
 
-    def list_jobs(self, namespace: Optional[str] = None, all_namespaces: bool = False) -> List[Job]:
-        """Returns the jobs of a namespace (or of all), sorted by namespace and name."""
-        try:
-            if all_namespaces:
-                out = self.custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)
-            else:
-                out = self.custom.list_namespaced_custom_object(GROUP, VERSION, self._ns(namespace), PLURAL)
-        except ApiException as e:
-            raise _api_error("listing PaddleJobs", e) from None
-        items: List[Job] = list(out.get("items") or [])
-        items.sort(key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"]))
+    def list_jobs(self, namespace: Optional[str] = None, all_namespaces: bool = False, label_selector: Optional[str] = None) -> List[Job]:
+        """Returns the jobs of a namespace (or of all), those matching
+        ``label_selector`` (kubectl's -l syntax) when given, sorted by
+        namespace and name."""
+        kwargs: Dict[str, Any] = {"label_selector": label_selector} if label_selector else {}
+        if all_namespaces:
+            out = self._call("listing PaddleJobs", self.custom.list_cluster_custom_object, GROUP, VERSION, PLURAL, **kwargs)
+        else:
+            out = self._call("listing PaddleJobs", self.custom.list_namespaced_custom_object, GROUP, VERSION, self._ns(namespace), PLURAL, **kwargs)
+        items = [Job(j) for j in out.get("items") or []]
+        items.sort(key=lambda j: (j.namespace, j.name))
         return items
 
-    def delete_job(self, name: str, namespace: Optional[str] = None, wait: bool = False, timeout: float = 120) -> None:
+    def delete_job(self, name: str, namespace: Optional[str] = None, wait: bool = False, timeout: float = 120,
+                   polling_interval: Optional[float] = None) -> None:
         """Deletes a job; its pods, Service and ConfigMap go with it.
 
         With ``wait`` it returns once the job and its pods are gone
-        (WaitTimeoutError after ``timeout`` seconds).
+        (WaitTimeoutError after ``timeout`` seconds), watching them, or
+        looking every ``polling_interval`` seconds when given.
         """
         ns = self._ns(namespace)
-        try:
-            self.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, name, propagation_policy="Background")
-        except ApiException as e:
-            raise _api_error(f"deleting PaddleJob {ns}/{name}", e) from None
+        self._call(f"deleting PaddleJob {ns}/{name}", self.custom.delete_namespaced_custom_object, GROUP, VERSION, ns, PLURAL, name,
+                   propagation_policy="Background")
         if not wait:
             return
         deadline = time.monotonic() + timeout
@@ -218,26 +233,39 @@ class PaddleJobClient:
                 return
             if time.monotonic() > deadline:
                 left = f"{len(pods)} pods" if job is None else "the job"
-                raise WaitTimeoutError(job, f"PaddleJob {ns}/{name}: {left} still there {timeout:g}s after deleting it")
-            self._wait_for_change(ns, name, min(5.0, max(0.1, deadline - time.monotonic())), pods=job is None)
+                raise WaitTimeoutError(job, f"PaddleJob {ns}/{name}: {left} still there {timeout:g}s after deleting it", self.target)
+            wait_for = min(5.0, max(0.1, deadline - time.monotonic()))
+            if polling_interval:
+                time.sleep(min(polling_interval, wait_for))
+            else:
+                self._wait_for_change(ns, name, wait_for, pods=job is None)
 
     def scale_job(self, name: str, replicas: int, role: str = "worker", namespace: Optional[str] = None) -> Job:
         """Sets the replicas of a role (worker, ps or heter) of a job and returns the job."""
         if role not in ROLES:
-            raise ValueError(f"role {role!r}: want one of {', '.join(ROLES)}")
+            raise InvalidArgumentError(f"role {role!r}: want one of {', '.join(ROLES)}")
         if not isinstance(replicas, int) or isinstance(replicas, bool) or not 1 <= replicas <= MAX_REPLICAS:
-            raise ValueError(f"replicas {replicas!r}: must be an integer between 1 and {MAX_REPLICAS}")
+            raise InvalidArgumentError(f"replicas {replicas!r}: must be an integer between 1 and {MAX_REPLICAS}")
         ns = self._ns(namespace)
         job = self.get_job(name, ns)
-        if role not in (job.get("spec") or {}):
-            raise PaddleJobError(f"PaddleJob {ns}/{name} has no {role} role to scale")
-        try:
-            out: Job = self.custom.patch_namespaced_custom_object(
-                GROUP, VERSION, ns, PLURAL, name, {"spec": {role: {"replicas": replicas}}}
-            )
-        except ApiException as e:
-            raise _api_error(f"scaling {role} of PaddleJob {ns}/{name} to {replicas}", e) from None
-        return out
+        if role not in job.spec:
+            raise InvalidArgumentError(f"PaddleJob {ns}/{name} has no {role} role to scale")
+        return Job(self._call(f"scaling {role} of PaddleJob {ns}/{name} to {replicas}", self.custom.patch_namespaced_custom_object,
+                              GROUP, VERSION, ns, PLURAL, name, {"spec": {role: {"replicas": replicas}}}))
+
+    def suspend_job(self, name: str, namespace: Optional[str] = None) -> Job:
+        """Suspends a job (spec.suspend): its pods are deleted, the job stays."""
+        return self._set_suspend(name, namespace, True)
+
+    def resume_job(self, name: str, namespace: Optional[str] = None) -> Job:
+        """Resumes a suspended job: its pods are created again."""
+        return self._set_suspend(name, namespace, False)
+
+    def _set_suspend(self, name: str, namespace: Optional[str], suspend: bool) -> Job:
+        ns = self._ns(namespace)
+        verb = "suspending" if suspend else "resuming"
+        return Job(self._call(f"{verb} PaddleJob {ns}/{name}", self.custom.patch_namespaced_custom_object,
+                              GROUP, VERSION, ns, PLURAL, name, {"spec": {"suspend": suspend}}))
 
     # Waiting.
 
@@ -249,69 +277,82 @@ class PaddleJobClient:
         timeout: float = 600,
         condition: Optional[str] = None,
         callback: Optional[Callable[[Job], None]] = None,
+        polling_interval: Optional[float] = None,
+        progress_callback: Optional[Callable[[JobProgress], None]] = None,
     ) -> Job:
-        """Waits, watching the job, until its phase is one of ``status`` (or,
-        with ``condition``, until that condition is True) and returns it.
+        """Waits until the job's phase is one of ``status`` (or, with
+        ``condition``, until that condition is True) and returns it.
 
-        A job that fails meanwhile raises JobFailedError with the failure's
-        message unless Failed is waited for; one that completes satisfies a
-        wait for Running. WaitTimeoutError after ``timeout`` seconds.
-        ``callback`` sees every new state of the job.
+        It watches the job; with ``polling_interval`` (seconds) it reads it
+        that often instead. A job that fails meanwhile raises JobFailedError
+        with the failure's message unless Failed is waited for; one that
+        completes satisfies a wait for Running. WaitTimeoutError after
+        ``timeout`` seconds. ``callback`` sees every new state of the job,
+        ``progress_callback`` every new progress report of its program
+        (status.progress, a :class:`paddlejob.JobProgress`).
         """
         wanted: Set[str] = {status} if isinstance(status, str) else set(status)
         for s in wanted:
             if s not in PHASES:
-                raise ValueError(f"status {s!r}: want one of {', '.join(PHASES)}")
+                raise InvalidArgumentError(f"status {s!r}: want one of {', '.join(PHASES)}")
+        if polling_interval is not None and (not isinstance(polling_interval, (int, float)) or polling_interval <= 0):
+            raise InvalidArgumentError(f"polling_interval {polling_interval!r}: want a number of seconds above 0")
         ns = self._ns(namespace)
         deadline = time.monotonic() + timeout
+        last_progress: List[Optional[JobProgress]] = [None]
 
-        def met(job: Job) -> bool:
-            phase = job_phase(job)
+        def seen(job: Job) -> bool:
+            if callback:
+                callback(job)
+            p = job.status.progress
+            if progress_callback and p is not None and p != last_progress[0]:
+                last_progress[0] = p
+                progress_callback(p)
+            phase = job.status.phase
             if condition is not None:
-                c = job_condition(job, condition)
-                if c is not None and c.get("status") == "True":
+                c = job.status.condition(condition)
+                if c is not None and c.true:
                     return True
             elif phase in wanted or ("Running" in wanted and phase in TERMINAL):
                 return True
             if phase == "Failed":
-                raise JobFailedError(job, f"PaddleJob {ns}/{name} failed: {failure_message(job)}")
+                raise JobFailedError(job, f"PaddleJob {ns}/{name} failed: {job.status.failure_message}", self.target)
             if phase == "Completed" and condition is None:
-                raise PaddleJobError(f"PaddleJob {ns}/{name} completed; it will not become {' or '.join(sorted(wanted))}")
+                done = PaddleJobError(f"PaddleJob {ns}/{name} completed; it will not become {' or '.join(sorted(wanted))} [{self.target}]")
+                done.target = self.target
+                raise done
             return False
 
         job = self.get_job(name, ns)
         while True:
-            if callback:
-                callback(job)
-            if met(job):
+            if seen(job):
                 return job
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 what = f"condition {condition}" if condition else f"phase {' or '.join(sorted(wanted))}"
-                raise WaitTimeoutError(job, f"PaddleJob {ns}/{name} did not reach {what} within {timeout:g}s (phase {job_phase(job) or 'none yet'})")
+                raise WaitTimeoutError(job, f"PaddleJob {ns}/{name} did not reach {what} within {timeout:g}s (phase {job.status.phase or 'none yet'})", self.target)
+            if polling_interval is not None:
+                time.sleep(min(polling_interval, remaining))
+                job = self.get_job(name, ns)
+                continue
             w = k8s_watch.Watch()
-            rv = job["metadata"].get("resourceVersion")
             try:
                 for ev in w.stream(
                     self.custom.list_namespaced_custom_object, GROUP, VERSION, ns, PLURAL,
-                    field_selector=f"metadata.name={name}", resource_version=rv,
+                    field_selector=f"metadata.name={name}", resource_version=job.resource_version,
                     timeout_seconds=max(1, math.ceil(remaining)), _request_timeout=remaining + 10,
                 ):
                     if ev["type"] == "DELETED":
-                        raise NotFoundError(f"waiting for PaddleJob {ns}/{name}", 404, "NotFound", "the job was deleted while waited for")
+                        raise NotFoundError(f"waiting for PaddleJob {ns}/{name}", 404, "NotFound", "the job was deleted while waited for", target=self.target)
                     if ev["type"] in ("ADDED", "MODIFIED"):
-                        job = ev["object"]
-                        if callback:
-                            callback(job)
-                        if met(job):
-                            w.stop()
+                        job = Job(ev["object"])
+                        if seen(job):
                             return job
             except ApiException as e:
                 if e.status != 410:  # a too old resourceVersion: get the job again
-                    raise _api_error(f"watching PaddleJob {ns}/{name}", e) from None
-            except Exception as e:  # the watch's connection ended: get the job again
-                if isinstance(e, PaddleJobError):
-                    raise
+                    raise _api_error(f"watching PaddleJob {ns}/{name}", e, self.target) from None
+            except _STREAM_ENDED:
+                pass  # the watch's connection ended: get the job again
             finally:
                 w.stop()
             job = self.get_job(name, ns)
@@ -327,8 +368,10 @@ class PaddleJobClient:
             for ev in stream:
                 if ev["type"] in ("DELETED", "MODIFIED"):
                     break
-        except Exception:
-            time.sleep(min(seconds, 1))
+        except ApiException as e:
+            raise _api_error(f"watching PaddleJob {ns}/{name}", e, self.target) from None
+        except _STREAM_ENDED:
+            pass  # the caller looks again
         finally:
             w.stop()
 
@@ -340,10 +383,7 @@ class PaddleJobClient:
         selector = f"{LABEL_JOB_NAME}={name}"
         if role:
             selector += f",{LABEL_REPLICA_TYPE}={role}"
-        try:
-            pods: List[k8s.V1Pod] = list(self.core.list_namespaced_pod(ns, label_selector=selector).items)
-        except ApiException as e:
-            raise _api_error(f"listing the pods of PaddleJob {ns}/{name}", e) from None
+        pods: List[k8s.V1Pod] = list(self._call(f"listing the pods of PaddleJob {ns}/{name}", self.core.list_namespaced_pod, ns, label_selector=selector).items)
 
         def key(p: k8s.V1Pod) -> Any:
             labels = p.metadata.labels or {}
@@ -360,14 +400,10 @@ class PaddleJobClient:
         names = {name}
         if include_pods:
             names |= {p.metadata.name for p in self.get_job_pods(name, ns)}
-        try:
-            events = self.core.list_namespaced_event(ns).items
-        except ApiException as e:
-            raise _api_error(f"listing the events of PaddleJob {ns}/{name}", e) from None
-        uid = job["metadata"].get("uid")
+        events = self._call(f"listing the events of PaddleJob {ns}/{name}", self.core.list_namespaced_event, ns).items
         out = [
             e for e in events
-            if (e.involved_object.kind == "PaddleJob" and e.involved_object.uid == uid)
+            if (e.involved_object.kind == "PaddleJob" and e.involved_object.uid == job.uid)
             or (include_pods and e.involved_object.kind == "Pod" and e.involved_object.name in names)
         ]
 
@@ -401,7 +437,7 @@ class PaddleJobClient:
         of several pods interleave whole.
         """
         if role not in ROLES:
-            raise ValueError(f"role {role!r}: want one of {', '.join(ROLES)}")
+            raise InvalidArgumentError(f"role {role!r}: want one of {', '.join(ROLES)}")
         ns = self._ns(namespace)
         job = self.get_job(name, ns)
         if pod is not None:
@@ -409,9 +445,9 @@ class PaddleJobClient:
         elif index is not None:
             pods = [f"{name}-{role}-{index}"]
         else:
-            spec = (job.get("spec") or {}).get(role)
+            spec = job.spec.get(role)
             if spec is None:
-                raise PaddleJobError(f"PaddleJob {ns}/{name} has no {role} role")
+                raise InvalidArgumentError(f"PaddleJob {ns}/{name} has no {role} role")
             pods = [f"{name}-{role}-{i}" for i in range(int(spec.get("replicas", 1)))]
         if not follow:
             return self._read_logs(ns, pods, container, tail_lines)
@@ -424,10 +460,7 @@ class PaddleJobClient:
                 kwargs["container"] = container
             if tail_lines is not None:
                 kwargs["tail_lines"] = tail_lines
-            try:
-                text = self.core.read_namespaced_pod_log(p, ns, **kwargs)
-            except ApiException as e:
-                raise _api_error(f"reading the log of pod {ns}/{p}", e) from None
+            text = self._call(f"reading the log of pod {ns}/{p}", self.core.read_namespaced_pod_log, p, ns, **kwargs)
             for line in str(text).splitlines():
                 yield LogLine(p, line)
 
@@ -451,6 +484,16 @@ class PaddleJobClient:
             stop.set()
             for f in followers:
                 f.close()
+
+
+def _reason(e: BaseException) -> str:
+    """The gist of a transport error: urllib3's wrapped cause, without the URL."""
+    cause = getattr(e, "reason", None) or e
+    text = str(cause)
+    # "<urllib3.connection.HTTPSConnection object at 0x...>: Failed to establish..."
+    if ">: " in text:
+        text = text.split(">: ", 1)[1]
+    return text
 
 
 def _chunks(resp: Any) -> Iterator[bytes]:
@@ -508,7 +551,7 @@ class _Follower(threading.Thread):
         except ApiException as e:
             if e.status == 404:
                 return "gone"
-            raise _api_error(f"getting pod {self.ns}/{self.pod}", e) from None
+            raise _api_error(f"getting pod {self.ns}/{self.pod}", e, self.c.target) from None
         statuses = p.status.container_statuses or []
         st = next((s for s in statuses if self.container in (None, s.name)), None)
         if st is None or st.state is None or (st.state.running is None and st.state.terminated is None):
@@ -558,7 +601,7 @@ class _Follower(threading.Thread):
             if e.status in (400, 404):  # not started yet, or gone meanwhile
                 self.stop.wait(0.5)
                 return
-            raise _api_error(f"reading the log of pod {self.ns}/{self.pod}", e) from None
+            raise _api_error(f"reading the log of pod {self.ns}/{self.pod}", e, self.c.target) from None
         skip = self.seen.get(key, 0)
         n = 0
         buf = b""
@@ -576,12 +619,14 @@ class _Follower(threading.Thread):
                 if n > skip:
                     self.seen[key] = n
                     self.out.put(LogLine(self.pod, buf.decode("utf-8", "replace")))
-        except Exception:
+        except (*_STREAM_ENDED, OSError, ValueError):
+            # The connection broke, or close() shut its socket down (ValueError:
+            # a read of a closed file): resume, or stop when asked to.
             if self.stop.is_set():
                 return
         finally:
             resp, self.resp = self.resp, None
             try:
                 resp.close()  # this thread's own stream: no lock to wait for
-            except Exception:
+            except (OSError, *_STREAM_ENDED):
                 pass

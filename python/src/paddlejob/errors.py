@@ -1,15 +1,28 @@
-"""The SDK's exceptions."""
+"""The SDK's exceptions: every one is a :class:`PaddleJobError`.
+
+Those of a client name its cluster: ``target`` is the client's target
+(``context 'paddlejob' (https://127.0.0.1:6443)``), and the message ends
+with it, so a log line says which cluster refused or could not be reached.
+"""
 
 from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence, Tuple
 
 
-class ValidationError(ValueError):
+class PaddleJobError(Exception):
+    """The base of the SDK's errors. ``target`` names the cluster, when a
+    client raised it."""
+
+    target: Optional[str] = None
+
+
+class ValidationError(PaddleJobError, ValueError):
     """Bad PaddleJob parameters, found before anything is sent.
 
     ``problems`` lists every problem as (parameter, message); the message
-    names the value and the rule. ``parameters`` are the parameter names.
+    names the value and the rule. ``parameters`` are the parameter names. It
+    is a ValueError too, as it always was.
     """
 
     def __init__(self, problems: Sequence[Tuple[str, str]]) -> None:
@@ -21,25 +34,37 @@ class ValidationError(ValueError):
         return [p for p, _ in self.problems]
 
 
-class PaddleJobError(Exception):
-    """The base of the client's errors."""
+class InvalidArgumentError(PaddleJobError, ValueError):
+    """A bad argument to a client method (a role, a replica count, a phase to
+    wait for), found before any request. It is a ValueError too."""
 
 
 class NoClusterError(PaddleJobError):
     """No cluster to talk to: no kubeconfig context, and not in a pod."""
 
 
+class ClusterUnreachableError(PaddleJobError):
+    """The client's cluster did not answer (connection refused, a timeout, a
+    TLS failure); the message names the context and server."""
+
+    def __init__(self, action: str, target: str, reason: str) -> None:
+        self.action, self.target, self.reason = action, target, reason
+        super().__init__(f"{action}: cannot reach {target}: {reason}")
+
+
 class ApiError(PaddleJobError):
     """The API server refused a request.
 
     ``status`` is the HTTP status, ``reason`` the Status reason (NotFound,
-    AlreadyExists, Invalid, Forbidden...) and ``message`` the API server's own
-    message.
+    AlreadyExists, Invalid, Forbidden...), ``message`` the API server's own
+    message and ``target`` the cluster.
     """
 
-    def __init__(self, action: str, status: int, reason: str, message: str, body: Optional[Any] = None) -> None:
+    def __init__(self, action: str, status: int, reason: str, message: str, body: Optional[Any] = None, target: Optional[str] = None) -> None:
         self.action, self.status, self.reason, self.message, self.body = action, status, reason, message, body
-        super().__init__(f"{action}: {message} ({status} {reason})")
+        self.target = target
+        where = f" [{target}]" if target else ""
+        super().__init__(f"{action}: {message} ({status} {reason}){where}")
 
 
 class NotFoundError(ApiError):
@@ -63,19 +88,19 @@ class ForbiddenError(ApiError):
 
 
 class JobFailedError(PaddleJobError):
-    """The job failed while being waited for; ``job`` is the failed PaddleJob."""
+    """The job failed while being waited for; ``job`` is the failed job (a :class:`paddlejob.Job`)."""
 
-    def __init__(self, job: Any, message: str) -> None:
-        self.job = job
-        super().__init__(message)
+    def __init__(self, job: Any, message: str, target: Optional[str] = None) -> None:
+        self.job, self.target = job, target
+        super().__init__(message + (f" [{target}]" if target else ""))
 
 
 class WaitTimeoutError(PaddleJobError, TimeoutError):
     """The job did not reach the status waited for in time; ``job`` is its last state."""
 
-    def __init__(self, job: Any, message: str) -> None:
-        self.job = job
-        super().__init__(message)
+    def __init__(self, job: Any, message: str, target: Optional[str] = None) -> None:
+        self.job, self.target = job, target
+        super().__init__(message + (f" [{target}]" if target else ""))
 
 
 class ImageContextError(PaddleJobError):

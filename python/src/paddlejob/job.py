@@ -2,6 +2,9 @@
 PaddleJob object that `paddlejob submit` and the Go SDK (pkg/client
 TrainingJob.Build) build from the same parameters. test/vectors/ holds the
 cases both SDKs are tested against.
+
+Beyond the seed: collective jobs (``collective=True``: workers only), and
+the job as YAML (``to_yaml``, ``PaddleJob.from_yaml``).
 """
 
 from __future__ import annotations
@@ -11,12 +14,15 @@ import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _shellwords
+from ._imageref import image_problem
 from .errors import ValidationError
 
 API_VERSION = "batch.paddlepaddle.org/v1"
 KIND = "PaddleJob"
 GROUP, VERSION, PLURAL = "batch.paddlepaddle.org", "v1", "paddlejobs"
 
+# The constants below are the CRD's and api/v1's: tests/unit/test_constants.py
+# reads config/crd/bases and api/v1 and keeps them equal.
 #: The longest job name: pod names <name>-worker-<index> must stay DNS labels.
 MAX_JOB_NAME_LENGTH = 51
 #: The largest replica count of one role.
@@ -24,12 +30,19 @@ MAX_REPLICAS = 10000
 DEFAULT_PSERVERS = 2
 DEFAULT_TRAINERS = 3
 CONTAINER_NAME = "paddle"
+#: The roles of a PaddleJob, as in pod names <job>-<role>-<index>.
+ROLES = ("ps", "worker", "heter")
 INTRANETS = ("PodIP", "Service", "Host")
 CLEAN_POD_POLICIES = ("Always", "Never", "OnFailure", "OnCompletion")
 RESTART_POLICIES = ("Never", "OnFailure", "ExitCode")
+RESTART_SCOPES = ("Job", "Pod")
+#: The labels of a job's pods.
+LABEL_JOB_NAME = "batch.paddlepaddle.org/job-name"
+LABEL_REPLICA_TYPE = "batch.paddlepaddle.org/replica-type"
+LABEL_REPLICA_INDEX = "batch.paddlepaddle.org/replica-index"
 
 _JOB_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_MEMORY = re.compile(r"^[1-9][0-9]*[EPTGMK]$")
+_MEMORY = re.compile(r"^[1-9][0-9]*[EPTGMK]i?$")
 _MAX_BYTES = 2**63 - 1
 _SUFFIXES = ["", "k", "M", "G", "T", "P", "E"]
 
@@ -111,14 +124,19 @@ class CephFSVolume:
 
 
 class PaddleJob:
-    """A parameter-server training job: seed 002's ``paddle.job.PaddleJob``.
+    """A training job: seed 002's ``paddle.job.PaddleJob``.
 
     Every pod (``pservers`` parameter servers and ``trainers`` trainers) runs
     ``entry_point`` from ``runtime_image`` in ``trainer_package_path``, with
     ``cpu_nums`` CPUs and ``memory`` (an integer with E, P, T, G, M or K,
-    powers of 1000; omitted: no memory request). Trainers get ``gpu_nums``
-    GPUs. The seed example's spellings ``cpu_num`` and ``use_gpu`` are
-    accepted too (``use_gpu=True`` alone means one GPU per trainer).
+    powers of 1000, or Ei, Pi, Ti, Gi, Mi or Ki, powers of 1024; omitted: no
+    memory request). Trainers get ``gpu_nums`` GPUs. The seed example's
+    spellings ``cpu_num`` and ``use_gpu`` are accepted too (``use_gpu=True``
+    alone means one GPU per trainer).
+
+    ``collective=True`` makes a collective job instead: ``trainers`` workers
+    and no parameter server (``pservers`` is then not given), typically with
+    ``entry_point="python -m paddle.distributed.launch train.py"``.
 
     Beyond the seed: ``env`` (variables for every container), ``intranet``
     (PodIP, Service or Host), ``clean_pod_policy`` (Always, Never,
@@ -139,7 +157,7 @@ class PaddleJob:
         entry_point: str,
         cpu_nums: Optional[int] = None,
         memory: Optional[str] = None,
-        pservers: int = DEFAULT_PSERVERS,
+        pservers: Optional[int] = None,
         trainers: int = DEFAULT_TRAINERS,
         gpu_nums: Optional[int] = None,
         namespace: str = "default",
@@ -153,6 +171,7 @@ class PaddleJob:
         clean_pod_policy: Optional[str] = None,
         restart_policy: Optional[str] = None,
         progress_deadline_seconds: Optional[int] = None,
+        collective: bool = False,
     ) -> None:
         problems: _Problems = []
 
@@ -169,8 +188,16 @@ class PaddleJob:
         gpus = gpu_nums if gpu_nums is not None else (1 if use_gpu is True else 0)
 
         self.job_name, self.runtime_image, self.entry_point = job_name, runtime_image, entry_point
+        if not isinstance(collective, bool):
+            bad("collective", f"collective {collective!r}: must be True or False")
+        elif collective and pservers is not None:
+            bad("pservers", f"pservers {pservers!r}: a collective job has no parameter servers (leave pservers out)")
+        self.collective = collective is True
+        if pservers is None and not self.collective:
+            pservers = DEFAULT_PSERVERS
         self.cpu_nums, self.memory, self.gpu_nums = cpus, memory, gpus
-        self.pservers, self.trainers = pservers, trainers
+        self.pservers: Optional[int] = pservers if not self.collective else None
+        self.trainers = trainers
         self.namespace = namespace if isinstance(namespace, str) and namespace != "" else "default"
         self.trainer_package_path = trainer_package_path
         self.cephfs_volume = cephfs_volume
@@ -182,6 +209,8 @@ class PaddleJob:
             bad("job_name", f"job_name {job_name!r}: must be lowercase letters, digits and '-', start with a letter and have at most {MAX_JOB_NAME_LENGTH} characters")
         if not isinstance(runtime_image, str) or runtime_image == "":
             bad("runtime_image", f"runtime_image {runtime_image!r}: the runtime image is required")
+        elif (why := image_problem(runtime_image)) is not None:
+            bad("runtime_image", f"runtime_image {runtime_image!r}: {why}")
         self._command: List[str] = []
         try:
             self._command = _shellwords.split(entry_point) if isinstance(entry_point, str) else []
@@ -198,8 +227,10 @@ class PaddleJob:
         self._memory = self._memory_quantity(memory, bad)
         if not _is_int(gpus) or gpus < 0:
             bad("gpu_nums", f"gpu_nums {gpus!r}: must be an integer, not negative")
-        for param, v in (("pservers", pservers), ("trainers", trainers)):
-            if not _is_int(v) or not 1 <= v <= MAX_REPLICAS:
+        for param, v in (("pservers", self.pservers), ("trainers", trainers)):
+            if param == "pservers" and self.collective:
+                continue
+            if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_REPLICAS:
                 bad(param, f"{param} {v!r}: must be an integer between 1 and {MAX_REPLICAS}")
         if not isinstance(namespace, str):
             bad("namespace", f"namespace {namespace!r}: must be a string")
@@ -226,14 +257,18 @@ class PaddleJob:
         if memory is None or memory == "":
             return None
         if not isinstance(memory, str) or not _MEMORY.match(memory):
-            bad("memory", f"memory {memory!r}: must be a plain integer with one of the suffixes E, P, T, G, M, K (for example 8G)")
+            bad("memory", f"memory {memory!r}: must be a plain integer with one of the suffixes E, P, T, G, M, K (powers of 1000, for example 8G) "
+                          "or Ei, Pi, Ti, Gi, Mi, Ki (powers of 1024, for example 8Gi)")
             return None
-        power = "KMGTPE".index(memory[-1]) + 1
-        n = int(memory[:-1])
-        if n * 1000**power > _MAX_BYTES:
-            bad("memory", f"memory {memory!r}: must be at most 9223372036854775807 bytes (9E)")
+        binary = memory.endswith("i")
+        digits, suffix = (memory[:-2], memory[-2]) if binary else (memory[:-1], memory[-1])
+        power = "KMGTPE".index(suffix) + 1
+        n = int(digits)
+        if n * (1024 if binary else 1000) ** power > _MAX_BYTES:
+            bad("memory", f"memory {memory!r}: must be at most 9223372036854775807 bytes (9E, 7Ei)")
             return None
-        return _quantity(n, power)
+        # Kubernetes keeps a binary quantity as written.
+        return memory if binary else _quantity(n, power)
 
     def _template(self, gpus: int) -> Dict[str, Any]:
         requests: Dict[str, str] = {"cpu": _quantity(int(self.cpu_nums or 0), 0)}
@@ -260,17 +295,18 @@ class PaddleJob:
 
     def to_dict(self) -> Dict[str, Any]:
         """The PaddleJob object this job submits."""
-        spec: Dict[str, Any] = {
-            "ps": {"replicas": self.pservers, "template": self._template(0)},
-            "worker": {"replicas": self.trainers, "template": self._template(int(self.gpu_nums or 0))},
-        }
+        spec: Dict[str, Any] = {}
+        if not self.collective:
+            spec["ps"] = {"replicas": self.pservers, "template": self._template(0)}
+        spec["worker"] = {"replicas": self.trainers, "template": self._template(int(self.gpu_nums or 0))}
         if self.intranet:
             spec["intranet"] = self.intranet
         if self.clean_pod_policy:
             spec["cleanPodPolicy"] = self.clean_pod_policy
         if self.restart_policy:
             for role in ("ps", "worker"):
-                spec[role]["restartPolicy"] = self.restart_policy
+                if role in spec:
+                    spec[role]["restartPolicy"] = self.restart_policy
         if self.progress_deadline_seconds:
             spec["progressDeadlineSeconds"] = self.progress_deadline_seconds
         return {
@@ -280,5 +316,123 @@ class PaddleJob:
             "spec": spec,
         }
 
+    def to_yaml(self) -> str:
+        """The PaddleJob object this job submits, as YAML (``kubectl apply -f`` takes it).
+        Needs PyYAML, which the kubernetes client brings."""
+        import yaml
+
+        return str(yaml.safe_dump(self.to_dict(), sort_keys=False))
+
+    @classmethod
+    def from_yaml(cls, text: str) -> "PaddleJob":
+        """The PaddleJob of a YAML document (its first PaddleJob): see :meth:`from_dict`."""
+        import yaml
+
+        for doc in yaml.safe_load_all(text):
+            if isinstance(doc, dict) and doc.get("kind") == KIND:
+                return cls.from_dict(doc)
+        raise ValidationError([("yaml", f"yaml: no document of kind {KIND} ({API_VERSION})")])
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> "PaddleJob":
+        """The parameters of a PaddleJob object of the shape :meth:`to_dict`
+        builds (one container per role, the same in every role but the GPUs),
+        as ``paddlejob submit --dry-run`` or ``to_yaml`` write it. What those
+        parameters cannot say (another shape, more fields) raises
+        ValidationError naming it: write such a job as a dict and pass that
+        to ``PaddleJobClient.create_job``."""
+        return _from_dict(obj)
+
     def __repr__(self) -> str:
+        if self.collective:
+            return f"PaddleJob(job_name={self.job_name!r}, namespace={self.namespace!r}, runtime_image={self.runtime_image!r}, collective=True, trainers={self.trainers})"
         return f"PaddleJob(job_name={self.job_name!r}, namespace={self.namespace!r}, runtime_image={self.runtime_image!r}, pservers={self.pservers}, trainers={self.trainers})"
+
+
+# Fields of a role and of the spec that to_dict writes; anything else is a
+# shape the parameters cannot express.
+_SPEC_FIELDS = {"ps", "worker", "intranet", "cleanPodPolicy", "progressDeadlineSeconds"}
+_ROLE_FIELDS = {"replicas", "template", "restartPolicy"}
+_CONTAINER_FIELDS = {"name", "image", "command", "workingDir", "resources", "volumeMounts", "env"}
+
+
+def _count(q: Any) -> Any:
+    """A whole count as Kubernetes writes it ("3", "1k"), as an int; anything
+    else as it is, for PaddleJob to refuse by name."""
+    if isinstance(q, int):
+        return q
+    m = re.fullmatch(r"([1-9][0-9]*|0)([kMGTPE]?)", str(q))
+    if not m:
+        return q
+    power = "kMGTPE".index(m.group(2)) + 1 if m.group(2) else 0
+    return int(m.group(1)) * 1000**power
+
+
+def _from_dict(obj: Mapping[str, Any]) -> PaddleJob:
+    def unsupported(where: str, what: Any) -> ValidationError:
+        return ValidationError([(where, f"{where} {what!r}: the PaddleJob parameters cannot express it; submit the object as a dict instead")])
+
+    if obj.get("apiVersion") != API_VERSION or obj.get("kind") != KIND:
+        raise ValidationError([("kind", f"apiVersion {obj.get('apiVersion')!r}, kind {obj.get('kind')!r}: want {API_VERSION}, {KIND}")])
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    for k in spec:
+        if k not in _SPEC_FIELDS:
+            raise unsupported(f"spec.{k}", spec[k])
+    if "worker" not in spec:
+        raise ValidationError([("spec.worker", "spec.worker: a PaddleJob needs workers")])
+    containers: Dict[str, Dict[str, Any]] = {}
+    volumes: Dict[str, Any] = {}
+    for role in ("ps", "worker"):
+        rs = spec.get(role)
+        if rs is None:
+            continue
+        for k in rs:
+            if k not in _ROLE_FIELDS:
+                raise unsupported(f"spec.{role}.{k}", rs[k])
+        pod = (rs.get("template") or {}).get("spec") or {}
+        if set(pod) - {"containers", "volumes"} or len(pod.get("containers") or []) != 1:
+            raise unsupported(f"spec.{role}.template.spec", pod)
+        c = pod["containers"][0]
+        for k in c:
+            if k not in _CONTAINER_FIELDS:
+                raise unsupported(f"spec.{role}.template.spec.containers[0].{k}", c[k])
+        containers[role] = c
+        volumes[role] = pod.get("volumes") or []
+    worker = containers["worker"]
+    ps = containers.get("ps")
+    same = ("image", "command", "workingDir", "volumeMounts", "env")
+    if ps is not None and any(ps.get(k) != worker.get(k) for k in same) or (ps is not None and volumes["ps"] != volumes["worker"]):
+        raise unsupported("spec.ps.template", "a pserver unlike the trainers")
+    if spec.get("ps") and spec["ps"].get("restartPolicy") != spec["worker"].get("restartPolicy"):
+        raise unsupported("spec.ps.restartPolicy", spec["ps"].get("restartPolicy"))
+
+    requests = (worker.get("resources") or {}).get("requests") or {}
+    limits = (worker.get("resources") or {}).get("limits") or {}
+    gpus = _count(limits.get("nvidia.com/gpu", 0))
+    cpu = _count(requests.get("cpu"))
+    memory = requests.get("memory")
+    if isinstance(memory, str) and memory.endswith("k"):
+        memory = memory[:-1] + "K"  # seed 002's notation of Kubernetes' k
+    mounts = worker.get("volumeMounts") or []
+    cephfs: Optional[CephFSVolume] = None
+    vols = volumes["worker"]
+    if vols or mounts:
+        if len(vols) != 1 or len(mounts) != 1 or "cephfs" not in vols[0]:
+            raise unsupported("volumes", vols)
+        ceph = vols[0]["cephfs"]
+        cephfs = CephFSVolume(monitors_addr=list(ceph.get("monitors") or []), user=ceph.get("user", "admin"),
+                              secret_name=(ceph.get("secretRef") or {}).get("name", "cephfs-secret"),
+                              mount_path=mounts[0].get("mountPath", "/mnt/cephfs"), path=ceph.get("path", "/"))
+    env = {e["name"]: e.get("value", "") for e in worker.get("env") or [] if isinstance(e, Mapping) and "valueFrom" not in e}
+    if len(env) != len(worker.get("env") or []):
+        raise unsupported("env", worker.get("env"))
+    return PaddleJob(
+        job_name=meta.get("name", ""), namespace=meta.get("namespace") or "default", runtime_image=worker.get("image", ""),
+        entry_point=_shellwords.join(worker.get("command") or []), cpu_nums=cpu,
+        memory=memory, gpu_nums=gpus, trainers=spec["worker"].get("replicas", 1),
+        pservers=spec["ps"].get("replicas", 1) if "ps" in spec else None, collective="ps" not in spec,
+        trainer_package_path=worker.get("workingDir"), cephfs_volume=cephfs, env=env or None,
+        intranet=spec.get("intranet"), clean_pod_policy=spec.get("cleanPodPolicy"),
+        restart_policy=spec["worker"].get("restartPolicy"), progress_deadline_seconds=spec.get("progressDeadlineSeconds"),
+    )

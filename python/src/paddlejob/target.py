@@ -30,7 +30,7 @@ def context_namespace(config_file: Optional[str], context: Optional[str]) -> Opt
 
     try:
         contexts, current = config.list_kube_config_contexts(config_file=config_file)
-    except Exception:
+    except (config.ConfigException, OSError, KeyError, TypeError, ValueError):
         return None
     chosen = current
     if context:
@@ -47,7 +47,7 @@ def current_context(config_file: Optional[str]) -> Optional[str]:
 
     try:
         _, current = config.list_kube_config_contexts(config_file=config_file)
-    except Exception:
+    except (config.ConfigException, OSError, KeyError, TypeError, ValueError):
         return None
     name = current.get("name") if isinstance(current, dict) else None
     return name if isinstance(name, str) and name else None

@@ -10,50 +10,19 @@ TestPythonSDK points it at its local cluster.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
-import uuid
 from collections import Counter
-from typing import Dict, Iterator, List
+from typing import Dict, List
 
 import pytest
-import yaml
-from kubernetes import client as k8s
 
 import paddlejob
 from paddlejob import LogLine, PaddleJobClient
 
 TIMEOUT = 300  # seconds for a job on two busy cores
 ROWS = 240  # the image's default data set
-
-
-@pytest.fixture(scope="module")
-def client() -> PaddleJobClient:
-    c = PaddleJobClient()
-    # The client talks to the server of $KUBECONFIG's current context: the
-    # suite's cluster, never a fallback.
-    with open(os.environ["KUBECONFIG"]) as f:
-        kubeconfig = yaml.safe_load(f)
-    current = next(x for x in kubeconfig["contexts"] if x["name"] == kubeconfig["current-context"])
-    server = next(x for x in kubeconfig["clusters"] if x["name"] == current["context"]["cluster"])
-    assert c.target == f"context {current['name']!r} ({server['cluster']['server']})", c.target
-    return c
-
-
-@pytest.fixture
-def namespace(client: PaddleJobClient) -> Iterator[str]:
-    core = k8s.CoreV1Api(client.api_client)
-    name = f"py-e2e-{uuid.uuid4().hex[:8]}"
-    core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name)))
-    # Pods cannot be created before the namespace's default service account.
-    deadline = time.monotonic() + 60
-    while not core.list_namespaced_service_account(name, field_selector="metadata.name=default").items:
-        assert time.monotonic() < deadline, f"namespace {name} has no default service account"
-        time.sleep(0.2)
-    yield name
-    core.delete_namespace(name)
 
 
 def test_seed002_word2vec(client: PaddleJobClient, namespace: str) -> None:

@@ -47,9 +47,9 @@ def test_bad_value_names_parameter(changes: dict[str, Any], parameter: str, says
 
 def test_every_problem_is_reported_in_one_error() -> None:
     with pytest.raises(ValueError) as e:
-        paddlejob.PaddleJob(job_name="Bad_Name", runtime_image="i", entry_point="", cpu_num=0, memory="1Gi")
+        paddlejob.PaddleJob(job_name="Bad_Name", runtime_image="i", entry_point="", cpu_num=0, memory="1gb")
     msg = str(e.value)
-    for part in ("job_name 'Bad_Name'", "entry_point ''", "cpu_nums 0", "memory '1Gi'"):
+    for part in ("job_name 'Bad_Name'", "entry_point ''", "cpu_nums 0", "memory '1gb'"):
         assert part in msg
 
 

@@ -1,0 +1,261 @@
+package localcluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/paddlejob/paddlejob/internal/fsutil"
+	"github.com/paddlejob/paddlejob/internal/localcluster/node"
+)
+
+// Your own images: `paddlejob run --build-context DIR` has the node run an
+// image from a Docker build context, with no image table to write. The node
+// reads its table, and the Dockerfiles of its contexts, when it starts: an
+// image it does not know yet, or whose Dockerfile changed, is added to the
+// table and the node restarted. The other files of a context are read when
+// each container starts, so editing the program needs no restart. A restart
+// would start the pods running on the node again from the beginning, so it
+// is refused while any runs.
+
+// userImage is an image added to the running cluster's table.
+type userImage struct {
+	Context string `json:"context"`
+	// Dockerfile is the SHA-256 of the Dockerfile the node read.
+	Dockerfile string `json:"dockerfile"`
+}
+
+func (l layout) userImages() string { return filepath.Join(l.home, "user-images.json") }
+
+// AddedImage says what AddImages did with an image.
+type AddedImage struct {
+	Image, Context string
+	// New is true when the node did not run the image from this context
+	// with this Dockerfile before.
+	New bool
+}
+
+// AddImages makes the running local cluster in home run each image
+// (reference → build context directory) from its context. When one is new
+// or its Dockerfile changed, the node restarts to read it, which is refused
+// while pods run on it. Dockerfile errors are reported before anything
+// changes.
+func AddImages(ctx context.Context, home string, images map[string]string) ([]AddedImage, error) {
+	opts := Options{Home: home}
+	if err := opts.complete(); err != nil {
+		return nil, err
+	}
+	l := layout{opts.Home}
+	unlock, err := fsutil.Lock(l.lockFile())
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	st, err := readState(l)
+	if err != nil {
+		return nil, fmt.Errorf("%w in %s: start it with paddlejob up", errNotRunning, l.home)
+	}
+	known := map[string]userImage{}
+	if data, err := os.ReadFile(l.userImages()); err == nil {
+		if err := json.Unmarshal(data, &known); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", l.userImages(), err)
+		}
+	}
+	var added []AddedImage
+	changed := false
+	for _, image := range slices.Sorted(maps.Keys(images)) {
+		dir, err := filepath.Abs(images[image])
+		if err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "Dockerfile"))
+		if err != nil {
+			return nil, fmt.Errorf("build context of %s: %w (a build context is a directory holding a Dockerfile)", image, err)
+		}
+		sum := sha256.Sum256(data)
+		u := userImage{Context: dir, Dockerfile: hex.EncodeToString(sum[:])}
+		isNew := known[image] != u
+		added = append(added, AddedImage{Image: image, Context: dir, New: isNew})
+		if isNew {
+			known[image] = u
+			changed = true
+		}
+	}
+	if !changed {
+		return added, nil
+	}
+
+	// The table with the images added, checked as the node will read it.
+	table, err := os.ReadFile(l.imageTable())
+	if err != nil {
+		return nil, fmt.Errorf("reading the node's image table: %w", err)
+	}
+	var file struct {
+		Images map[string]node.ImageEntry `json:"images"`
+	}
+	if err := yaml.UnmarshalStrict(table, &file); err != nil {
+		return nil, fmt.Errorf("the node's image table %s: %w", l.imageTable(), err)
+	}
+	for _, a := range added {
+		// The table's own images (the Paddle runtime, the examples) stay:
+		// other images build on them.
+		for key := range file.Images {
+			if _, mine := known[key]; !mine && sameImage(key, a.Image) {
+				return nil, fmt.Errorf("%s is an image the local cluster provides itself (its image table has %s): give your image a name of its own", a.Image, key)
+			}
+		}
+		file.Images[a.Image] = node.ImageEntry{Context: a.Context}
+	}
+	data, err := yaml.Marshal(file)
+	if err != nil {
+		return nil, err
+	}
+	next := l.imageTable() + ".next"
+	if err := os.WriteFile(next, data, 0o644); err != nil {
+		return nil, err
+	}
+	defer os.Remove(next)
+	if _, err := node.LoadImageTable(next); err != nil {
+		var names []string
+		for _, a := range added {
+			names = append(names, a.Image+" ("+a.Context+")")
+		}
+		return nil, fmt.Errorf("the local node cannot run %s: %w", strings.Join(names, ", "), err)
+	}
+
+	cs, err := clusterClient(st)
+	if err != nil {
+		return nil, err
+	}
+	if err := noPodsRunning(ctx, cs); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(next, l.imageTable()); err != nil {
+		return nil, err
+	}
+	record, err := json.MarshalIndent(known, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := fsutil.WriteFileAtomic(l.userImages(), record, 0o644); err != nil {
+		return nil, err
+	}
+	return added, restartNode(ctx, st, cs)
+}
+
+// sameImage reports whether two image references name one image, as the
+// node reads them: Docker Hub's prefixes are dropped, and a name without a
+// tag stands for every tag.
+func sameImage(a, b string) bool {
+	norm := func(s string) string {
+		for _, p := range []string{"index.docker.io/library/", "docker.io/library/", "index.docker.io/", "docker.io/"} {
+			s = strings.TrimPrefix(s, p)
+		}
+		return s
+	}
+	a, b = norm(a), norm(b)
+	if a == b {
+		return true
+	}
+	name := func(s string) string {
+		if i := strings.LastIndex(s, ":"); i > strings.LastIndex(s, "/") {
+			return s[:i]
+		}
+		return s
+	}
+	// A bare name in the table covers every tag of the image.
+	return (a == name(a) && a == name(b)) || (b == name(b) && b == name(a))
+}
+
+// clusterClient is a clientset of the cluster's admin kubeconfig.
+func clusterClient(st *State) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", st.Kubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// noPodsRunning refuses a node restart that would start pods again.
+func noPodsRunning(ctx context.Context, cs kubernetes.Interface) error {
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", NodeName).String()})
+	if err != nil {
+		return fmt.Errorf("listing the node's pods: %w", err)
+	}
+	var running []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			running = append(running, p.Namespace+"/"+p.Name)
+		}
+	}
+	if len(running) == 0 {
+		return nil
+	}
+	slices.Sort(running)
+	if len(running) > 5 {
+		running = append(running[:5], fmt.Sprintf("and %d more", len(running)-5))
+	}
+	return fmt.Errorf("the local node reads a new image's Dockerfile when it starts, and restarting it now would start the pods it runs again from the beginning: %s; "+
+		"run again once they have finished (or delete their jobs). Changes to a context's other files need no restart",
+		strings.Join(running, ", "))
+}
+
+// restartNode stops the node's process, which its supervisor starts again,
+// and waits until the new one serves and its Node is Ready.
+func restartNode(ctx context.Context, st *State, cs kubernetes.Interface) error {
+	var p *process
+	for _, proc := range st.Processes {
+		if proc.Name == componentNode {
+			p = proc
+		}
+	}
+	if p == nil {
+		return errors.New("the local cluster's state names no node process")
+	}
+	old := p.supervised().PID
+	if old == 0 {
+		return errors.New("the local node is not running: see paddlejob status")
+	}
+	if err := syscall.Kill(old, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("restarting the local node (pid %d): %w", old, err)
+	}
+	err := waitFor(ctx, 2*time.Minute, func() error {
+		if pid := p.supervised().PID; pid == 0 || pid == old {
+			return errors.New("the node has not restarted yet")
+		}
+		if err := dialTLS(st.Ports.Kubelet); err != nil {
+			return err
+		}
+		n, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return errors.New("the node is not Ready")
+	})
+	if err != nil {
+		return fmt.Errorf("restarting the local node to read the new image table: %w (its log: %s)", err, p.Log)
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+"""Job and JobStatus: typed views of the API's objects, still readable as
+the dicts the client used to return."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Dict
+
+import paddlejob
+
+STORED: Dict[str, Any] = {
+    "apiVersion": "batch.paddlepaddle.org/v1",
+    "kind": "PaddleJob",
+    "metadata": {"name": "wd", "namespace": "ns", "uid": "u-1", "labels": {"team": "ranking"},
+                 "creationTimestamp": "2026-11-25T10:00:00Z", "resourceVersion": "42"},
+    "spec": {"ps": {"replicas": 2}, "worker": {"replicas": 3}},
+    "status": {
+        "phase": "Failed",
+        "mode": "PS",
+        "worker": {"running": 2, "failed": 1, "restarts": 4, "ready": "2/3"},
+        "conditions": [
+            {"type": "Running", "status": "False", "reason": "JobFailed", "message": "", "lastTransitionTime": "2026-11-25T10:05:00Z"},
+            {"type": "Failed", "status": "True", "reason": "PodFailed", "message": "pod wd-worker-1: exit 3", "lastTransitionTime": "2026-11-25T10:05:00Z"},
+        ],
+        "startTime": "2026-11-25T10:00:05Z",
+        "restartCount": 1,
+        "progress": {"percent": 40, "epoch": 2, "totalEpochs": 5, "estimatedSecondsRemaining": 30,
+                     "metrics": [{"name": "auc", "value": "0.74"}, {"name": "loss", "value": "0.48"}], "reporter": "wd-worker-0"},
+    },
+}
+
+
+def test_typed_fields() -> None:
+    job = paddlejob.Job(STORED)
+    assert (job.name, job.namespace, job.uid, job.labels, job.resource_version) == ("wd", "ns", "u-1", {"team": "ranking"}, "42")
+    assert job.created == datetime(2026, 11, 25, 10, 0, tzinfo=timezone.utc)
+    assert job.replicas == {"ps": 2, "worker": 3}
+    st = job.status
+    assert isinstance(st, paddlejob.JobStatus)
+    assert (st.phase, st.mode, st.restart_count, st.finished) == ("Failed", "PS", 1, True)
+    assert st.worker == paddlejob.ReplicaStatus(running=2, failed=1, restarts=4, ready="2/3") and st.ps is None
+    failed = st.condition("Failed")
+    assert isinstance(failed, paddlejob.JobCondition) and failed.true and failed.reason == "PodFailed"
+    assert st.condition("Succeeded") is None
+    assert st.failure_message == "PodFailed: pod wd-worker-1: exit 3"
+    assert st.progress == paddlejob.JobProgress(percent=40, eta_seconds=30, epoch=2, total_epochs=5,
+                                                metrics={"auc": "0.74", "loss": "0.48"}, reporter="wd-worker-0")
+
+
+def test_the_former_dicts_still_work() -> None:
+    job = paddlejob.Job(STORED)
+    assert job["metadata"]["name"] == "wd" and job["spec"]["worker"]["replicas"] == 3
+    assert job.get("status", {}).get("phase") == "Failed"
+    assert paddlejob.job_phase(job) == "Failed"
+    assert paddlejob.job_condition(job, "Failed")["reason"] == "PodFailed"  # type: ignore[index]
+    assert paddlejob.failure_message(job) == "PodFailed: pod wd-worker-1: exit 3"
+    assert dict(job) == STORED and job == STORED and job.to_dict() == STORED
+    assert "wd" in repr(job) and "Failed" in repr(job)
+
+
+def test_a_new_job_has_an_empty_status() -> None:
+    job = paddlejob.Job({"metadata": {"name": "j"}, "spec": {"worker": {}}})
+    assert job.status == paddlejob.JobStatus() and job.status.phase == "" and not job.status.finished
+    assert job.replicas == {"worker": 1} and job.status.progress is None and job.created is None
+
+
+def test_to_yaml_round_trips() -> None:
+    import yaml
+
+    assert yaml.safe_load(paddlejob.Job(STORED).to_yaml()) == STORED

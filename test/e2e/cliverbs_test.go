@@ -1,0 +1,161 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/testutil"
+)
+
+// The verbs paddlejob shares with kubectl behave as kubectl's do, on jobs
+// of shell containers: selecting (-l), output formats (-o name, jsonpath),
+// watching (get -w), events, suspend and resume, logs of a previous run,
+// with timestamps or since a time, name completion, delete --all --wait.
+func TestCLIVerbsLikeKubectl(t *testing.T) {
+	ns := newNamespace(t)
+	env := []string{"KUBECONFIG=" + cluster.Kubeconfig()}
+	cli := func(args ...string) (string, string, int) { return paddlejobCLI(t, env, append(args, "-n", ns)...) }
+
+	// Job a's worker says hello and waits; its first run fails, so its
+	// container restarts in place (OnFailure, scope Pod): HOME outlives it.
+	a := testutil.MakePaddleJob("a", ns).Workers(1).Image("busybox:1.36").Label("team", "ranking").
+		Command(paddlev1.ReplicaWorker, "sh", "-c", `if [ -e "$HOME/ran" ]; then echo "second run"; exec sleep 600; fi; touch "$HOME/ran"; echo "first run"; exit 3`).
+		RolePolicy(paddlev1.ReplicaWorker, paddlev1.RestartPolicyOnFailure).Obj()
+	b := testutil.MakePaddleJob("b", ns).Workers(1).Image("busybox:1.36").Label("team", "search").
+		Command(paddlev1.ReplicaWorker, "sh", "-c", "echo hello from b; exec sleep 600").Obj()
+	createJob(t, a)
+	createJob(t, b)
+	poll(t, 2*time.Minute, "a runs its second run", func() (bool, string) {
+		p, err := pj.Clientset().CoreV1().Pods(ns).Get(context.Background(), "a-worker-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].RestartCount == 1 && cs[0].State.Running != nil, statusLine(p)
+	})
+
+	if out, _, code := cli("get", "-l", "team=ranking", "-o", "name"); code != 0 || out != "paddlejob.batch.paddlepaddle.org/a\n" {
+		t.Errorf("get -l team=ranking -o name: exit %d: %q", code, out)
+	}
+	if out, _, code := cli("get", "-o", "jsonpath={range .items[*]}{.metadata.name}={.spec.worker.replicas};{end}"); code != 0 || out != "a=1;b=1;" {
+		t.Errorf("get -o jsonpath: exit %d: %q", code, out)
+	}
+	if out, _, code := cli("get", "b", "-o", "jsonpath={.metadata.labels.team}"); code != 0 || out != "search" {
+		t.Errorf("get b -o jsonpath: exit %d: %q", code, out)
+	}
+
+	// Logs: the previous run, timestamps, since.
+	if out, _, code := cli("logs", "a", "worker-0", "--previous"); code != 0 || strings.TrimSpace(out) != "first run" {
+		t.Errorf("logs --previous: exit %d: %q", code, out)
+	}
+	out, _, code := cli("logs", "a", "--timestamps")
+	if code != 0 || !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z second run\n$`).MatchString(out) {
+		t.Errorf("logs --timestamps: exit %d: %q", code, out)
+	}
+	if out, _, code := cli("logs", "b", "--since-time", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)); code != 0 || out != "" {
+		t.Errorf("logs --since-time in the future: exit %d: %q", code, out)
+	}
+	if out, _, code := cli("logs", "b", "--since", "1h"); code != 0 || out != "hello from b\n" {
+		t.Errorf("logs --since 1h: exit %d: %q", code, out)
+	}
+
+	// Events of a job and its pods: the operator's and the node's.
+	out, _, code = cli("events", "a")
+	if code != 0 || !regexp.MustCompile(`(?m)\sNormal\s+SuccessfulCreatePod\s+paddlejob/a\s`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)\spod/a-worker-0\s`).MatchString(out) || strings.Contains(out, "paddlejob/b") {
+		t.Errorf("events a: exit %d:\n%s", code, out)
+	}
+
+	// get -w prints b's changes as they come: suspend and resume it.
+	watch := exec.Command(filepath.Join(binDir, "paddlejob"), "get", "b", "-w", "-n", ns, "-o", "jsonpath={.status.phase}{\"\\n\"}")
+	watch.Env = append(os.Environ(), env...)
+	stdout, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	phases := make(chan string, 100)
+	go func() {
+		for sc := bufio.NewScanner(stdout); sc.Scan(); {
+			phases <- sc.Text()
+		}
+		close(phases)
+	}()
+	waitPhase := func(want string) {
+		t.Helper()
+		timeout := time.After(2 * time.Minute)
+		var seen []string
+		for {
+			select {
+			case p, ok := <-phases:
+				if !ok {
+					t.Fatalf("get -w ended; it printed %v", seen)
+				}
+				seen = append(seen, p)
+				if p == want {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("get -w printed %v, not %s", seen, want)
+			}
+		}
+	}
+	waitPhase("Running")
+	if out, _, code := cli("suspend", "b"); code != 0 || !strings.Contains(out, "PaddleJob "+ns+"/b suspended in context") {
+		t.Errorf("suspend: exit %d: %s", code, out)
+	}
+	waitPhase("Suspended")
+	waitPods(t, ns, "b")
+	if out, _, code := cli("resume", "b"); code != 0 || !strings.Contains(out, "resumed") {
+		t.Errorf("resume: exit %d: %s", code, out)
+	}
+	waitPhase("Running")
+	_ = watch.Process.Signal(syscall.SIGINT)
+	_ = watch.Wait()
+
+	// Completion of job names, as the shell asks for it.
+	// The word being completed comes last.
+	if out, _, code := paddlejobCLI(t, env, "__complete", "describe", "-n", ns, ""); code != 0 || out != "a\nb\n:4\n" {
+		t.Errorf("completion of describe: exit %d: %q", code, out)
+	}
+	if out, _, _ := paddlejobCLI(t, env, "__complete", "logs", "-n", ns, "a", "w"); !strings.Contains(out, "worker\n") || !strings.Contains(out, "worker-0\n") {
+		t.Errorf("completion of logs a: %q", out)
+	}
+
+	// delete --all --wait returns once the jobs and their pods are gone.
+	out, _, code = cli("delete", "--all", "--wait")
+	if code != 0 || !strings.Contains(out, "PaddleJob "+ns+"/a deleted from context") || !strings.Contains(out, "PaddleJob "+ns+"/b deleted from context") {
+		t.Errorf("delete --all --wait: exit %d: %s", code, out)
+	}
+	jobs, err := pj.List(context.Background(), ns)
+	pods, perr := pj.Clientset().CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil || perr != nil || len(jobs) != 0 || len(pods.Items) != 0 {
+		t.Errorf("after delete --all --wait: %d jobs, %v pods (%v, %v)", len(jobs), podNamesOf(pods.Items), err, perr)
+	}
+	if out, _, code := cli("delete", "--all"); code != 0 || !strings.Contains(out, "No PaddleJobs to delete") {
+		t.Errorf("delete --all with none: exit %d: %s", code, out)
+	}
+}
+
+func podNamesOf(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, fmt.Sprintf("%s(%s)", p.Name, p.Status.Phase))
+	}
+	return out
+}
