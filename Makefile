@@ -46,6 +46,23 @@ verify-generated: $(CONTROLLER_GEN) ## Fail when the generated files are not wha
 	before=$$(sum); $(MAKE) -s generate manifests >/dev/null; after=$$(sum); \
 	[ "$$before" = "$$after" ] || { echo "generated files were stale (now regenerated): review and commit them"; diff <(echo "$$before") <(echo "$$after"); exit 1; }
 
+# The dashboard's page (internal/dashboard/web: TypeScript, Preact, uPlot,
+# built by Vite) is committed built, in web/dist, which go:embed puts in the
+# binary: go build, go install and go vet work on a clean clone without
+# Node.js. Changing web/src needs Node.js 20+ and npm; CI checks web/dist is
+# what the sources and package-lock.json build.
+WEB := internal/dashboard/web
+
+.PHONY: web
+web: ## Build the dashboard's page into internal/dashboard/web/dist (npm ci, then Vite; needs Node.js and npm).
+	cd $(WEB) && npm ci --no-audit --no-fund --loglevel=error && npm run build
+
+.PHONY: verify-web
+verify-web: ## Fail when internal/dashboard/web/dist is not what its sources build.
+	@sum() { find $(WEB)/dist -type f | sort | xargs sha256sum; }; \
+	before=$$(sum); $(MAKE) -s web >/dev/null; after=$$(sum); \
+	[ "$$before" = "$$after" ] || { echo "internal/dashboard/web/dist was stale (now rebuilt): review and commit it"; diff <(echo "$$before") <(echo "$$after"); exit 1; }
+
 .PHONY: fmt
 fmt: ## Run gofmt.
 	gofmt -w $$(git ls-files '*.go')
@@ -86,7 +103,7 @@ INTEGRATION_PKGS = $(addprefix ./,$(sort $(dir $(shell grep -rl --include='*_tes
 ENVTEST_ENV = KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)"
 
 .PHONY: test
-test: verify-generated lint test-unit test-python test-integration test-e2e ## Run every test: unit (Go and Python), integration (real API server) and end to end (local cluster, real Paddle).
+test: verify-generated verify-web lint test-unit test-python test-integration test-e2e ## Run every test: unit (Go and Python), integration (real API server) and end to end (local cluster, real Paddle).
 
 .PHONY: test-unit
 test-unit: ## Unit tests: no API server, no sandbox, no cluster.
