@@ -133,6 +133,10 @@ bench: envtest addons ## Benchmark the operator (pod creation, deadlines, failov
 	$(ENVTEST_ENV) go test -tags integration ./internal/localcluster/node -run '^$$' -bench 'PodStart|ManyPods' -benchtime 3x
 	$(ENVTEST_ENV) go test ./test/e2e -run '^$$' -bench 'Example|LeaderFailover|GangBinding' -benchtime 1x -timeout 60m
 
+.PHONY: bench-dashboard
+bench-dashboard: envtest ## Benchmark the dashboard's jobs page with 1,000 jobs in headless Chromium on the local cluster.
+	$(ENVTEST_ENV) go test ./test/e2e -run '^$$' -bench DashboardJobs -benchtime 5x -timeout 30m
+
 BENCH_SCALE_FLAGS ?=
 .PHONY: bench-scale
 bench-scale: envtest ## Scale benchmark: the operator against direct pod creation, 1-1000 jobs and 10-1000-pod jobs (BENCH_SCALE_FLAGS="--runs 3 --out bench.md").

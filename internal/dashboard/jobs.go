@@ -247,6 +247,11 @@ func (h *jobsHub) subscribe() *subscriber {
 	}
 	sub := &subscriber{frames: make(chan []byte, subscriberBuffer)}
 	h.subs[sub] = false
+	if h.problem != "" {
+		// The others were told already.
+		f, _ := frame("problem", Problem{Message: h.problem})
+		h.deliver(sub, f)
+	}
 	return sub
 }
 

@@ -123,10 +123,13 @@ func TestJobsStreamSaysWhatTheUserMayNotList(t *testing.T) {
 			return c.List(ctx, list, opts...)
 		},
 	}}, testutil.MakePaddleJob("a", "secret").Workers(1).Obj())
-	var p Problem
-	f.stream(t, "/api/jobs/stream?namespace=secret").waitFor(t, "problem", &p, func() bool { return p.Message != "" })
-	if want := `User "alice" cannot list resource "paddlejobs"`; !strings.Contains(p.Message, want) {
-		t.Errorf("problem %q, want the API server's %q", p.Message, want)
+	for _, browser := range []string{"first", "second"} {
+		// The second browser shares the first's informer, and is told too.
+		var p Problem
+		f.stream(t, "/api/jobs/stream?namespace=secret").waitFor(t, "problem", &p, func() bool { return p.Message != "" })
+		if want := `User "alice" cannot list resource "paddlejobs"`; !strings.Contains(p.Message, want) {
+			t.Errorf("%s browser: problem %q, want the API server's %q", browser, p.Message, want)
+		}
 	}
 }
 

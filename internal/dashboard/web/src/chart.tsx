@@ -108,6 +108,8 @@ export function MetricChart({ series, restarts, mode }: { series: Series; restar
           grid: { stroke: '#e6e8eb' },
           ticks: { stroke: '#d0d4d9' },
           label: mode === 'time' ? undefined : 'step',
+          // Room for a label (14:03:27) between two ticks.
+          space: mode === 'time' ? 90 : 60,
           // Times of day, 24-hour; seconds when the ticks are that close.
           values: mode === 'time' ? (_u, splits, _ax, _space, incr) => splits.map((v) => clock(v, incr < 60)) : undefined,
         },
