@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -399,12 +400,15 @@ func screenshotOf(t testing.TB, ctx context.Context, sel string) []byte {
 	return png
 }
 
+// docsScreenshots are the screenshots docs/dashboard.md shows.
+var docsScreenshots = []string{"dashboard-jobs.png", "dashboard-job.png", "dashboard-log.png"}
+
 // saveScreenshot writes a screenshot to the test's artifacts and, with
-// -dashboard.docs, to docs/images.
+// -dashboard.docs, those the docs show to docs/images.
 func saveScreenshot(t testing.TB, name string, png []byte) {
 	t.Helper()
 	dirs := []string{t.ArtifactDir()}
-	if *updateDashboardDocs {
+	if *updateDashboardDocs && slices.Contains(docsScreenshots, name) {
 		dirs = append(dirs, filepath.Join(testenv.RepoRoot(), "docs", "images"))
 	}
 	for _, dir := range dirs {
