@@ -205,12 +205,24 @@ func (h *jobsHub) snapshotLocked() []byte {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	snap := JobsSnapshot{Namespace: h.namespace, Rows: make([]json.RawMessage, len(keys))}
-	for i, k := range keys {
-		snap.Rows[i] = h.rows[k]
+	// A JobsSnapshot, written out: the rows are JSON already, and
+	// encoding/json would check and copy them all again.
+	ns, _ := json.Marshal(h.namespace)
+	var b bytes.Buffer
+	if len(keys) > 0 {
+		b.Grow(len(keys)*(len(h.rows[keys[0]])+1) + 64)
 	}
-	f, _ := frame("snapshot", snap)
-	return f
+	b.WriteString(`{"namespace":`)
+	b.Write(ns)
+	b.WriteString(`,"rows":[`)
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(h.rows[k])
+	}
+	b.WriteString("]}")
+	return rawFrame("snapshot", b.Bytes())
 }
 
 func (h *jobsHub) changesLocked() []byte {

@@ -106,6 +106,12 @@ func TestJobsStreamOfAllNamespaces(t *testing.T) {
 	if got := names(ev.Rows); !slices.Equal(got, []string{"team-a/a", "team-b/c"}) {
 		t.Errorf("rows %v, want both namespaces' jobs", got)
 	}
+	// A namespace without jobs: an empty page, live.
+	var empty rowsEvent
+	f.stream(t, "/api/jobs/stream?namespace=team-c").waitFor(t, "snapshot", &empty, func() bool { return true })
+	if len(empty.Rows) != 0 {
+		t.Errorf("rows %v in a namespace without jobs", names(empty.Rows))
+	}
 }
 
 // A user who may not list the jobs of a namespace is told so by the page,
