@@ -337,11 +337,13 @@ func do(t testing.TB, ctx context.Context, what string, steps ...chromedp.Action
 }
 
 // waitPage waits, up to within, until the page's JavaScript expression is
-// true: a poll on the page's own state, checked at every frame (not only
-// at DOM changes: the page's timings are set in a frame after one).
+// true: a poll on the page's own state, every 10 ms. (Not at DOM changes
+// only: the page's timings are set in a frame after one. Not at frames: a
+// tab in the background has none.)
 func waitPage(t testing.TB, ctx context.Context, what string, within time.Duration, expr string) {
 	t.Helper()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(within))); err != nil {
+	poll := chromedp.Poll[bool](expr, chromedp.WithPollingInterval(10*time.Millisecond), chromedp.WithPollingTimeout(within))
+	if _, err := chromedp.Run(ctx, poll); err != nil {
 		failShot(t, ctx, what)
 		if errors.Is(err, chromedp.ErrPollingTimeout) {
 			t.Fatalf("waiting %s for %s: it did not happen (page state: %s)", within, what, pageState(ctx))
