@@ -46,6 +46,23 @@ verify-generated: $(CONTROLLER_GEN) ## Fail when the generated files are not wha
 	before=$$(sum); $(MAKE) -s generate manifests >/dev/null; after=$$(sum); \
 	[ "$$before" = "$$after" ] || { echo "generated files were stale (now regenerated): review and commit them"; diff <(echo "$$before") <(echo "$$after"); exit 1; }
 
+# The dashboard's page (internal/dashboard/web: TypeScript, Preact, uPlot,
+# built by Vite) is committed built, in web/dist, which go:embed puts in the
+# binary: go build, go install and go vet work on a clean clone without
+# Node.js. Changing web/src needs Node.js 20+ and npm; CI checks web/dist is
+# what the sources and package-lock.json build.
+WEB := internal/dashboard/web
+
+.PHONY: web
+web: ## Build the dashboard's page into internal/dashboard/web/dist (npm ci, then Vite; needs Node.js and npm).
+	cd $(WEB) && npm ci --no-audit --no-fund --loglevel=error && npm run build
+
+.PHONY: verify-web
+verify-web: ## Fail when internal/dashboard/web/dist is not what its sources build.
+	@sum() { find $(WEB)/dist -type f | sort | xargs sha256sum; }; \
+	before=$$(sum); $(MAKE) -s web >/dev/null; after=$$(sum); \
+	[ "$$before" = "$$after" ] || { echo "internal/dashboard/web/dist was stale (now rebuilt): review and commit it"; diff <(echo "$$before") <(echo "$$after"); exit 1; }
+
 .PHONY: fmt
 fmt: ## Run gofmt.
 	gofmt -w $$(git ls-files '*.go')
@@ -86,7 +103,7 @@ INTEGRATION_PKGS = $(addprefix ./,$(sort $(dir $(shell grep -rl --include='*_tes
 ENVTEST_ENV = KUBEBUILDER_ASSETS="$$(cat $(LOCALBIN)/.envtest-assets)"
 
 .PHONY: test
-test: verify-generated lint check-docs test-unit test-python test-integration test-e2e ## Run every test: unit (Go and Python), integration (real API server) and end to end (local cluster, real Paddle).
+test: verify-generated verify-web lint check-docs test-unit test-python test-integration test-e2e ## Run every test: unit (Go and Python), integration (real API server) and end to end (local cluster, real Paddle).
 
 .PHONY: check-docs
 check-docs: ## Check the Markdown: every relative link resolves, every `make TARGET` named exists.
@@ -119,6 +136,10 @@ bench: envtest addons ## Benchmark the operator (pod creation, deadlines, failov
 	go test ./internal/localcluster/serviceproxy -run '^$$' -bench ServiceProxyConnection -benchtime 2000x
 	$(ENVTEST_ENV) go test -tags integration ./internal/localcluster/node -run '^$$' -bench 'PodStart|ManyPods' -benchtime 3x
 	$(ENVTEST_ENV) go test ./test/e2e -run '^$$' -bench 'Example|CPUThreads|LeaderFailover|GangBinding' -benchtime 1x -timeout 60m
+
+.PHONY: bench-dashboard
+bench-dashboard: envtest ## Benchmark the dashboard's jobs page with 1,000 jobs in headless Chromium on the local cluster.
+	$(ENVTEST_ENV) go test ./test/e2e -run '^$$' -bench DashboardJobs -benchtime 5x -timeout 30m
 
 BENCH_SCALE_FLAGS ?=
 .PHONY: bench-scale

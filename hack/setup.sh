@@ -4,6 +4,9 @@
 #   bubblewrap   sandboxes the local cluster's pods (command bwrap)
 #   python3-venv the Paddle runtime is a Python virtual environment
 #                (internal/localcluster/paddleruntime installs PaddlePaddle into it with pip)
+#   chromium     the headless browser the dashboard's end-to-end test drives
+#                (test/e2e/dashboard_test.go, through chromedp); chromium-driver
+#                comes with it for WebDriver tools
 set -euo pipefail
 
 need_go="1.26"
@@ -19,6 +22,8 @@ if ! command -v python3 >/dev/null 2>&1; then
 elif ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
   missing+=(python3-venv)
 fi
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
@@ -31,4 +36,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \
     || { $sudo apt-get update >/dev/null && $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; }
 fi
-echo "setup: ok ($(go version | cut -d' ' -f3), $(bwrap --version), $(python3 --version))"
+echo "setup: ok ($(go version | cut -d' ' -f3), $(bwrap --version), $(python3 --version), $(chromium --version 2>/dev/null | head -1))"

@@ -44,6 +44,13 @@ func New(cfg *rest.Config) (*Client, error) {
 	return &Client{config: cfg, c: c, cs: cs}, nil
 }
 
+// NewForClients returns a client that talks through c and cs, such as
+// controller-runtime's and client-go's fakes in a unit test of code that
+// uses the SDK. Config returns cfg, which may be nil.
+func NewForClients(cfg *rest.Config, c ctrlclient.WithWatch, cs kubernetes.Interface) *Client {
+	return &Client{config: cfg, c: c, cs: cs}
+}
+
 // NewFromKubeconfig returns a client the way kubectl finds its cluster: the
 // kubeconfig file (else $KUBECONFIG, ~/.kube/config, in-cluster) and context
 // (else the current one).

@@ -72,7 +72,10 @@ func (c *Client) Watch(ctx context.Context, namespace, name string, fn func(Snap
 		}
 		snap := Snapshot{}
 		for _, o := range jobs.List() {
-			snap.Job = o.(*paddlev1.PaddleJob).DeepCopy()
+			// The field selector picks it; a fake client may not.
+			if j := o.(*paddlev1.PaddleJob); j.Name == name {
+				snap.Job = j.DeepCopy()
+			}
 		}
 		for _, o := range pods.List() {
 			p := o.(*corev1.Pod)
@@ -104,6 +107,12 @@ func signal(ch chan struct{}) {
 func ownedBy(p *corev1.Pod, job *paddlev1.PaddleJob) bool {
 	ref := metav1.GetControllerOf(p)
 	return ref == nil || ref.UID == job.UID
+}
+
+// JobsListWatch lists and watches the jobs of a namespace ("" for all), for
+// an informer of one's own (client-go's cache) that follows many jobs.
+func (c *Client) JobsListWatch(namespace string) *cache.ListWatch {
+	return c.listWatch(namespace, &paddlev1.PaddleJobList{}, metav1.ListOptions{})
 }
 
 // listWatch lists and watches one kind in a namespace through the client.

@@ -44,9 +44,13 @@ type History struct {
 }
 
 // Series is one metric's curve: [unix seconds, value] pairs, oldest first.
+// Steps, when the program reported steps, holds the training step of each
+// point (null where none was reported yet); a separate list, so readers of
+// the pairs are unchanged.
 type Series struct {
 	Name   string       `json:"name"`
 	Points [][2]float64 `json:"points"`
+	Steps  []*int64     `json:"steps,omitempty"`
 }
 
 // DecodeHistory reads a history ConfigMap.
@@ -100,14 +104,7 @@ func (h *HistoryWriter) flush(ctx context.Context) {
 }
 
 func (h *HistoryWriter) write(ctx context.Context, job types.NamespacedName, hc historyCopy) error {
-	var hist History
-	for _, name := range hc.order {
-		s := Series{Name: name}
-		for _, p := range hc.series[name] {
-			s.Points = append(s.Points, [2]float64{float64(p.Time.UnixMilli()) / 1000, p.Value})
-		}
-		hist.Metrics = append(hist.Metrics, s)
-	}
+	hist := historyOf(hc)
 	data, err := json.Marshal(hist)
 	if err != nil {
 		return err
@@ -119,4 +116,23 @@ func (h *HistoryWriter) write(ctx context.Context, job types.NamespacedName, hc 
 			WithName(job.Name).WithUID(hc.uid)).
 		WithData(map[string]string{HistoryKey: string(data)})
 	return h.Client.Apply(ctx, cm, client.FieldOwner(fieldOwner), client.ForceOwnership)
+}
+
+// historyOf is the History a copy of the store's curves is written as.
+func historyOf(hc historyCopy) History {
+	var hist History
+	for _, name := range hc.order {
+		s := Series{Name: name}
+		withSteps := false
+		for _, p := range hc.series[name] {
+			s.Points = append(s.Points, [2]float64{float64(p.Time.UnixMilli()) / 1000, p.Value})
+			s.Steps = append(s.Steps, p.Step)
+			withSteps = withSteps || p.Step != nil
+		}
+		if !withSteps {
+			s.Steps = nil
+		}
+		hist.Metrics = append(hist.Metrics, s)
+	}
+	return hist
 }

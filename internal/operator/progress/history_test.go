@@ -2,6 +2,7 @@ package progress
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -59,5 +60,47 @@ func TestHistoryWriterWritesEachCurveAtMostEveryFlush(t *testing.T) {
 	w.flush(ctx)
 	if pts := read().Metrics[0].Points; len(pts) != 2 || pts[1][1] != 0.7 {
 		t.Errorf("AUC curve %v after the interval, want both points", pts)
+	}
+}
+
+// Each point carries the step it was reported at: the report's own, else
+// the latest one reported; a curve whose reports gave no step has none.
+func TestHistoryRecordsTheStepOfEachPoint(t *testing.T) {
+	store := NewStore(Options{ReportRate: 100, ReportBurst: 100})
+	now := time.Unix(1_700_000_000, 0)
+	store.now = func() time.Time { return now }
+	job := types.NamespacedName{Namespace: "ns", Name: "wd"}
+	step := func(n int64) *int64 { return &n }
+	for _, rep := range []Report{
+		{Metrics: Metrics{{"lr", 0.1}}},
+		{Step: step(10), Metrics: Metrics{{"loss", 0.7}}},
+		{Step: step(20), Metrics: Metrics{{"loss", 0.6}, {"auc", 0.71}}},
+		{Metrics: Metrics{{"auc", 0.72}}}, // at step 20 still
+	} {
+		now = now.Add(time.Second)
+		if err := store.Put(job, "uid-wd", "wd-worker-0", 0, rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var hist History
+	for _, h := range store.historyDue(now.Add(time.Hour)) {
+		hist = historyOf(h)
+	}
+	steps := map[string][]string{}
+	for _, s := range hist.Metrics {
+		for _, st := range s.Steps {
+			if st == nil {
+				steps[s.Name] = append(steps[s.Name], "-")
+			} else {
+				steps[s.Name] = append(steps[s.Name], fmt.Sprint(*st))
+			}
+		}
+		if s.Steps != nil && len(s.Steps) != len(s.Points) {
+			t.Errorf("%s: %d steps for %d points", s.Name, len(s.Steps), len(s.Points))
+		}
+	}
+	want := map[string][]string{"loss": {"10", "20"}, "auc": {"20", "20"}}
+	if fmt.Sprint(steps) != fmt.Sprint(want) {
+		t.Errorf("steps %v, want %v (lr, reported before any step, has none)", steps, want)
 	}
 }

@@ -80,10 +80,13 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Point is one recorded value of a metric.
+// Point is one recorded value of a metric, and the training step it was
+// reported at (the report's step, else the latest one reported; nil when
+// none was), so a curve can be drawn against steps as well as time.
 type Point struct {
 	Time  time.Time
 	Value float64
+	Step  *int64
 }
 
 // Store keeps the latest progress report of each job, in memory, until the
@@ -205,7 +208,7 @@ func (s *Store) put(job types.NamespacedName, uid types.UID, pod string, rank in
 		e.firstAt, e.firstPercent = now, *rep.Percent
 	}
 	for _, m := range rep.Metrics {
-		s.recordLocked(e, m, now)
+		s.recordLocked(e, m, e.report.Step, now)
 	}
 	if e.notified.IsZero() || now.Sub(e.notified) > 2*s.opts.StatusInterval {
 		select {
@@ -262,7 +265,7 @@ func merge(old, rep Report) Report {
 	return out
 }
 
-func (s *Store) recordLocked(e *jobEntry, m Metric, now time.Time) {
+func (s *Store) recordLocked(e *jobEntry, m Metric, step *int64, now time.Time) {
 	pts, ok := e.history[m.Name]
 	if !ok {
 		if len(e.order) >= paddlev1.MaxProgressMetrics {
@@ -278,7 +281,11 @@ func (s *Store) recordLocked(e *jobEntry, m Metric, now time.Time) {
 		}
 		pts = kept
 	}
-	e.history[m.Name] = append(pts, Point{Time: now, Value: m.Value})
+	var at *int64
+	if step != nil {
+		at = new(*step)
+	}
+	e.history[m.Name] = append(pts, Point{Time: now, Value: m.Value, Step: at})
 	e.dirty = true
 }
 

@@ -1,0 +1,169 @@
+// The server's JSON (internal/dashboard) and how the pages read it.
+import { useEffect, useRef, useState } from 'preact/hooks';
+
+export interface RoleReady {
+  role: string;
+  ready: string;
+  replicas: number;
+  running: number;
+}
+
+export interface Metric {
+  name: string;
+  value: string;
+}
+
+export interface JobRow {
+  namespace: string;
+  name: string;
+  phase: string;
+  mode?: string;
+  roles: RoleReady[];
+  restarts: number;
+  percent?: number;
+  etaSeconds?: number;
+  progressTime?: string;
+  epoch?: number;
+  totalEpochs?: number;
+  metric?: Metric;
+  created: string;
+  reason?: string;
+}
+
+export interface JobProgress {
+  percent?: number;
+  estimatedSecondsRemaining?: number;
+  epoch?: number;
+  totalEpochs?: number;
+  step?: number;
+  metrics?: Metric[];
+  reporter?: string;
+  lastUpdateTime?: string;
+}
+
+export interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+  time: string;
+}
+
+export interface PodRow {
+  name: string;
+  role: string;
+  index: number;
+  state: string;
+  reason?: string;
+  message?: string;
+  exitCode?: number;
+  restarts: number;
+  node?: string;
+  ip?: string;
+  created: string;
+  containers: string[];
+  initContainers: string[];
+}
+
+export interface RoleSpec {
+  role: string;
+  replicas: number;
+  image: string;
+  restartPolicy: string;
+}
+
+export interface JobView {
+  exists: boolean;
+  row: JobRow;
+  uid?: string;
+  progress?: JobProgress;
+  startTime?: string;
+  completionTime?: string;
+  lastRestartTime?: string;
+  restartCount: number;
+  spec: {
+    intranet: string;
+    cleanPodPolicy: string;
+    restartScope: string;
+    backoffLimit: number;
+    suspend: boolean;
+    roles: RoleSpec[];
+  };
+  conditions: Condition[];
+  pods: PodRow[];
+  restarts: string[];
+}
+
+export interface EventRow {
+  type: string;
+  reason: string;
+  message: string;
+  count: number;
+  time: string;
+}
+
+export interface Series {
+  name: string;
+  // [unix seconds, value]
+  points: [number, number][];
+  // the step of each point, null where none was reported
+  steps?: (number | null)[];
+}
+
+export interface History {
+  metrics: Series[] | null;
+}
+
+export interface Config {
+  cluster: string;
+  namespace: string;
+}
+
+export type StreamState = 'connecting' | 'live' | 'reconnecting';
+
+// useStream reads a server-sent event stream while the component lives (or
+// until url changes); handlers get each named event's parsed data. The
+// browser reconnects by itself, and the server then sends everything again.
+export function useStream(url: string, handlers: Record<string, (data: any) => void>): StreamState {
+  const [state, setState] = useState<StreamState>('connecting');
+  const ref = useRef(handlers);
+  ref.current = handlers;
+  useEffect(() => {
+    setState('connecting');
+    const es = new EventSource(url);
+    es.onopen = () => setState('live');
+    es.onerror = () => setState(es.readyState === EventSource.CLOSED ? 'reconnecting' : 'reconnecting');
+    const names = Object.keys(ref.current);
+    const listeners = names.map((name) => {
+      const l = (e: MessageEvent) => ref.current[name]?.(JSON.parse(e.data));
+      es.addEventListener(name, l as EventListener);
+      return l;
+    });
+    return () => {
+      names.forEach((name, i) => es.removeEventListener(name, listeners[i] as EventListener));
+      es.close();
+    };
+  }, [url]);
+  return state;
+}
+
+export class HTTPError extends Error {
+  constructor(public status: number, message: string) {
+    super(message);
+  }
+}
+
+export async function getText(url: string, signal?: AbortSignal): Promise<string> {
+  const r = await fetch(url, { signal, credentials: 'same-origin' });
+  const text = await r.text();
+  if (!r.ok) throw new HTTPError(r.status, text.trim() || r.statusText);
+  return text;
+}
+
+export async function getJSON<T>(url: string): Promise<T> {
+  return JSON.parse(await getText(url)) as T;
+}
+
+export function jobURL(ns: string, name: string): string {
+  return `/api/namespaces/${encodeURIComponent(ns)}/jobs/${encodeURIComponent(name)}`;
+}
