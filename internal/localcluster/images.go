@@ -100,10 +100,10 @@ func writeImageTable(l layout, paddlejob string, rts map[string]*paddleruntime.R
 	if err := markScriptsExecutable(contexts); err != nil {
 		return err
 	}
-	// Seed 002's trainers and the wide & deep trainers import the Python SDK:
-	// their contexts hold the package, which a Docker build has copied in
-	// from python/src (see their Dockerfiles).
-	for _, image := range []string{"seed002-word2vec", "demo-wide-and-deep"} {
+	// Seed 002's trainers and the wide & deep and ResNet programs import the
+	// Python SDK: their contexts hold the package, which a Docker build has
+	// copied in from python/src (see their Dockerfiles).
+	for _, image := range []string{"seed002-word2vec", "demo-wide-and-deep", "demo-resnet"} {
 		if err := os.CopyFS(filepath.Join(contexts, image, "paddlejob"), python.SDK()); err != nil {
 			return fmt.Errorf("writing the Python SDK into the %s image: %w", image, err)
 		}
@@ -111,7 +111,6 @@ func writeImageTable(l layout, paddlejob string, rts map[string]*paddleruntime.R
 	entries := builtinImages(contexts, paddlejob)
 	paddle := paddleRuntimes(rts)
 	// The launcher image's PATH: the paddlejob binary first, then what its
-	// Dockerfile's FROM gives (the release's python).
 	// Dockerfile's FROM gives (demo-wide-and-deep's release, the default).
 	launcher := entries["paddlejob/paddle"]
 	launcher.Env = map[string]string{"PATH": filepath.Dir(paddlejob) + ":" + paddle.Releases[paddle.Default].Env["PATH"]}

@@ -155,9 +155,11 @@ func runElasticUndisturbed(t *testing.T, job *paddlev1.PaddleJob) collectiveRepo
 // training, which resumes from the last checkpoint, and the job ends as well
 // as an undisturbed run.
 //
-// The parameter-server example cannot do this: Paddle 3.0's trainers meet
-// the servers at barriers when they start (GeoCommunicator::InitDense), and
-// a trainer that starts again waits there for peers that passed long ago.
+// A parameter-server job cannot recover one pod at a time: Paddle 3.0's
+// trainers meet the servers at barriers when they start
+// (GeoCommunicator::InitDense), and a trainer that starts again waits there
+// for peers that passed long ago. It restarts as a whole instead
+// (recovery_test.go).
 func TestKilledWorkerIsRestartedAndTheJobRecovers(t *testing.T) {
 	calm, _ := elasticJob(t, "calm", 2, 2, 2, 5)
 	want := runElasticUndisturbed(t, calm)

@@ -70,19 +70,21 @@ func newNamespace(t testing.TB) string {
 	return ""
 }
 
-// psProgressDeadline is the progress deadline recoverable gives a
-// parameter-server job: above the examples' longest gap between two reports
-// on two loaded cores (start-up, before the first report, is the longest).
-const psProgressDeadline = 90
+// progressDeadline is the progress deadline recoverable gives a job: above
+// the examples' longest gap between two reports on two loaded cores
+// (start-up, before the first report, is the longest).
+const progressDeadline = 90
 
-// recoverable gives a parameter-server job that has none the restart policy
-// and progress deadline a production user gives one: a Paddle crash (an MKL
-// SIGSEGV in a parameter server) or hang (Paddle 3.0's GEO start-up barrier,
-// docs/paddle-known-issues.md) then restarts the whole job — recovered by
-// the product, never retried by the test. Its restarts are logged when the
-// test ends. Roles with a policy of their own (Never included) keep it.
+// recoverable gives a parameter-server or elastic job that has none the
+// restart policy and progress deadline a production user gives one: a Paddle
+// crash (an MKL SIGSEGV in a parameter server) or hang (Paddle 3.0's GEO
+// start-up barrier, an elastic launcher waiting for a rank that failed while
+// the group re-formed; docs/paddle-known-issues.md) then restarts the whole
+// job — recovered by the product, never retried by the test. Its restarts
+// are logged when the test ends. Roles with a policy of their own (Never
+// included) keep it; elastic workers restart by default (OnFailure).
 func recoverable(job *paddlev1.PaddleJob) {
-	if job.Spec.PS == nil {
+	if job.Spec.PS == nil && !job.Spec.IsElastic() {
 		return
 	}
 	for _, rt := range paddlev1.ReplicaTypes {
@@ -91,11 +93,11 @@ func recoverable(job *paddlev1.PaddleJob) {
 		}
 	}
 	if job.Spec.ProgressDeadlineSeconds == nil {
-		job.Spec.ProgressDeadlineSeconds = ptr.To[int64](psProgressDeadline)
+		job.Spec.ProgressDeadlineSeconds = ptr.To[int64](progressDeadline)
 	}
 }
 
-// createJob creates a job (recoverable, when it is a parameter-server job)
+// createJob creates a job (recoverable, when it is a parameter-server or elastic job)
 // that the test deletes when it ends, so that a job a failed test leaves
 // running holds no resources the next test needs. Before, it logs the job's
 // restarts, so the rate at which Paddle fails stays visible.

@@ -278,7 +278,7 @@ func TestSubmitSeed002Example(t *testing.T) {
 		"--name", "paddle-job", "--image", "yancey1989/paddle-job", "--entry-point", "python train.py",
 		"--cpu", "3", "--memory", "8G", "--pservers", "3", "--wait", "--timeout", jobTimeout.String(),
 		// What recoverable gives the other PS jobs: a Paddle crash or hang restarts the job.
-		"--restart-policy", "ExitCode", "--progress-deadline-seconds", strconv.Itoa(psProgressDeadline))
+		"--restart-policy", "ExitCode", "--progress-deadline-seconds", strconv.Itoa(progressDeadline))
 	out, err := cmd.CombinedOutput()
 	t.Logf("paddlejob submit:\n%s", out)
 	if err != nil {

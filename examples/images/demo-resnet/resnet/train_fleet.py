@@ -25,6 +25,8 @@ import paddle.distributed.fleet as fleet
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+from paddlejob.progress import flush_progress, report_progress  # the SDK, copied next to this file
+
 CLASSES = 10
 SIZE = 16
 
@@ -162,10 +164,15 @@ def main() -> None:
             print(f"epoch {epoch + 1}/{args.epochs}: loss={job_loss:.4f} test_accuracy={accuracy:.3f} world_size={world} ({time.monotonic() - started:.1f}s)", flush=True)
             if args.checkpoint_dir:
                 save_checkpoint(args.checkpoint_dir, epoch + 1, model, optimizer)
+        # Every rank reports: a job whose ranks all stop reporting is hung,
+        # and the operator's progress deadline restarts it.
+        report_progress(100.0 * (epoch + 1) / args.epochs, epoch=epoch + 1, total_epochs=args.epochs,
+                        metrics={"loss": job_loss, "test_accuracy": accuracy})
         if world > 1:
             dist.barrier()
         if args.epoch_delay:
             time.sleep(args.epoch_delay)
+    flush_progress()
     if rank == 0:
         print(f"final: rank=0 world_size={world} loss={job_loss:.4f} test_accuracy={accuracy:.3f}", flush=True)
 
