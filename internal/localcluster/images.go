@@ -120,17 +120,18 @@ func writeImageTable(l layout, paddlejob string, rts map[string]*paddleruntime.R
 		if err != nil {
 			return fmt.Errorf("reading the image table %s: %w", userTable, err)
 		}
-		var user struct {
-			Images map[string]node.ImageEntry `json:"images"`
-		}
+		var user node.ImageTableFile
 		if err := yaml.UnmarshalStrict(data, &user); err != nil {
 			return fmt.Errorf("image table %s: %w", userTable, err)
+		}
+		if user.Paddle != nil {
+			return fmt.Errorf("image table %s: paddle: the Paddle runtimes are the local cluster's own (one per pinned release): remove the field and name a release in an image's Dockerfile instead", userTable)
 		}
 		for k, v := range user.Images {
 			entries[k] = v
 		}
 	}
-	data, err := yaml.Marshal(map[string]any{"images": entries, "paddle": paddle})
+	data, err := yaml.Marshal(node.ImageTableFile{Images: entries, Paddle: paddle})
 	if err != nil {
 		return err
 	}

@@ -107,9 +107,7 @@ func AddImages(ctx context.Context, home string, images map[string]string) ([]Ad
 	if err != nil {
 		return nil, fmt.Errorf("reading the node's image table: %w", err)
 	}
-	var file struct {
-		Images map[string]node.ImageEntry `json:"images"`
-	}
+	var file node.ImageTableFile
 	if err := yaml.UnmarshalStrict(table, &file); err != nil {
 		return nil, fmt.Errorf("the node's image table %s: %w", l.imageTable(), err)
 	}

@@ -58,8 +58,9 @@ type ImageFile struct {
 	Path   string `json:"path"`
 }
 
-// imageTableFile is the --image-table file format.
-type imageTableFile struct {
+// ImageTableFile is the --image-table file format; the local cluster writes
+// it, and adds the user's images to it.
+type ImageTableFile struct {
 	Images map[string]ImageEntry `json:"images"`
 	// Paddle are the node's Paddle runtimes, for the entries with a
 	// paddleRelease.
@@ -103,7 +104,7 @@ func LoadImageTable(path string) (*ImageTable, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading image table: %w", err)
 		}
-		var file imageTableFile
+		var file ImageTableFile
 		if err := yaml.UnmarshalStrict(data, &file); err != nil {
 			return nil, fmt.Errorf("image table %s: %w", path, err)
 		}
@@ -118,7 +119,7 @@ func LoadImageTable(path string) (*ImageTable, error) {
 }
 
 func parseImageTable(data []byte) (map[string]ImageEntry, error) {
-	var f imageTableFile
+	var f ImageTableFile
 	if err := yaml.UnmarshalStrict(data, &f); err != nil {
 		return nil, err
 	}
