@@ -15,32 +15,47 @@ import (
 // value it uses, 1 when the pod sets none).
 var ompThreadsLine = regexp.MustCompile(`(?m)^omp_num_threads=(\d+)$`)
 
-// A worker whose CPU limit is 2 trains with two threads: the operator sets
-// OMP_NUM_THREADS from the limit and Paddle keeps it; the job still trains.
-// The examples without a limit keep Paddle's default of one thread (the
-// other collective tests see it).
-func TestCPULimitSizesPaddlesThreads(t *testing.T) {
-	job := resNetWithCPU(t, "threads", "2", "")
-	done, logs := runReadingLogs(t, job)
-	checkCollectiveJob(t, done, logs)
-	for pod, log := range logs {
-		if got := ompThreads(log); got != "2" {
-			t.Errorf("%s: Paddle computes with %q threads, want 2 (the pod's CPU limit):\n%s", pod, got, tail(log))
-		}
+// A worker given 1.5 CPUs (limit 2) computes on two threads: the operator
+// sets OMP_NUM_THREADS from its request, rounded up, and Paddle keeps it;
+// it still trains. A second job of two workers each limited to 2 CPUs but
+// requesting half of one keeps one thread each, as the 2-core node cannot
+// give both more. Examples without resources keep Paddle's default of one
+// thread.
+func TestCPURequestSizesPaddlesThreads(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		workers int32
+		request string
+		wantOMP string
+	}{
+		{"one worker given 1.5 CPUs", 1, "1500m", "2"},
+		{"two workers given half a CPU each", 2, "500m", "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := resNetWithCPU(t, "threads", tc.workers, tc.request, "")
+			done, logs := runReadingLogs(t, job)
+			checkCollectiveJob(t, done, logs)
+			for pod, log := range logs {
+				if got := ompThreads(log); got != tc.wantOMP {
+					t.Errorf("%s: Paddle computes with %q threads, want %s:\n%s", pod, got, tc.wantOMP, tail(log))
+				}
+			}
+		})
 	}
 }
 
-// resNetWithCPU is the collective example whose workers may use limit CPUs
-// (requesting half a CPU, so both fit the node), with OMP_NUM_THREADS set
-// in the template when threads is not empty.
-func resNetWithCPU(t testing.TB, name, limit, threads string) *paddlev1.PaddleJob {
+// resNetWithCPU is the collective example with workers requesting request
+// CPUs (limit 2), with OMP_NUM_THREADS set in the template when threads is
+// not empty.
+func resNetWithCPU(t testing.TB, name string, workers int32, request, threads string) *paddlev1.PaddleJob {
 	t.Helper()
 	job := loadJob(t, "examples/jobs/resnet.yaml")
 	job.Name = name
+	job.Spec.Worker.Replicas = workers
 	c := &job.Spec.Worker.Template.Spec.Containers[0]
 	c.Resources = corev1.ResourceRequirements{
-		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(limit)},
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(request)},
 	}
 	if threads != "" {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "OMP_NUM_THREADS", Value: threads})
@@ -59,22 +74,30 @@ func ompThreads(log string) string {
 	return ms[len(ms)-1][1]
 }
 
-// The collective example with a CPU limit of 2, computing on one thread (the
-// template sets OMP_NUM_THREADS=1: Paddle's default before the operator
-// tuned pods) and on the two the operator now gives it: time from the
-// job's creation to its completion, mean of the runs. Part of make bench;
-// alone:
+// The collective example's single worker given 1.5 CPUs (limit 2),
+// computing on one thread (the template sets OMP_NUM_THREADS=1: Paddle's
+// default before the operator tuned pods) and on the two the operator now
+// gives it; then two workers limited to 2 CPUs each but requesting half of
+// one, forced to two threads each, as a limit-based rule would give them
+// on this 2-core node. Time from the job's creation to its completion,
+// mean of the runs. Part of make bench; alone:
 //
 //	go test ./test/e2e -run '^$' -bench CPUThreads -benchtime 3x
 func BenchmarkCPUThreads(b *testing.B) {
-	for _, v := range []struct{ name, threads string }{
-		{"limit-2/threads-1", "1"},
-		{"limit-2/threads-from-limit", ""},
+	for _, v := range []struct {
+		name             string
+		workers          int32
+		request, threads string
+	}{
+		{"1-worker/request-1.5/threads-1", 1, "1500m", "1"},
+		{"1-worker/request-1.5/threads-from-request", 1, "1500m", ""},
+		{"2-workers/request-0.5/threads-from-request", 2, "500m", ""},
+		{"2-workers/request-0.5/threads-2", 2, "500m", "2"},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			var seconds float64
 			for i := 0; i < b.N; i++ {
-				job := resNetWithCPU(b, "threads", "2", v.threads)
+				job := resNetWithCPU(b, "threads", v.workers, v.request, v.threads)
 				completed := timeToCompletion(b, job).Seconds()
 				seconds += completed
 				b.Logf("run %d: completed in %.1fs, test accuracy %.3f", i+1, completed, finalReport(b, job, collectiveFinal, 3))

@@ -23,10 +23,14 @@ import (
 //
 // Paddle sizes its CPU thread pools from OMP_NUM_THREADS and
 // forces it to 1 when it is unset (paddle/base/__init__.py, __bootstrap__), so
-// a pod that may use four CPUs trains on one. A container that says how many
-// CPUs it may use (its limit, else its request) gets that many threads,
-// rounded up, in OMP_NUM_THREADS and MKL_NUM_THREADS (MKL's own pool, which
-// follows OMP's when unset but not in every build).
+// a pod given four CPUs trains on one. A container that says how many CPUs
+// it is given (its request, which defaults to its limit) gets that many
+// threads, rounded up, in OMP_NUM_THREADS and MKL_NUM_THREADS (MKL's own
+// pool, which follows OMP's when unset but not in every build). Not the
+// limit: it may exceed what the node can give every pod at once, and more
+// threads than cores make Paddle slower (BenchmarkCPUThreads measured a
+// collective job's two workers, each limited to 2 CPUs on a 2-core node,
+// 21.1 s with 2 threads against 12.0 s with 1).
 //
 // Paddle's launcher writes its logs under ./log and fails when the working
 // directory cannot be written. A container with a read-only root file
@@ -44,12 +48,13 @@ const (
 	logMountPath = "/var/log/paddle"
 )
 
-// cpuThreads is how many threads a container's CPUs allow: its CPU limit,
-// else its request, rounded up; false when it names neither.
+// cpuThreads is how many threads a container's CPUs allow: its CPU
+// request, else its limit (the API server's default request), rounded up;
+// false when it names neither.
 func cpuThreads(c *corev1.Container) (int64, bool) {
-	q, ok := c.Resources.Limits[corev1.ResourceCPU]
+	q, ok := c.Resources.Requests[corev1.ResourceCPU]
 	if !ok || q.IsZero() {
-		q, ok = c.Resources.Requests[corev1.ResourceCPU]
+		q, ok = c.Resources.Limits[corev1.ResourceCPU]
 	}
 	if !ok || q.IsZero() {
 		return 0, false
