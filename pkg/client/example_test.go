@@ -139,5 +139,5 @@ func ExampleFieldError() {
 	// Output:
 	// Name "MyJob": must be lowercase letters, digits and '-', start with a letter and have at most 51 characters
 	// CPU 0: must be at least 1
-	// Memory "12X": must be a plain integer with one of the suffixes E, P, T, G, M, K (for example 8G)
+	// Memory "12X": must be a plain integer with one of the suffixes E, P, T, G, M, K (powers of 1000, for example 8G) or Ei, Pi, Ti, Gi, Mi, Ki (powers of 1024, for example 8Gi)
 }
