@@ -13,7 +13,9 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -143,7 +145,7 @@ func (b *boot) installAddons(ctx context.Context) error {
 		return err
 	}
 	for _, o := range crds {
-		if err := waitFor(ctx, 60*time.Second, func() error { return established(ctx, cfg, o.GetName()) }); err != nil {
+		if err := waitFor(ctx, 60*time.Second, func() error { return served(ctx, cfg, o.GetName()) }); err != nil {
 			return err
 		}
 	}
@@ -203,7 +205,10 @@ func applyAll(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstru
 	return nil
 }
 
-func established(ctx context.Context, cfg *rest.Config, name string) error {
+// served reports (nil) whether a CRD is established and every version it
+// serves is in the API server's discovery, so objects of its kind can be
+// written.
+func served(ctx context.Context, cfg *rest.Config, name string) error {
 	c, err := kube.NewClient(cfg)
 	if err != nil {
 		return err
@@ -212,12 +217,33 @@ func established(ctx context.Context, cfg *rest.Config, name string) error {
 	if err := c.Get(ctx, kube.Key("", name), crd); err != nil {
 		return err
 	}
+	ok := false
 	for _, cond := range crd.Status.Conditions {
-		if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-			return nil
+		ok = ok || (cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue)
+	}
+	if !ok {
+		return fmt.Errorf("CRD %s is not established yet", name)
+	}
+	// Established is not yet served: the API server's discovery lists the
+	// new kind a moment later, and objects of it cannot be written before.
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		gv := crd.Spec.Group + "/" + v.Name
+		list, err := dc.ServerResourcesForGroupVersion(gv)
+		if err != nil {
+			return fmt.Errorf("CRD %s: %s is not in discovery yet: %w", name, gv, err)
+		}
+		if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == crd.Spec.Names.Plural }) {
+			return fmt.Errorf("CRD %s: discovery does not list %s in %s yet", name, crd.Spec.Names.Plural, gv)
 		}
 	}
-	return fmt.Errorf("CRD %s is not established yet", name)
+	return nil
 }
 
 // startAddons starts the add-ons' processes, after the cluster's own

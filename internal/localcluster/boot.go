@@ -284,7 +284,7 @@ func (b *boot) install(ctx context.Context) error {
 			return err
 		}
 	}
-	return waitFor(ctx, 30*time.Second, func() error { return crdEstablished(ctx, cfg) })
+	return waitFor(ctx, 30*time.Second, func() error { return served(ctx, cfg, "paddlejobs.batch.paddlepaddle.org") })
 }
 
 //go:embed node-rbac.yaml

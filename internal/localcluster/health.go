@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -91,23 +90,6 @@ func getWith(ctx context.Context, client *http.Client, url string) error {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return nil
-}
-
-func crdEstablished(ctx context.Context, cfg *rest.Config) error {
-	c, err := kube.NewClient(cfg)
-	if err != nil {
-		return err
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, kube.Key("", "paddlejobs.batch.paddlepaddle.org"), crd); err != nil {
-		return err
-	}
-	for _, cond := range crd.Status.Conditions {
-		if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-			return nil
-		}
-	}
-	return errors.New("the PaddleJob CRD is not established yet")
 }
 
 func nodeReady(ctx context.Context, cfg *rest.Config, name string) error {
