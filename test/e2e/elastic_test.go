@@ -360,21 +360,5 @@ func launcherRunning(pod string) bool { return findLauncher(pod) != 0 }
 
 // findLauncher is the pid of a pod's Paddle launcher, 0 when none runs.
 func findLauncher(pod string) int {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		args := strings.Split(string(cmd), "\x00")
-		// The sandbox's bwrap processes carry the same command line after
-		// their own: the launcher is the python among them.
-		if len(args) > 2 && strings.HasPrefix(filepath.Base(args[0]), "python") && slices.Contains(args, "paddle.distributed.launch") &&
-			strings.Contains(string(env), "\x00HOSTNAME="+pod+"\x00") {
-			return pid
-		}
-	}
-	return 0
+	return findPodPython(pod, func(args []string) bool { return slices.Contains(args, "paddle.distributed.launch") })
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -329,4 +331,32 @@ func podNames(job *paddlev1.PaddleJob) []string {
 		}
 	}
 	return out
+}
+
+// findPodProcess is the pid of a process of a pod on the local node whose
+// arguments match accepts, 0 when none runs; the pod's HOSTNAME tells its
+// processes from others'.
+func findPodProcess(pod string, match func(args []string) bool) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if match(strings.Split(string(cmd), "\x00")) && strings.Contains(string(env), "\x00HOSTNAME="+pod+"\x00") {
+			return pid
+		}
+	}
+	return 0
+}
+
+// findPodPython is findPodProcess for a python process. The sandbox's bwrap
+// processes carry the same command line after their own: the python among
+// them is the one.
+func findPodPython(pod string, match func(args []string) bool) int {
+	return findPodProcess(pod, func(args []string) bool {
+		return len(args) > 1 && strings.HasPrefix(filepath.Base(args[0]), "python") && match(args)
+	})
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -249,20 +248,11 @@ func leaseFresh(l *coordinationv1.Lease) bool {
 // operatorPID finds the operator process of a pod on the local node.
 func operatorPID(t testing.TB, pod string) int {
 	t.Helper()
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if strings.Contains(string(cmd), "paddlejob\x00operator") && strings.Contains(string(env), "\x00HOSTNAME="+pod+"\x00") {
-			return pid
-		}
+	pid := findPodProcess(pod, func(args []string) bool { return strings.Contains(strings.Join(args, "\x00"), "paddlejob\x00operator") })
+	if pid == 0 {
+		t.Fatalf("no operator process for pod %s", pod)
 	}
-	t.Fatalf("no operator process for pod %s", pod)
-	return 0
+	return pid
 }
 
 // scrape reads an operator pod's metrics endpoint as a scraper bound to

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -67,23 +66,9 @@ func paddleProcess(t *testing.T, pod string) int {
 }
 
 func findPaddleProcess(pod string) int {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		args := strings.Split(string(cmd), "\x00")
-		// The sandbox's bwrap processes carry the same command line after
-		// their own: the program is the python among them.
-		if len(args) > 1 && strings.HasPrefix(filepath.Base(args[0]), "python") && slices.ContainsFunc(args, func(a string) bool { return strings.HasSuffix(a, "train.py") }) &&
-			strings.Contains(string(env), "\x00HOSTNAME="+pod+"\x00") {
-			return pid
-		}
-	}
-	return 0
+	return findPodPython(pod, func(args []string) bool {
+		return slices.ContainsFunc(args, func(a string) bool { return strings.HasSuffix(a, "train.py") })
+	})
 }
 
 // signalMidTraining runs the wide & deep example and sends sig to the
