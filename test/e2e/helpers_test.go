@@ -127,7 +127,13 @@ func logRestarts(t testing.TB, ns, name string) {
 	if c := meta.FindStatusCondition(job.Status.Conditions, paddlev1.JobRestarting); c != nil {
 		why = ": " + c.Message
 	}
-	t.Logf("PaddleJob %s/%s ended %s with restartCount %d%s", ns, name, job.Status.Phase, job.Status.RestartCount, why)
+	line := fmt.Sprintf("PaddleJob %s/%s ended %s with restartCount %d%s", ns, name, job.Status.Phase, job.Status.RestartCount, why)
+	t.Log(line)
+	if job.Status.RestartCount > 0 {
+		// Also where a passing test's log is not shown (go test without -v,
+		// as make test runs it): the rate of Paddle's failures stays visible.
+		fmt.Fprintf(os.Stderr, "%s: %s\n", t.Name(), line)
+	}
 }
 
 // runToEnd creates the job in a fresh namespace and waits until it finishes.
