@@ -151,10 +151,10 @@ func BenchmarkDashboardJobs1000(b *testing.B) {
 		}
 	}
 	// Wait for the operator's status writes, so that they are not measured.
-	for {
+	poll(b, 10*time.Minute, fmt.Sprintf("%d jobs suspended", n), func() (bool, string) {
 		list, err := pj.List(context.Background(), ns)
 		if err != nil {
-			b.Fatal(err)
+			return false, err.Error()
 		}
 		suspended := 0
 		for _, j := range list {
@@ -162,14 +162,8 @@ func BenchmarkDashboardJobs1000(b *testing.B) {
 				suspended++
 			}
 		}
-		if suspended == n {
-			break
-		}
-		if time.Since(start) > 10*time.Minute {
-			b.Fatalf("%d of %d jobs suspended after 10 minutes", suspended, n)
-		}
-		time.Sleep(time.Second)
-	}
+		return suspended == n, fmt.Sprintf("%d of %d suspended", suspended, n)
+	})
 	b.Logf("%d suspended jobs created and reconciled in %s", n, time.Since(start).Round(time.Second))
 	url := startDashboard(b, "-n", ns)
 	browser := newBrowser(b)

@@ -301,21 +301,14 @@ func TestElasticJobSurvivesTheLossOfAWorker(t *testing.T) {
 // running, held: its Paddle launcher not started.
 func waitHeld(t *testing.T, ns, pod string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll(t, time.Minute, pod+" restarted and running, held", func() (bool, string) {
 		p, err := pj.Clientset().CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return false, err.Error()
 		}
 		n := containerRestarts(t, ns, pod)
-		if n >= 1 && p.Status.Phase == corev1.PodRunning && started(p) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: container restarted %d times, %s; want restarted and running", pod, n, statusLine(p))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return n >= 1 && p.Status.Phase == corev1.PodRunning && started(p), fmt.Sprintf("container restarted %d times, %s", n, statusLine(p))
+	})
 	if launcherRunning(pod) {
 		t.Fatalf("%s started Paddle's launcher while held", pod)
 	}
