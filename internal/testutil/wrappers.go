@@ -297,6 +297,19 @@ func (w *PodWrapper) Running(ip string) *PodWrapper {
 	return w
 }
 
+// Unready marks a running pod not Ready: its readiness probe has not passed.
+func (w *PodWrapper) Unready() *PodWrapper {
+	for i := range w.Status.Conditions {
+		if w.Status.Conditions[i].Type == corev1.PodReady {
+			w.Status.Conditions[i].Status = corev1.ConditionFalse
+		}
+	}
+	for i := range w.Status.ContainerStatuses {
+		w.Status.ContainerStatuses[i].Ready = false
+	}
+	return w
+}
+
 // Succeeded marks every container exited 0.
 func (w *PodWrapper) Succeeded() *PodWrapper {
 	return w.terminated(corev1.PodSucceeded, "", 0)

@@ -76,6 +76,8 @@ type containerRun struct {
 	// lastWarning avoids repeating an event while a container keeps waiting
 	// for the same reason.
 	lastWarning string
+	// ready is whether the current run's readiness probe passes (probes.go).
+	ready bool
 }
 
 func (c *containerRun) restartCount() int32 { return int32(max(c.runs-1, 0)) }
@@ -89,7 +91,7 @@ func (c *containerRun) status(podUID types.UID) corev1.ContainerStatus {
 		RestartCount:         c.restartCount(),
 		State:                *c.state.DeepCopy(),
 		LastTerminationState: *c.last.DeepCopy(),
-		Ready:                running,
+		Ready:                running && (c.ready || !probedReadiness(c.spec)),
 		Started:              ptr.To(running),
 	}
 	if c.runs > 0 {
@@ -174,12 +176,18 @@ func (r *podRuntime) runOnce(ctx context.Context, c *containerRun, spec processS
 	r.mu.Lock()
 	c.state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}
 	c.lastWarning = ""
+	c.ready = false
 	run := c.runs - 1
 	r.mu.Unlock()
 	r.publish()
 	r.event(corev1.EventTypeNormal, "Started", "Started container "+c.spec.Name)
 
+	probing, stopProbing := context.WithCancel(ctx)
+	if !c.init {
+		go r.probeReadiness(probing, c)
+	}
 	r.awaitExit(ctx, c, proc)
+	stopProbing()
 	_ = spec.Log.close()
 	oomKilled := false
 	if spec.Cgroup != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -48,6 +49,24 @@ func runHelper(name string, args []string) int {
 			fmt.Fprintf(c, "hello from %s\n", os.Getenv("HOSTNAME"))
 			c.Close()
 		}
+	case "serve-after":
+		// Listens on args[1] once the file args[0] exists.
+		for {
+			if _, err := os.Stat(args[0]); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return runHelper("serve", args[1:])
+	case "http-ready":
+		// Answers /ready with 200 while the file args[0] exists, else 503.
+		http.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) {
+			if _, err := os.Stat(args[0]); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		})
+		fmt.Println(http.ListenAndServe(args[1], nil))
+		return 1
 	case "dial":
 		deadline := time.Now().Add(20 * time.Second)
 		for {

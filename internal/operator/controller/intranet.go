@@ -8,9 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
@@ -295,46 +293,41 @@ func (r *PaddleJobReconciler) publishPlannedEndpoints(ctx context.Context, job *
 }
 
 // publishEndpoints, in PodIP and Host intranet, publishes the job variables
-// once every pod has an address and releases the pods waiting for them. It
-// returns the pods whose address is still unknown.
+// once every pod has an address; in every intranet it releases the pods
+// waiting for them whose servers are ready (releasePods). It returns the
+// pods whose address is still unknown.
 func (r *PaddleJobReconciler) publishEndpoints(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod) ([]string, error) {
-	if !waitsForEndpoints(&job.Spec) {
-		return nil, nil // published up front: publishPlannedEndpoints
+	data := plannedJobValues(job)
+	if data == nil {
+		topo := observedTopology(job, pods)
+		if missing := topo.missingHosts(job.Name); len(missing) > 0 {
+			return missing, nil
+		}
+		data = jobEnv(&job.Spec, topo)
 	}
-	topo := observedTopology(job, pods)
-	if missing := topo.missingHosts(job.Name); len(missing) > 0 {
-		return missing, nil
-	}
-	data := endpointsData(jobEnv(&job.Spec, topo))
-	if err := r.ensureEndpointsConfigMap(ctx, job, data); err != nil {
-		return nil, err
-	}
-	version := data[versionKey]
-	var waiting []*corev1.Pod
-	for _, p := range pods {
-		if waitsForVersion(p, version) {
-			waiting = append(waiting, p)
+	data = endpointsData(data)
+	if waitsForEndpoints(&job.Spec) {
+		// Service intranet published up front: publishPlannedEndpoints.
+		if err := r.ensureEndpointsConfigMap(ctx, job, data); err != nil {
+			return nil, err
 		}
 	}
-	return nil, r.forEach(ctx, waiting, func(p *corev1.Pod) error {
-		patch := client.MergeFrom(p.DeepCopy())
-		p = p.DeepCopy()
-		p.Annotations[paddlev1.AnnotationEndpoints] = version
-		if err := r.Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("releasing pod %s: %w", p.Name, err)
-		}
-		return nil
-	})
+	return nil, r.releasePods(ctx, job, pods, data[versionKey])
 }
 
 // waitsForVersion reports whether a pod waits for an endpoints version it has
-// not been given: an unfinished pod whose wait init container has not
-// completed, whatever its phase says (the phase lags when the node running
-// the pod restarts). A pod past that container keeps the lists it started
-// with and is not patched.
+// not been given (inWaitContainer). A pod past that container keeps the lists
+// it started with and is not patched.
 func waitsForVersion(p *corev1.Pod, version string) bool {
-	if p.Annotations[paddlev1.AnnotationEndpoints] == version || p.DeletionTimestamp != nil ||
-		p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	return p.Annotations[paddlev1.AnnotationEndpoints] != version && inWaitContainer(p)
+}
+
+// inWaitContainer reports whether a pod has not passed its wait init
+// container: an unfinished pod whose wait container has not completed,
+// whatever its phase says (the phase lags when the node running the pod
+// restarts).
+func inWaitContainer(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return false
 	}
 	for _, cs := range p.Status.InitContainerStatuses {

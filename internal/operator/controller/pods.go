@@ -6,6 +6,7 @@ import (
 	"maps"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -133,12 +134,15 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		injectContainer(&spec.Containers[i], env)
 	}
 	setPodNetwork(pod, &job.Spec, ports)
+	if isServerRole(&job.Spec, rt) {
+		probeServer(spec, ports.First)
+	}
 
 	if !hasVolume(spec.Volumes, endpointsVolume) {
 		spec.Volumes = append(spec.Volumes, endpointsVolumeSource(job.Name))
 	}
-	if waitsForEndpoints(&job.Spec) {
-		spec.InitContainers = append([]corev1.Container{waitContainer(job.Name, opts.InitImage)}, spec.InitContainers...)
+	if podWaits(&job.Spec, rt) {
+		spec.InitContainers = append([]corev1.Container{waitContainer(job.Name, waitsFor(&job.Spec, rt), opts.InitImage)}, spec.InitContainers...)
 	}
 	gangPod(pod, job.Name, opts.gang, opts.schedulerName)
 	injectProgress(pod, job, opts.progressURL)
@@ -187,18 +191,30 @@ func endpointsVolumeSource(job string) corev1.Volume {
 	}
 }
 
-// waitContainer blocks until the operator has published the job's endpoints
-// for this pod, so the training containers start with final lists and no pod
-// passes through an error state meanwhile. It needs no API access: the
-// operator marks the pod once the ConfigMap holds every pod's address, and the
-// node refreshes the projected files.
-func waitContainer(job, image string) corev1.Container {
-	script := fmt.Sprintf(`echo "waiting for the endpoints of PaddleJob %[1]s: they are published once every pod of the job has an IP"
+// waitsFor says what a waiting pod of a role waits for, for its log.
+func waitsFor(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) string {
+	var what []string
+	if waitsForEndpoints(spec) {
+		what = append(what, "every pod of the job has an IP")
+	}
+	if len(serversOf(spec, rt)) > 0 {
+		what = append(what, "every server it connects to accepts connections")
+	}
+	return strings.Join(what, " and ")
+}
+
+// waitContainer blocks until the operator has released this pod, so the
+// training containers start with final lists, and after the servers they
+// connect to, and no pod passes through an error state meanwhile. It needs no
+// API access: the operator marks the pod (releasePods) and the node
+// refreshes the projected files.
+func waitContainer(job, waitsFor, image string) corev1.Container {
+	script := fmt.Sprintf(`echo "waiting for PaddleJob %[1]s to release this pod: it does once %[5]s"
 while :; do
   want=$(cat %[2]s/%[3]s 2>/dev/null); have=$(cat %[2]s/%[4]s 2>/dev/null)
-  if [ -n "$want" ] && [ "$want" = "$have" ]; then echo "endpoints published (version $have)"; exit 0; fi
+  if [ -n "$want" ] && [ "$want" = "$have" ]; then echo "released (endpoints version $have)"; exit 0; fi
   sleep 0.2 2>/dev/null || sleep 1
-done`, job, endpointsMountPath, podVersionFile, versionKey)
+done`, job, endpointsMountPath, podVersionFile, versionKey, waitsFor)
 	small := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("10m"),
 		corev1.ResourceMemory: resource.MustParse("16Mi"),

@@ -307,6 +307,7 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 		missing, err := r.publishEndpoints(ctx, job, obs.pods)
 		errs = append(errs, err)
 		obs.missingHosts = missing
+		obs.waitingForServers = waitingForServers(job, obs.pods)
 	}
 	return job, obs, backoff, errors.Join(errs...)
 }

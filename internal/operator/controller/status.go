@@ -25,6 +25,7 @@ const (
 	ReasonAllPodsRunning      = "AllPodsRunning"
 	ReasonWaitingForPods      = "WaitingForPods"
 	ReasonWaitingForAddresses = "WaitingForPodIPs"
+	ReasonWaitingForServers   = "WaitingForServers"
 	ReasonWaitingForPodGroup  = "WaitingForPodGroup"
 	ReasonPodGroupAdmitted    = "PodGroupAdmitted"
 	ReasonRestartBackoff      = "RestartBackoff"
@@ -49,6 +50,9 @@ type observed struct {
 	// missingHosts names the pods whose address is not known yet, in PodIP and
 	// Host intranet.
 	missingHosts []string
+	// waitingForServers names the server pods that are not Ready while
+	// pods that connect to them wait (startorder.go).
+	waitingForServers []string
 	// invalid, when set, is why the job cannot run (what the schema cannot
 	// check).
 	invalid string
@@ -152,6 +156,9 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 	case len(obs.missingHosts) > 0:
 		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForAddresses,
 			"training starts once every pod has an IP; waiting for "+listNames(obs.missingHosts))
+	case len(obs.waitingForServers) > 0:
+		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForServers,
+			"trainers start once every server accepts connections; waiting for "+listNames(obs.waitingForServers)+" to be Ready")
 	default:
 		msg := "waiting for pods to be created"
 		if len(notRunning) > 0 {

@@ -257,6 +257,7 @@ func runWithPServer(ctx context.Context, opts Options, env Env, cmds commands, o
 			p.id, len(p.order), p.self, endpoints(p.order, job.pserverPort), endpoints(p.order, job.trainerPort))
 		run.pserver = &roleSpec{argv: cmds.pserver, env: fleetChildEnv(job.env(rolePServer, p.id))}
 		run.trainer = roleSpec{argv: cmds.trainer, env: fleetChildEnv(job.env(roleTrainer, p.id))}
+		run.servers = addrPorts(p.order, job.pserverPort)
 	}
 
 	if err := stageInputs(opts, env, filepath.Join(jobPath, jobName), p.id); err != nil {
@@ -357,6 +358,7 @@ type roleSpec struct {
 type runSpec struct {
 	pserver      *roleSpec // nil: the trainer runs alone
 	trainer      roleSpec
+	servers      []netip.AddrPort // every pserver of the job
 	logDir       string
 	othersDone   func() bool
 	trainerEnded func(code int)
@@ -382,6 +384,7 @@ func runProcesses(ctx context.Context, opts Options, run runSpec) error {
 	s := &supervisor{
 		trainer:      spec("trainer", run.trainer, "train.log"),
 		trainerDelay: opts.TrainerDelay,
+		servers:      run.servers,
 		grace:        opts.GracePeriod,
 		signals:      opts.Signals,
 		log:          stderr,

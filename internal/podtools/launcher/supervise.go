@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"syscall"
 	"time"
@@ -31,9 +32,12 @@ type supervisor struct {
 	pserver      *processSpec // nil when the trainer runs alone
 	trainer      processSpec
 	trainerDelay time.Duration // between starting the pserver and the trainer
-	grace        time.Duration // between SIGTERM and SIGKILL
-	signals      <-chan os.Signal
-	log          io.Writer
+	// servers are every pserver of the job: the trainer starts once all
+	// accept connections (serverswait.go).
+	servers []netip.AddrPort
+	grace   time.Duration // between SIGTERM and SIGKILL
+	signals <-chan os.Signal
+	log     io.Writer
 
 	// After the trainer succeeds the pserver keeps serving the job's other
 	// trainers until it exits itself, othersDone reports true (polled every
@@ -66,7 +70,7 @@ func (s *supervisor) run(ctx context.Context) error {
 		}
 		pserver, pserverDone = p, p.done
 	}
-	startTrainer := time.After(s.trainerDelay)
+	startTrainer := serversListening(ctx, s.trainerDelay, s.servers, s.pollInterval, s.log)
 
 	var (
 		forwarded bool

@@ -87,7 +87,6 @@ def main() -> None:
 
     exe = paddle.static.Executor(paddle.CPUPlace())
     exe.run(paddle.static.default_startup_program())
-    paddlejob.wait_for_servers(fleet.server_endpoints())
     fleet.init_worker()
     main_program = paddle.static.default_main_program()
     batch = 16

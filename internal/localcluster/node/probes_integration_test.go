@@ -1,0 +1,106 @@
+//go:build integration
+
+package node
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+func podReadyIs(want corev1.ConditionStatus) func(*corev1.Pod) bool {
+	return func(p *corev1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == want
+			}
+		}
+		return false
+	}
+}
+
+func containerRunning(p *corev1.Pod) bool {
+	return len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Running != nil
+}
+
+// A TCP readiness probe: a running container is not Ready until its port
+// accepts connections.
+func TestTCPReadinessProbe(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	ns := n.namespace(t)
+	ctl := t.TempDir()
+	pod := n.shellPod(ns, "tcp-probed", "")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+	c := helperContainer(t, "main", "serve-after", "/ctl/listen", "$(POD_IP):8080")
+	c.Env = append(c.Env, corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}})
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "ctl", MountPath: "/ctl"}}
+	c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1}
+	pod.Spec.Containers = []corev1.Container{c}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "ctl", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: ctl}}}}
+	n.create(t, pod)
+
+	running := n.waitPod(t, ns, pod.Name, 30*time.Second, "container running", containerRunning)
+	if podReadyIs(corev1.ConditionTrue)(running) || running.Status.ContainerStatuses[0].Ready {
+		t.Fatalf("Ready before its port listens: %s", describeStatus(running))
+	}
+	if err := os.WriteFile(filepath.Join(ctl, "listen"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ready := n.waitPod(t, ns, pod.Name, 30*time.Second, "Ready", podReadyIs(corev1.ConditionTrue))
+	if !ready.Status.ContainerStatuses[0].Ready {
+		t.Errorf("pod Ready, container not: %s", describeStatus(ready))
+	}
+}
+
+// An HTTP readiness probe on a named port: Ready while the handler answers
+// 200, unready again after failureThreshold failures.
+func TestHTTPReadinessProbe(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	ns := n.namespace(t)
+	ctl := t.TempDir()
+	pod := n.shellPod(ns, "http-probed", "")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+	c := helperContainer(t, "main", "http-ready", "/ctl/ok", "$(POD_IP):8081")
+	c.Env = append(c.Env, corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}})
+	c.Ports = []corev1.ContainerPort{{Name: "web", ContainerPort: 8081}}
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "ctl", MountPath: "/ctl"}}
+	c.ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("web")}},
+		PeriodSeconds: 1, FailureThreshold: 1,
+	}
+	pod.Spec.Containers = []corev1.Container{c}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "ctl", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: ctl}}}}
+	n.create(t, pod)
+
+	ok := filepath.Join(ctl, "ok")
+	if err := os.WriteFile(ok, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.waitPod(t, ns, pod.Name, 30*time.Second, "Ready while /ready answers 200", podReadyIs(corev1.ConditionTrue))
+	if err := os.Remove(ok); err != nil {
+		t.Fatal(err)
+	}
+	unready := n.waitPod(t, ns, pod.Name, 30*time.Second, "not Ready once /ready answers 503", podReadyIs(corev1.ConditionFalse))
+	if !containerRunning(unready) {
+		t.Errorf("the container stopped: %s", describeStatus(unready))
+	}
+}
+
+// An exec probe is not run: the container is Ready while it runs.
+func TestExecReadinessProbeIsNotRun(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	ns := n.namespace(t)
+	pod := n.shellPod(ns, "exec-probed", "sleep 600")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}}
+	n.create(t, pod)
+	n.waitPod(t, ns, pod.Name, 30*time.Second, "Ready", podReadyIs(corev1.ConditionTrue))
+}
