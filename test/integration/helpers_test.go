@@ -223,6 +223,29 @@ func waitReleased(t *testing.T, ns, job, pod string) {
 	})
 }
 
+// releaseAll waits until the operator has released every named pod. A
+// server (ps, heter) is brought to Running and Ready once released, as a
+// kubelet whose readiness probe passed would: the operator releases the
+// pods that connect to servers only then, so servers go first.
+func releaseAll(t *testing.T, ns, job string, names []string) {
+	t.Helper()
+	for _, role := range []string{"-ps-", "-heter-", "-worker-"} {
+		for _, n := range names {
+			if !strings.Contains(n, role) {
+				continue
+			}
+			waitReleased(t, ns, job, n)
+			if role != "-worker-" {
+				p := &corev1.Pod{}
+				if err := k8s.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: n}, p); err != nil {
+					t.Fatal(err)
+				}
+				setPodStatus(t, ns, n, func(w *testutil.PodWrapper) *testutil.PodWrapper { return w.Running(p.Status.PodIP) })
+			}
+		}
+	}
+}
+
 func createJob(t testing.TB, job *paddlev1.PaddleJob) {
 	t.Helper()
 	if err := k8s.Create(ctx(t), job); err != nil {

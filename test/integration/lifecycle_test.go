@@ -36,9 +36,7 @@ func runAll(t *testing.T, ns, job string, names []string) {
 		ips[n] = fmt.Sprintf("10.30.%d.%d", i/250, i%250+1)
 	}
 	assignIPs(t, ns, ips)
-	for _, n := range names {
-		waitReleased(t, ns, job, n)
-	}
+	releaseAll(t, ns, job, names)
 	for _, n := range names {
 		setPodStatus(t, ns, n, running(ips[n]))
 	}
@@ -167,9 +165,7 @@ func TestOperatorRestartMidJobCreatesNoDuplicates(t *testing.T) {
 	// While the operator is down, the rest of the pods get their IPs.
 	assignIPs(t, ns, map[string]string{"rs-worker-1": "10.40.0.3", "rs-worker-2": "10.40.0.4"})
 	startOperator(t)
-	for _, n := range names {
-		waitReleased(t, ns, "rs", n)
-	}
+	releaseAll(t, ns, "rs", names)
 	after := waitForPods(t, ns, "rs", names...)
 	for n, p := range before {
 		if after[n].UID != p.UID {
@@ -233,9 +229,7 @@ func TestHostIntranetGivesEveryPodItsOwnPorts(t *testing.T) {
 		ips[n] = node
 	}
 	assignIPs(t, ns, ips)
-	for n := range ips {
-		waitReleased(t, ns, "h1", n)
-	}
+	releaseAll(t, ns, "h1", podNames("h1", 1, 2, 0))
 	env, err := resolvedEnv(t, ns, "h1-worker-1")
 	if err != nil {
 		t.Fatal(err)

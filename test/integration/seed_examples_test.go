@@ -134,9 +134,7 @@ func TestSeedExamples(t *testing.T) {
 					}
 				}
 				assignIPs(t, ns, ips)
-				for podName := range pods {
-					waitReleased(t, ns, name, podName)
-				}
+				releaseAll(t, ns, name, podNames(name, tc.ps, tc.workers, 0))
 			}
 			addr := func(pod string) string {
 				if tc.intranet == paddlev1.IntranetService {

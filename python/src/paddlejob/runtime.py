@@ -93,9 +93,13 @@ def wait_for_servers(endpoints: Iterable[str], timeout: float = 300) -> None:
 
     Paddle 2.x trainers waited for the servers themselves; Paddle 3.0's
     wait_server_ready does nothing, and a trainer that reaches a server
-    before it listens fails ("push dense param failed"). Call it on a trainer
-    before fleet.init_worker(), with fleet.server_endpoints(). Raises
-    TimeoutError naming the first server that did not answer in time.
+    before it listens fails ("push dense param failed"). A PaddleJob starts
+    trainers once the servers listen, except ps-0 when Gloo is on (it
+    listens only after the trainers joined its Gloo store), and `paddlejob
+    launch` once every pserver listens: call this on a trainer before
+    fleet.init_worker(), with fleet.server_endpoints(), when Gloo is on or
+    the program is started some other way. Raises TimeoutError naming the
+    first server that did not answer in time.
     """
     deadline = time.monotonic() + timeout
     for endpoint in endpoints:
