@@ -208,6 +208,14 @@ func TestEnvironmentContract(t *testing.T) {
 		want: with(psPodIP, "PADDLE_TRAINING_ROLE", "PSERVER", "TRAINING_ROLE", "PSERVER",
 			"PADDLE_TRAINER_ID", "0", "TRAINER_ID", "0", "POD_IP", "10.0.0.10"),
 	}, {
+		// Paddle's role maker on ps-0 serves the store at every level above
+		// 0; over HTTP it builds the workers' group only, at 2 as at 1.
+		name: "PS, PodIP, Gloo on workers and servers: every pod gets level 2",
+		job:  testutil.MakePaddleJob("wd", "").PS(2).Workers(2).WithGloo(2).Obj(),
+		ips:  psIPs, pod: "wd-ps-1",
+		want: with(psPodIP, "PADDLE_WITH_GLOO", "2", "PADDLE_TRAINING_ROLE", "PSERVER", "TRAINING_ROLE", "PSERVER",
+			"PADDLE_TRAINER_ID", "1", "TRAINER_ID", "1", "POD_IP", "10.0.0.11"),
+	}, {
 		name: "PS, Service intranet: DNS names, published before the pods",
 		job:  testutil.MakePaddleJob("wd", "").PS(2).Workers(2).Intranet(paddlev1.IntranetService).Obj(),
 		pod:  "wd-ps-1",
