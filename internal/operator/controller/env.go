@@ -109,16 +109,17 @@ const (
 
 // Paddle's backup environment: PADDLE_BACKUP_ENV_PATH names a JSON file of
 // variables that Paddle reads (paddle.distributed.backup_env) when they are
-// not in the environment. Paddle's own launcher moves variables longer than
-// paddleEnvLimit there. The operator always writes the worker endpoint list
-// to it, and leaves the list out of the environment where its presence
-// would mislead Paddle's launcher (see workerListsInEnv).
+// not in the environment. The operator always writes the worker endpoint list
+// to it, and leaves the lists out of the environment where their presence
+// would mislead Paddle's launcher or where a list is too long for one
+// environment string (see workerListsInEnv). Paddle's own launcher moves a
+// PADDLE_TRAINER_ENDPOINTS of 48,000 characters or more
+// (PADDLE_ENV_LIMIT_LEN's default) out of its children's environment into a
+// backup file of its own, so the lists may reach the launcher at any size
+// the kernel takes.
 const (
 	envBackupPath = "PADDLE_BACKUP_ENV_PATH"
 	backupEnvKey  = "backup_env.json"
-	// paddleEnvLimit is the length past which Paddle's launcher keeps a list
-	// out of its children's environment (PADDLE_ENV_LIMIT_LEN's default).
-	paddleEnvLimit = 48000
 )
 
 // workerListNames are the worker lists that are in the environment only when
@@ -127,17 +128,33 @@ const (
 var workerListNames = []string{envTrainerEndpoints, envTrainerHosts, envLaunchTrainers}
 
 // workerListsInEnv reports whether the worker lists go into the environment.
+//
 // Paddle's launcher, seeing PADDLE_TRAINER_ENDPOINTS in its environment,
 // ignores PADDLE_MASTER and PADDLE_NNODES: it takes the first endpoint as its
-// master and counts nodes as the list's distinct hosts. That is right where
+// master and counts nodes as the list's distinct hosts
+// (launch/plugins/__init__.py, collective_compatible). That is right where
 // every pod has an address of its own, wrong where pods share the node's
-// address (Host intranet: two workers on a node would each run alone) and
-// for elastic jobs (whose master is etcd). Lists longer than Paddle's own
-// limit stay out too; Paddle reads PADDLE_TRAINER_ENDPOINTS from the backup
-// file in every case.
+// address (Host intranet: two workers on one node would count as one node)
+// and for elastic jobs (whose master is etcd): there the lists stay out and
+// Paddle reads PADDLE_TRAINER_ENDPOINTS from the backup file.
+//
+// Elsewhere a parameter-server job always has them: Paddle's PS launcher
+// starts each pod's own process only with PADDLE_SERVERS_ENDPOINTS and
+// PADDLE_TRAINERS_ENDPOINTS in its environment (launch/controllers/ps.py,
+// build_pod), which it never reads from a file; ValidateEndpoints refuses a
+// job whose list would not fit in one environment string. A collective job's
+// list goes to the backup file alone when it would not fit: its launcher then
+// rendezvous at PADDLE_MASTER.
 func workerListsInEnv(spec *paddlev1.PaddleJobSpec, trainerEndpoints string) bool {
-	return !onHostNetwork(spec) && !spec.IsElastic() && len(trainerEndpoints) <= paddleEnvLimit
+	if onHostNetwork(spec) || spec.IsElastic() {
+		return false
+	}
+	return spec.PS != nil || envStringBytes(envTrainerEndpoints, trainerEndpoints) <= MaxEnvStringBytes
 }
+
+// envStringBytes is the size of one environment string as the kernel counts
+// it: NAME=value and its terminating NUL.
+func envStringBytes(name, value string) int { return len(name) + 1 + len(value) + 1 }
 
 // jobEnvNames lists the job variables a pod of a role receives, in the order
 // they are added to its containers. Each is read from the endpoints
