@@ -264,6 +264,9 @@ func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		corev1.EnvVar{Name: "TRAINER_PORTS_NUM", Value: strconv.Itoa(int(ports.processPorts()))},
 		corev1.EnvVar{Name: envBackupPath, Value: endpointsMountPath + "/" + backupEnvKey},
 	)
+	if onHostNetwork(spec) {
+		env = append(env, portRangeEnv(ports))
+	}
 	gpus := podGPUs(spec.Replicas(rt))
 	if gpus > 0 {
 		// paddle.distributed.init_parallel_env on a CUDA build, and heter
@@ -303,6 +306,22 @@ func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		)
 	}
 	return append(env, elasticEnv(job, elasticEndpoints)...)
+}
+
+// portRangeEnv is PORT_RANGE, where Paddle's launcher picks the ports it
+// finds free for itself (launch/context/node.py: "first:last", both
+// included; 35100:64000 when unset): in Host intranet the pod's process
+// ports, so the ports the launcher takes are ones the operator reserved for
+// this pod on the node, not another pod's. Only there: where pods share a
+// network namespace but have addresses of their own (the local cluster's
+// SharedPodNetwork, in PodIP and Service intranet) the worker list is in the
+// launcher's environment, its collective rendezvous is worker-0's first
+// endpoint (launch/plugins/__init__.py, collective_compatible), which its
+// HTTP master binds on worker-0, and a one-port PORT_RANGE would leave the
+// candidate master pick (launch/controllers/collective.py) nothing but that
+// bound port.
+func portRangeEnv(ports portRange) corev1.EnvVar {
+	return corev1.EnvVar{Name: "PORT_RANGE", Value: fmt.Sprintf("%d:%d", ports.First, ports.First+ports.processPorts()-1)}
 }
 
 func heterStage(rt paddlev1.ReplicaType) string {

@@ -181,6 +181,7 @@ func TestEnvironmentContract(t *testing.T) {
 		"PADDLE_TRAINING_ROLE": "PSERVER", "TRAINING_ROLE": "PSERVER",
 		"PADDLE_TRAINER_ID": "0", "TRAINER_ID": "0",
 		"POD_IP": "192.168.0.5", "PADDLE_PORT": "24000", "PADDLE_PORTS_NUM": "1", "TRAINER_PORTS_NUM": "1",
+		"PORT_RANGE":    "24000:24000", // the launcher's own port picks: this pod's process port
 		"PADDLE_NNODES": "2", "TRAINERS": "1",
 		"PADDLE_MASTER":                "192.168.0.5:24002",
 		"PADDLE_PSERVERS_IP_PORT_LIST": "192.168.0.5:24000",
@@ -386,6 +387,7 @@ func TestWorkerListsLeftToTheBackupFile(t *testing.T) {
 			"PADDLE_TRAINER_ENDPOINTS": "<unset>", "PADDLE_TRAINERS": "<unset>",
 			"PADDLE_MASTER": "192.168.0.5:24002", "PADDLE_NNODES": "2",
 			"PADDLE_CURRENT_ENDPOINT": "192.168.0.5:24003", "PADDLE_TRAINER_ID": "1",
+			"PORT_RANGE": "24003:24003",
 		},
 		wantBackup: "192.168.0.5:24000,192.168.0.5:24003",
 	}, {
@@ -399,6 +401,7 @@ func TestWorkerListsLeftToTheBackupFile(t *testing.T) {
 			"PADDLE_JOB_ID":          "ns_el_6f1d2c3a-9b8e-4f7a-8c1d-2e3f4a5b6c7d",
 			"PADDLE_ELASTIC_TIMEOUT": "30", "PADDLE_ELASTIC_LEVEL": "1", "PADDLE_MAX_RESTART": "32",
 			"PADDLE_TRAINER_ID": "<unset>", "TRAINER_ID": "<unset>",
+			"PORT_RANGE": "<unset>",
 		},
 		wantBackup: "10.3.0.1:23000,10.3.0.2:23000,10.3.0.3:23000",
 	}, {
