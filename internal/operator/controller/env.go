@@ -129,27 +129,35 @@ var workerListNames = []string{envTrainerEndpoints, envTrainerHosts, envLaunchTr
 
 // workerListsInEnv reports whether the worker lists go into the environment.
 //
-// Paddle's launcher, seeing PADDLE_TRAINER_ENDPOINTS in its environment,
+// A parameter-server job always has them: Paddle's PS launcher starts each
+// pod's own process only with PADDLE_SERVERS_ENDPOINTS and
+// PADDLE_TRAINERS_ENDPOINTS in its environment (launch/controllers/ps.py,
+// build_pod), which it never reads from a file, and otherwise falls back to
+// a rendezvous where every pod starts a server and a trainer. With both
+// lists it never uses its master, so the lists mislead it nowhere, Host
+// intranet included (where pods sharing a node meet another limit of the
+// launcher: see docs/env-contract.md). ValidateEndpoints refuses a job whose
+// list would not fit in one environment string. Elastic parameter-server
+// jobs are refused (api/v1 ValidateSpec).
+//
+// A collective launcher, seeing PADDLE_TRAINER_ENDPOINTS in its environment,
 // ignores PADDLE_MASTER and PADDLE_NNODES: it takes the first endpoint as its
 // master and counts nodes as the list's distinct hosts
 // (launch/plugins/__init__.py, collective_compatible). That is right where
 // every pod has an address of its own, wrong where pods share the node's
-// address (Host intranet: two workers on one node would count as one node)
-// and for elastic jobs (whose master is etcd): there the lists stay out and
-// Paddle reads PADDLE_TRAINER_ENDPOINTS from the backup file.
-//
-// Elsewhere a parameter-server job always has them: Paddle's PS launcher
-// starts each pod's own process only with PADDLE_SERVERS_ENDPOINTS and
-// PADDLE_TRAINERS_ENDPOINTS in its environment (launch/controllers/ps.py,
-// build_pod), which it never reads from a file; ValidateEndpoints refuses a
-// job whose list would not fit in one environment string. A collective job's
-// list goes to the backup file alone when it would not fit: its launcher then
-// rendezvous at PADDLE_MASTER.
+// address (Host intranet: two workers on one node would count as one node
+// and wait for a peer that never comes) and for elastic jobs (whose master is
+// etcd): there the lists stay out, as they do when they would not fit in one
+// environment string, and Paddle reads PADDLE_TRAINER_ENDPOINTS from the
+// backup file while the launcher meets at PADDLE_MASTER.
 func workerListsInEnv(spec *paddlev1.PaddleJobSpec, trainerEndpoints string) bool {
-	if onHostNetwork(spec) || spec.IsElastic() {
+	if spec.IsElastic() {
 		return false
 	}
-	return spec.PS != nil || envStringBytes(envTrainerEndpoints, trainerEndpoints) <= MaxEnvStringBytes
+	if spec.PS != nil {
+		return true
+	}
+	return !onHostNetwork(spec) && envStringBytes(envTrainerEndpoints, trainerEndpoints) <= MaxEnvStringBytes
 }
 
 // envStringBytes is the size of one environment string as the kernel counts

@@ -187,7 +187,10 @@ func TestEnvironmentContract(t *testing.T) {
 		"PADDLE_PSERVERS_IP_PORT_LIST": "192.168.0.5:24000",
 		"PADDLE_TRAINERS_NUM":          "1",
 		"PADDLE_SERVERS_ENDPOINTS":     "192.168.0.5:24000",
-		"PADDLE_BACKUP_ENV_PATH":       "/etc/paddlejob/backup_env.json",
+		// Paddle's PS launcher needs the worker lists in its environment,
+		// Host intranet included.
+		"PADDLE_TRAINERS_ENDPOINTS": "192.168.0.5:24003", "PADDLE_TRAINER_ENDPOINTS": "192.168.0.5:24003", "PADDLE_TRAINERS": "192.168.0.5",
+		"PADDLE_BACKUP_ENV_PATH": "/etc/paddlejob/backup_env.json",
 	}
 
 	tests := []struct {
@@ -492,9 +495,9 @@ func TestWorkerListsInTheEnvironmentUpToTheKernelLimit(t *testing.T) {
 }
 
 // The worker lists are in the environment exactly up to the kernel's limit,
-// NAME=value and its NUL, for a collective job; a parameter-server job's
-// always are (ValidateEndpoints refuses one that does not fit); never in Host
-// intranet or for an elastic job.
+// NAME=value and its NUL, for a collective job outside Host intranet; a
+// parameter-server job's always are (ValidateEndpoints refuses one that does
+// not fit); an elastic job's never.
 func TestWorkerListsInEnv(t *testing.T) {
 	// fits is the longest value of PADDLE_TRAINER_ENDPOINTS that still fits.
 	fits := strings.Repeat("x", MaxEnvStringBytes-len("PADDLE_TRAINER_ENDPOINTS=")-1)
@@ -508,7 +511,7 @@ func TestWorkerListsInEnv(t *testing.T) {
 		{"collective, one byte over", testutil.MakePaddleJob("a", "").Workers(2).Obj(), fits + "x", false},
 		{"collective, Service intranet", testutil.MakePaddleJob("a", "").Workers(2).Intranet(paddlev1.IntranetService).Obj(), "a:1,b:1", true},
 		{"parameter server, over the limit: refused at admission instead", testutil.MakePaddleJob("a", "").PS(1).Workers(2).Obj(), fits + "x", true},
-		{"Host intranet", testutil.MakePaddleJob("a", "").PS(1).Workers(2).Intranet(paddlev1.IntranetHost).Obj(), "a:1,b:1", false},
+		{"Host intranet, parameter server: the PS launcher needs them and never uses its master", testutil.MakePaddleJob("a", "").PS(1).Workers(2).Intranet(paddlev1.IntranetHost).Obj(), "a:1,b:1", true},
 		{"Host intranet, collective", testutil.MakePaddleJob("a", "").Workers(2).Intranet(paddlev1.IntranetHost).Obj(), "a:1,b:1", false},
 		{"elastic", testutil.MakePaddleJob("a", "").Workers(2).Elastic(1, 3, "http://etcd:2379").Obj(), "a:1,b:1", false},
 	}

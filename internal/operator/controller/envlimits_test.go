@@ -30,8 +30,8 @@ func TestValidateEndpoints(t *testing.T) {
 		job:  testutil.MakePaddleJob("wide", "").PS(2).Workers(5000).Intranet(paddlev1.IntranetService).Obj(),
 		want: []string{"spec.worker.replicas", "PADDLE_TRAINERS_ENDPOINTS", "131072", "at most 4719 worker pods fit"},
 	}, {
-		name: "Host intranet: the worker lists stay out of the environment",
-		job:  testutil.MakePaddleJob("wide", "").PS(2).Workers(10000).Intranet(paddlev1.IntranetHost).Obj(),
+		name: "Host intranet, collective: the worker lists stay out of the environment",
+		job:  testutil.MakePaddleJob("wide", "").Workers(10000).Intranet(paddlev1.IntranetHost).Obj(),
 	}, {
 		name: "a pserver list Paddle reads only from the environment cannot exceed the kernel's limit",
 		job:  testutil.MakePaddleJob("wide", "").PS(10000).Workers(2).Obj(),
