@@ -265,6 +265,12 @@ func TestParameterServerModes(t *testing.T) {
 		// All four pods share the one node's address, each on its own ports.
 		{name: "Host intranet", intranet: paddlev1.IntranetHost, gloo: 1},
 		{name: "every pod runs paddle.distributed.launch", intranet: paddlev1.IntranetPodIP, gloo: 1, launcher: true},
+		// The launcher finds its own endpoints by the pod's DNS name
+		// (POD_IP), which it takes as its address.
+		{name: "paddle.distributed.launch in Service intranet", intranet: paddlev1.IntranetService, gloo: 1, launcher: true},
+		// PADDLE_WITH_GLOO=0 reaches the launcher, which would otherwise
+		// turn Gloo on (--with_gloo defaults to 1).
+		{name: "paddle.distributed.launch without Gloo", intranet: paddlev1.IntranetPodIP, gloo: 0, launcher: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -109,16 +109,17 @@ const (
 
 // Paddle's backup environment: PADDLE_BACKUP_ENV_PATH names a JSON file of
 // variables that Paddle reads (paddle.distributed.backup_env) when they are
-// not in the environment. Paddle's own launcher moves variables longer than
-// paddleEnvLimit there. The operator always writes the worker endpoint list
-// to it, and leaves the list out of the environment where its presence
-// would mislead Paddle's launcher (see workerListsInEnv).
+// not in the environment. The operator always writes the worker endpoint list
+// to it, and leaves the lists out of the environment where their presence
+// would mislead Paddle's launcher or where a list is too long for one
+// environment string (see workerListsInEnv). Paddle's own launcher moves a
+// PADDLE_TRAINER_ENDPOINTS of 48,000 characters or more
+// (PADDLE_ENV_LIMIT_LEN's default) out of its children's environment into a
+// backup file of its own, so the lists may reach the launcher at any size
+// the kernel takes.
 const (
 	envBackupPath = "PADDLE_BACKUP_ENV_PATH"
 	backupEnvKey  = "backup_env.json"
-	// paddleEnvLimit is the length past which Paddle's launcher keeps a list
-	// out of its children's environment (PADDLE_ENV_LIMIT_LEN's default).
-	paddleEnvLimit = 48000
 )
 
 // workerListNames are the worker lists that are in the environment only when
@@ -127,17 +128,41 @@ const (
 var workerListNames = []string{envTrainerEndpoints, envTrainerHosts, envLaunchTrainers}
 
 // workerListsInEnv reports whether the worker lists go into the environment.
-// Paddle's launcher, seeing PADDLE_TRAINER_ENDPOINTS in its environment,
+//
+// A parameter-server job always has them: Paddle's PS launcher starts each
+// pod's own process only with PADDLE_SERVERS_ENDPOINTS and
+// PADDLE_TRAINERS_ENDPOINTS in its environment (launch/controllers/ps.py,
+// build_pod), which it never reads from a file, and otherwise falls back to
+// a rendezvous where every pod starts a server and a trainer. With both
+// lists it never uses its master, so the lists mislead it nowhere, Host
+// intranet included (where pods sharing a node meet another limit of the
+// launcher: see docs/env-contract.md). ValidateEndpoints refuses a job whose
+// list would not fit in one environment string. Elastic parameter-server
+// jobs are refused (api/v1 ValidateSpec).
+//
+// A collective launcher, seeing PADDLE_TRAINER_ENDPOINTS in its environment,
 // ignores PADDLE_MASTER and PADDLE_NNODES: it takes the first endpoint as its
-// master and counts nodes as the list's distinct hosts. That is right where
+// master and counts nodes as the list's distinct hosts
+// (launch/plugins/__init__.py, collective_compatible). That is right where
 // every pod has an address of its own, wrong where pods share the node's
-// address (Host intranet: two workers on a node would each run alone) and
-// for elastic jobs (whose master is etcd). Lists longer than Paddle's own
-// limit stay out too; Paddle reads PADDLE_TRAINER_ENDPOINTS from the backup
-// file in every case.
+// address (Host intranet: two workers on one node would count as one node
+// and wait for a peer that never comes) and for elastic jobs (whose master is
+// etcd): there the lists stay out, as they do when they would not fit in one
+// environment string, and Paddle reads PADDLE_TRAINER_ENDPOINTS from the
+// backup file while the launcher meets at PADDLE_MASTER.
 func workerListsInEnv(spec *paddlev1.PaddleJobSpec, trainerEndpoints string) bool {
-	return !onHostNetwork(spec) && !spec.IsElastic() && len(trainerEndpoints) <= paddleEnvLimit
+	if spec.IsElastic() {
+		return false
+	}
+	if spec.PS != nil {
+		return true
+	}
+	return !onHostNetwork(spec) && envStringBytes(envTrainerEndpoints, trainerEndpoints) <= MaxEnvStringBytes
 }
+
+// envStringBytes is the size of one environment string as the kernel counts
+// it: NAME=value and its terminating NUL.
+func envStringBytes(name, value string) int { return len(name) + 1 + len(value) + 1 }
 
 // jobEnvNames lists the job variables a pod of a role receives, in the order
 // they are added to its containers. Each is read from the endpoints
@@ -247,6 +272,9 @@ func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		corev1.EnvVar{Name: "TRAINER_PORTS_NUM", Value: strconv.Itoa(int(ports.processPorts()))},
 		corev1.EnvVar{Name: envBackupPath, Value: endpointsMountPath + "/" + backupEnvKey},
 	)
+	if onHostNetwork(spec) {
+		env = append(env, portRangeEnv(ports))
+	}
 	gpus := podGPUs(spec.Replicas(rt))
 	if gpus > 0 {
 		// paddle.distributed.init_parallel_env on a CUDA build, and heter
@@ -286,6 +314,22 @@ func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		)
 	}
 	return append(env, elasticEnv(job, elasticEndpoints)...)
+}
+
+// portRangeEnv is PORT_RANGE, where Paddle's launcher picks the ports it
+// finds free for itself (launch/context/node.py: "first:last", both
+// included; 35100:64000 when unset): in Host intranet the pod's process
+// ports, so the ports the launcher takes are ones the operator reserved for
+// this pod on the node, not another pod's. Only there: where pods share a
+// network namespace but have addresses of their own (the local cluster's
+// SharedPodNetwork, in PodIP and Service intranet) the worker list is in the
+// launcher's environment, its collective rendezvous is worker-0's first
+// endpoint (launch/plugins/__init__.py, collective_compatible), which its
+// HTTP master binds on worker-0, and a one-port PORT_RANGE would leave the
+// candidate master pick (launch/controllers/collective.py) nothing but that
+// bound port.
+func portRangeEnv(ports portRange) corev1.EnvVar {
+	return corev1.EnvVar{Name: "PORT_RANGE", Value: fmt.Sprintf("%d:%d", ports.First, ports.First+ports.processPorts()-1)}
 }
 
 func heterStage(rt paddlev1.ReplicaType) string {

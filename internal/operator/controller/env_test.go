@@ -181,12 +181,16 @@ func TestEnvironmentContract(t *testing.T) {
 		"PADDLE_TRAINING_ROLE": "PSERVER", "TRAINING_ROLE": "PSERVER",
 		"PADDLE_TRAINER_ID": "0", "TRAINER_ID": "0",
 		"POD_IP": "192.168.0.5", "PADDLE_PORT": "24000", "PADDLE_PORTS_NUM": "1", "TRAINER_PORTS_NUM": "1",
+		"PORT_RANGE":    "24000:24000", // the launcher's own port picks: this pod's process port
 		"PADDLE_NNODES": "2", "TRAINERS": "1",
 		"PADDLE_MASTER":                "192.168.0.5:24002",
 		"PADDLE_PSERVERS_IP_PORT_LIST": "192.168.0.5:24000",
 		"PADDLE_TRAINERS_NUM":          "1",
 		"PADDLE_SERVERS_ENDPOINTS":     "192.168.0.5:24000",
-		"PADDLE_BACKUP_ENV_PATH":       "/etc/paddlejob/backup_env.json",
+		// Paddle's PS launcher needs the worker lists in its environment,
+		// Host intranet included.
+		"PADDLE_TRAINERS_ENDPOINTS": "192.168.0.5:24003", "PADDLE_TRAINER_ENDPOINTS": "192.168.0.5:24003", "PADDLE_TRAINERS": "192.168.0.5",
+		"PADDLE_BACKUP_ENV_PATH": "/etc/paddlejob/backup_env.json",
 	}
 
 	tests := []struct {
@@ -366,11 +370,16 @@ func TestWorkerListsLeftToTheBackupFile(t *testing.T) {
 	elasticJob := testutil.MakePaddleJob("el", "").UID("6f1d2c3a-9b8e-4f7a-8c1d-2e3f4a5b6c7d").Workers(3).Elastic(2, 4, "http://etcd.paddle:2379", "http://etcd2:2379").Obj()
 	elasticIPs := map[string]string{"el-worker-0": "10.3.0.1", "el-worker-1": "10.3.0.2", "el-worker-2": "10.3.0.3"}
 
-	bigJob := testutil.MakePaddleJob("big", "").Workers(3000).Obj()
-	bigIPs := map[string]string{}
-	for i := 0; i < 3000; i++ {
-		bigIPs[paddlev1.PodName("big", paddlev1.ReplicaWorker, i)] = fmt.Sprintf("10.4.%d.%d", i/250, i%250+1)
+	// 8000 workers: a list over the kernel's limit for one environment
+	// string.
+	manyIPs := func(job string, n int) map[string]string {
+		ips := map[string]string{}
+		for i := 0; i < n; i++ {
+			ips[paddlev1.PodName(job, paddlev1.ReplicaWorker, i)] = fmt.Sprintf("10.4.%d.%d", i/250, i%250+1)
+		}
+		return ips
 	}
+	hugeJob := testutil.MakePaddleJob("huge", "").Workers(8000).Obj()
 
 	tests := []struct {
 		name       string
@@ -389,6 +398,7 @@ func TestWorkerListsLeftToTheBackupFile(t *testing.T) {
 			"PADDLE_TRAINER_ENDPOINTS": "<unset>", "PADDLE_TRAINERS": "<unset>",
 			"PADDLE_MASTER": "192.168.0.5:24002", "PADDLE_NNODES": "2",
 			"PADDLE_CURRENT_ENDPOINT": "192.168.0.5:24003", "PADDLE_TRAINER_ID": "1",
+			"PORT_RANGE": "24003:24003",
 		},
 		wantBackup: "192.168.0.5:24000,192.168.0.5:24003",
 	}, {
@@ -402,12 +412,13 @@ func TestWorkerListsLeftToTheBackupFile(t *testing.T) {
 			"PADDLE_JOB_ID":          "ns_el_6f1d2c3a-9b8e-4f7a-8c1d-2e3f4a5b6c7d",
 			"PADDLE_ELASTIC_TIMEOUT": "30", "PADDLE_ELASTIC_LEVEL": "1", "PADDLE_MAX_RESTART": "32",
 			"PADDLE_TRAINER_ID": "<unset>", "TRAINER_ID": "<unset>",
+			"PORT_RANGE": "<unset>",
 		},
 		wantBackup: "10.3.0.1:23000,10.3.0.2:23000,10.3.0.3:23000",
 	}, {
-		name: "A list longer than Paddle's own limit",
-		job:  bigJob, ips: bigIPs, pod: "big-worker-7",
-		want: map[string]string{"PADDLE_TRAINER_ENDPOINTS": "<unset>", "PADDLE_TRAINERS_NUM": "3000", "PADDLE_MASTER": "10.4.0.1:23002"},
+		name: "A collective list over the kernel's limit for one environment string",
+		job:  hugeJob, ips: manyIPs("huge", 8000), pod: "huge-worker-7",
+		want: map[string]string{"PADDLE_TRAINER_ENDPOINTS": "<unset>", "PADDLE_TRAINERS": "<unset>", "PADDLE_TRAINERS_NUM": "8000", "PADDLE_MASTER": "10.4.0.1:23002"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -431,6 +442,91 @@ func TestWorkerListsLeftToTheBackupFile(t *testing.T) {
 			}
 			if n := len(splitList(backup)); n != tc.job.Spec.ReplicaCount(paddlev1.ReplicaWorker) {
 				t.Errorf("the backup file lists %d workers, want %d", n, tc.job.Spec.ReplicaCount(paddlev1.ReplicaWorker))
+			}
+		})
+	}
+}
+
+// Lists longer than Paddle's launcher's own 48,000 characters stay in the
+// environment up to the kernel's limit for one environment string: the
+// launcher moves them to a backup file of its own for its children.
+func TestWorkerListsInTheEnvironmentUpToTheKernelLimit(t *testing.T) {
+	ips := func(job string, ps, workers int) map[string]string {
+		out := map[string]string{}
+		for i := 0; i < ps; i++ {
+			out[paddlev1.PodName(job, paddlev1.ReplicaPS, i)] = fmt.Sprintf("10.5.0.%d", i+1)
+		}
+		for i := 0; i < workers; i++ {
+			out[paddlev1.PodName(job, paddlev1.ReplicaWorker, i)] = fmt.Sprintf("10.4.%d.%d", i/250, i%250+1)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		job  *paddlev1.PaddleJob
+		ps   int
+		pod  string
+		want []string // variables that must be set, with the full list
+	}{{
+		name: "collective, 3000 workers",
+		job:  testutil.MakePaddleJob("big", "").Workers(3000).Obj(),
+		pod:  "big-worker-2999",
+		want: []string{"PADDLE_TRAINER_ENDPOINTS", "PADDLE_TRAINERS"},
+	}, {
+		name: "parameter server, 3000 workers: the launcher's lists too",
+		job:  testutil.MakePaddleJob("bps", "").PS(1).Workers(3000).Obj(), ps: 1,
+		pod:  "bps-ps-0",
+		want: []string{"PADDLE_TRAINER_ENDPOINTS", "PADDLE_TRAINERS", "PADDLE_TRAINERS_ENDPOINTS", "PADDLE_SERVERS_ENDPOINTS"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			workers := tc.job.Spec.ReplicaCount(paddlev1.ReplicaWorker)
+			env := renderEnv(t, tc.job, ips(tc.job.Name, tc.ps, workers), nil)[tc.pod]
+			if n := len(env["PADDLE_TRAINER_ENDPOINTS"]); n <= 48000 {
+				t.Fatalf("test set-up: the list is %d characters, not over Paddle's launcher's 48,000", n)
+			}
+			for _, name := range tc.want {
+				v, ok := env[name]
+				if !ok {
+					t.Errorf("%s is not in the environment", name)
+					continue
+				}
+				if n := len(splitList(v)); name != "PADDLE_SERVERS_ENDPOINTS" && n != workers {
+					t.Errorf("%s lists %d workers, want %d", name, n, workers)
+				}
+				if b := envStringBytes(name, v); b > MaxEnvStringBytes {
+					t.Errorf("%s is %d bytes, over the kernel's %d", name, b, MaxEnvStringBytes)
+				}
+			}
+		})
+	}
+}
+
+// The worker lists are in the environment exactly up to the kernel's limit,
+// NAME=value and its NUL, for a collective job outside Host intranet; a
+// parameter-server job's always are (ValidateEndpoints refuses one that does
+// not fit); an elastic job's never.
+func TestWorkerListsInEnv(t *testing.T) {
+	// fits is the longest value of PADDLE_TRAINER_ENDPOINTS that still fits.
+	fits := strings.Repeat("x", MaxEnvStringBytes-len("PADDLE_TRAINER_ENDPOINTS=")-1)
+	tests := []struct {
+		name string
+		job  *paddlev1.PaddleJob
+		list string
+		want bool
+	}{
+		{"collective, at the limit", testutil.MakePaddleJob("a", "").Workers(2).Obj(), fits, true},
+		{"collective, one byte over", testutil.MakePaddleJob("a", "").Workers(2).Obj(), fits + "x", false},
+		{"collective, Service intranet", testutil.MakePaddleJob("a", "").Workers(2).Intranet(paddlev1.IntranetService).Obj(), "a:1,b:1", true},
+		{"parameter server, over the limit: refused at admission instead", testutil.MakePaddleJob("a", "").PS(1).Workers(2).Obj(), fits + "x", true},
+		{"Host intranet, parameter server: the PS launcher needs them and never uses its master", testutil.MakePaddleJob("a", "").PS(1).Workers(2).Intranet(paddlev1.IntranetHost).Obj(), "a:1,b:1", true},
+		{"Host intranet, collective", testutil.MakePaddleJob("a", "").Workers(2).Intranet(paddlev1.IntranetHost).Obj(), "a:1,b:1", false},
+		{"elastic", testutil.MakePaddleJob("a", "").Workers(2).Elastic(1, 3, "http://etcd:2379").Obj(), "a:1,b:1", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := workerListsInEnv(&tc.job.Spec, tc.list); got != tc.want {
+				t.Errorf("workerListsInEnv = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -26,19 +26,28 @@ const (
 // ValidateEndpoints refuses a job whose endpoint lists cannot reach its
 // pods: a list Paddle reads only from the environment that would exceed the
 // kernel's limit, or endpoints that would not fit in the ConfigMap. The
-// lists are measured at their longest (IPv4 addresses of 15 characters,
-// 5-digit ports) with the same code that builds them.
+// lists are measured at their longest (IPv4 addresses of 15 characters in
+// PodIP and Host intranet, the pods' DNS names in Service intranet, 5-digit
+// ports) with the same code that builds them.
 func ValidateEndpoints(spec *paddlev1.PaddleJobSpec, jobName string) field.ErrorList {
 	env, cm := endpointSizes(spec, jobName)
-	var errs field.ErrorList
-	reported := map[paddlev1.ReplicaType]bool{}
+	// One error per role, for its longest list: a role's lists grow
+	// together, and the longest bounds how many pods fit.
+	longest := map[paddlev1.ReplicaType]envSize{}
 	for _, v := range env {
-		if v.bytes > MaxEnvStringBytes && !reported[v.role] {
-			reported[v.role] = true // one error per role: its lists grow together
-			errs = append(errs, field.Invalid(replicasPath(v.role), spec.ReplicaCount(v.role), fmt.Sprintf(
-				"%s would be up to %d bytes, over the kernel's limit of %d bytes for one environment variable (Paddle reads it only from the environment); at most %d %s pods fit",
-				v.name, v.bytes, MaxEnvStringBytes, maxFitting(spec, jobName, v.role, v.name), v.role)))
+		if v.bytes > MaxEnvStringBytes && v.bytes > longest[v.role].bytes {
+			longest[v.role] = v
 		}
+	}
+	var errs field.ErrorList
+	for _, rt := range paddlev1.ReplicaTypes {
+		v, over := longest[rt]
+		if !over {
+			continue
+		}
+		errs = append(errs, field.Invalid(replicasPath(v.role), spec.ReplicaCount(v.role), fmt.Sprintf(
+			"%s would be up to %d bytes, over the kernel's limit of %d bytes for one environment variable (%s); at most %d %s pods fit",
+			v.name, v.bytes, MaxEnvStringBytes, envOnlyReader(v.name), maxFitting(spec, jobName, v.role, v.name), v.role)))
 	}
 	if cm > MaxEndpointsConfigMapBytes {
 		errs = append(errs, field.Invalid(field.NewPath("spec"), fmt.Sprintf("%d pods", spec.TotalReplicas()), fmt.Sprintf(
@@ -46,6 +55,16 @@ func ValidateEndpoints(spec *paddlev1.PaddleJobSpec, jobName string) field.Error
 			cm, MaxEndpointsConfigMapBytes)))
 	}
 	return errs
+}
+
+// envOnlyReader says who needs a list in the environment, where no backup
+// file can stand in for it.
+func envOnlyReader(name string) string {
+	switch name {
+	case envLaunchTrainers, envLaunchServers:
+		return "Paddle's launcher in parameter-server mode reads it only from its environment"
+	}
+	return "Paddle reads it only from the environment"
 }
 
 // envSize is the longest one environment string of a job variable can get,

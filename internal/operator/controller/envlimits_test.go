@@ -16,8 +16,22 @@ func TestValidateEndpoints(t *testing.T) {
 		// want are substrings of the one error; none: the job is valid.
 		want []string
 	}{{
-		name: "10000 workers in PodIP intranet fit: their list goes to the backup file",
+		name: "10000 collective workers in PodIP intranet fit: their list goes to the backup file",
+		job:  testutil.MakePaddleJob("wide", "").Workers(10000).Obj(),
+	}, {
+		name: "a parameter-server job's worker list must reach Paddle's launcher in its environment",
 		job:  testutil.MakePaddleJob("wide", "").PS(2).Workers(10000).Obj(),
+		want: []string{"spec.worker.replicas", "PADDLE_TRAINERS_ENDPOINTS", "131072", "Paddle's launcher in parameter-server mode reads it only from its environment", "at most 5956 worker pods fit"},
+	}, {
+		name: "5956 workers of a parameter-server job fit at the longest IPv4 addresses (21 characters each and a comma: 131058 bytes)",
+		job:  testutil.MakePaddleJob("wide", "").PS(2).Workers(5956).Obj(),
+	}, {
+		name: "Service intranet: the workers' DNS names bound the list",
+		job:  testutil.MakePaddleJob("wide", "").PS(2).Workers(5000).Intranet(paddlev1.IntranetService).Obj(),
+		want: []string{"spec.worker.replicas", "PADDLE_TRAINERS_ENDPOINTS", "131072", "at most 4719 worker pods fit"},
+	}, {
+		name: "Host intranet, collective: the worker lists stay out of the environment",
+		job:  testutil.MakePaddleJob("wide", "").Workers(10000).Intranet(paddlev1.IntranetHost).Obj(),
 	}, {
 		name: "a pserver list Paddle reads only from the environment cannot exceed the kernel's limit",
 		job:  testutil.MakePaddleJob("wide", "").PS(10000).Workers(2).Obj(),

@@ -159,6 +159,7 @@ func (w *PaddleJobWebhook) warnings(job *paddlev1.PaddleJob) admission.Warnings 
 		out = append(out, "spec.progressDeadlineSeconds is ignored: the operator takes no progress reports (--progress-bind-address=0), so none can come")
 	}
 	out = append(out, controller.TemplateWarnings(spec)...)
+	out = append(out, launcherWarnings(job)...)
 	if spec.Elastic != nil && *spec.Elastic == 0 {
 		out = append(out, "spec.elastic: 0 changes nothing (elastic training is off by default)")
 	}
