@@ -50,13 +50,13 @@ func runHelper(name string, args []string) int {
 			c.Close()
 		}
 	case "serve-after":
-		// Listens on args[1] once the file args[0] exists.
-		for {
-			if _, err := os.Stat(args[0]); err == nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
+		// Listens on args[1] once the FIFO args[0] is opened for writing.
+		f, err := os.Open(args[0])
+		if err != nil {
+			fmt.Println("open error:", err)
+			return 1
 		}
+		f.Close()
 		return runHelper("serve", args[1:])
 	case "http-ready":
 		// Answers /ready with 200 while the file args[0] exists, else 503.

@@ -5,6 +5,7 @@ package node
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +36,10 @@ func TestTCPReadinessProbe(t *testing.T) {
 	n := sharedNode(t)
 	ns := n.namespace(t)
 	ctl := t.TempDir()
+	listen := filepath.Join(ctl, "listen")
+	if err := syscall.Mkfifo(listen, 0o666); err != nil {
+		t.Fatal(err)
+	}
 	pod := n.shellPod(ns, "tcp-probed", "")
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
 	c := helperContainer(t, "main", "serve-after", "/ctl/listen", "$(POD_IP):8080")
@@ -49,9 +54,12 @@ func TestTCPReadinessProbe(t *testing.T) {
 	if podReadyIs(corev1.ConditionTrue)(running) || running.Status.ContainerStatuses[0].Ready {
 		t.Fatalf("Ready before its port listens: %s", describeStatus(running))
 	}
-	if err := os.WriteFile(filepath.Join(ctl, "listen"), nil, 0o644); err != nil {
+	// Opening the FIFO lets the server listen.
+	fifo, err := os.OpenFile(listen, os.O_WRONLY, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
+	fifo.Close()
 	ready := n.waitPod(t, ns, pod.Name, 30*time.Second, "Ready", podReadyIs(corev1.ConditionTrue))
 	if !ready.Status.ContainerStatuses[0].Ready {
 		t.Errorf("pod Ready, container not: %s", describeStatus(ready))
@@ -98,8 +106,9 @@ func TestExecReadinessProbeIsNotRun(t *testing.T) {
 	t.Parallel()
 	n := sharedNode(t)
 	ns := n.namespace(t)
-	pod := n.shellPod(ns, "exec-probed", "sleep 600")
+	pod := n.shellPod(ns, "exec-probed", "")
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+	pod.Spec.Containers = []corev1.Container{helperContainer(t, "main", "serve", "127.0.0.1:0")}
 	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}}
 	n.create(t, pod)
 	n.waitPod(t, ns, pod.Name, 30*time.Second, "Ready", podReadyIs(corev1.ConditionTrue))

@@ -297,6 +297,9 @@ func (r *PaddleJobReconciler) publishPlannedEndpoints(ctx context.Context, job *
 // waiting for them whose servers are ready (releasePods). It returns the
 // pods whose address is still unknown.
 func (r *PaddleJobReconciler) publishEndpoints(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod) ([]string, error) {
+	if !waitsForEndpoints(&job.Spec) && job.Spec.PS == nil {
+		return nil, nil // no pod waits: published up front, nothing to release
+	}
 	data := plannedJobValues(job)
 	if data == nil {
 		topo := observedTopology(job, pods)
