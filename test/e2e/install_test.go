@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -210,14 +212,15 @@ func waitLeader(t testing.TB, c *client.Client, not string) string {
 	return ""
 }
 
-// waitReplicasReady waits until n operator pods answer their readiness
-// probe — what `kubectl rollout status` waits for on a real cluster, where
-// the kubelet probes them (the local node does not): a replica is ready
-// once its webhook serves and the webhook configurations trust its
-// certificate.
+// waitReplicasReady waits until n operator pods are Ready — what `kubectl
+// rollout status` waits for: the node runs their readiness probe, which
+// passes once the webhook serves and the webhook configurations trust its
+// certificate — and the webhook's Service routes to them: the API server
+// calls the webhook there, and the node's proxy follows pods' readiness
+// through its own watch.
 func waitReplicasReady(t testing.TB, c *client.Client, n int) {
 	t.Helper()
-	poll(t, 2*time.Minute, fmt.Sprintf("%d operator replicas are ready", n), func() (bool, string) {
+	poll(t, 2*time.Minute, fmt.Sprintf("%d operator replicas are Ready", n), func() (bool, string) {
 		pods, err := c.Clientset().CoreV1().Pods(operatorNamespace).List(context.Background(),
 			metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=paddlejob-operator"})
 		if err != nil {
@@ -225,19 +228,28 @@ func waitReplicasReady(t testing.TB, c *client.Client, n int) {
 		}
 		ready := 0
 		for _, p := range pods.Items {
-			if p.Status.PodIP == "" {
-				continue
-			}
-			resp, err := http.Get(fmt.Sprintf("http://%s:8081/readyz", p.Status.PodIP))
-			if err != nil {
-				continue
-			}
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				ready++
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
+					ready++
+				}
 			}
 		}
-		return ready >= n, fmt.Sprintf("%d of %d pods ready", ready, len(pods.Items))
+		return ready >= n, fmt.Sprintf("%d of %d pods Ready", ready, len(pods.Items))
+	})
+	poll(t, time.Minute, "the webhook's Service answers a TLS handshake", func() (bool, string) {
+		svc, err := c.Clientset().CoreV1().Services(operatorNamespace).Get(context.Background(), "paddlejob-webhook-service", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		addr := net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
+		// The handshake is the point, not who signed the certificate (the
+		// API server checks that against the webhook configuration's CA).
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // see above
+		if err != nil {
+			return false, err.Error()
+		}
+		conn.Close()
+		return true, ""
 	})
 }
 

@@ -130,13 +130,15 @@ def test_seed002_word2vec(client: PaddleJobClient, namespace: str) -> None:
 
 def test_scale_adds_a_trainer(client: PaddleJobClient, namespace: str) -> None:
     """Scaling is an API operation on any job: a job of shell containers
-    (the node's busybox) whose trainers report their place and wait."""
+    (the node's busybox) whose trainers report their place and wait. A
+    collective one: a parameter-server job's trainers start only once its
+    servers listen on PADDLE_PORT, which a shell does not."""
     job = paddlejob.PaddleJob(
         job_name="scaled",
         runtime_image="busybox",
         entry_point='sh -c \'echo "trainer=$PADDLE_TRAINER_ID trainers=$PADDLE_TRAINERS_NUM role=$PADDLE_TRAINING_ROLE"; exec sleep 600\'',
         cpu_nums=1,
-        pservers=1,
+        collective=True,
         trainers=1,
         namespace=namespace,
     )
