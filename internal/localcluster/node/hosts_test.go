@@ -48,8 +48,8 @@ func TestHostsFileContent(t *testing.T) {
 		{
 			// A headless Service names hostNetwork pods too, at the node's
 			// address; the pod's own hostname is the node's.
-			name: "hostNetwork pods on one node",
-			self: hostEntry{IP: "127.0.0.1", Hostname: "job-ps-0", Subdomain: "job", Namespace: "ml", UTSName: "machine"},
+			name:  "hostNetwork pods on one node",
+			self:  hostEntry{IP: "127.0.0.1", Hostname: "job-ps-0", Subdomain: "job", Namespace: "ml", UTSName: "machine"},
 			peers: []hostEntry{{IP: "127.0.0.1", Hostname: "job-worker-0", Subdomain: "job", Namespace: "ml", UTSName: "machine"}},
 			want: localhostLines +
 				"127.0.0.1\tjob-ps-0.job.ml.svc.cluster.local job-ps-0.job job-ps-0 machine\n" +
