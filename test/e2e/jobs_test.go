@@ -268,6 +268,9 @@ func TestParameterServerModes(t *testing.T) {
 		// The launcher finds its own endpoints by the pod's DNS name
 		// (POD_IP), which it takes as its address.
 		{name: "paddle.distributed.launch in Service intranet", intranet: paddlev1.IntranetService, gloo: 1, launcher: true},
+		// All four pods on the one node's address: each pod's launcher
+		// starts only its own process, found by its name (POD_IP).
+		{name: "paddle.distributed.launch in Host intranet", intranet: paddlev1.IntranetHost, gloo: 1, launcher: true},
 		// PADDLE_WITH_GLOO=0 reaches the launcher, which would otherwise
 		// turn Gloo on (--with_gloo defaults to 1).
 		{name: "paddle.distributed.launch without Gloo", intranet: paddlev1.IntranetPodIP, gloo: 0, launcher: true},

@@ -222,7 +222,9 @@ func TestHostIntranetGivesEveryPodItsOwnPorts(t *testing.T) {
 		}
 	}
 
-	// Two pods on one node: the endpoint lists keep them apart by port.
+	// Pods on one node: the endpoint lists keep them apart by port, and a
+	// parameter-server job's by name too (Paddle's PS launcher matches
+	// endpoints by POD_IP).
 	node := "192.168.7.7"
 	ips := map[string]string{}
 	for _, n := range podNames("h1", 1, 2, 0) {
@@ -235,6 +237,9 @@ func TestHostIntranetGivesEveryPodItsOwnPorts(t *testing.T) {
 		t.Fatal(err)
 	}
 	self := env["POD_IP"] + ":" + env["PADDLE_PORT"]
+	if !strings.HasPrefix(self, "h1-worker-1.h1:") {
+		t.Errorf("h1-worker-1 is %s in the lists, want its name", self)
+	}
 	// A parameter-server job's lists are in the environment in Host intranet
 	// too (Paddle's PS launcher reads them only there) and in Paddle's backup
 	// file; both hold this pod at its own port.

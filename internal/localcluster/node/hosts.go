@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +21,9 @@ const clusterDomain = "cluster.local"
 // hostEntry is a pod as its /etc/hosts and its peers' name it.
 type hostEntry struct {
 	IP, Hostname, Subdomain, Namespace string
+	// UTSName is the pod's own hostname when it is not Hostname (a
+	// hostNetwork pod has the node's): its own line names it too.
+	UTSName string
 }
 
 // names are the names that resolve to the pod, canonical name first. A pod
@@ -45,7 +49,11 @@ func hostsFileContent(self hostEntry, peers []hostEntry, aliases []corev1.HostAl
 	b.WriteString("fe00::0\tip6-mcastprefix\n")
 	b.WriteString("fe00::1\tip6-allnodes\n")
 	b.WriteString("fe00::2\tip6-allrouters\n")
-	fmt.Fprintf(&b, "%s\t%s\n", self.IP, strings.Join(self.names(), " "))
+	selfNames := self.names()
+	if self.UTSName != "" && !slices.Contains(selfNames, self.UTSName) {
+		selfNames = append(selfNames, self.UTSName)
+	}
+	fmt.Fprintf(&b, "%s\t%s\n", self.IP, strings.Join(selfNames, " "))
 
 	sorted := append([]hostEntry(nil), peers...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Hostname < sorted[j].Hostname })
@@ -141,7 +149,7 @@ func (h *hostsFiles) writeLocked(namespace, subdomain string) error {
 			continue
 		}
 		members = append(members, member{r: r, aliases: pod.Spec.HostAliases,
-			entry: hostEntry{IP: r.ip, Hostname: r.hostname, Subdomain: subdomain, Namespace: namespace}})
+			entry: hostEntry{IP: r.ip, Hostname: dnsHostname(pod), Subdomain: subdomain, Namespace: namespace, UTSName: r.hostname}})
 	}
 	var errs []error
 	for _, m := range members {

@@ -46,6 +46,17 @@ func TestHostsFileContent(t *testing.T) {
 				"127.0.1.3\tjob-worker-2.job.ml.svc.cluster.local job-worker-2.job job-worker-2\n",
 		},
 		{
+			// A headless Service names hostNetwork pods too, at the node's
+			// address; the pod's own hostname is the node's.
+			name:  "hostNetwork pods on one node",
+			self:  hostEntry{IP: "127.0.0.1", Hostname: "job-ps-0", Subdomain: "job", Namespace: "ml", UTSName: "machine"},
+			peers: []hostEntry{{IP: "127.0.0.1", Hostname: "job-worker-0", Subdomain: "job", Namespace: "ml", UTSName: "machine"}},
+			want: localhostLines +
+				"127.0.0.1\tjob-ps-0.job.ml.svc.cluster.local job-ps-0.job job-ps-0 machine\n" +
+				"# Pods of subdomain job.\n" +
+				"127.0.0.1\tjob-worker-0.job.ml.svc.cluster.local job-worker-0.job job-worker-0\n",
+		},
+		{
 			name:    "host aliases",
 			self:    hostEntry{IP: "127.0.1.1", Hostname: "a", Namespace: "ml"},
 			aliases: []corev1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"db", "db.local"}}},

@@ -156,6 +156,13 @@ func podHostname(pod *corev1.Pod, nodeHostname string) string {
 	if pod.Spec.HostNetwork {
 		return nodeHostname
 	}
+	return dnsHostname(pod)
+}
+
+// dnsHostname is the pod's name under its subdomain, as a headless Service
+// names it in DNS: spec.hostname or the pod name cut to 63 characters, for
+// hostNetwork pods too (at the node's IP).
+func dnsHostname(pod *corev1.Pod) string {
 	h := pod.Spec.Hostname
 	if h == "" {
 		h = pod.Name

@@ -28,6 +28,11 @@ func renderEnv(t *testing.T, job *paddlev1.PaddleJob, ips map[string]string, hos
 func renderEnvAndFiles(t *testing.T, job *paddlev1.PaddleJob, ips map[string]string, hostRanges map[string]portRange) (map[string]map[string]string, map[string]string) {
 	t.Helper()
 	job.Namespace = "ns"
+	// The host ports are recorded in the status before any pod or list, as
+	// the reconciler's write-ahead step does.
+	for name, ports := range hostRanges {
+		job.Status.HostPorts = append(job.Status.HostPorts, paddlev1.HostPortRange{Pod: name, Ports: ports.String()})
+	}
 	jobValues := plannedJobValues(job)
 	var pods []*corev1.Pod
 	for _, rt := range paddlev1.ReplicaTypes {
@@ -180,16 +185,18 @@ func TestEnvironmentContract(t *testing.T) {
 		"PADDLE_JOB_ID":        "ns-hn",
 		"PADDLE_TRAINING_ROLE": "PSERVER", "TRAINING_ROLE": "PSERVER",
 		"PADDLE_TRAINER_ID": "0", "TRAINER_ID": "0",
-		"POD_IP": "192.168.0.5", "PADDLE_PORT": "24000", "PADDLE_PORTS_NUM": "1", "TRAINER_PORTS_NUM": "1",
+		// Addressed by name on the node's address: the launcher, matching
+		// endpoints by its POD_IP, starts only this pod's process.
+		"POD_IP": "hn-ps-0.hn", "PADDLE_PORT": "24000", "PADDLE_PORTS_NUM": "1", "TRAINER_PORTS_NUM": "1",
 		"PORT_RANGE":    "24000:24000", // the launcher's own port picks: this pod's process port
 		"PADDLE_NNODES": "2", "TRAINERS": "1",
-		"PADDLE_MASTER":                "192.168.0.5:24002",
-		"PADDLE_PSERVERS_IP_PORT_LIST": "192.168.0.5:24000",
+		"PADDLE_MASTER":                "hn-ps-0.hn:24002",
+		"PADDLE_PSERVERS_IP_PORT_LIST": "hn-ps-0.hn:24000",
 		"PADDLE_TRAINERS_NUM":          "1",
-		"PADDLE_SERVERS_ENDPOINTS":     "192.168.0.5:24000",
+		"PADDLE_SERVERS_ENDPOINTS":     "hn-ps-0.hn:24000",
 		// Paddle's PS launcher needs the worker lists in its environment,
 		// Host intranet included.
-		"PADDLE_TRAINERS_ENDPOINTS": "192.168.0.5:24003", "PADDLE_TRAINER_ENDPOINTS": "192.168.0.5:24003", "PADDLE_TRAINERS": "192.168.0.5",
+		"PADDLE_TRAINERS_ENDPOINTS": "hn-worker-0.hn:24003", "PADDLE_TRAINER_ENDPOINTS": "hn-worker-0.hn:24003", "PADDLE_TRAINERS": "hn-worker-0.hn",
 		"PADDLE_BACKUP_ENV_PATH": "/etc/paddlejob/backup_env.json",
 	}
 
@@ -278,7 +285,7 @@ func TestEnvironmentContract(t *testing.T) {
 			"POD_IP", "10.2.0.10", "STAGE_ID", "<unset>", "HETER_DEVICE_TYPE", "cpu",
 			"PADDLE_NEXT_HETER_TRAINER_IP_PORT_LIST", "<unset>"),
 	}, {
-		name: "Host intranet: node IP and the pod's own allocated range",
+		name: "Host intranet, parameter server: its name and its own allocated range",
 		job:  testutil.MakePaddleJob("hn", "").PS(1).Workers(1).Intranet(paddlev1.IntranetHost).Obj(),
 		ips:  hostIPs, hostRanges: hostRanges, pod: "hn-ps-0",
 		want: hostPS,

@@ -26,9 +26,9 @@ const (
 // ValidateEndpoints refuses a job whose endpoint lists cannot reach its
 // pods: a list Paddle reads only from the environment that would exceed the
 // kernel's limit, or endpoints that would not fit in the ConfigMap. The
-// lists are measured at their longest (IPv4 addresses of 15 characters in
-// PodIP and Host intranet, the pods' DNS names in Service intranet, 5-digit
-// ports) with the same code that builds them.
+// lists are measured at their longest (IPv4 addresses of 15 characters where
+// pods are addressed by IP, their DNS names where by name: addressedByName;
+// 5-digit ports) with the same code that builds them.
 func ValidateEndpoints(spec *paddlev1.PaddleJobSpec, jobName string) field.ErrorList {
 	env, cm := endpointSizes(spec, jobName)
 	// One error per role, for its longest list: a role's lists grow

@@ -21,9 +21,23 @@ import (
 // an IP (PodIP and Host) or up front as DNS names (Service).
 
 // addressedByName reports whether the job's pods address each other by DNS
-// name (Service intranet), known before any pod exists.
+// name (<pod>.<job>, the headless Service's), known before any pod exists:
+// in Service intranet, and in Host intranet for parameter-server jobs. Pods
+// on one node share its address there, and Paddle's parameter-server
+// launcher starts every endpoint that begins with its POD_IP
+// (launch/controllers/ps.py:45-61): by the node's IP, each pod of a node
+// would start the processes of all of them; by name, exactly its own. The
+// Service names a hostNetwork pod at its node's IP. Collective Host-intranet
+// jobs keep IPs: Paddle's collective code compares addresses with the
+// node's (docs/env-contract.md).
 func addressedByName(spec *paddlev1.PaddleJobSpec) bool {
-	return spec.EffectiveIntranet() == paddlev1.IntranetService
+	switch spec.EffectiveIntranet() {
+	case paddlev1.IntranetService:
+		return true
+	case paddlev1.IntranetHost:
+		return spec.PS != nil
+	}
+	return false
 }
 
 // onHostNetwork reports whether the job's pods run in their node's network

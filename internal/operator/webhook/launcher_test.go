@@ -4,9 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
@@ -20,19 +17,6 @@ func TestLauncherWarnings(t *testing.T) {
 			}
 		}
 	}
-	antiAffinity := func(selector map[string]string, rts ...paddlev1.ReplicaType) func(*paddlev1.PaddleJob) {
-		return func(j *paddlev1.PaddleJob) {
-			for _, rt := range rts {
-				j.Spec.Replicas(rt).Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-					RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-						TopologyKey:   "kubernetes.io/hostname",
-						LabelSelector: &metav1.LabelSelector{MatchLabels: selector},
-					}},
-				}}
-			}
-		}
-	}
-	jobLabel := map[string]string{paddlev1.LabelJobName: "wd"}
 	tests := []struct {
 		name  string
 		job   *testutil.JobWrapper
@@ -43,27 +27,9 @@ func TestLauncherWarnings(t *testing.T) {
 		job:   testutil.MakePaddleJob("wd", "ns").PS(2).Workers(2),
 		apply: []func(*paddlev1.PaddleJob){launch(paddlev1.ReplicaPS, paddlev1.ReplicaWorker)},
 	}, {
-		name:  "Host intranet, the launcher on both roles, no anti-affinity",
+		name:  "Host intranet, the launcher on both roles: pods are addressed by name",
 		job:   testutil.MakePaddleJob("wd", "ns").PS(2).Workers(2).Intranet(paddlev1.IntranetHost),
 		apply: []func(*paddlev1.PaddleJob){launch(paddlev1.ReplicaPS, paddlev1.ReplicaWorker)},
-		want:  []string{"spec.ps and spec.worker run paddle.distributed.launch in Host intranet", "spec.intranet: PodIP", "required pod anti-affinity on kubernetes.io/hostname", "batch.paddlepaddle.org/job-name=wd"},
-	}, {
-		name: "Host intranet, one node per pod",
-		job:  testutil.MakePaddleJob("wd", "ns").PS(2).Workers(2).Intranet(paddlev1.IntranetHost),
-		apply: []func(*paddlev1.PaddleJob){launch(paddlev1.ReplicaPS, paddlev1.ReplicaWorker),
-			antiAffinity(jobLabel, paddlev1.ReplicaPS, paddlev1.ReplicaWorker)},
-	}, {
-		name: "Host intranet, anti-affinity among workers only",
-		job:  testutil.MakePaddleJob("wd", "ns").PS(2).Workers(2).Intranet(paddlev1.IntranetHost),
-		apply: []func(*paddlev1.PaddleJob){launch(paddlev1.ReplicaPS, paddlev1.ReplicaWorker),
-			antiAffinity(map[string]string{paddlev1.LabelJobName: "wd", paddlev1.LabelReplicaType: "worker"}, paddlev1.ReplicaPS, paddlev1.ReplicaWorker)},
-		want: []string{"spec.ps and spec.worker run paddle.distributed.launch in Host intranet"},
-	}, {
-		name: "Host intranet, the servers spread, the workers not",
-		job:  testutil.MakePaddleJob("wd", "ns").PS(2).Workers(2).Intranet(paddlev1.IntranetHost),
-		apply: []func(*paddlev1.PaddleJob){launch(paddlev1.ReplicaPS, paddlev1.ReplicaWorker),
-			antiAffinity(jobLabel, paddlev1.ReplicaPS)},
-		want: []string{"spec.worker run paddle.distributed.launch in Host intranet"},
 	}, {
 		name: "Host intranet, the role maker run directly",
 		job:  testutil.MakePaddleJob("wd", "ns").PS(2).Workers(2).Intranet(paddlev1.IntranetHost),
