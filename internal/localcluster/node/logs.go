@@ -45,14 +45,22 @@ type containerLog struct {
 	done bool
 	// tail holds the last output, for termination messages.
 	tail []byte
+	// pending is each stream's line not ended yet: a line is recorded
+	// once it ends, so lines of stdout and stderr never cut into each
+	// other, as with containerd's CRI logger.
+	pending map[string][]byte
 }
+
+// maxLineBytes is the longest line recorded whole: a longer one is recorded
+// in partial records of this size (containerd's CRI logger's default).
+const maxLineBytes = 16 << 10
 
 func createContainerLog(path string, clk clock.PassiveClock) (*containerLog, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	return &containerLog{clock: clk, f: f}, nil
+	return &containerLog{clock: clk, f: f, pending: map[string][]byte{}}, nil
 }
 
 // writer returns the io.Writer of one stream.
@@ -74,18 +82,6 @@ func (s logStream) Write(p []byte) (int, error) {
 
 func (l *containerLog) append(stream string, p []byte) error {
 	ts := l.clock.Now().UTC().Format(time.RFC3339Nano)
-	var b bytes.Buffer
-	for rest := p; len(rest) > 0; {
-		line, after, full := bytes.Cut(rest, []byte{'\n'})
-		tag := tagPartial
-		if full {
-			tag = tagFull
-		}
-		fmt.Fprintf(&b, "%s %s %s ", ts, stream, tag)
-		b.Write(line)
-		b.WriteByte('\n')
-		rest = after
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
@@ -95,9 +91,33 @@ func (l *containerLog) append(stream string, p []byte) error {
 	if over := len(l.tail) - terminationMessageBytes; over > 0 {
 		l.tail = append([]byte(nil), l.tail[over:]...)
 	}
+	var b bytes.Buffer
+	rest := append(l.pending[stream], p...)
+	for {
+		line, after, full := bytes.Cut(rest, []byte{'\n'})
+		if !full {
+			break
+		}
+		writeRecord(&b, ts, stream, tagFull, line)
+		rest = after
+	}
+	for len(rest) >= maxLineBytes {
+		writeRecord(&b, ts, stream, tagPartial, rest[:maxLineBytes])
+		rest = rest[maxLineBytes:]
+	}
+	l.pending[stream] = append([]byte(nil), rest...)
+	if b.Len() == 0 {
+		return nil
+	}
 	_, err := l.f.Write(b.Bytes())
 	l.grew.notify()
 	return err
+}
+
+func writeRecord(b *bytes.Buffer, ts, stream, tag string, content []byte) {
+	fmt.Fprintf(b, "%s %s %s ", ts, stream, tag)
+	b.Write(content)
+	b.WriteByte('\n')
 }
 
 // close ends the log: followers stop once they have read it all.
@@ -107,9 +127,18 @@ func (l *containerLog) close() error {
 	if l.done {
 		return nil
 	}
+	// A last line without its end is recorded as it is, partial.
+	ts := l.clock.Now().UTC().Format(time.RFC3339Nano)
+	var b bytes.Buffer
+	for _, stream := range []string{streamStdout, streamStderr} {
+		if rest := l.pending[stream]; len(rest) > 0 {
+			writeRecord(&b, ts, stream, tagPartial, rest)
+		}
+	}
+	_, werr := l.f.Write(b.Bytes())
 	l.done = true
 	l.grew.notify()
-	return l.f.Close()
+	return errors.Join(werr, l.f.Close())
 }
 
 func (l *containerLog) isDone() bool {

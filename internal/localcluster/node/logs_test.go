@@ -40,10 +40,13 @@ func TestContainerLogFormat(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "0.log")
 	writeTestLog(t, path, [2]string{streamStdout, "one\ntwo\n"}, [2]string{streamStderr, "partial"}, [2]string{streamStdout, " line\n"})
 	got, _ := os.ReadFile(path)
+	// A line is recorded once it ends (the stderr line never does: it is
+	// recorded, partial, when the log closes), so streams never cut into
+	// each other's lines.
 	want := "2024-05-01T12:00:00Z stdout F one\n" +
 		"2024-05-01T12:00:00Z stdout F two\n" +
-		"2024-05-01T12:00:01Z stderr P partial\n" +
-		"2024-05-01T12:00:02Z stdout F  line\n"
+		"2024-05-01T12:00:02Z stdout F  line\n" +
+		"2024-05-01T12:00:03Z stderr P partial\n"
 	if string(got) != want {
 		t.Errorf("file:\n%s\nwant:\n%s", got, want)
 	}
@@ -58,14 +61,14 @@ func TestCopyLog(t *testing.T) {
 		opts api.ContainerLogOpts
 		want string
 	}{
-		{"all", api.ContainerLogOpts{}, "a\nb\ncd\n"},
-		{"tail", api.ContainerLogOpts{Tail: 2}, "cd\n"},
-		{"tail beyond the start", api.ContainerLogOpts{Tail: 10}, "a\nb\ncd\n"},
-		{"timestamps", api.ContainerLogOpts{Tail: 1, Timestamps: true}, "2024-05-01T12:00:03Z d\n"},
-		{"since time", api.ContainerLogOpts{SinceTime: logStart.Add(time.Second)}, "b\ncd\n"},
-		{"since seconds", api.ContainerLogOpts{SinceSeconds: 58}, "cd\n"},
+		{"all", api.ContainerLogOpts{}, "a\nb\nd\nc"},
+		{"tail", api.ContainerLogOpts{Tail: 2}, "d\nc"},
+		{"tail beyond the start", api.ContainerLogOpts{Tail: 10}, "a\nb\nd\nc"},
+		{"timestamps", api.ContainerLogOpts{Tail: 2, Timestamps: true}, "2024-05-01T12:00:03Z d\n2024-05-01T12:00:04Z c"},
+		{"since time", api.ContainerLogOpts{SinceTime: logStart.Add(time.Second)}, "b\nd\nc"},
+		{"since seconds", api.ContainerLogOpts{SinceSeconds: 57}, "d\nc"},
 		{"limit bytes", api.ContainerLogOpts{LimitBytes: 3}, "a\nb"},
-		{"follow an ended log", api.ContainerLogOpts{Follow: true}, "a\nb\ncd\n"},
+		{"follow an ended log", api.ContainerLogOpts{Follow: true}, "a\nb\nd\nc"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
