@@ -230,21 +230,21 @@ func waitReleased(t *testing.T, ns, job, pod string) {
 // pods that connect to servers only then, so servers go first.
 func releaseAll(t *testing.T, ns, job string, names []string) {
 	t.Helper()
-	for _, role := range []string{"-ps-", "-heter-", "-worker-"} {
+	for _, role := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaHeter, paddlev1.ReplicaWorker} {
 		for _, n := range names {
-			if !strings.Contains(n, role) {
-				continue
-			}
 			p := &corev1.Pod{}
 			if err := k8s.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: n}, p); err != nil {
 				t.Fatal(err)
+			}
+			if p.Labels[paddlev1.LabelReplicaType] != string(role) {
+				continue
 			}
 			// A pod without the wait container (addressed by name, waiting
 			// for no server) starts at once.
 			if slices.ContainsFunc(p.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == paddlev1.ReservedInitContainer }) {
 				waitReleased(t, ns, job, n)
 			}
-			if role != "-worker-" {
+			if role != paddlev1.ReplicaWorker {
 				setPodStatus(t, ns, n, func(w *testutil.PodWrapper) *testutil.PodWrapper { return w.Running(p.Status.PodIP) })
 			}
 		}

@@ -273,6 +273,9 @@ func (n *testNode) shellPod(ns, name, script string) *corev1.Pod {
 	}
 }
 
+// podIPEnvVar gives a container its pod's IP as POD_IP, from the status.
+var podIPEnvVar = corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}
+
 func shellContainer(name, script string) corev1.Container {
 	return corev1.Container{Name: name, Image: "busybox:1.36", Command: []string{"sh", "-c", script}}
 }

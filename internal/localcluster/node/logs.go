@@ -98,6 +98,10 @@ func (l *containerLog) append(stream string, p []byte) error {
 		if !full {
 			break
 		}
+		for len(line) > maxLineBytes {
+			writeRecord(&b, ts, stream, tagPartial, line[:maxLineBytes])
+			line = line[maxLineBytes:]
+		}
 		writeRecord(&b, ts, stream, tagFull, line)
 		rest = after
 	}

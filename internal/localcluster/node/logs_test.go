@@ -52,6 +52,27 @@ func TestContainerLogFormat(t *testing.T) {
 	}
 }
 
+// A line longer than maxLineBytes is recorded in partial records of that
+// size, then its end as a full one; read back it is the one line.
+func TestLongLineIsRecordedInParts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	long := strings.Repeat("x", maxLineBytes+10)
+	writeTestLog(t, path, [2]string{streamStdout, long[:100]}, [2]string{streamStdout, long[100:] + "\n"})
+	got, _ := os.ReadFile(path)
+	records := strings.Split(strings.TrimSuffix(string(got), "\n"), "\n")
+	if len(records) != 2 || !strings.HasPrefix(records[0], "2024-05-01T12:00:01Z stdout P ") || !strings.HasPrefix(records[1], "2024-05-01T12:00:01Z stdout F ") ||
+		len(strings.Fields(records[0])[3]) != maxLineBytes || len(strings.Fields(records[1])[3]) != 10 {
+		t.Fatalf("records: %d, first %.40q, last %.40q; want a partial one of %d bytes and a full one of 10", len(records), records[0], records[len(records)-1], maxLineBytes)
+	}
+	var out bytes.Buffer
+	if err := copyLog(context.Background(), path, nil, api.ContainerLogOpts{}, logStart.Add(time.Minute), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != long+"\n" {
+		t.Errorf("read back %d bytes, want the line of %d and its newline", out.Len(), len(long))
+	}
+}
+
 func TestCopyLog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "0.log")
 	writeTestLog(t, path, [2]string{streamStdout, "a\n"}, [2]string{streamStdout, "b\n"}, [2]string{streamStderr, "c"}, [2]string{streamStdout, "d\n"})

@@ -77,8 +77,7 @@ func TestPodReachableAtItsIP(t *testing.T) {
 	server := n.shellPod(ns, "server", "")
 	server.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
 	server.Spec.Containers = []corev1.Container{helperContainer(t, "main", "serve", "$(POD_IP):8080")}
-	server.Spec.Containers[0].Env = append(server.Spec.Containers[0].Env, corev1.EnvVar{Name: "POD_IP",
-		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}})
+	server.Spec.Containers[0].Env = append(server.Spec.Containers[0].Env, podIPEnvVar)
 	n.create(t, server)
 	running := n.waitPhase(t, ns, "server", corev1.PodRunning)
 

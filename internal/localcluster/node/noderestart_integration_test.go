@@ -44,7 +44,7 @@ func TestNodeStartsAfterAKill(t *testing.T) {
 				TerminationGracePeriodSeconds: ptr.To[int64](2),
 				InitContainers:                []corev1.Container{shellContainer("wait", "echo init done")},
 				Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36", Command: []string{"sh", "-c", script},
-					Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}}},
+					Env: []corev1.EnvVar{podIPEnvVar}}},
 			},
 		}
 	}

@@ -3,14 +3,18 @@
 package node
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 )
 
@@ -43,7 +47,7 @@ func TestTCPReadinessProbe(t *testing.T) {
 	pod := n.shellPod(ns, "tcp-probed", "")
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
 	c := helperContainer(t, "main", "serve-after", "/ctl/listen", "$(POD_IP):8080")
-	c.Env = append(c.Env, corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}})
+	c.Env = append(c.Env, podIPEnvVar)
 	c.VolumeMounts = []corev1.VolumeMount{{Name: "ctl", MountPath: "/ctl"}}
 	c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1}
 	pod.Spec.Containers = []corev1.Container{c}
@@ -76,7 +80,7 @@ func TestHTTPReadinessProbe(t *testing.T) {
 	pod := n.shellPod(ns, "http-probed", "")
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
 	c := helperContainer(t, "main", "http-ready", "/ctl/ok", "$(POD_IP):8081")
-	c.Env = append(c.Env, corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}})
+	c.Env = append(c.Env, podIPEnvVar)
 	c.Ports = []corev1.ContainerPort{{Name: "web", ContainerPort: 8081}}
 	c.VolumeMounts = []corev1.VolumeMount{{Name: "ctl", MountPath: "/ctl"}}
 	c.ReadinessProbe = &corev1.Probe{
@@ -112,4 +116,16 @@ func TestExecReadinessProbeIsNotRun(t *testing.T) {
 	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}}
 	n.create(t, pod)
 	n.waitPod(t, ns, pod.Name, 30*time.Second, "Ready", podReadyIs(corev1.ConditionTrue))
+	// ...and the node says why in an event, once.
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		events, err := n.client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=ProbeNotRun"})
+		if err != nil {
+			return false, nil
+		}
+		return len(events.Items) == 1 && events.Items[0].Type == corev1.EventTypeWarning &&
+			strings.Contains(events.Items[0].Message, "does not run exec or gRPC probes: container main counts as ready while it runs"), nil
+	})
+	if err != nil {
+		t.Fatalf("no ProbeNotRun warning event saying the exec probe is not run: %v", err)
+	}
 }

@@ -326,7 +326,7 @@ func backendProcessPod(t *testing.T, n *testNode, ns, name, mode string) *corev1
 		Env: []corev1.EnvVar{
 			{Name: helperEnv, Value: "service-backend"},
 			{Name: backendEnv, Value: mode},
-			{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+			podIPEnvVar,
 		},
 	}}
 	return pod

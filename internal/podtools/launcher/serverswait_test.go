@@ -61,22 +61,3 @@ func TestServersListeningWaitsForEveryServer(t *testing.T) {
 		t.Errorf("last log line %q", line)
 	}
 }
-
-func TestServersListeningStopsWithItsContext(t *testing.T) {
-	gone, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := netip.MustParseAddrPort(gone.Addr().String())
-	gone.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	log := &lineWriter{lines: make(chan string, 10)}
-	ready := serversListening(ctx, 0, []netip.AddrPort{addr}, 10*time.Millisecond, log)
-	<-log.lines
-	cancel()
-	select {
-	case <-ready:
-		t.Fatal("ready although the pserver never listened")
-	default:
-	}
-}
