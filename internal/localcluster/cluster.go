@@ -245,7 +245,7 @@ func Down(opts Options) error {
 		return unregisterContext(opts) // a context left behind points nowhere
 	}
 	if !isHome(l) {
-		return fmt.Errorf("%s is not a local cluster's state directory (no %s): nothing was stopped or removed", l.home, homeMarker)
+		return fmt.Errorf("%s is not a local cluster's state directory (no %s): nothing was stopped or removed%s", l.home, homeMarker, olderHomeHint(l))
 	}
 	unlock, err := fsutil.Lock(l.lockFile())
 	if err != nil {
@@ -276,15 +276,13 @@ func Down(opts Options) error {
 // removes only such a directory, Up uses only such a one or an empty one.
 const homeMarker = ".paddlejob-home"
 
-// isHome reports whether l.home is a cluster's state directory: it has the
-// marker, or (made before the marker existed) the cluster's state file.
+// isHome reports whether l.home is a cluster's state directory: it holds
+// the marker, a regular file. Nothing else counts, not even the cluster's
+// state file: a directory holding only a cluster.json (copied, or written
+// there by anyone) is someone's, and Down would remove it.
 func isHome(l layout) bool {
-	for _, f := range []string{filepath.Join(l.home, homeMarker), l.stateFile()} {
-		if _, err := os.Stat(f); err == nil {
-			return true
-		}
-	}
-	return false
+	fi, err := os.Lstat(filepath.Join(l.home, homeMarker))
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // claimHome makes l.home a cluster's state directory: a new or empty
@@ -303,10 +301,19 @@ func claimHome(l layout) error {
 	case err != nil:
 		return err
 	case len(entries) > 0:
-		return fmt.Errorf("%s is not a local cluster's state directory (it holds %s and no %s): give --home a new or empty directory; nothing was changed",
-			l.home, entries[0].Name(), homeMarker)
+		return fmt.Errorf("%s is not a local cluster's state directory (it holds %s and no %s): give --home a new or empty directory; nothing was changed%s",
+			l.home, entries[0].Name(), homeMarker, olderHomeHint(l))
 	}
 	return os.WriteFile(filepath.Join(l.home, homeMarker), []byte("The state of a paddlejob local cluster: `paddlejob down` removes this directory.\n"), 0o600)
+}
+
+// olderHomeHint tells the user of a cluster started before the marker
+// existed how to claim its directory: only they can tell it is one.
+func olderHomeHint(l layout) string {
+	if _, err := os.Stat(l.stateFile()); err != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (if it is the state of a cluster started by an older paddlejob, create the marker: touch %s)", filepath.Join(l.home, homeMarker))
 }
 
 // Running returns the state of a healthy running cluster, or an error saying

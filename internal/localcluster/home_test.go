@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,4 +62,77 @@ func TestUpClaimsOnlyNewOrEmptyDirectories(t *testing.T) {
 			t.Errorf("down left %s: %v", home, err)
 		}
 	}
+}
+
+// The cluster's state file alone does not make a directory a cluster's
+// home: one holding a cluster.json (and a marker that is not a regular
+// file) is left as it is by down and refused by up.
+func TestDownAndUpRefuseADirectoryWithOnlyAStateFile(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		marker func(t *testing.T, dir string)
+	}{
+		{name: "no marker", marker: func(*testing.T, string) {}},
+		{name: "a marker that is a directory", marker: func(t *testing.T, dir string) {
+			if err := os.Mkdir(filepath.Join(dir, homeMarker), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "a marker that is a symlink", marker: func(t *testing.T, dir string) {
+			target := filepath.Join(t.TempDir(), "elsewhere")
+			if err := os.WriteFile(target, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, filepath.Join(dir, homeMarker)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			state := []byte(`{"processes":[]}`)
+			if err := os.WriteFile(filepath.Join(dir, "cluster.json"), state, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			tc.marker(t, dir)
+			before := listing(t, dir)
+
+			err := Down(Options{Home: dir})
+			if err == nil || !strings.Contains(err.Error(), "nothing was stopped or removed") || !strings.Contains(err.Error(), "touch "+filepath.Join(dir, homeMarker)) {
+				t.Errorf("down: %v, want a refusal saying how to mark an older cluster's directory", err)
+			}
+			err = claimHome(layout{dir})
+			if err == nil || !strings.Contains(err.Error(), "nothing was changed") {
+				t.Errorf("up: %v, want a refusal", err)
+			}
+			if after := listing(t, dir); after != before {
+				t.Errorf("the directory changed:\n%s\nwant\n%s", after, before)
+			}
+			if got, err := os.ReadFile(filepath.Join(dir, "cluster.json")); err != nil || string(got) != string(state) {
+				t.Errorf("cluster.json is now %q (%v)", got, err)
+			}
+		})
+	}
+}
+
+// listing is a directory's entries with their kinds and sizes.
+func listing(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		fmt.Fprintf(&b, "%s %s %d\n", rel, fi.Mode().Type(), fi.Size())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
