@@ -100,9 +100,11 @@ func TestElasticPass(t *testing.T) {
 func TestElasticJobIDsArePrefixFree(t *testing.T) {
 	const uid1, uid2 = "6f1d2c3a-9b8e-4f7a-8c1d-2e3f4a5b6c7d", "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 	jobs := []*paddlev1.PaddleJob{
-		// "<namespace>-<name>" would be "a-b-c" for both.
+		// "<namespace>-<name>" would be "a-b-c" for both. They share a
+		// UID here so that their ids must differ by namespace and name
+		// alone (issue 21: colliding namespace-name strings).
 		testutil.MakePaddleJob("c", "a-b").UID(uid1).Obj(),
-		testutil.MakePaddleJob("b-c", "a").UID(uid2).Obj(),
+		testutil.MakePaddleJob("b-c", "a").UID(uid1).Obj(),
 		// "ns-el" would be a prefix of "ns-el2" and of "ns-el-2".
 		testutil.MakePaddleJob("el", "ns").UID(uid1).Obj(),
 		testutil.MakePaddleJob("el2", "ns").UID(uid2).Obj(),
