@@ -59,5 +59,8 @@ func setupProgress(mgr ctrl.Manager, cfg *rest.Config, store *progress.Store, ad
 	if err := mgr.Add(everyReplica(func(ctx context.Context) error { return srv.Serve(ctx, addr) })); err != nil {
 		return err
 	}
-	return mgr.Add(&progress.HistoryWriter{Store: store, Client: mgr.GetClient()})
+	return mgr.Add(&progress.HistoryWriter{
+		Store: store, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("paddlejob-operator"),
+	})
 }

@@ -55,7 +55,6 @@ or those files.
   - create
   - get
   - list
-  - patch
   - update
   - watch
 - apiGroups:

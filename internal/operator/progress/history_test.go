@@ -3,12 +3,16 @@ package progress
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -22,7 +26,7 @@ func TestHistoryWriterWritesEachCurveAtMostEveryFlush(t *testing.T) {
 	store := NewStore(Options{ReportRate: 100, ReportBurst: 100, HistoryFlush: 30 * time.Second})
 	now := time.Unix(1_700_000_000, 0)
 	store.now = func() time.Time { return now }
-	w := &HistoryWriter{Store: store, Client: c}
+	w := &HistoryWriter{Store: store, Client: c, Reader: c}
 	job := types.NamespacedName{Namespace: "ns", Name: "wd"}
 	ctx := context.Background()
 	read := func() History {
@@ -102,5 +106,145 @@ func TestHistoryRecordsTheStepOfEachPoint(t *testing.T) {
 	want := map[string][]string{"loss": {"10", "20"}, "auc": {"20", "20"}}
 	if fmt.Sprint(steps) != fmt.Sprint(want) {
 		t.Errorf("steps %v, want %v (lr, reported before any step, has none)", steps, want)
+	}
+}
+
+// The writer writes only a ConfigMap that is the job's: one it created, or
+// one with an owner reference to the job's UID. A ConfigMap of the
+// history's name that is another's is left as it is (no owner reference
+// added, which would have the garbage collector delete it with the job),
+// and the job gets one Warning event naming it.
+func TestHistoryWriterNeverTakesOverAnotherConfigMap(t *testing.T) {
+	const uid = types.UID("uid-prometheus")
+	job := types.NamespacedName{Namespace: "monitoring", Name: "prometheus"}
+	key := types.NamespacedName{Namespace: job.Namespace, Name: HistoryConfigMapName(job.Name)}
+	jobRef := func(uid types.UID, controller bool) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: paddlev1.GroupVersion.String(), Kind: "PaddleJob", Name: job.Name, UID: uid, Controller: &controller}
+	}
+	configMap := func(owners ...metav1.OwnerReference) *corev1.ConfigMap {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{"app": "prometheus"}, OwnerReferences: owners},
+			Data:       map[string]string{"prometheus.yml": "scrape_configs: []\n"},
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		existing *corev1.ConfigMap
+		// written: the history is in the ConfigMap; events: the job's.
+		written bool
+		events  []string
+	}{
+		{name: "none: created, the job's", written: true},
+		{name: "another's, without owners", existing: configMap(),
+			events: []string{"Warning " + ReasonHistoryNotWritten + " ConfigMap monitoring/prometheus-metrics exists and is not PaddleJob prometheus's"}},
+		{name: "another object's", existing: configMap(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "prometheus", UID: uid}),
+			events: []string{"Warning " + ReasonHistoryNotWritten + " ConfigMap monitoring/prometheus-metrics exists"}},
+		{name: "an earlier job's of that name: left to the garbage collector, silently", existing: configMap(jobRef("uid-earlier", true))},
+		{name: "the job's, written by an earlier operator (no controller flag)", existing: configMap(jobRef(uid, false)), written: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			_ = corev1.AddToScheme(scheme)
+			_ = paddlev1.AddToScheme(scheme)
+			b := clientfake.NewClientBuilder().WithScheme(scheme)
+			if tc.existing != nil {
+				b = b.WithObjects(tc.existing)
+			}
+			c := b.Build()
+			var before corev1.ConfigMap
+			if tc.existing != nil {
+				if err := c.Get(t.Context(), key, &before); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec := events.NewFakeRecorder(10)
+			store := NewStore(Options{ReportRate: 100, ReportBurst: 100, HistoryFlush: time.Second})
+			now := time.Unix(1_700_000_000, 0)
+			store.now = func() time.Time { return now }
+			w := &HistoryWriter{Store: store, Client: c, Reader: c, Recorder: rec}
+			// Two reports, two flushes: one event at most.
+			for i := range 2 {
+				if err := store.Put(job, uid, "prometheus-worker-0", 0, Report{Metrics: Metrics{{"loss", 0.7 - float64(i)/10}}}); err != nil {
+					t.Fatal(err)
+				}
+				w.flush(t.Context())
+				now = now.Add(time.Minute)
+			}
+
+			var after corev1.ConfigMap
+			if err := c.Get(t.Context(), key, &after); err != nil {
+				t.Fatal(err)
+			}
+			if tc.written {
+				h, err := DecodeHistory(&after)
+				if err != nil || len(h.Metrics) != 1 || len(h.Metrics[0].Points) != 2 {
+					t.Errorf("history %+v (%v), want both loss points", h, err)
+				}
+				if ownership(after.OwnerReferences, job.Name, uid) != ownedByJob {
+					t.Errorf("owners %+v, want the job", after.OwnerReferences)
+				}
+			} else if !equality.Semantic.DeepEqual(before, after) {
+				t.Errorf("the ConfigMap changed:\n%+v\nwant\n%+v", after, before)
+			}
+			close(rec.Events)
+			var got []string
+			for e := range rec.Events {
+				got = append(got, e)
+			}
+			if len(got) != len(tc.events) {
+				t.Fatalf("events %q, want %d", got, len(tc.events))
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tc.events[i]) {
+					t.Errorf("event %q, want %q...", got[i], tc.events[i])
+				}
+			}
+		})
+	}
+}
+
+// A ConfigMap that changes hands after the writer wrote it (its owner
+// reference removed, say, to keep it past the job) is seen at the next
+// write: the update is conditional on the resourceVersion last written.
+func TestHistoryWriterSeesAConfigMapThatChangedHands(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = corev1.AddToScheme(scheme)
+	_ = paddlev1.AddToScheme(scheme)
+	c := clientfake.NewClientBuilder().WithScheme(scheme).Build()
+	store := NewStore(Options{ReportRate: 100, ReportBurst: 100, HistoryFlush: time.Second})
+	now := time.Unix(1_700_000_000, 0)
+	store.now = func() time.Time { return now }
+	rec := events.NewFakeRecorder(10)
+	w := &HistoryWriter{Store: store, Client: c, Reader: c, Recorder: rec}
+	job := types.NamespacedName{Namespace: "ns", Name: "wd"}
+	key := types.NamespacedName{Namespace: "ns", Name: HistoryConfigMapName("wd")}
+	report := func(v float64) {
+		t.Helper()
+		if err := store.Put(job, "uid-wd", "wd-worker-0", 0, Report{Metrics: Metrics{{"auc", v}}}); err != nil {
+			t.Fatal(err)
+		}
+		w.flush(t.Context())
+		now = now.Add(time.Minute)
+	}
+	report(0.6)
+	var cm corev1.ConfigMap
+	if err := c.Get(t.Context(), key, &cm); err != nil || len(cm.OwnerReferences) != 1 {
+		t.Fatalf("ConfigMap %+v (%v), want it written and owned", cm.ObjectMeta, err)
+	}
+	cm.OwnerReferences = nil
+	cm.Data = map[string]string{"kept": "by its new owner"}
+	if err := c.Update(t.Context(), &cm); err != nil {
+		t.Fatal(err)
+	}
+	report(0.7)
+	var after corev1.ConfigMap
+	if err := c.Get(t.Context(), key, &after); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(cm, after) {
+		t.Errorf("the ConfigMap changed after it changed hands:\n%+v\nwant\n%+v", after, cm)
+	}
+	if len(rec.Events) != 1 {
+		t.Errorf("%d events, want one saying the history is not written", len(rec.Events))
 	}
 }

@@ -440,3 +440,11 @@ func (s *Store) Put(job types.NamespacedName, uid types.UID, pod string, rank in
 	}
 	return nil
 }
+
+// holds reports whether the store holds job of that UID.
+func (s *Store) holds(job types.NamespacedName, uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.jobs[job]
+	return e != nil && e.uid == uid
+}
