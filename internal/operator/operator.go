@@ -39,7 +39,10 @@ type Options struct {
 	MetricsAddr string
 	// MetricsSecure serves the metrics over HTTPS to clients the API server
 	// authenticates and authorizes (GET on the non-resource URL /metrics).
-	MetricsSecure      bool
+	MetricsSecure bool
+	// MetricsAuthCache is how long the API server's decisions on a
+	// scraper are trusted (metricsauth.go).
+	MetricsAuthCache   MetricsAuthCache
 	ProbeAddr          string
 	LeaderElection     bool
 	LeaderElectionNS   string
@@ -74,6 +77,7 @@ func DefaultOptions() Options {
 		Controller:       controller.DefaultOptions(),
 		MetricsAddr:      ":8080",
 		MetricsSecure:    true,
+		MetricsAuthCache: MetricsAuthCache{AllowTTL: DefaultMetricsAuthAllowTTL, DenyTTL: DefaultMetricsAuthDenyTTL},
 		ProbeAddr:        ":8081",
 		QPS:              500,
 		Burst:            1000,
@@ -90,6 +94,8 @@ func DefaultOptions() Options {
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address the Prometheus metrics endpoint binds to; 0 disables it")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "serve the metrics over HTTPS, only to clients the API server authenticates and authorizes for GET /metrics (bind them to the ClusterRole paddlejob-metrics-reader); false serves plain HTTP to anyone who reaches the port")
+	fs.DurationVar(&o.MetricsAuthCache.AllowTTL, "metrics-auth-allow-ttl", o.MetricsAuthCache.AllowTTL, "how long a scraper the API server authenticated and authorized may scrape again without another TokenReview and SubjectAccessReview (with --metrics-secure); 0: review every scrape")
+	fs.DurationVar(&o.MetricsAuthCache.DenyTTL, "metrics-auth-deny-ttl", o.MetricsAuthCache.DenyTTL, "how long a token the API server refused, or a user it did not authorize, is refused without asking again (with --metrics-secure); 0: ask every time")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "address the /healthz and /readyz probes bind to")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect a leader so that only one of several replicas reconciles")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election lease (default: the pod's namespace)")
@@ -146,7 +152,7 @@ func (o Options) metricsServer() metricsserver.Options {
 	if !o.MetricsSecure {
 		return metricsserver.Options{BindAddress: o.MetricsAddr}
 	}
-	return metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: true, FilterProvider: authorizedScrapers}
+	return metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: true, FilterProvider: authorizedScrapers(o.MetricsAuthCache)}
 }
 
 // NewManager builds a manager running the PaddleJob controller.
