@@ -26,6 +26,12 @@ const (
 	DefaultHistoryFlush   = 30 * time.Second
 	DefaultTTL            = 30 * time.Minute
 	DefaultMaxJobs        = 5000
+	// DefaultMaxBytes is the store's budget: 64 MiB. The chart limits the
+	// operator to 512 MiB; without reports it peaked at 186 MiB RSS with
+	// 1000 jobs of 4 pods (docs/benchmarks.md), and the Go collector lets
+	// the heap grow to twice what is live, so a full store costs up to
+	// 128 MiB more: 314 MiB, leaving about 200 MiB for more jobs and pods.
+	DefaultMaxBytes = 64 << 20
 )
 
 // Options bound what the store keeps and how often reports reach a job's
@@ -51,6 +57,14 @@ type Options struct {
 	// MaxJobs bounds the jobs the store holds: reports of further jobs are
 	// refused until some are forgotten.
 	MaxJobs int
+	// MaxBytes bounds the memory the store holds, as it accounts it (the
+	// size of each job's entry, reporting pods, latest report and curves;
+	// see accounting.go). Over it, the store forgets the finished jobs
+	// whose history is written, then halves the curves of the jobs whose
+	// latest report is oldest (keeping their span, down to
+	// minThinnedPoints points); a report of a job not held yet is refused
+	// while the store is full.
+	MaxBytes int64
 	// Clock is the store's time; the real clock when nil.
 	Clock clock.PassiveClock
 }
@@ -77,6 +91,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxJobs <= 0 {
 		o.MaxJobs = DefaultMaxJobs
 	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
 	return o
 }
 
@@ -99,6 +116,12 @@ type Store struct {
 
 	mu   sync.Mutex
 	jobs map[types.NamespacedName]*jobEntry
+	// bytes is the size accounted to the jobs held: the sum of their
+	// entries' bytes.
+	bytes int64
+	// futileAt is the size at which shrinking last left the store over
+	// its target (0: it did not), so it is not tried again at each report.
+	futileAt int64
 }
 
 type jobEntry struct {
@@ -130,6 +153,11 @@ type jobEntry struct {
 	order   []string
 	flushed time.Time
 	dirty   bool
+	// finished: the job's status is final (Take was told so); it gets no
+	// more reports and goes first when the store is over its budget.
+	finished bool
+	// bytes is the entry's accounted size (accounting.go).
+	bytes int64
 }
 
 type podEntry struct {
@@ -176,24 +204,32 @@ func (s *Store) put(job types.NamespacedName, uid types.UID, pod string, rank in
 		e = nil // a new job of the same name
 	}
 	if e == nil {
-		if len(s.jobs) >= s.opts.MaxJobs {
+		if len(s.jobs) >= s.opts.MaxJobs || s.bytes+newJobBytes(job, pod) > s.opts.MaxBytes {
 			s.sweepLocked(now)
-			if len(s.jobs) >= s.opts.MaxJobs {
+			s.shrinkLocked(newJobBytes(job, pod))
+			if len(s.jobs) >= s.opts.MaxJobs || s.bytes+newJobBytes(job, pod) > s.opts.MaxBytes {
 				return storeFull
 			}
 		}
+		if old := s.jobs[job]; old != nil {
+			s.bytes -= old.bytes
+		}
 		e = &jobEntry{uid: uid, pods: map[string]*podEntry{}, history: map[string][]Point{}, leaderRank: -1}
 		s.jobs[job] = e
+		s.accountLocked(e, entryBytes(job))
 	}
+	defer s.shrinkLocked(0)
 	p := e.pods[pod]
 	if p == nil {
 		p = &podEntry{limiter: rate.NewLimiter(rate.Limit(s.opts.ReportRate), s.opts.ReportBurst)}
 		e.pods[pod] = p
+		s.accountLocked(e, podBytes(pod))
 	}
 	if !p.limiter.AllowN(now, 1) {
 		return rateLimited
 	}
 	e.lastPod, e.lastAt = pod, now
+	reportBefore := reportBytes(e.report)
 	switch {
 	case e.leaderRank < 0 || rank < e.leaderRank:
 		// A new leader: its progress replaces the old one's.
@@ -203,6 +239,7 @@ func (s *Store) put(job types.NamespacedName, uid types.UID, pod string, rank in
 		return accepted // kept for its rate limit only; the status follows the leader
 	}
 	e.report = merge(e.report, rep)
+	s.accountLocked(e, reportBytes(e.report)-reportBefore)
 	e.at = now
 	if rep.Percent != nil && e.firstAt.IsZero() {
 		e.firstAt, e.firstPercent = now, *rep.Percent
@@ -273,6 +310,7 @@ func (s *Store) recordLocked(e *jobEntry, m Metric, step *int64, now time.Time) 
 		}
 		e.order = append(e.order, m.Name)
 	}
+	before := seriesBytes(m.Name, pts, ok)
 	if len(pts) >= s.opts.HistoryPoints {
 		// Halve the curve's resolution, keeping its first and latest points.
 		kept := pts[:0]
@@ -285,7 +323,9 @@ func (s *Store) recordLocked(e *jobEntry, m Metric, step *int64, now time.Time) 
 	if step != nil {
 		at = new(*step)
 	}
-	e.history[m.Name] = append(pts, Point{Time: now, Value: m.Value, Step: at})
+	pts = append(pts, Point{Time: now, Value: m.Value, Step: at})
+	e.history[m.Name] = pts
+	s.accountLocked(e, seriesBytes(m.Name, pts, true)-before)
 	e.dirty = true
 }
 
@@ -299,7 +339,11 @@ func (s *Store) Take(job types.NamespacedName, uid types.UID, current *paddlev1.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.jobs[job]
-	if e == nil || e.uid != uid || e.at.IsZero() {
+	if e == nil || e.uid != uid {
+		return nil, 0
+	}
+	e.finished = e.finished || final
+	if e.at.IsZero() {
 		return nil, 0
 	}
 	latest := e.report.toStatus(e.leader, e.at, s.etaLocked(e))
@@ -346,14 +390,21 @@ func (s *Store) etaLocked(e *jobEntry) time.Duration {
 func (s *Store) Forget(job types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.jobs, job)
+	s.forgetLocked(job)
+}
+
+func (s *Store) forgetLocked(job types.NamespacedName) {
+	if e := s.jobs[job]; e != nil {
+		s.bytes -= e.bytes
+		delete(s.jobs, job)
+	}
 }
 
 // sweepLocked forgets the jobs no report came for within the TTL.
 func (s *Store) sweepLocked(now time.Time) {
 	for k, e := range s.jobs {
 		if now.Sub(e.at) > s.opts.TTL && !e.dirty {
-			delete(s.jobs, k)
+			s.forgetLocked(k)
 		}
 	}
 }
