@@ -18,6 +18,7 @@ step costs no more than calling it every second.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import math
@@ -52,6 +53,8 @@ class ProgressReporter:
         min_interval: float = 1.0,
         timeout: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        max_retry_wait: float = 5.0,
     ) -> None:
         self.url = url if url is not None else os.environ.get(ENV_URL, "")
         self.token_file = token_file if token_file is not None else os.environ.get(ENV_TOKEN_FILE, "")
@@ -63,6 +66,8 @@ class ProgressReporter:
         # held back (monotonic clocks may start near zero, e.g. at boot).
         self._last_sent: Optional[float] = None
         self._clock = clock
+        self._sleep = sleep
+        self.max_retry_wait = max_retry_wait
         self._warned: set[str] = set()
 
     @property
@@ -83,7 +88,8 @@ class ProgressReporter:
 
         False when it was merged into a later report (too soon after the last
         one), when reporting is not configured, or when it failed (logged).
-        A report at 100 percent is sent at once.
+        A report at 100 percent is sent at once, waiting out the operator's
+        rate limit (its Retry-After, at most ``max_retry_wait`` seconds).
         """
         try:
             fields = self._fields(percent, epoch, total_epochs, step, eta_seconds, metrics)
@@ -104,18 +110,21 @@ class ProgressReporter:
                 final = self._pending.get("percent") is not None and self._pending["percent"] >= 100
                 if not final and self._last_sent is not None and self._clock() - self._last_sent < self.min_interval:
                     return False
-                return self._send_locked()
+                # The last report has no later one to ride on: it waits out a
+                # rate limit rather than being lost.
+                return self._send_locked(wait_if_limited=final)
         except Exception as e:  # noqa: BLE001 - reporting must never stop training
             self._warn_once(type(e).__name__, "progress report dropped: %s", e)
             return False
 
     def flush(self) -> bool:
-        """Sends what is merged and not sent yet, whatever the interval."""
+        """Sends what is merged and not sent yet, whatever the interval,
+        waiting out the operator's rate limit as a final report does."""
         try:
             with self._lock:
                 if not self._pending or not self.configured:
                     return False
-                return self._send_locked()
+                return self._send_locked(wait_if_limited=True)
         except Exception as e:  # noqa: BLE001
             self._warn_once(type(e).__name__, "progress report dropped: %s", e)
             return False
@@ -149,7 +158,7 @@ class ProgressReporter:
                 out["metrics"] = ms
         return out
 
-    def _send_locked(self) -> bool:
+    def _send_locked(self, wait_if_limited: bool = False) -> bool:
         body = dict(self._pending)
         if "metrics" in body and len(body["metrics"]) > MAX_METRICS:
             self._warn_once("too-many", "more than %d metrics: only the first %d are reported", MAX_METRICS, MAX_METRICS)
@@ -175,6 +184,9 @@ class ProgressReporter:
                 if e.code == 503 and attempt < 2:
                     continue  # a standby replica: another connection may reach the leader
                 if e.code == 429:
+                    if wait_if_limited and attempt < 2:
+                        self._sleep(_retry_after(e, self.max_retry_wait))
+                        continue
                     return False  # kept pending: merged into the next report
                 self._pending = {}
                 self._warn_once("http-%d" % e.code, "progress report refused (HTTP %d): %s", e.code, detail)
@@ -221,6 +233,15 @@ def _to_float(v: Any) -> Optional[float]:
     return f if math.isfinite(f) else None
 
 
+def _retry_after(e: urllib.error.HTTPError, cap: float) -> float:
+    """The wait a 429 asks for (its Retry-After seconds), at most cap."""
+    try:
+        wait = float(e.headers.get("Retry-After", "1"))
+    except (TypeError, ValueError):
+        wait = 1.0
+    return min(max(wait, 0.0), cap)
+
+
 def _error_of(e: urllib.error.HTTPError) -> str:
     try:
         return str(json.loads(e.read().decode("utf-8", "replace")).get("error", e.reason))
@@ -237,6 +258,8 @@ def _reporter() -> ProgressReporter:
     with _default_lock:
         if _default is None:
             _default = ProgressReporter()
+            # What waits for the interval is sent when the program exits.
+            atexit.register(_default.flush)
         return _default
 
 

@@ -34,6 +34,8 @@ class Operator:
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
+                if code == 429:
+                    self.send_header("Retry-After", "2")
                 self.end_headers()
                 self.wfile.write(payload)
 
@@ -134,6 +136,23 @@ def test_standby_is_retried_and_rate_limit_keeps_the_report(operator: Operator) 
     assert not r.report(20, metrics={"auc": 0.5})
     assert r.report(30)  # the refused report's metrics come along
     assert operator.reports[-1][1] == {"percent": 30.0, "metrics": {"auc": 0.5}}
+
+
+def test_the_final_report_and_a_flush_wait_out_the_rate_limit(operator: Operator) -> None:
+    waits: List[float] = []
+    r = progress.ProgressReporter(min_interval=60, sleep=waits.append, max_retry_wait=1.5)
+    assert r.report(50)
+    operator.codes = [429, 202]
+    assert r.report(100, metrics={"auc": 0.9})  # no later report would carry it
+    assert waits == [1.5]  # the operator's Retry-After (2 s), capped
+    assert operator.reports[-1][1] == {"percent": 100.0, "metrics": {"auc": 0.9}}
+    assert not r.report(99, metrics={"loss": 0.3})  # within the interval: waits
+    operator.codes = [429, 429, 429]
+    assert not r.flush()  # still limited after its retries: kept for the next
+    assert waits == [1.5, 1.5, 1.5]
+    assert len(operator.reports) == 6
+    assert r.flush()
+    assert operator.reports[-1][1] == {"percent": 99.0, "metrics": {"loss": 0.3}}
 
 
 def test_callback_reports_fit_progress(operator: Operator, monkeypatch: pytest.MonkeyPatch) -> None:
