@@ -43,6 +43,8 @@ ConfigMap NAME-metrics, written at most every 30 seconds while reports come
 			case apierrors.IsNotFound(err):
 			case err != nil:
 				return fmt.Errorf("reading the metric history of PaddleJob %s/%s: %w", job.Namespace, job.Name, err)
+			case !opprogress.IsHistoryOf(cm, job.Name, job.UID):
+				// Another's ConfigMap of that name: not this job's history.
 			default:
 				if hist, err = opprogress.DecodeHistory(cm); err != nil {
 					return err

@@ -69,6 +69,9 @@ func (r *PaddleJobReconciler) ensureEndpointsConfigMap(ctx context.Context, job 
 		return nil
 	case err != nil:
 		return err
+	case !metav1.IsControlledBy(&cm, job):
+		// Another's ConfigMap of that name: never overwrite it.
+		return fmt.Errorf("ConfigMap %s exists and is not PaddleJob %s's (no controller reference to it): rename the job or that ConfigMap", key, job.Name)
 	case cm.Data[versionKey] == data[versionKey]:
 		return nil
 	}

@@ -240,6 +240,12 @@ func (h *HistoryWriter) write(ctx context.Context, job types.NamespacedName, hc 
 	return nil
 }
 
+// IsHistoryOf says whether cm is the metric history of the job of that
+// name and UID, and not another's ConfigMap of the same name.
+func IsHistoryOf(cm *corev1.ConfigMap, job string, uid types.UID) bool {
+	return ownership(cm.OwnerReferences, job, uid) == ownedByJob
+}
+
 type owned int
 
 const (
