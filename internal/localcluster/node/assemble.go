@@ -6,6 +6,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -108,12 +109,17 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 	// An absolute command outside the sandbox's roots and mounts: its file
 	// alone is bound, never its directory.
 	if needsCommandBind(argv[0], mounts) {
+		// A missing one is bound to nothing: the start fails, a StartError
+		// naming it, as with a container runtime.
 		m, err := r.deps.hostPaths.openCommand(argv[0])
-		if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
 			return processSpec{}, err
+		default:
+			keep(m)
+			mounts = append(mounts, m)
 		}
-		keep(m)
-		mounts = append(mounts, m)
 	}
 
 	var cgroup *containerCgroup

@@ -109,7 +109,7 @@ func (h hostPathRules) openCommand(command string) (mount, error) {
 	f, err := openPath(command)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return mount{}, fmt.Errorf("command %s: no such file on the node", command)
+			return mount{}, fmt.Errorf("command %s: %w", command, fs.ErrNotExist)
 		}
 		return mount{}, fmt.Errorf("command %s: %w", command, err)
 	}
