@@ -60,7 +60,7 @@ func run(m *testing.M) int {
 		// The tests' hostPath volumes are t.TempDir()s their jobs write
 		// to: the node lets pods write below the temporary directory, as
 		// up --host-path-rw does. The cluster's home is below it too, and
-		// stays refused (sandbox_test.go).
+		// stays refused (internal/localcluster/node/nodesecurity_integration_test.go).
 		HostPathRW: []string{os.TempDir()},
 		Out:        os.Stderr,
 	}
