@@ -64,6 +64,7 @@ then stops every pod.`,
 	f.StringVar(&cfg.NodeName, "node-name", cfg.NodeName, "name of the Node")
 	f.StringVar(&cfg.StateDir, "state-dir", "", "directory for the pods' files, logs and volumes (required)")
 	f.StringSliceVar(&cfg.HiddenPaths, "hide", nil, "host directories no pod may see, besides --state-dir (the local cluster hides its whole state); may be repeated")
+	f.StringSliceVar(&cfg.HostPathRW, "host-path-rw", nil, "host directories whose paths pods may mount read-write (hostPath volumes, hostPath and local PersistentVolumes); every other host path is mounted read-only, and none may be, hold or lie in --state-dir or a --hide directory; may be repeated")
 	f.StringVar(&cfg.NodeIP, "node-ip", cfg.NodeIP, "the node's IP: the kubelet API listens there, and hostNetwork pods have it")
 	f.StringVar(&cfg.PodIPRange, "pod-ip-range", cfg.PodIPRange, "FIRST-LAST addresses handed to pods, one each")
 	f.IntVar(&cfg.KubeletPort, "kubelet-port", cfg.KubeletPort, "port of the kubelet API (logs)")

@@ -54,6 +54,11 @@ type Options struct {
 	// pinned ones into the cache (paddleruntime.EnvDir): every Paddle image
 	// then runs on it.
 	PaddleRuntime string
+	// HostPathRW are the host directories pods may mount read-write through
+	// hostPath volumes (and hostPath PersistentVolumes): the paths inside
+	// them. Every other host path is mounted read-only, and none may be,
+	// hold or lie in the cluster's home.
+	HostPathRW []string
 	// With names the add-ons to run besides the control plane (see
 	// ParseAddons): volcano, coscheduling, kueue.
 	With []string
@@ -71,7 +76,7 @@ type Options struct {
 // settings are the options that shape a running cluster: Up on a running
 // cluster refuses to ignore different ones.
 func (o *Options) settings() Settings {
-	return Settings{ImageTable: o.ImageTable, NoOperator: o.NoOperator, GPUs: o.GPUs, NodeLabels: o.NodeLabels, Capacity: o.Capacity, PaddleRuntime: o.PaddleRuntime}
+	return Settings{ImageTable: o.ImageTable, NoOperator: o.NoOperator, GPUs: o.GPUs, NodeLabels: o.NodeLabels, Capacity: o.Capacity, PaddleRuntime: o.PaddleRuntime, HostPathRW: o.HostPathRW}
 }
 
 // Settings are what a cluster was started with, beyond its add-ons.
@@ -82,6 +87,7 @@ type Settings struct {
 	NodeLabels    map[string]string `json:"nodeLabels,omitempty"`
 	Capacity      string            `json:"capacity,omitempty"`
 	PaddleRuntime string            `json:"paddleRuntime,omitempty"`
+	HostPathRW    []string          `json:"hostPathRW,omitempty"`
 }
 
 // differences names the flags whose values differ from what the running
@@ -98,6 +104,7 @@ func (s Settings) differences(asked Settings) []string {
 	diff("--gpus", s.GPUs, asked.GPUs, s.GPUs != asked.GPUs)
 	diff("--node-labels", s.NodeLabels, asked.NodeLabels, !maps.Equal(s.NodeLabels, asked.NodeLabels))
 	diff("--capacity", s.Capacity, asked.Capacity, s.Capacity != asked.Capacity)
+	diff("--host-path-rw", s.HostPathRW, asked.HostPathRW, !slices.Equal(s.HostPathRW, asked.HostPathRW))
 	diff("$"+paddleruntime.EnvDir, s.PaddleRuntime, asked.PaddleRuntime, s.PaddleRuntime != asked.PaddleRuntime)
 	return out
 }
@@ -111,6 +118,17 @@ func (o *Options) complete() error {
 		return err
 	}
 	o.Home = abs
+	var rw []string
+	for _, d := range o.HostPathRW {
+		if d == "" {
+			continue
+		}
+		if d, err = filepath.Abs(d); err != nil {
+			return err
+		}
+		rw = append(rw, d)
+	}
+	o.HostPathRW = rw
 	if o.Executable == "" {
 		exe, err := os.Executable()
 		if err != nil {

@@ -151,6 +151,7 @@ func installTwoReplicas(t testing.TB) *client.Client {
 		Executable: filepath.Join(binDir, "paddlejob"),
 		BinaryDirs: opts.BinaryDirs,
 		NoOperator: true,
+		HostPathRW: opts.HostPathRW,
 		Out:        io.Discard,
 	}
 	st, err := localcluster.Up(ctx, installOpts)

@@ -57,7 +57,12 @@ func run(m *testing.M) int {
 		// CPUs, the gang tests hundreds) on a 2-core machine: the node
 		// advertises more than the host has, as up --capacity lets a user.
 		Capacity: "cpu=256,memory=1Ti",
-		Out:      os.Stderr,
+		// The tests' hostPath volumes are t.TempDir()s their jobs write
+		// to: the node lets pods write below the temporary directory, as
+		// up --host-path-rw does. The cluster's home is below it too, and
+		// stays refused (internal/localcluster/node/nodesecurity_integration_test.go).
+		HostPathRW: []string{os.TempDir()},
+		Out:        os.Stderr,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

@@ -6,6 +6,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,7 +17,24 @@ import (
 
 // buildProcess works out how to start the container's next run: command,
 // environment, mounts and sandbox. Errors keep the container waiting.
-func (r *podRuntime) buildProcess(c *containerRun) (processSpec, error) {
+//
+// Every bind source is opened and checked first (beneath.go); the files are
+// the process's (processSpec.Opened), closed here on error.
+func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error) {
+	var opened []*os.File
+	defer func() {
+		if err != nil {
+			closeFiles(opened)
+		}
+	}()
+	keep := func(ms ...mount) {
+		for _, m := range ms {
+			if m.File != nil {
+				opened = append(opened, m.File)
+			}
+		}
+	}
+
 	bwrap, err := r.deps.bwrapPath()
 	if err != nil {
 		return processSpec{}, &waitError{reason: reasonCreateError, err: err}
@@ -52,11 +70,12 @@ func (r *podRuntime) buildProcess(c *containerRun) (processSpec, error) {
 	var volumeMounts []mount
 	var volumeTargets []string
 	for _, pl := range plans {
-		src, err := pl.source()
+		m, err := pl.open(r.deps.hostPaths)
+		keep(m)
 		if err != nil {
 			return processSpec{}, err
 		}
-		volumeMounts = append(volumeMounts, mount{Source: src, Target: pl.Target, ReadOnly: pl.ReadOnly})
+		volumeMounts = append(volumeMounts, m)
 		volumeTargets = append(volumeTargets, pl.Target)
 	}
 	wd := c.spec.WorkingDir
@@ -65,6 +84,11 @@ func (r *podRuntime) buildProcess(c *containerRun) (processSpec, error) {
 	}
 	// The image's files first: volumes are mounted over them.
 	mounts, err := prepareImageMounts(r.deps.hostFS, r.imageRoot(c.spec.Name), entry, wd, volumeTargets)
+	keep(mounts...)
+	var ce *configError
+	if errors.As(err, &ce) {
+		return processSpec{}, err
+	}
 	if err != nil {
 		return processSpec{}, &waitError{reason: reasonCreateError, err: fmt.Errorf("image %q: %w", c.spec.Image, err)}
 	}
@@ -82,6 +106,21 @@ func (r *podRuntime) buildProcess(c *containerRun) (processSpec, error) {
 	// the container sets its own) as the sandbox will see it.
 	path, _ := env.lookup("PATH")
 	argv[0] = resolveCommand(argv[0], path, mounts)
+	// An absolute command outside the sandbox's roots and mounts: its file
+	// alone is bound, never its directory.
+	if needsCommandBind(argv[0], mounts) {
+		// A missing one is bound to nothing: the start fails, a StartError
+		// naming it, as with a container runtime.
+		m, err := r.deps.hostPaths.openCommand(argv[0])
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return processSpec{}, err
+		default:
+			keep(m)
+			mounts = append(mounts, m)
+		}
+	}
 
 	var cgroup *containerCgroup
 	if hasLimits(c.spec) {
@@ -105,7 +144,7 @@ func (r *podRuntime) buildProcess(c *containerRun) (processSpec, error) {
 	c.log = log
 	r.mu.Unlock()
 
-	args := bwrapArgs(r.deps.hostFS, sandboxSpec{
+	sandbox := sandboxSpec{
 		Hostname:     r.hostname,
 		HostsFile:    r.hostsPath(),
 		HostnameFile: r.hostnamePath(),
@@ -116,8 +155,10 @@ func (r *podRuntime) buildProcess(c *containerRun) (processSpec, error) {
 		// Root keeps its capabilities in a sandbox: it could remount the
 		// read-only binds writable.
 		DropCapabilities: os.Geteuid() == 0,
-	})
-	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log, Cgroup: cgroup}, nil
+		BindFD:           bwrapBindsFD(bwrap),
+	}
+	args := bwrapArgs(r.deps.hostFS, sandbox)
+	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log, Cgroup: cgroup, Files: sandboxFiles(sandbox), Opened: opened}, nil
 }
 
 // environment is the container's environment: the node's PATH (the host

@@ -171,6 +171,8 @@ func newTestNode(t testing.TB, cfg *rest.Config, name string, withClientCA bool)
 		// Emulated GPUs, as the local cluster offers them.
 		Capacity:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")},
 		NodeLabels: map[string]string{"accelerator": "nvidia-tesla-p100"},
+		// The tests' hostPath volumes are t.TempDir()s their pods write.
+		HostPathRW: []string{os.TempDir()},
 	}
 	if withClientCA {
 		caFile, clientCert := testClientCA(t, stateDir)

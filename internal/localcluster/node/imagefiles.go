@@ -28,6 +28,13 @@ import (
 // working directory wd is made in the copy too when neither the host nor a
 // volume (volumeTargets) nor a host path has it, as Docker makes a WORKDIR,
 // so it is writable. host is the host file system rooted at "/".
+//
+// The copy's symlinks arrive as symlinks, as Docker's do, resolved inside
+// the sandbox; every other entry is opened beneath root with no symlink
+// followed and bound by its descriptor, so no bind reaches a link's host
+// target. A volume mounted through one of the copy's links is refused: bwrap
+// would follow the link on the host to make the mount point. The mounts'
+// files are the caller's to close, also on error.
 func prepareImageMounts(host fs.FS, root string, entry ImageEntry, wd string, volumeTargets []string) ([]mount, error) {
 	if err := removeTree(root); err != nil {
 		return nil, fmt.Errorf("removing the previous copy of the image's files: %w", err)
@@ -54,26 +61,80 @@ func prepareImageMounts(host fs.FS, root string, entry ImageEntry, wd string, vo
 				return nil, fmt.Errorf("working directory %s: %w", wd, err)
 			}
 		}
+		for _, t := range volumeTargets {
+			if link := linkAlong(root, t); link != "" {
+				return nil, configErrorf("volumeMount %s goes through the image's symbolic link %s: mount it elsewhere", t, link)
+			}
+		}
 		points, err := imageBindPoints(host, root)
 		if err != nil {
 			return nil, err
 		}
 		mounts = append(mounts, points...)
+		if err := openImageBindPoints(root, mounts); err != nil {
+			return mounts, err
+		}
 	}
 	for _, p := range entry.HostPaths {
-		if _, err := os.Stat(p); err != nil {
-			return nil, fmt.Errorf("host path %s of the image: %w", p, err)
+		f, err := openPath(p)
+		if err != nil {
+			return mounts, fmt.Errorf("host path %s of the image: %w", p, err)
 		}
-		mounts = append(mounts, mount{Source: p, Target: p, ReadOnly: true})
+		mounts = append(mounts, mount{Source: p, Target: p, ReadOnly: true, File: f})
 	}
 	return mounts, nil
 }
 
+// openImageBindPoints opens the sources of the bind points (not the links)
+// beneath the image copy's root, refusing any symlink on the way.
+func openImageBindPoints(root string, mounts []mount) error {
+	dir, err := openRoot(root)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	for i := range mounts {
+		m := &mounts[i]
+		if m.Symlink != "" {
+			continue
+		}
+		name, err := filepath.Rel(root, m.Source)
+		if err != nil {
+			return err
+		}
+		if m.File, err = openBeneath(dir, name, noLinks); err != nil {
+			return fmt.Errorf("image file %s: %w", m.Target, err)
+		}
+	}
+	return nil
+}
+
+// linkAlong returns the first path along target (target included) that is a
+// symlink in the image copy at root, or "".
+func linkAlong(root, target string) string {
+	cur := "/"
+	for _, part := range strings.Split(rel(target), "/") {
+		if part == "." || part == "" {
+			continue
+		}
+		cur = path.Join(cur, part)
+		info, err := os.Lstat(filepath.Join(root, filepath.FromSlash(cur)))
+		if err != nil {
+			return ""
+		}
+		if info.Mode()&fs.ModeSymlink != 0 {
+			return cur
+		}
+	}
+	return ""
+}
+
 // imageBindPoints lists what to bind of the image copy in root: each entry
-// the host lacks, or has as something other than a directory, is bound whole;
-// into the host's directories the copy descends. Targets follow the host's
-// symlinks (an image file in /bin/ lands in /usr/bin/ on a merged-/usr host),
-// since the sandbox shows the host's symlinks.
+// the host lacks, or has as something other than a directory, is bound whole
+// (a symlink is made as a symlink); into the host's directories the copy
+// descends. Targets follow the host's symlinks (an image file in /bin/ lands
+// in /usr/bin/ on a merged-/usr host), since the sandbox shows the host's
+// symlinks.
 func imageBindPoints(host fs.FS, root string) ([]mount, error) {
 	var out []mount
 	var walk func(imageDir, target string) error
@@ -87,6 +148,18 @@ func imageBindPoints(host fs.FS, root string) ([]mount, error) {
 			if err := checkImagePath(t); err != nil {
 				return fmt.Errorf("image file %s: %w", img, err)
 			}
+			source := filepath.Join(root, filepath.FromSlash(img))
+			if e.Type()&fs.ModeSymlink != 0 {
+				dest, err := os.Readlink(source)
+				if err != nil {
+					return err
+				}
+				if err := checkImageLink(t); err != nil {
+					return fmt.Errorf("image file %s: %w", img, err)
+				}
+				out = append(out, mount{Source: source, Target: t, Symlink: dest})
+				continue
+			}
 			if e.IsDir() {
 				if real, err := hostRealPath(host, t); err == nil {
 					if st, err := fs.Stat(host, rel(real)); err == nil && st.IsDir() {
@@ -97,11 +170,23 @@ func imageBindPoints(host fs.FS, root string) ([]mount, error) {
 					}
 				}
 			}
-			out = append(out, mount{Source: filepath.Join(root, filepath.FromSlash(img)), Target: t})
+			out = append(out, mount{Source: source, Target: t})
 		}
 		return nil
 	}
 	return out, walk("/", "/")
+}
+
+// checkImageLink refuses an image symlink where the sandbox has fixed
+// entries of its own: a system root, /etc (its files are the host's), /tmp.
+func checkImageLink(t string) error {
+	fixed := append(append([]string{"/etc", "/tmp", "/etc/hosts", "/etc/hostname"}, sandboxRoots...), etcFiles...)
+	for _, f := range fixed {
+		if t == f || isUnder(f, t) {
+			return fmt.Errorf("a symbolic link cannot replace the sandbox's %s", f)
+		}
+	}
+	return nil
 }
 
 // hostRealPath resolves the symlinks along p in host.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,7 +74,7 @@ func TestContainersGetPrivateCopiesOfTheImageFiles(t *testing.T) {
 		{Source: filepath.Join(rootA, "train.txt"), Target: "/train.txt"},
 		{Source: filepath.Join(rootA, "wide_and_deep"), Target: "/wide_and_deep"},
 	}
-	if !reflect.DeepEqual(mountsA, wantMounts) {
+	if mountsA = openedSources(t, mountsA); !reflect.DeepEqual(mountsA, wantMounts) {
 		t.Errorf("mounts %+v, want %+v", mountsA, wantMounts)
 	}
 
@@ -260,6 +261,33 @@ func TestBwrapArgsWithImageFilesAndHostPaths(t *testing.T) {
 	}
 }
 
+// openedSources checks that every bind of mounts has its source open (the
+// descriptor's file is the source) and returns them without the files,
+// which it closes.
+func openedSources(t *testing.T, mounts []mount) []mount {
+	t.Helper()
+	out := slices.Clone(mounts)
+	for i := range out {
+		m := &out[i]
+		if m.Symlink != "" {
+			if m.File != nil {
+				t.Errorf("symlink %s has a file", m.Target)
+			}
+			continue
+		}
+		if m.File == nil {
+			t.Errorf("bind of %s is not opened", m.Target)
+			continue
+		}
+		if real, err := realPath(m.File); err != nil || real != m.Source {
+			t.Errorf("bind of %s: the descriptor is %q (%v), want the source %s", m.Target, real, err, m.Source)
+		}
+		m.File.Close()
+		m.File = nil
+	}
+	return out
+}
+
 func TestMissingWorkingDirIsMadeWritable(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "rootfs")
 	host := imageHost()
@@ -268,7 +296,7 @@ func TestMissingWorkingDirIsMadeWritable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []mount{{Source: filepath.Join(root, "opt/work"), Target: "/opt/work"}}; !reflect.DeepEqual(mounts, want) {
+	if want := []mount{{Source: filepath.Join(root, "opt/work"), Target: "/opt/work"}}; !reflect.DeepEqual(openedSources(t, mounts), want) {
 		t.Errorf("mounts %+v, want %+v", mounts, want)
 	}
 	for _, tc := range []struct {

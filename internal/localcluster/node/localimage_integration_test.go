@@ -54,11 +54,43 @@ echo "gpus=$NVIDIA_VISIBLE_DEVICES/${CUDA_VISIBLE_DEVICES-unset}"
 			t.Fatal(err)
 		}
 	}
+	writeLinksContext(t, dir)
 	return "  example.com/runtime:\n" +
 		"    hostPaths: [" + runtime + "]\n" +
 		"    env: {PATH: \"" + runtime + "/bin:/usr/bin:/bin\"}\n" +
 		"  example.com/trainer:v1:\n" +
-		"    context: " + context + "\n"
+		"    context: " + context + "\n" +
+		"  example.com/links:v1:\n" +
+		"    context: " + filepath.Join(dir, "contexts", "links") + "\n"
+}
+
+// writeLinksContext makes a build context in dir whose links lead to the
+// node's state directory (dir/state, see newTestNode): absolute, relative,
+// and inside a directory of the image; COPY . /usr/local/ takes them.
+func writeLinksContext(t testing.TB, dir string) {
+	t.Helper()
+	context := filepath.Join(dir, "contexts", "links")
+	pki := filepath.Join(dir, "state", "pki")
+	if err := os.MkdirAll(filepath.Join(context, "conf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	relPKI, err := filepath.Rel(context, pki)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"pki": pki, "rel-pki": relPKI, "conf/keys": pki} {
+		if err := os.Symlink(target, filepath.Join(context, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, content := range map[string]string{
+		"Dockerfile": "FROM example.com/runtime:v1\nCOPY . /usr/local/\n",
+		"data.txt":   "image data\n",
+	} {
+		if err := os.WriteFile(filepath.Join(context, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestLocalImageFromBuildContext(t *testing.T) {

@@ -61,6 +61,11 @@ type Config struct {
 	// HiddenPaths are host directories no pod may see, besides StateDir:
 	// the local cluster hides its whole state (keys, kubeconfigs, etcd).
 	HiddenPaths []string
+	// HostPathRW are the host directories whose paths (and the paths inside
+	// them) pods may mount read-write through hostPath volumes and hostPath
+	// or local PersistentVolumes; every other host path is mounted
+	// read-only, and none may be or hold StateDir or a hidden path.
+	HostPathRW []string
 	// NodeIP is the node's InternalIP, where the kubelet API listens, and
 	// the IP of hostNetwork pods.
 	NodeIP string
@@ -135,6 +140,18 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	cfg.StateDir = stateDir
+	var rw []string
+	for _, d := range cfg.HostPathRW {
+		if d == "" {
+			continue
+		}
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, err
+		}
+		rw = append(rw, abs)
+	}
+	cfg.HostPathRW = rw
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
@@ -206,6 +223,7 @@ func New(cfg Config) (*Node, error) {
 		Allocatable: capacity,
 		StateDir:    stateDir,
 		HiddenPaths: cfg.HiddenPaths,
+		HostPathRW:  cfg.HostPathRW,
 		NodeIP:      cfg.NodeIP,
 		Bwrap:       cfg.Bwrap,
 		APIServer:   cfg.RESTConfig.Host,

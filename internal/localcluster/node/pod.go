@@ -59,6 +59,8 @@ type podDeps struct {
 	hostFS       fs.FS
 	// hidden are the host directories no sandbox may see (sandboxSpec.Hidden).
 	hidden []string
+	// hostPaths decide which host paths pods may mount and write.
+	hostPaths hostPathRules
 	// cgroups is where containers with resource limits get their groups.
 	cgroups *cgroupParent
 }

@@ -62,8 +62,11 @@ type providerConfig struct {
 	StateDir    string
 	// HiddenPaths are host directories no pod may see, besides StateDir.
 	HiddenPaths []string
-	NodeIP      string
-	Bwrap       string
+	// HostPathRW are the host directories whose paths pods may mount
+	// read-write; other host paths are mounted read-only.
+	HostPathRW []string
+	NodeIP     string
+	Bwrap      string
 	// APIServer is the API server's URL, given to containers as
 	// KUBERNETES_SERVICE_HOST and _PORT.
 	APIServer string
@@ -85,6 +88,7 @@ func newProvider(cfg providerConfig) *Provider {
 		runtimes: map[string]*podRuntime{},
 		notify:   func(*corev1.Pod) {},
 	}
+	hostPaths := hostPathRules{Hidden: append([]string{cfg.StateDir}, cfg.HiddenPaths...), Writable: cfg.HostPathRW}
 	p.deps = podDeps{
 		log:       cfg.Log,
 		clock:     cfg.Clock,
@@ -93,7 +97,7 @@ func newProvider(cfg providerConfig) *Provider {
 		images:    cfg.Images,
 		objects:   listerObjects{configMaps: cfg.ConfigMaps, secrets: cfg.Secrets, tokens: tokens},
 		setUpVolume: func(ctx context.Context, namespace, podDir string, v *corev1.Volume) (podVolume, error) {
-			return setUpHostVolume(ctx, cfg.Client, namespace, podDir, v)
+			return setUpHostVolume(ctx, cfg.Client, hostPaths, namespace, podDir, v)
 		},
 		hosts: &hostsFiles{log: cfg.Log, pods: p.allRuntimes},
 		release: func(uid types.UID) {
@@ -112,7 +116,8 @@ func newProvider(cfg providerConfig) *Provider {
 		apiServerEnv: apiServerEnv(cfg.APIServer),
 		allocatable:  cfg.Allocatable,
 		hostFS:       os.DirFS("/"),
-		hidden:       append([]string{cfg.StateDir}, cfg.HiddenPaths...),
+		hidden:       hostPaths.Hidden,
+		hostPaths:    hostPaths,
 		// One parent group per node, named after its state directory.
 		cgroups: detectCgroups(cgroupsRoot, readSelfCgroup(), fmt.Sprintf("%x", sha256.Sum256([]byte(cfg.StateDir)))[:12]),
 	}

@@ -80,6 +80,18 @@ type processSpec struct {
 	// Cgroup, when set, holds the container's resource limits: the sandbox
 	// starts inside it.
 	Cgroup *containerCgroup
+	// Files are the mounts' descriptors bwrap binds, inherited after the
+	// info descriptor (sandboxFiles).
+	Files []*os.File
+	// Opened are every descriptor opened for the process's mounts, closed
+	// once bwrap has its copies.
+	Opened []*os.File
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // process is a running sandbox: bwrap, which waits for the sandbox's init,
@@ -109,7 +121,7 @@ func startProcess(sp *spawner, spec processSpec) (*process, error) {
 	cmd.Env = spec.Env
 	cmd.Stdout = spec.Log.writer(streamStdout)
 	cmd.Stderr = spec.Log.writer(streamStderr)
-	cmd.ExtraFiles = []*os.File{infoW} // infoFD
+	cmd.ExtraFiles = append([]*os.File{infoW}, spec.Files...) // infoFD, then firstMountFD...
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Output of processes that outlive the sandbox's init cannot hold up Wait.
 	cmd.WaitDelay = 2 * time.Second

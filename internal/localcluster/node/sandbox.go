@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // errNoBwrap explains what to install when bubblewrap is missing.
@@ -38,10 +40,16 @@ var etcFiles = []string{
 // node passes it as the first of cmd.ExtraFiles.
 const infoFD = 3
 
-// mount binds a host path into a sandbox.
+// mount binds a host path into a sandbox, or makes a symlink there.
 type mount struct {
 	Source, Target string
 	ReadOnly       bool
+	// File, when set, is Source opened (O_PATH) and checked: the sandbox
+	// binds this descriptor, not the path (see beneath.go).
+	File *os.File
+	// Symlink, when set, makes Target a symlink holding it instead of a
+	// bind: an image's link arrives as a link, resolved inside the sandbox.
+	Symlink string
 }
 
 // sandboxSpec describes one container's sandbox.
@@ -59,6 +67,30 @@ type sandboxSpec struct {
 	// DropCapabilities drops every capability: the node runs as root, and
 	// root keeps its capabilities in a sandbox unless told.
 	DropCapabilities bool
+	// BindFD binds the mounts' descriptors (bwrap's --bind-fd, bubblewrap
+	// 0.10 or a distribution's backport); without it a mount's File is bound
+	// by the path the descriptor has, which checks the source but leaves a
+	// window between the check and the bind.
+	BindFD bool
+}
+
+// firstMountFD is the descriptor of the first mount's File in bwrap: the
+// files follow the info descriptor, in the order of sandboxFiles.
+const firstMountFD = infoFD + 1
+
+// sandboxFiles are the descriptors bwrap inherits for the mounts, after
+// the info descriptor; nil unless s.BindFD.
+func sandboxFiles(s sandboxSpec) []*os.File {
+	if !s.BindFD {
+		return nil
+	}
+	var files []*os.File
+	for _, m := range s.Mounts {
+		if m.File != nil && m.Symlink == "" {
+			files = append(files, m.File)
+		}
+	}
+	return files
 }
 
 // findBwrap returns the bwrap to run: the configured path, else bwrap on PATH.
@@ -76,6 +108,34 @@ func findBwrap(configured string) (string, error) {
 	return p, nil
 }
 
+// bwrapBindsFD reports whether the bubblewrap at path binds descriptors
+// (--bind-fd: bubblewrap 0.10, or a distribution's backport), asking it once.
+func bwrapBindsFD(path string) bool {
+	if v, ok := bindFDSupport.Load(path); ok {
+		return v.(bool)
+	}
+	out, _ := exec.Command(path, "--help").CombinedOutput()
+	ok := strings.Contains(string(out), "--ro-bind-fd")
+	bindFDSupport.Store(path, ok)
+	return ok
+}
+
+var bindFDSupport sync.Map
+
+// needsCommandBind reports whether an absolute command is outside what the
+// sandbox shows anyway: its roots and its mounts.
+func needsCommandBind(command string, mounts []mount) bool {
+	if !path.IsAbs(command) || underAny(command, sandboxRoots) {
+		return false
+	}
+	for _, m := range mounts {
+		if isUnder(command, path.Clean("/"+m.Target)) {
+			return false
+		}
+	}
+	return true
+}
+
 // bwrapArgs builds the bwrap command line of a sandbox: an empty tmpfs root
 // with the host roots read-only, private /proc, /dev and /tmp, the pod's hosts
 // and hostname files, and its volumes. It shares the host's network (pods are
@@ -83,13 +143,21 @@ func findBwrap(configured string) (string, error) {
 // when the container's main process ends, every process it started ends too.
 // host is the host file system rooted at "/".
 func bwrapArgs(host fs.FS, s sandboxSpec) []string {
+	fds := map[*os.File]int{}
+	for i, f := range sandboxFiles(s) {
+		fds[f] = firstMountFD + i
+	}
 	mounts := sortedMounts(s.Mounts)
 	targets := []string{"/etc/hosts", "/etc/hostname"}
+	var links []string
 	for _, m := range mounts {
 		targets = append(targets, m.Target)
+		if m.Symlink != "" {
+			links = append(links, m.Target)
+		}
 	}
 
-	a := &argList{host: host}
+	a := &argList{host: host, links: links}
 	a.add("--unshare-pid", "--unshare-uts", "--unshare-ipc", "--unshare-cgroup-try",
 		"--hostname", s.Hostname, "--die-with-parent", "--new-session")
 	if s.DropCapabilities {
@@ -99,6 +167,9 @@ func bwrapArgs(host fs.FS, s sandboxSpec) []string {
 		a.root(root, targets)
 	}
 	for _, f := range etcFiles {
+		if slices.Contains(links, f) {
+			continue // the image's link replaces it
+		}
 		if _, err := fs.Stat(a.host, rel(f)); err == nil {
 			a.add("--ro-bind", f, f)
 		}
@@ -110,18 +181,25 @@ func bwrapArgs(host fs.FS, s sandboxSpec) []string {
 	}
 	a.add("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
 	binds := append([]string(nil), a.boundRoots...)
-	if dir := commandDir(host, s.Argv, append(binds, a.expandedRoots...), mounts); dir != "" {
-		a.add("--ro-bind", dir, dir)
-		binds = append(binds, dir)
-	}
 	a.add("--ro-bind", s.HostsFile, "/etc/hosts", "--ro-bind", s.HostnameFile, "/etc/hostname")
 	for _, m := range mounts {
-		flag := "--bind"
-		if m.ReadOnly {
-			flag = "--ro-bind"
-		}
-		a.add(flag, m.Source, m.Target)
 		binds = append(binds, m.Target)
+		if m.Symlink != "" {
+			a.add("--symlink", m.Symlink, m.Target)
+			continue
+		}
+		flag, source := "--bind", m.Source
+		if fd, ok := fds[m.File]; ok && m.File != nil {
+			flag, source = "--bind-fd", fmt.Sprint(fd)
+		} else if m.File != nil {
+			if p, err := realPath(m.File); err == nil {
+				source = p
+			}
+		}
+		if m.ReadOnly {
+			flag = strings.Replace(flag, "--bind", "--ro-bind", 1)
+		}
+		a.add(flag, source, m.Target)
 	}
 	wd := s.WorkingDir
 	if wd == "" {
@@ -145,6 +223,9 @@ type argList struct {
 	// boundRoots are bound whole (or linked); expandedRoots are tmpfs
 	// copies, see root.
 	boundRoots, expandedRoots []string
+	// links are the targets of symlink mounts: the host's entry there is
+	// left out of a root, so that the link can be made.
+	links []string
 }
 
 func (a *argList) add(args ...string) { a.args = append(a.args, args...) }
@@ -165,7 +246,7 @@ func (a *argList) root(root string, targets []string) {
 		}
 		return
 	}
-	missing := a.missingUnder(root, targets)
+	missing := append(a.missingUnder(root, targets), strictlyUnder(root, a.links)...)
 	if !info.IsDir() || len(missing) == 0 {
 		a.add("--ro-bind", root, root)
 		a.boundRoots = append(a.boundRoots, root)
@@ -184,6 +265,8 @@ func (a *argList) expand(dir string, missing []string) {
 	for _, e := range entries {
 		child := path.Join(dir, e.Name())
 		switch under := strictlyUnder(child, missing); {
+		case slices.Contains(a.links, child):
+			// An image's symlink goes here instead.
 		case len(under) > 0 && e.IsDir():
 			a.add("--dir", child)
 			a.expand(child, under)
@@ -214,26 +297,6 @@ func (a *argList) existsInExpanded(p string) bool {
 	}
 	_, err := fs.Stat(a.host, rel(p))
 	return err == nil
-}
-
-// commandDir is the host directory of an absolute command that neither a root
-// nor a mount covers, to be bound read-only so the command can run.
-func commandDir(host fs.FS, argv []string, roots []string, mounts []mount) string {
-	if len(argv) == 0 || !path.IsAbs(argv[0]) {
-		return ""
-	}
-	dir := path.Dir(argv[0])
-	covered := append([]string(nil), roots...)
-	for _, m := range mounts {
-		covered = append(covered, m.Target)
-	}
-	if underAny(dir, covered) {
-		return ""
-	}
-	if st, err := fs.Stat(host, rel(dir)); err != nil || !st.IsDir() {
-		return "" // bwrap will say the command does not exist
-	}
-	return dir
 }
 
 // sortedMounts cleans the targets and orders mounts parents first, so a mount

@@ -60,6 +60,8 @@ func TestBwrapArgs(t *testing.T) {
 			{Source: "/state/pod/volumes/data/sub", Target: "/data/sub", ReadOnly: false},
 			{Source: "/state/pod/volumes/data", Target: "/data", ReadOnly: false},
 			{Source: "/state/pod/volumes/cfg", Target: "/etc/paddlejob", ReadOnly: true},
+			// buildProcess adds the command's file (needsCommandBind).
+			{Source: "/tmp/build/trainer", Target: "/tmp/build/trainer", ReadOnly: true},
 		},
 		WorkingDir: "/workspace",
 		Argv:       []string{"/tmp/build/trainer", "--epochs", "1"},
@@ -108,11 +110,14 @@ func TestBwrapArgs(t *testing.T) {
 			t.Errorf("the host's /etc/shadow or /etc/hosts is bound: %q", args)
 		}
 	})
-	t.Run("private /proc, /dev, /tmp, then the command's directory", func(t *testing.T) {
+	t.Run("private /proc, /dev, /tmp, then the command's file alone", func(t *testing.T) {
 		tmp := indexOf(args, "--tmpfs", "/tmp")
-		cmdDir := indexOf(args, "--ro-bind", "/tmp/build", "/tmp/build")
-		if indexOf(args, "--proc", "/proc") < 0 || indexOf(args, "--dev", "/dev") < 0 || tmp < 0 || cmdDir < tmp {
+		cmd := indexOf(args, "--ro-bind", "/tmp/build/trainer", "/tmp/build/trainer")
+		if indexOf(args, "--proc", "/proc") < 0 || indexOf(args, "--dev", "/dev") < 0 || tmp < 0 || cmd < tmp {
 			t.Errorf("args %q", args)
+		}
+		if hasArgs(args, "--ro-bind", "/tmp/build", "/tmp/build") {
+			t.Errorf("the command's directory is bound: %q", args)
 		}
 	})
 	t.Run("hosts, hostname and volumes", func(t *testing.T) {
@@ -158,27 +163,25 @@ func TestBwrapArgsPlainCases(t *testing.T) {
 	}
 }
 
-func TestCommandDir(t *testing.T) {
-	roots := []string{"/usr", "/root", "/bin"}
+func TestNeedsCommandBind(t *testing.T) {
 	mounts := []mount{{Target: "/scripts"}}
 	tests := []struct {
-		argv []string
-		want string
+		command string
+		want    bool
 	}{
-		{[]string{"/usr/bin/python3"}, ""},
-		{[]string{"/bin/sh"}, ""},
-		{[]string{"/root/.cache/paddlejob/bin/examples"}, ""},
-		{[]string{"/scripts/run.sh"}, ""},
-		{[]string{"/tmp/build/trainer"}, "/tmp/build"},
-		{[]string{"/data/tools/train"}, "/data/tools"},
-		{[]string{"/nonexistent/program"}, ""},
-		{[]string{"python3"}, ""},
-		{[]string{"./run.sh"}, ""},
-		{nil, ""},
+		{"/usr/bin/python3", false},
+		{"/bin/sh", false},
+		{"/scripts/run.sh", false},
+		{"/tmp/build/trainer", true},
+		{"/data/tools/train", true},
+		{"/root/.cache/paddlejob/bin/examples", true},
+		{"python3", false},
+		{"./run.sh", false},
+		{"", false},
 	}
 	for _, tc := range tests {
-		if got := commandDir(hostTree(), tc.argv, roots, mounts); got != tc.want {
-			t.Errorf("commandDir(%q) = %q, want %q", tc.argv, got, tc.want)
+		if got := needsCommandBind(tc.command, mounts); got != tc.want {
+			t.Errorf("needsCommandBind(%q) = %v, want %v", tc.command, got, tc.want)
 		}
 	}
 }

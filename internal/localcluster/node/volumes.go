@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"golang.org/x/sys/unix"
 )
 
 // podVolume is a pod volume as it exists on the host.
@@ -23,6 +25,9 @@ type podVolume struct {
 	// Projection volumes hold files the node writes; their subPaths are not
 	// created on demand.
 	Projection bool
+	// Host volumes are host paths the pod's spec (or its PersistentVolume)
+	// names: hostPathRules decide whether they may be mounted and written.
+	Host bool
 }
 
 // volumeMountPlan is one volumeMount of a container, resolved to its volume.
@@ -74,37 +79,60 @@ func validateSubPath(sub string) error {
 	return nil
 }
 
-// source returns the host path to bind. A subPath of a writable volume is
-// created when missing, as the kubelet does; a subPath may not lead out of
-// its volume through a symlink. The resolved path is returned, so a subPath
-// into a projection keeps the file it had at container start.
-func (p volumeMountPlan) source() (string, error) {
-	if p.SubPath == "" {
-		return p.Volume.HostPath, nil
+// open opens the mount's source and checks it through its descriptor, so
+// that what is checked is what is bound. A host volume is resolved as the
+// kubelet does (its own symlinks followed), then refused when it is or holds
+// the cluster's state, and made read-only outside the writable host paths. A
+// subPath is resolved beneath the volume, through links that stay inside it
+// only; one of a writable volume is created when missing, as the kubelet
+// does, each directory beneath the one before. The file is the caller's to
+// close.
+func (p volumeMountPlan) open(rules hostPathRules) (mount, error) {
+	m := mount{Target: p.Target, ReadOnly: p.ReadOnly}
+	root, err := openPath(p.Volume.HostPath)
+	if err != nil {
+		return m, fmt.Errorf("volume %q: %w", p.Volume.Name, err)
 	}
-	full := filepath.Join(p.Volume.HostPath, p.SubPath)
-	if _, err := os.Lstat(full); errors.Is(err, os.ErrNotExist) && !p.Volume.Projection {
-		if err := os.MkdirAll(full, 0o755); err != nil {
-			return "", fmt.Errorf("creating subPath %q of volume %q: %w", p.SubPath, p.Volume.Name, err)
+	if p.Volume.Host {
+		real, err := realPath(root)
+		if err == nil {
+			err = rules.check(real)
+		}
+		if err != nil {
+			root.Close()
+			return m, configErrorf("hostPath volume %q (%s): %w", p.Volume.Name, p.Volume.HostPath, err)
+		}
+		if !rules.writable(real) {
+			m.ReadOnly = true
 		}
 	}
-	resolved, err := filepath.EvalSymlinks(full)
-	if err != nil {
-		return "", configErrorf("subPath %q of volume %q: %w", p.SubPath, p.Volume.Name, err)
+	m.Source = p.Volume.HostPath
+	if p.SubPath == "" {
+		m.File = root
+		return m, nil
 	}
-	root, err := filepath.EvalSymlinks(p.Volume.HostPath)
-	if err != nil {
-		return "", err
+	defer root.Close()
+	f, err := openBeneath(root, p.SubPath, linksInside)
+	if errors.Is(err, unix.ENOENT) && !p.Volume.Projection && !m.ReadOnly {
+		if err := mkdirBeneath(root, p.SubPath, 0o755); err != nil {
+			return m, fmt.Errorf("creating subPath %q of volume %q: %w", p.SubPath, p.Volume.Name, err)
+		}
+		f, err = openBeneath(root, p.SubPath, linksInside)
 	}
-	if !isUnder(resolved, root) {
-		return "", configErrorf("subPath %q of volume %q leads outside the volume", p.SubPath, p.Volume.Name)
+	switch {
+	case errors.Is(err, errOutsideRoot):
+		return m, configErrorf("subPath %q of volume %q leads outside the volume", p.SubPath, p.Volume.Name)
+	case err != nil:
+		return m, configErrorf("subPath %q of volume %q: %w", p.SubPath, p.Volume.Name, err)
 	}
-	return resolved, nil
+	m.Source, m.File = filepath.Join(p.Volume.HostPath, p.SubPath), f
+	return m, nil
 }
 
 // setUpHostVolume prepares a volume whose content the node does not write:
-// emptyDir, hostPath or persistentVolumeClaim. podDir holds emptyDirs.
-func setUpHostVolume(ctx context.Context, client kubernetes.Interface, ns, podDir string, v *corev1.Volume) (podVolume, error) {
+// emptyDir, hostPath or persistentVolumeClaim. podDir holds emptyDirs. A
+// host path the rules refuse is refused before anything is created there.
+func setUpHostVolume(ctx context.Context, client kubernetes.Interface, rules hostPathRules, ns, podDir string, v *corev1.Volume) (podVolume, error) {
 	switch {
 	case v.EmptyDir != nil:
 		dir := filepath.Join(podDir, "volumes", v.Name)
@@ -117,16 +145,20 @@ func setUpHostVolume(ctx context.Context, client kubernetes.Interface, ns, podDi
 		}
 		return podVolume{Name: v.Name, HostPath: dir}, nil
 	case v.HostPath != nil:
-		if err := prepareHostPath(v.HostPath.Path, v.HostPath.Type); err != nil {
+		p := v.HostPath.Path
+		if err := rules.checkPath(p); err != nil {
+			return podVolume{}, fmt.Errorf("hostPath volume %q (%s): %w", v.Name, p, err)
+		}
+		if err := prepareHostPath(p, v.HostPath.Type); err != nil {
 			return podVolume{}, fmt.Errorf("hostPath volume %q: %w", v.Name, err)
 		}
-		return podVolume{Name: v.Name, HostPath: v.HostPath.Path}, nil
+		return podVolume{Name: v.Name, HostPath: p, Host: true, ReadOnly: !rules.writablePath(p)}, nil
 	case v.PersistentVolumeClaim != nil:
-		p, err := claimHostPath(ctx, client, ns, v.PersistentVolumeClaim.ClaimName)
+		p, err := claimHostPath(ctx, client, rules, ns, v.PersistentVolumeClaim.ClaimName)
 		if err != nil {
 			return podVolume{}, fmt.Errorf("volume %q: %w", v.Name, err)
 		}
-		return podVolume{Name: v.Name, HostPath: p, ReadOnly: v.PersistentVolumeClaim.ReadOnly}, nil
+		return podVolume{Name: v.Name, HostPath: p, Host: true, ReadOnly: v.PersistentVolumeClaim.ReadOnly || !rules.writablePath(p)}, nil
 	}
 	return podVolume{}, fmt.Errorf("volume %q: only emptyDir, hostPath, persistentVolumeClaim (hostPath or local PVs), configMap, secret, downwardAPI and projected volumes are supported by the paddlejob node", v.Name)
 }
@@ -196,7 +228,7 @@ func prepareHostPath(p string, t *corev1.HostPathType) error {
 // claimHostPath resolves a PersistentVolumeClaim to the host directory of the
 // PersistentVolume bound to it; only hostPath and local volumes are on this
 // machine.
-func claimHostPath(ctx context.Context, client kubernetes.Interface, ns, claim string) (string, error) {
+func claimHostPath(ctx context.Context, client kubernetes.Interface, rules hostPathRules, ns, claim string) (string, error) {
 	pvc, err := client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("persistentvolumeclaim %s/%s: %w", ns, claim, err)
@@ -210,11 +242,17 @@ func claimHostPath(ctx context.Context, client kubernetes.Interface, ns, claim s
 	}
 	switch {
 	case pv.Spec.HostPath != nil:
+		if err := rules.checkPath(pv.Spec.HostPath.Path); err != nil {
+			return "", fmt.Errorf("persistentvolume %s (%s): %w", pv.Name, pv.Spec.HostPath.Path, err)
+		}
 		if err := prepareHostPath(pv.Spec.HostPath.Path, pv.Spec.HostPath.Type); err != nil {
 			return "", fmt.Errorf("persistentvolume %s: %w", pv.Name, err)
 		}
 		return pv.Spec.HostPath.Path, nil
 	case pv.Spec.Local != nil:
+		if err := rules.checkPath(pv.Spec.Local.Path); err != nil {
+			return "", fmt.Errorf("persistentvolume %s (%s): %w", pv.Name, pv.Spec.Local.Path, err)
+		}
 		if err := prepareHostPath(pv.Spec.Local.Path, nil); err != nil {
 			return "", fmt.Errorf("persistentvolume %s: %w", pv.Name, err)
 		}

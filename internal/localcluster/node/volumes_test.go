@@ -78,25 +78,43 @@ func TestMountSource(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if got, err := (volumeMountPlan{Volume: vol}).source(); err != nil || got != data {
+	open := func(p volumeMountPlan) (string, mount, error) {
+		t.Helper()
+		m, err := p.open(hostPathRules{})
+		if m.File == nil {
+			return "", m, err
+		}
+		defer m.File.Close()
+		real, rerr := realPath(m.File)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		return real, m, err
+	}
+	if got, _, err := open(volumeMountPlan{Volume: vol}); err != nil || got != data {
 		t.Errorf("no subPath: %q, %v", got, err)
 	}
-	got, err := (volumeMountPlan{Volume: vol, SubPath: "new/dir"}).source()
+	got, _, err := open(volumeMountPlan{Volume: vol, SubPath: "new/dir"})
 	if err != nil || got != filepath.Join(data, "new/dir") {
 		t.Errorf("subPath: %q, %v", got, err)
 	}
 	if st, err := os.Stat(got); err != nil || !st.IsDir() {
 		t.Errorf("the subPath of a writable volume was not created: %v", err)
 	}
-	if _, err := (volumeMountPlan{Volume: vol, SubPath: "escape"}).source(); err == nil || !strings.Contains(err.Error(), "outside the volume") {
-		t.Errorf("a symlink out of the volume: %v", err)
+	for _, sub := range []string{"escape", "escape/made"} {
+		if _, m, err := open(volumeMountPlan{Volume: vol, SubPath: sub}); err == nil || !strings.Contains(err.Error(), "outside the volume") || m.File != nil {
+			t.Errorf("subPath %s through a symlink out of the volume: %v", sub, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "made")); err == nil {
+		t.Error("a subPath through a link was created outside the volume")
 	}
 	// A subPath into a projection binds the current file itself.
-	got, err = (volumeMountPlan{Volume: proj, SubPath: "key"}).source()
+	got, _, err = open(volumeMountPlan{Volume: proj, SubPath: "key"})
 	if err != nil || !strings.Contains(got, "..payload-") {
 		t.Errorf("projection subPath resolved to %q, %v", got, err)
 	}
-	if _, err := (volumeMountPlan{Volume: proj, SubPath: "missing"}).source(); err == nil {
+	if _, _, err := open(volumeMountPlan{Volume: proj, SubPath: "missing"}); err == nil {
 		t.Error("a missing key of a projection was created")
 	}
 }
