@@ -20,21 +20,21 @@ import (
 
 // Condition reasons.
 const (
-	ReasonPodsCreated         = "PodsCreated"
-	ReasonCreatingPods        = "CreatingPods"
-	ReasonAllPodsRunning      = "AllPodsRunning"
-	ReasonWaitingForPods      = "WaitingForPods"
-	ReasonWaitingForAddresses = "WaitingForPodIPs"
-	ReasonWaitingForServers   = "WaitingForServers"
-	ReasonWaitingForPodGroup  = "WaitingForPodGroup"
-	ReasonPodGroupAdmitted    = "PodGroupAdmitted"
-	ReasonRestartBackoff      = "RestartBackoff"
-	ReasonPodFailed           = "PodFailed"
-	ReasonInvalidSpec         = "InvalidSpec"
-	ReasonWorkersSucceeded    = "AllWorkersSucceeded"
-	ReasonJobFinished         = "JobFinished"
-	ReasonSuspended           = "Suspended"
-	ReasonResumed             = "Resumed"
+	ReasonPodsCreated        = "PodsCreated"
+	ReasonCreatingPods       = "CreatingPods"
+	ReasonAllPodsRunning     = "AllPodsRunning"
+	ReasonWaitingForPods     = "WaitingForPods"
+	ReasonWaitingForPodIPs   = "WaitingForPodIPs"
+	ReasonWaitingForServers  = "WaitingForServers"
+	ReasonWaitingForPodGroup = "WaitingForPodGroup"
+	ReasonPodGroupAdmitted   = "PodGroupAdmitted"
+	ReasonRestartBackoff     = "RestartBackoff"
+	ReasonPodFailed          = "PodFailed"
+	ReasonInvalidSpec        = "InvalidSpec"
+	ReasonWorkersSucceeded   = "AllWorkersSucceeded"
+	ReasonJobFinished        = "JobFinished"
+	ReasonSuspended          = "Suspended"
+	ReasonResumed            = "Resumed"
 )
 
 // maxListed caps the pod names a condition message lists.
@@ -154,7 +154,7 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 			fmt.Sprintf("recreating failed pods after a %s backoff (restart %d of at most %d)",
 				obs.backoff.Round(time.Second), st.RestartCount, job.Spec.BackoffLimitOrDefault()))
 	case len(obs.missingHosts) > 0:
-		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForAddresses,
+		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForPodIPs,
 			"training starts once every pod has an IP; waiting for "+listNames(obs.missingHosts))
 	case len(obs.waitingForServers) > 0:
 		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForServers,
