@@ -1,8 +1,6 @@
 package v1
 
 import (
-	"fmt"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 )
 
@@ -110,11 +108,6 @@ func (s *PaddleJobStatus) IsFinished() bool {
 // IsConditionTrue reports whether the condition of the given type is True.
 func (s *PaddleJobStatus) IsConditionTrue(conditionType string) bool {
 	return meta.IsStatusConditionTrue(s.Conditions, conditionType)
-}
-
-// PodName is the name of the pod of a role and index: <job>-<role>-<index>.
-func PodName(job string, rt ReplicaType, index int) string {
-	return fmt.Sprintf("%s-%s-%d", job, rt, index)
 }
 
 // IsSuspended reports whether spec.suspend is set.

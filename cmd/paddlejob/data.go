@@ -32,7 +32,7 @@ func newDataSplitCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "split --input FILE|DIR... --out DIR [--job NAME] --parts N",
 		Short: "Split line-based data into one part per trainer: <out>/<job>/<i>/data/<file>",
-		Long: `Split line-based training data into N parts in seed 001's layout, <out>/<job>/<i>/data/<file>
+		Long: `Split line-based training data into N parts in the three-node tutorial's layout, <out>/<job>/<i>/data/<file>
 for i in 0..N-1, which 'paddlejob launch' links or copies into each trainer's ./data.
 
 Lines are numbered from 0 across all inputs in the order given (a directory contributes its
@@ -41,7 +41,7 @@ part one run of consecutive lines, the first (total mod N) parts one line more. 
 ends with a newline. Inputs are streamed; a line may be up to 16 MiB.
 
 --out and --parts default to $OUT_DIR and $SPLIT_COUNT, so the command can be the container of
-seed 001's data Job. Without --job the parts go directly into --out. Existing parts are replaced
+the three-node tutorial's data Job. Without --job the parts go directly into --out. Existing parts are replaced
 only with --force; other files in the directory are left alone.`,
 		Example: `  paddlejob data split --input train.txt --out /mnt/jobpath --job paddle-cluster-job --parts 3
   OUT_DIR=/home/work/mfs/paddle-cluster-job SPLIT_COUNT=3 paddlejob data split --input /data --mode contiguous`,

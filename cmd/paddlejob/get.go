@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
-	"github.com/paddlejob/paddlejob/internal/progress"
+	"github.com/paddlejob/paddlejob/internal/termprogress"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
@@ -208,7 +208,7 @@ func printPendingNotes(ctx context.Context, c *client.Client, w io.Writer, ns st
 			continue
 		}
 		client.SortPods(pods[key])
-		for _, l := range progress.PendingLines(key.Name, c.WhyPending(ctx, pods[key])) {
+		for _, l := range termprogress.PendingLines(key.Name, c.WhyPending(ctx, pods[key])) {
 			if first {
 				fmt.Fprintln(w)
 				first = false

@@ -29,7 +29,7 @@ func newImageContextCmd() *cobra.Command {
 	var build bool
 	cmd := &cobra.Command{
 		Use:   "context --src DIR --dest /abs/path --base IMAGE --image NAME[:tag] [--entrypoint CMD] [--out DIR] [--build]",
-		Short: "Write a Docker build context that copies a trainer package onto a base image (seed 002's build_docker.sh)",
+		Short: "Write a Docker build context that copies a trainer package onto a base image (the paddle.job SDK's build_docker.sh)",
 		Long: `Write a Docker build context into --out: a Dockerfile (FROM --base, COPY the package to --dest,
 WORKDIR --dest, ENTRYPOINT --entrypoint in exec form when given) and a copy of --src under package/.
 --out must be missing, empty, or a context this command wrote before, which is replaced.

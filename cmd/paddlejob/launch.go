@@ -20,7 +20,7 @@ func newLaunchCmd() *cobra.Command {
 	mode := string(opts.Mode)
 	cmd := &cobra.Command{
 		Use:   "launch [flags] [-- program and arguments...]",
-		Short: "Run the pserver and trainer of one pod of a plain batch/v1 Job (seed 001's start_paddle.py)",
+		Short: "Run the pserver and trainer of one pod of a plain batch/v1 Job (the three-node tutorial's start_paddle.py)",
 		Long: `The container entrypoint of a plain batch/v1 Job that trains with PaddlePaddle, no operator needed.
 
 It waits until all pods of its Job (label job-name=$JOB_NAME) run with a pod IP, numbers them
@@ -42,16 +42,16 @@ listens on CONF_PADDLE_PORT (default 7164), the trainer on CONF_PADDLE_PORT + CO
 with the v1 flags built from CONF_PADDLE_NIC, CONF_PADDLE_PORT, CONF_PADDLE_PORTS_NUM,
 CONF_PADDLE_PORTS_NUM_SPARSE and CONF_PADDLE_GRADIENT_NUM; the arguments after -- are the trainer's.
 
-Without CONF_PADDLE_PORT in a one-pod Job, or with --no-pserver, only the trainer runs (seed 000;
+Without CONF_PADDLE_PORT in a one-pod Job, or with --no-pserver, only the trainer runs (a single-node Job;
 in fleet mode without a pserver list, so fleet trains locally). The pod's service account needs
 config/launcher/rbac.yaml; KUBECONFIG, when set, is used instead. See docs/launcher.md.`,
 		Example: `  # a fleet parameter-server program, as pserver and trainer of every pod
   paddlejob launch -- python train.py --epochs=10
 
-  # seed 000: one pod, the trainer alone
+  # a single-node Job: one pod, the trainer alone
   paddlejob launch --no-pserver -- python train.py
 
-  # seed 001's job.yaml on a PaddlePaddle v1 image
+  # the three-node tutorial's job.yaml on a PaddlePaddle v1 image
   paddlejob launch --mode=legacy-flags -- --config=trainer_config.py --trainer_count=4 --num_passes=10 --use_gpu=0`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); (dash < 0 && len(args) > 0) || dash > 0 {
@@ -86,7 +86,7 @@ config/launcher/rbac.yaml; KUBECONFIG, when set, is used instead. See docs/launc
 	f.IntVar(&opts.Parallelism, "parallelism", 0, "pods the Job runs (default $PADDLE_PARALLELISM, else the Job's .spec.parallelism)")
 	f.StringVar(&opts.PServerCmd, "pserver-cmd", "", "pserver command line, split like a shell would (no shell runs); default: fleet: the trainer's, legacy-flags: '"+launcher.LegacyPServerCmd+"'")
 	f.StringVar(&opts.TrainerCmd, "trainer-cmd", "", "trainer command line, split like a shell would (no shell runs); default: fleet: none, the program after -- runs, legacy-flags: '"+launcher.LegacyTrainerCmd+"'")
-	f.BoolVar(&opts.NoPServer, "no-pserver", false, "run only the trainer, as trainer 0 (seed 000)")
+	f.BoolVar(&opts.NoPServer, "no-pserver", false, "run only the trainer, as trainer 0 (a single-node Job)")
 	f.StringVar(&dataMode, "data-mode", dataMode, "how data and TRAIN_CONFIG_DIR reach the working directory: link or copy")
 	f.StringVar(&opts.WorkDir, "workdir", opts.WorkDir, "working directory of the pserver and trainer; data goes to <workdir>/data")
 	f.DurationVar(&opts.Timeout, "timeout", opts.Timeout, "how long to wait for all pods to run with an IP")

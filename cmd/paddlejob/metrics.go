@@ -11,7 +11,7 @@ import (
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	opprogress "github.com/paddlejob/paddlejob/internal/operator/progress"
-	"github.com/paddlejob/paddlejob/internal/progress"
+	"github.com/paddlejob/paddlejob/internal/termprogress"
 )
 
 func init() { register(newMetricsCmd) }
@@ -62,7 +62,7 @@ ConfigMap NAME-metrics, written at most every 30 seconds while reports come
 
 func printMetrics(w io.Writer, job *paddlev1.PaddleJob, hist opprogress.History, width, height int) {
 	fmt.Fprintf(w, "PaddleJob %s/%s  %s\n", job.Namespace, job.Name, dash(string(job.Status.Phase)))
-	if line := progress.TrainingLine(job.Status.Progress); line != "" {
+	if line := termprogress.TrainingLine(job.Status.Progress); line != "" {
 		fmt.Fprintf(w, "progress  %s\n", line)
 	}
 	if len(hist.Metrics) == 0 {
@@ -80,7 +80,7 @@ func printMetrics(w io.Writer, job *paddlev1.PaddleJob, hist opprogress.History,
 		first, last := s.Points[0], s.Points[len(s.Points)-1]
 		span := time.Duration((last[0] - first[0]) * float64(time.Second)).Round(time.Second)
 		fmt.Fprintf(w, "\n%s  latest %.6g  (%d points over %s)\n", s.Name, last[1], len(s.Points), span)
-		for _, l := range progress.Chart(values, width, height) {
+		for _, l := range termprogress.Chart(values, width, height) {
 			fmt.Fprintln(w, "  "+l)
 		}
 	}

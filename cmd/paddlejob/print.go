@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
-	"github.com/paddlejob/paddlejob/internal/progress"
+	"github.com/paddlejob/paddlejob/internal/termprogress"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
@@ -136,7 +136,7 @@ func jobRow(j *paddlev1.PaddleJob, wide, withNamespace bool, now time.Time) []st
 		percent(j.Status.Progress), duration.HumanDuration(now.Sub(j.CreationTimestamp.Time))}
 	if wide {
 		row = append(row, string(j.Spec.EffectiveIntranet()), string(j.Spec.EffectiveCleanPodPolicy()), reason(j),
-			dash(progress.ETA(j.Status.Progress)), dash(progress.MetricsText(j.Status.Progress)))
+			dash(termprogress.ETA(j.Status.Progress)), dash(termprogress.MetricsText(j.Status.Progress)))
 	}
 	if withNamespace {
 		row = append([]string{j.Namespace}, row...)
@@ -239,7 +239,7 @@ func describeJob(w io.Writer, j *paddlev1.PaddleJob, pods []corev1.Pod, pending 
 		fmt.Fprintf(w, "Finished:          %s\n", t.Format(time.RFC3339))
 	}
 	if p := j.Status.Progress; p != nil {
-		fmt.Fprintf(w, "Progress:          %s\n", progress.TrainingLine(p))
+		fmt.Fprintf(w, "Progress:          %s\n", termprogress.TrainingLine(p))
 		if p.LastUpdateTime != nil {
 			fmt.Fprintf(w, "  reported by %s, %s ago\n", dash(p.Reporter), duration.HumanDuration(now.Sub(p.LastUpdateTime.Time)))
 		}
@@ -273,10 +273,10 @@ func describeJob(w io.Writer, j *paddlev1.PaddleJob, pods []corev1.Pod, pending 
 	}
 	for i := range pods {
 		p := &pods[i]
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\n", p.Name, progress.PodState(p), restarts(p), dash(p.Status.PodIP), dash(p.Spec.NodeName), exitCodes(p))
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\n", p.Name, termprogress.PodState(p), restarts(p), dash(p.Status.PodIP), dash(p.Spec.NodeName), exitCodes(p))
 	}
 	tw.Flush()
-	for _, l := range progress.PendingLines(j.Name, pending) {
+	for _, l := range termprogress.PendingLines(j.Name, pending) {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
 	fmt.Fprintln(w, "Events:")

@@ -18,7 +18,7 @@ import (
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/kube"
 	"github.com/paddlejob/paddlejob/internal/localcluster"
-	"github.com/paddlejob/paddlejob/internal/progress"
+	"github.com/paddlejob/paddlejob/internal/termprogress"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
@@ -170,7 +170,7 @@ func follow(ctx context.Context, c *client.Client, f *runFlags, ns, name string,
 	}
 	// Logs and an in-place display would overwrite each other.
 	tty := len(f.follow) == 0 && isTerminal(errOut)
-	r := progress.NewRenderer(errOut, tty)
+	r := termprogress.NewRenderer(errOut, tty)
 	start := time.Now()
 	streaming := map[string]bool{}
 	logCtx, stopLogs := context.WithCancel(ctx)

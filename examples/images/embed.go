@@ -1,5 +1,5 @@
 // Package images holds the build contexts of the example images: a
-// Dockerfile and the files it adds, for each image the seeds name. Docker
+// Dockerfile and the files it adds, for each image the tutorials and paddle-operator's examples name. Docker
 // builds them for a real cluster; the local cluster's node runs them as they
 // are (docs/local-node.md), from the copies `paddlejob up` writes.
 package images

@@ -19,7 +19,7 @@ import (
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	opprogress "github.com/paddlejob/paddlejob/internal/operator/progress"
-	"github.com/paddlejob/paddlejob/internal/progress"
+	"github.com/paddlejob/paddlejob/internal/termprogress"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
@@ -163,7 +163,7 @@ func viewOf(s client.Snapshot, events []corev1.Event) JobView {
 
 func podRowOf(p *corev1.Pod) PodRow {
 	r := PodRow{
-		Name: p.Name, Role: p.Labels[paddlev1.LabelReplicaType], State: progress.PodState(p),
+		Name: p.Name, Role: p.Labels[paddlev1.LabelReplicaType], State: termprogress.PodState(p),
 		Node: p.Spec.NodeName, IP: p.Status.PodIP, Created: p.CreationTimestamp.Time,
 		Containers: []string{}, InitContainers: []string{},
 	}

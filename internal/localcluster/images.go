@@ -15,7 +15,7 @@ import (
 )
 
 // The node pulls no images: its image table says what a container of an
-// image runs. The built-in entries make the images the seeds name run as
+// image runs. The built-in entries make the images the tutorials and paddle-operator's examples name run as
 // written:
 //
 //   - the Paddle images (paddlepaddle/paddle and the tutorials' base images)
@@ -59,27 +59,27 @@ func builtinImages(contexts, paddlejob string) map[string]node.ImageEntry {
 	context := func(name string) node.ImageEntry {
 		return node.ImageEntry{Context: filepath.Join(contexts, name), PaddleRelease: "tag"}
 	}
-	// Seed 001's start script runs `paddlejob launch` inside the image,
+	// The three-node tutorial's start script runs `paddlejob launch` inside the image,
 	// which builds on demo-wide-and-deep (its Paddle comes from there).
 	launcherImage := context("seed001-mypaddle")
 	launcherImage.HostPaths = []string{filepath.Dir(paddlejob)}
 	return map[string]node.ImageEntry{
 		"paddlepaddle/paddle": paddle,
-		"registry.baidubce.com/paddle-operator/paddle-ubuntu":   paddle, // seed 004, example 5: 2.0.0-18.04
+		"registry.baidubce.com/paddle-operator/paddle-ubuntu":   paddle, // paddle-operator's example 5: 2.0.0-18.04
 		"registry.baidubce.com/paddle-operator/paddle-base-gpu": paddle, // FROM of example 2's image
-		// Seed 004's examples 1 and 3 (parameter server) and 2 (collective).
+		// paddle-operator's examples 1 and 3 (parameter server) and 2 (collective).
 		"registry.baidubce.com/paddle-operator/demo-wide-and-deep": context("demo-wide-and-deep"),
 		"registry.baidubce.com/paddle-operator/demo-resnet":        context("demo-resnet"),
-		// Seed 000's and 001's images, [YOUR_REPO] being paddlejob.
+		// The single-node and three-node tutorials' images, [YOUR_REPO] being paddlejob.
 		"mypaddle/paddle:quickstart": context("seed000-quickstart"),
 		"paddlejob/paddle":           launcherImage, // :mypaddle, or a release (:2.6.2)
-		// Seed 002's runtime image: the wide & deep program.
+		// The paddle.job SDK's runtime image: the wide & deep program.
 		"yancey1989/paddle-job": context("demo-wide-and-deep"),
-		// Seed 002's word2vec trainer package, reading its shard with the Python SDK.
+		// The paddle.job SDK's word2vec trainer package, reading its shard with the Python SDK.
 		"paddlejob/seed002-word2vec": context("seed002-word2vec"),
 		// The operator's image, as config/ and the Helm chart deploy it.
 		"ghcr.io/paddlejob/paddlejob-operator": {Command: []string{paddlejob, "operator"}},
-		// The launcher of plain batch/v1 Jobs (seeds 000, 001, 003).
+		// The launcher of plain batch/v1 Jobs (the single-node, three-node and AWS tutorials' Jobs).
 		"paddlejob/launcher": {Command: []string{paddlejob, "launch"}},
 	}
 }
@@ -100,7 +100,7 @@ func writeImageTable(l layout, paddlejob string, rts map[string]*paddleruntime.R
 	if err := markScriptsExecutable(contexts); err != nil {
 		return err
 	}
-	// Seed 002's trainers and the wide & deep and ResNet programs import the
+	// The paddle.job SDK's trainers and the wide & deep and ResNet programs import the
 	// Python SDK: their contexts hold the package, which a Docker build has
 	// copied in from python/src (see their Dockerfiles).
 	for _, image := range []string{"seed002-word2vec", "demo-wide-and-deep", "demo-resnet"} {

@@ -9,7 +9,7 @@ import (
 	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
 )
 
-// The seeds' images, as the local node runs them: each on the Paddle
+// The tutorials' images, as the local node runs them: each on the Paddle
 // release it asks for.
 func TestBuiltinImagesRunOnTheirReleases(t *testing.T) {
 	l := layout{t.TempDir()}
@@ -30,17 +30,17 @@ func TestBuiltinImagesRunOnTheirReleases(t *testing.T) {
 		image, release string
 		ps             bool
 	}{
-		{"registry.baidubce.com/paddle-operator/demo-wide-and-deep:v1", "3.0.0", true}, // seed 004 example 1
+		{"registry.baidubce.com/paddle-operator/demo-wide-and-deep:v1", "3.0.0", true}, // paddle-operator's example 1
 		{"registry.baidubce.com/paddle-operator/demo-wide-and-deep:2.6.2", "2.6.2", true},
 		{"registry.baidubce.com/paddle-operator/demo-resnet:v1", "3.0.0", true}, // example 2
 		{"registry.baidubce.com/paddle-operator/demo-resnet:3.3.1", "3.3.1", false},
 		{"registry.baidubce.com/paddle-operator/paddle-ubuntu:2.0.0-18.04", "2.6.2", true}, // example 5
 		{"paddlepaddle/paddle:3.3.1", "3.3.1", false},
 		{"paddlepaddle/paddle:latest", "3.0.0", true},
-		{"paddlejob/paddle:mypaddle", "3.0.0", true}, // seed 001
+		{"paddlejob/paddle:mypaddle", "3.0.0", true}, // three-node tutorial
 		{"paddlejob/paddle:2.6.2", "2.6.2", true},
-		{"mypaddle/paddle:quickstart", "3.0.0", true}, // seed 000
-		{"yancey1989/paddle-job", "3.0.0", true},      // seed 002
+		{"mypaddle/paddle:quickstart", "3.0.0", true}, // single-node tutorial
+		{"yancey1989/paddle-job", "3.0.0", true},      // paddle.job SDK
 	} {
 		e, ok := table.Lookup(tt.image)
 		if !ok || e.Paddle == nil {
@@ -60,7 +60,7 @@ func TestBuiltinImagesRunOnTheirReleases(t *testing.T) {
 			}
 		}
 	}
-	// Seed 001's start script runs `paddlejob launch` from the image.
+	// The three-node tutorial's start script runs `paddlejob launch` from the image.
 	for _, image := range []string{"paddlejob/paddle:mypaddle", "paddlejob/paddle:2.6.2"} {
 		if e, _ := table.Lookup(image); !strings.HasPrefix(e.Env["PATH"], filepath.Dir(paddlejob)+":") {
 			t.Errorf("%s: PATH %q does not start with the paddlejob binary's directory", image, e.Env["PATH"])

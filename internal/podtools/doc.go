@@ -3,8 +3,8 @@
 // `paddlejob` subcommand:
 //
 //   - launcher: `paddlejob launch`, the entrypoint that finds a plain
-//     batch/v1 Job's peers and hands them to Paddle (seeds 000, 001, 003);
-//   - datasplit: `paddlejob data split`, one data share per trainer (seed 001);
+//     batch/v1 Job's peers and hands them to Paddle (the single-node, three-node and AWS tutorials' Jobs);
+//   - datasplit: `paddlejob data split`, one data share per trainer (the three-node tutorial);
 //   - imagecontext: `paddlejob image context`, a Docker build context from a
-//     trainer package and a base image (seed 002).
+//     trainer package and a base image (the paddle.job SDK).
 package podtools

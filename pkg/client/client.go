@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -164,28 +165,8 @@ func EventTime(e corev1.Event) time.Time {
 	}
 }
 
-// SortPods orders pods by role (ps, worker, heter) then index.
+// SortPods orders pods by role (ps, worker, heter) then index
+// (paddlev1.ComparePods); pods of no role come last.
 func SortPods(pods []corev1.Pod) {
-	rank := func(p corev1.Pod) (int, int) {
-		r := len(paddlev1.ReplicaTypes)
-		for i, rt := range paddlev1.ReplicaTypes {
-			if p.Labels[paddlev1.LabelReplicaType] == string(rt) {
-				r = i
-			}
-		}
-		var idx int
-		fmt.Sscan(p.Labels[paddlev1.LabelReplicaIndex], &idx)
-		return r, idx
-	}
-	sort.SliceStable(pods, func(i, j int) bool {
-		ri, ii := rank(pods[i])
-		rj, ij := rank(pods[j])
-		if ri != rj {
-			return ri < rj
-		}
-		if ii != ij {
-			return ii < ij
-		}
-		return pods[i].Name < pods[j].Name
-	})
+	slices.SortStableFunc(pods, func(a, b corev1.Pod) int { return paddlev1.ComparePods(&a, &b) })
 }

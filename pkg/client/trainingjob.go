@@ -295,7 +295,7 @@ func (t TrainingJob) volumes() ([]corev1.Volume, []corev1.VolumeMount, []error) 
 // maxMemory is the most memory a quantity holds: 2^63-1 bytes.
 var maxMemory = new(big.Int).SetUint64(1<<63 - 1)
 
-// parseMemory turns seed 002's memory notation, or its binary form, into a
+// parseMemory turns the paddle.job SDK's memory notation, or its binary form, into a
 // quantity: nil for "", K read as Kubernetes' k (1000), Ki as 1024, at most
 // 2^63-1 bytes.
 func parseMemory(s string) (*resource.Quantity, error) {

@@ -12,8 +12,8 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// seed002 is the example of the original paddle.job SDK's documentation.
-func seed002() TrainingJob {
+// word2vecJob is the example of the original paddle.job SDK's documentation.
+func word2vecJob() TrainingJob {
 	return TrainingJob{
 		Name: "paddle-job", Namespace: "yanxu", Image: "yancey1989/paddle-job",
 		EntryPoint: "python train.py", WorkDir: "/example/word2vec",
@@ -23,7 +23,7 @@ func seed002() TrainingJob {
 }
 
 func TestTrainingJobGolden(t *testing.T) {
-	job, err := seed002().Build()
+	job, err := word2vecJob().Build()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestTrainingJobGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const golden = "testdata/seed002-paddlejob.yaml"
+	const golden = "testdata/word2vec-paddlejob.yaml"
 	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -42,7 +42,7 @@ func TestTrainingJobGolden(t *testing.T) {
 		t.Fatalf("%v (run go test ./pkg/client -update to create it)", err)
 	}
 	if string(got) != string(want) {
-		t.Errorf("PaddleJob of seed 002's example differs from %s:\n%s", golden, got)
+		t.Errorf("PaddleJob of the paddle.job SDK's example differs from %s:\n%s", golden, got)
 	}
 }
 
@@ -82,7 +82,7 @@ func TestTrainingJobValidation(t *testing.T) {
 		{"negative GPUs", func(j *TrainingJob) { j.GPU = -1 }, "GPU", "negative"},
 	}
 	for _, tc := range tests {
-		j := seed002()
+		j := word2vecJob()
 		tc.mutate(&j)
 		_, err := j.Build()
 		var fe *FieldError
@@ -94,7 +94,7 @@ func TestTrainingJobValidation(t *testing.T) {
 
 func TestTrainingJobMemory(t *testing.T) {
 	for memory, want := range map[string]string{"8G": "8G", "8Gi": "8Gi", "1500K": "1500k", "512Mi": "512Mi", "7Ei": "7Ei", "1Ki": "1Ki"} {
-		j := seed002()
+		j := word2vecJob()
 		j.Memory = memory
 		job, err := j.Build()
 		if err != nil {
@@ -106,7 +106,7 @@ func TestTrainingJobMemory(t *testing.T) {
 		}
 	}
 	for _, memory := range []string{"8Ei", "8gi", "8GB", "8iG", "0Gi"} {
-		j := seed002()
+		j := word2vecJob()
 		j.Memory = memory
 		if _, err := j.Build(); err == nil || !strings.Contains(err.Error(), "Memory") {
 			t.Errorf("memory %s: error %v, want one on Memory", memory, err)

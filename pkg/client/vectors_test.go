@@ -19,7 +19,7 @@ var updateVectors = flag.Bool("update-vectors", false, "write the Go SDK's objec
 // vectorsDir holds the cases the Go and the Python SDK share (test/vectors/README.md).
 const vectorsDir = "../../test/vectors/paddlejob"
 
-// vector is one shared case: seed 002's parameters, as the Python SDK spells
+// vector is one shared case: the paddle.job SDK's parameters, as the Python SDK spells
 // them, and the PaddleJob they build or the parameters reported as bad.
 type vector struct {
 	Description string         `json:"description"`
@@ -64,7 +64,7 @@ var parameterOf = map[string]string{
 	"RestartPolicy": "restart_policy", "ProgressDeadlineSeconds": "progress_deadline_seconds",
 }
 
-// trainingJob maps seed 002's parameters to the Go SDK's fields; the seed
+// trainingJob maps the paddle.job SDK's parameters to the Go SDK's fields; the seed
 // example's spellings cpu_num and use_gpu (one GPU) map as in the Python SDK.
 func (p vectorParams) trainingJob() TrainingJob {
 	deref := func(v *int) int {

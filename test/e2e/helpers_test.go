@@ -38,7 +38,7 @@ func loadJob(t testing.TB, path string) *paddlev1.PaddleJob {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Seed 004's example 4 holds a PodGroup beside the job: keep the job's document.
+	// paddle-operator's example 4 holds a PodGroup beside the job: keep the job's document.
 	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
 		if regexp.MustCompile(`(?m)^kind:\s*PaddleJob\s*$`).MatchString(doc) {
 			data = []byte(doc)

@@ -124,16 +124,16 @@ func runReadingLogs(t *testing.T, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob,
 	return runInNamespace(t, job)
 }
 
-// Every example of seed 004, as the seed writes it, completes on the local
+// Every example of paddle-operator's documentation (seed 004), as written, completes on the local
 // cluster with real Paddle. What a local-cluster user does differently:
 // example 2's and 3's GPUs are the node's emulated ones and example 3's
 // nodeSelector matches the node's label (the suite starts the cluster with
 // --gpus 4 --node-labels accelerator=nvidia-tesla-p100); example 5's
-// PersistentVolume is a hostPath holding the code where the seed's is an NFS
+// PersistentVolume is a hostPath holding the code where the example's is an NFS
 // export. Example 4 needs Volcano: see the scheduling tests. Like every PS
 // job of the suite, the PS examples get the restart policy and progress
 // deadline a production user adds (recoverable).
-func TestSeed004ExamplesRunAsWritten(t *testing.T) {
+func TestPaddleOperatorExamplesRunAsWritten(t *testing.T) {
 	t.Run("1 wide and deep, PS with Gloo", func(t *testing.T) {
 		job := loadJob(t, "config/samples/seed004/example-1-wide-and-deep.yaml")
 		done, logs := runReadingLogs(t, job)
@@ -184,9 +184,9 @@ func TestSeed004ExamplesRunAsWritten(t *testing.T) {
 	})
 }
 
-// applyLocalPV creates seed 004's PersistentVolume and claim in ns, the
-// volume a hostPath at dir instead of the seed's NFS export, the claim as
-// the seed writes it.
+// applyLocalPV creates the examples' PersistentVolume and claim in ns, the
+// volume a hostPath at dir instead of the examples' NFS export, the claim as
+// the examples write it.
 func applyLocalPV(t *testing.T, ns, dir string) {
 	t.Helper()
 	docs := strings.Split(mustRead(t, "config/samples/seed004/pv-pvc.yaml"), "\n---")
@@ -335,7 +335,7 @@ func launchEveryPod(t *testing.T, job *paddlev1.PaddleJob) string {
 	return dir
 }
 
-// The collective example in the intranets seed 004 does not show (example 2
+// The collective example in the intranets paddle-operator's examples do not show (example 2
 // is PodIP): DNS names, and two workers sharing the node's address.
 func TestCollectiveIntranets(t *testing.T) {
 	for _, intranet := range []paddlev1.Intranet{paddlev1.IntranetService, paddlev1.IntranetHost} {

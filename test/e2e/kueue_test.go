@@ -70,7 +70,7 @@ value: 1000
 
 const podCPU = "250m"
 
-// queuedJob is seed 004's example 1 (2 pservers, 2 trainers) sent to the
+// queuedJob is paddle-operator's example 1 (2 pservers, 2 trainers) sent to the
 // LocalQueue paddle with the priority class given, each pod asking podCPU;
 // passes sets how long it trains.
 func queuedJob(t *testing.T, ns, name, priority string, passes int) *paddlev1.PaddleJob {

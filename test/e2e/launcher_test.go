@@ -24,7 +24,7 @@ import (
 )
 
 // installLauncherRBAC installs the launcher's Role in a namespace and binds
-// it to the namespace's default service account too: the seeds' Jobs name
+// it to the namespace's default service account too: the tutorials' Jobs name
 // no service account.
 func installLauncherRBAC(t *testing.T, ns string) {
 	t.Helper()
@@ -55,9 +55,9 @@ func installLauncherRBAC(t *testing.T, ns string) {
 	}
 }
 
-// loadSeedJob reads a seed's batch/v1 Job, with [YOUR_REPO] replaced and
+// loadBatchJob reads a tutorial's batch/v1 Job (config/samples), with [YOUR_REPO] replaced and
 // its hostPath volumes pointed at hostDir.
-func loadSeedJob(t *testing.T, path, ns, hostDir string) *batchv1.Job {
+func loadBatchJob(t *testing.T, path, ns, hostDir string) *batchv1.Job {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), path))
 	if err != nil {
@@ -127,14 +127,14 @@ func dumpJobPods(t *testing.T, job *batchv1.Job) {
 	}
 }
 
-// Seed 001's three-node Job, as the tutorial writes it (its image
+// The distributed-training tutorial's three-node Job (the three-node tutorial), as it writes it (its image
 // [YOUR_REPO]/paddle:mypaddle with paddlejob as the repository, whose
 // /root/start.sh is `paddlejob launch`), trains real Paddle: the launcher
 // finds the other pods, numbers them by pod IP, and runs the wide & deep
 // program as each pod's parameter server and trainer on the pod's share of
 // the data `paddlejob data split` wrote to the shared volume.
-func TestSeed001JobWithTheLauncher(t *testing.T) {
-	const ns, name = "default", "paddle-cluster-job" // the seed's JOB_NAMESPACE is default
+func TestThreeNodeBatchJobWithTheLauncher(t *testing.T) {
+	const ns, name = "default", "paddle-cluster-job" // the tutorial's JOB_NAMESPACE is default
 	installLauncherRBAC(t, ns)
 	mfs := t.TempDir()
 	train := filepath.Join(t.TempDir(), "train.txt")
@@ -150,7 +150,7 @@ func TestSeed001JobWithTheLauncher(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	job := runJob(t, loadSeedJob(t, "config/samples/seed001/job.yaml", ns, mfs), jobTimeout)
+	job := runJob(t, loadBatchJob(t, "config/samples/seed001/job.yaml", ns, mfs), jobTimeout)
 	if job.Status.Succeeded != 3 {
 		dumpJobPods(t, job)
 		t.Fatalf("%d of 3 pods succeeded", job.Status.Succeeded)
@@ -199,12 +199,12 @@ func paddlePython(t *testing.T) string {
 	return rt.Python
 }
 
-// Seed 000's single-node Job: Paddle trains alone and writes its passes to
+// The single-node tutorial's Job (a single-node Job): Paddle trains alone and writes its passes to
 // the output volume.
-func TestSeed000SingleNodeJob(t *testing.T) {
+func TestSingleNodeBatchJob(t *testing.T) {
 	ns := newNamespace(t)
 	out := t.TempDir()
-	job := runJob(t, loadSeedJob(t, "config/samples/seed000/job.yaml", ns, out), jobTimeout)
+	job := runJob(t, loadBatchJob(t, "config/samples/seed000/job.yaml", ns, out), jobTimeout)
 	if job.Status.Succeeded != 1 {
 		dumpJobPods(t, job)
 		t.Fatalf("the quickstart Job did not succeed")
@@ -269,10 +269,10 @@ func TestLauncherTimesOutNamingTheMissingPeer(t *testing.T) {
 	}
 }
 
-// paddlejob submit with seed 002's example parameters runs on the local
+// paddlejob submit with the paddle.job SDK's word2vec example parameters runs on the local
 // cluster (without its CephFS volume, which no local node mounts): real
 // Paddle with 3 parameter servers and 3 trainers.
-func TestSubmitSeed002Example(t *testing.T) {
+func TestSubmitWord2vecExample(t *testing.T) {
 	ns := newNamespace(t)
 	cmd := exec.Command(filepath.Join(binDir, "paddlejob"), "submit", "--kubeconfig", cluster.Kubeconfig(), "-n", ns,
 		"--name", "paddle-job", "--image", "yancey1989/paddle-job", "--entry-point", "python train.py",
@@ -371,7 +371,7 @@ func TestKubectlSeesWebhookRejectionsAndWarnings(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	// Seed 004's example 5 spells cleanPodPolicy the old way: accepted, with a warning.
+	// paddle-operator's example 5 spells cleanPodPolicy the old way: accepted, with a warning.
 	out, err := run("create", "-f", filepath.Join(testenv.RepoRoot(), "config/samples/seed004/example-5-data-demo.yaml"))
 	if err != nil || !strings.Contains(out, "Warning: spec.cleanPolicy is deprecated") {
 		t.Errorf("kubectl create of example 5: %v\n%s", err, out)

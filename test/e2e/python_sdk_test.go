@@ -15,7 +15,7 @@ import (
 // against this suite's cluster: hack/test-python.sh builds the wheel,
 // installs it into a fresh venv and runs pytest, whose client uses the
 // current context of $KUBECONFIG, as kubectl would: this suite's cluster.
-// They submit seed 002's word2vec job (real Paddle, 2 pservers, 3 trainers
+// They submit the paddle.job SDK's word2vec job (real Paddle, 2 pservers, 3 trainers
 // reading their shards with the SDK's dist_reader) and scale another job.
 // pytest's output streams to stderr as it runs.
 func TestPythonSDK(t *testing.T) {

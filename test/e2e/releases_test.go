@@ -26,7 +26,7 @@ import (
 // The matrix of Paddle releases (docs/local-node.md#paddle-releases): the
 // local node runs each image on the release it asks for. The whole suite
 // runs each example on its image's own release (its Dockerfile's FROM); the
-// tests here run the core set — seed 004's example 1 (parameter server) and
+// tests here run the core set — paddle-operator's example 1 (parameter server) and
 // example 2 (collective) — on the other pinned releases, by the images' tags
 // naming a release (demo-resnet:2.6.2), and assert what Paddle reports and
 // which release the processes imported.
@@ -78,27 +78,27 @@ func TestCoreSetOnEachRelease(t *testing.T) {
 	psDefault, collectiveDefault := exampleRelease(t, "demo-wide-and-deep"), exampleRelease(t, "demo-resnet")
 	for _, rel := range paddleruntime.Releases() {
 		if rel.ParameterServer && rel.Version != psDefault {
-			t.Run(rel.Version+"/seed 004 example 1, parameter server", func(t *testing.T) {
+			t.Run(rel.Version+"/example 1, parameter server", func(t *testing.T) {
 				job := loadJob(t, "config/samples/seed004/example-1-wide-and-deep.yaml")
 				withImageTag(job, rel.Version)
 				done, logs := runReadingLogs(t, job)
 				checkPSJob(t, done, logs)
 				checkImported(t, rel.Version, logs)
 			})
-			// Seed 001's plain Job with the launcher is not run here: on 2.6.2 it
+			// The three-node batch Job with the launcher is not run here: on 2.6.2 it
 			// met Paddle's GEO start-up hang in 2 of 5 runs, and a batch/v1 Job
 			// has no progress deadline to recover it (docs/paddle-known-issues.md).
-			// TestSeed001JobWithTheLauncher runs it on its image's release.
+			// TestThreeNodeBatchJobWithTheLauncher runs it on its image's release.
 		}
 		if !rel.ParameterServer {
-			t.Run(rel.Version+"/seed 004 example 1 fails at once", func(t *testing.T) {
+			t.Run(rel.Version+"/example 1 fails at once", func(t *testing.T) {
 				job := loadJob(t, "config/samples/seed004/example-1-wide-and-deep.yaml")
 				withImageTag(job, rel.Version)
 				checkRefusedForParameterServer(t, job, rel.Version)
 			})
 		}
 		if rel.Version != collectiveDefault {
-			t.Run(rel.Version+"/seed 004 example 2, collective", func(t *testing.T) {
+			t.Run(rel.Version+"/example 2, collective", func(t *testing.T) {
 				job := loadJob(t, "config/samples/seed004/example-2-resnet.yaml")
 				withImageTag(job, rel.Version)
 				done, logs := runReadingLogs(t, job)
@@ -155,7 +155,7 @@ func checkRefusedForParameterServer(t *testing.T, job *paddlev1.PaddleJob, relea
 }
 
 // An unmodified static-graph parameter-server program — Paddle 2.x's
-// tutorial pattern, setting no flag — trains as seed 004's example 5 writes
+// tutorial pattern, setting no flag — trains as paddle-operator's example 5 writes
 // the job: on its image as written (paddle-ubuntu:2.0.0-18.04), which runs on
 // 2.6.2, the nearest pinned 2.x release, where static graphs are not PIR
 // programs; and on a Paddle 3.0 image, where it trains because the operator
@@ -164,7 +164,7 @@ func TestUnmodifiedStaticPSProgram(t *testing.T) {
 	for _, tc := range []struct {
 		name, image, release string
 	}{
-		{"the seed's 2.x image", "", "2.6.2"},
+		{"paddle-operator's 2.0.0 image", "", "2.6.2"},
 		{"a Paddle 3.0 image", "registry.baidubce.com/paddle-operator/demo-wide-and-deep:v1", exampleRelease(t, "demo-wide-and-deep")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -243,7 +243,7 @@ print("paddle=%s ps=%s" % (paddle.__version__, hasattr(native, "DistFleetWrapper
 	images := map[string]string{
 		"registry.baidubce.com/paddle-operator/demo-wide-and-deep:v1":     exampleRelease(t, "demo-wide-and-deep"),
 		"registry.baidubce.com/paddle-operator/demo-resnet:v1":            exampleRelease(t, "demo-resnet"),
-		"registry.baidubce.com/paddle-operator/paddle-ubuntu:2.0.0-18.04": "2.6.2", // seed 004, example 5
+		"registry.baidubce.com/paddle-operator/paddle-ubuntu:2.0.0-18.04": "2.6.2", // paddle-operator's example 5
 		"paddlepaddle/paddle:2.6.1":                                       "2.6.2",
 		"paddlepaddle/paddle:3.3.1":                                       "3.3.1",
 		"paddlepaddle/paddle:latest":                                      paddleruntime.DefaultRelease,

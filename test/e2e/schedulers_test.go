@@ -114,10 +114,10 @@ func dynamicClient(t testing.TB, st *localcluster.State) *dynamic.DynamicClient 
 	return dyn
 }
 
-// Seed 004's example 4 as written — its PaddleJob, whose workers name
+// paddle-operator's example 4 (seed 004) as written — its PaddleJob, whose workers name
 // Volcano, and its PodGroup of minMember 4 — completes with real Paddle,
 // every pod placed by the real Volcano scheduler.
-func TestVolcanoSeed004Example4(t *testing.T) {
+func TestVolcanoWideAndDeepExample(t *testing.T) {
 	st := withAddons(t, localcluster.AddonVolcano)
 	const path = "config/samples/seed004/example-4-wide-and-deep-volcano.yaml"
 	// The file's two documents, the PaddleJob then its PodGroup, sent in

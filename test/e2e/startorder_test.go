@@ -17,7 +17,7 @@ import (
 // their own, on Paddle 3.0, whose wait_server_ready returns at once — trains
 // ten times in a row without a restart: the operator starts the trainers
 // only once every parameter server accepts connections (its readiness
-// probe). Seed 004's example 5 as written, with Gloo off as it is there.
+// probe). paddle-operator's example 5 as written, with Gloo off as it is there.
 func TestTrainersStartAfterTheServersListen(t *testing.T) {
 	code := wideAndDeepWithoutServerWait(t)
 	for run := 1; run <= 10; run++ {

@@ -49,11 +49,11 @@ func run(m *testing.M) int {
 		Home:       filepath.Join(tmp, "home"),
 		Executable: filepath.Join(binDir, "paddlejob"),
 		BinaryDirs: []string{os.Getenv("KUBEBUILDER_ASSETS")},
-		// Seed 004's examples 2 and 3 ask for GPUs and select nodes by
+		// paddle-operator's examples 2 and 3 ask for GPUs and select nodes by
 		// accelerator, as a user of the local cluster would start it for them.
 		GPUs:       4,
 		NodeLabels: map[string]string{"accelerator": "nvidia-tesla-p100"},
-		// The suite sizes jobs as for a real cluster (seed 002's asks 5
+		// The suite sizes jobs as for a real cluster (the word2vec example asks 5
 		// CPUs, the gang tests hundreds) on a 2-core machine: the node
 		// advertises more than the host has, as up --capacity lets a user.
 		Capacity: "cpu=256,memory=1Ti",

@@ -98,7 +98,7 @@ func TestWorkerFailureFailsTheJobNamingPodContainerAndExitCode(t *testing.T) {
 func TestCleanPodPolicyOnCompletionRemovesEveryPod(t *testing.T) {
 	startOperator(t)
 	ns := newNamespace(t)
-	// Seed 004's example 5 spells it cleanPolicy: the deprecated alias works.
+	// paddle-operator's example 5 spells it cleanPolicy: the deprecated alias works.
 	job := testutil.MakePaddleJob("demo", ns).PS(1).Workers(2).Obj()
 	job.Spec.CleanPolicy = paddlev1.CleanPodPolicyOnCompletion
 	createJob(t, job)

@@ -217,7 +217,7 @@ func TestRefusesPodTemplatesTheAPIServerRefuses(t *testing.T) {
 func TestWarnsAboutDeprecatedFieldsAndDefaults(t *testing.T) {
 	ns := newNamespace(t)
 	job := testutil.MakePaddleJob("demo", ns).PS(1).Workers(2).Obj()
-	job.Spec.CleanPolicy = paddlev1.CleanPodPolicyOnCompletion // seed 004 example 5's spelling
+	job.Spec.CleanPolicy = paddlev1.CleanPodPolicyOnCompletion // paddle-operator's example 5 spells it so
 	warnings.take()
 	if err := k8s.Create(context.Background(), job); err != nil {
 		t.Fatal(err)

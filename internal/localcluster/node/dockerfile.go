@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/paddlejob/paddlejob/internal/truncate"
 )
 
 // A local image can be built from a Docker build context: the node reads its
@@ -699,12 +701,9 @@ func isArchive(file string) bool {
 	return len(head) >= 262 && string(head[257:262]) == "ustar"
 }
 
+// shorten puts s on one line, cut to n bytes.
 func shorten(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
+	return truncate.String(strings.Join(strings.Fields(s), " "), n)
 }
 
 // unsupportedFileMessage says why a file cannot be in a local image.

@@ -127,7 +127,7 @@ func TestBuildContext(t *testing.T) {
 		dockerfile string
 		want       func(ctx string) result
 	}{
-		{"seed002 context", `# Written by paddlejob image context.
+		{"a paddlejob image context", `# Written by paddlejob image context.
 FROM paddlepaddle/paddle
 COPY package/ /example/
 WORKDIR /example

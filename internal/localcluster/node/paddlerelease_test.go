@@ -125,8 +125,8 @@ func TestImagesRunOnTheReleaseTheyAskFor(t *testing.T) {
 	entries := map[string]ImageEntry{
 		"paddlepaddle/paddle": paddle,
 		"registry.baidubce.com/paddle-operator/paddle-ubuntu": paddle,
-		// Seed 004's original Dockerfile: Ubuntu, Paddle from pip.
-		"seed/wide-and-deep": {Context: writeContext(t, "FROM ubuntu:18.04\nRUN apt update && apt install -y python3-pip\n"+
+		// paddle-operator's example 1 Dockerfile: Ubuntu, Paddle from pip.
+		"example/wide-and-deep": {Context: writeContext(t, "FROM ubuntu:18.04\nRUN apt update && apt install -y python3-pip\n"+
 			"RUN python3 -m pip install paddlepaddle==2.0.0 -i https://mirror.baidu.com/pypi/simple\nENTRYPOINT [\"python3\", \"train.py\"]\n")},
 		// An example image: its tag may move it to another release.
 		"example/resnet": {Context: writeContext(t, "FROM paddlepaddle/paddle:3.0.0\nENV PATH=/opt/tools:$PATH\n"), PaddleRelease: paddleReleaseByTag},
@@ -148,7 +148,7 @@ func TestImagesRunOnTheReleaseTheyAskFor(t *testing.T) {
 		{image: "paddlepaddle/paddle", version: "3.0.0", path: "/cache/paddle-3.0.0/bin:/usr/bin", hostPaths: []string{"/cache/paddle-3.0.0"}},
 		{image: "paddlepaddle/paddle:3.1.1", version: "3.3.1", asked: "3.1.1", path: "/cache/paddle-3.3.1/bin:/usr/bin", hostPaths: []string{"/cache/paddle-3.3.1"}},
 		{image: "registry.baidubce.com/paddle-operator/paddle-ubuntu:2.0.0-18.04", version: "2.6.2", asked: "2.0.0", path: "/cache/paddle-2.6.2/bin:/usr/bin", hostPaths: []string{"/cache/paddle-2.6.2"}},
-		{image: "seed/wide-and-deep:v1", version: "2.6.2", asked: "2.0.0", path: "/cache/paddle-2.6.2/bin:/usr/bin", hostPaths: []string{"/cache/paddle-2.6.2"}},
+		{image: "example/wide-and-deep:v1", version: "2.6.2", asked: "2.0.0", path: "/cache/paddle-2.6.2/bin:/usr/bin", hostPaths: []string{"/cache/paddle-2.6.2"}},
 		{image: "example/resnet:v1", version: "3.0.0", asked: "3.0.0", path: "/opt/tools:/cache/paddle-3.0.0/bin:/usr/bin", hostPaths: []string{"/cache/paddle-3.0.0"}},
 		{image: "example/resnet:3.3.1", version: "3.3.1", asked: "3.3.1", path: "/opt/tools:/cache/paddle-3.3.1/bin:/usr/bin", hostPaths: []string{"/cache/paddle-3.3.1"}},
 		{image: "custom/repin", version: "3.3.1", asked: "3.3.1", path: "/cache/paddle-3.3.1/bin:/usr/bin", hostPaths: []string{"/cache/paddle-3.3.1"}},

@@ -225,7 +225,7 @@ func (r *PaddleJobReconciler) ensurePodGroup(ctx context.Context, job *paddlev1.
 	case err != nil:
 		return false, "", err
 	case !metav1.IsControlledBy(pg, job):
-		// A PodGroup the user made for the job (seed 004's Volcano example
+		// A PodGroup the user made for the job (paddle-operator's Volcano example
 		// ships one beside its PaddleJob): use it as it is.
 	default:
 		want := desiredPodGroupSpec(job, gang)

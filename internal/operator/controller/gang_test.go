@@ -37,7 +37,7 @@ func TestGangSchedulerFor(t *testing.T) {
 		want string
 	}{
 		{"no gang scheduling asked for", testutil.MakePaddleJob("j", "ns").Workers(2).Obj(), opts, ""},
-		{"a template names volcano (seed 004 example 4)", volcanoTemplate, opts, GangVolcano},
+		{"a template names volcano (paddle-operator's example 4)", volcanoTemplate, opts, GangVolcano},
 		{"a template names scheduler-plugins", pluginsTemplate, opts, GangSchedulerPlugins},
 		{"schedulingPolicy with the default gang scheduler", withPolicy, opts, GangVolcano},
 		{"schedulingPolicy, operator defaults to scheduler-plugins", withPolicy, pluginsDefault, GangSchedulerPlugins},

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -241,14 +239,8 @@ func keepDesiredPorts(job *paddlev1.PaddleJob, ranges []paddlev1.HostPortRange) 
 
 // desiredPodName reports whether the spec wants a pod of that name.
 func desiredPodName(job *paddlev1.PaddleJob, name string) bool {
-	for _, rt := range paddlev1.ReplicaTypes {
-		prefix := job.Name + "-" + string(rt) + "-"
-		if rest, ok := strings.CutPrefix(name, prefix); ok {
-			i, err := strconv.Atoi(rest)
-			return err == nil && i >= 0 && i < job.Spec.ReplicaCount(rt) && paddlev1.PodName(job.Name, rt, i) == name
-		}
-	}
-	return false
+	rt, i, err := paddlev1.ParsePodName(job.Name, name)
+	return err == nil && i < job.Spec.ReplicaCount(rt)
 }
 
 // observedTopology is the job's topology from its live pods: the address and

@@ -168,7 +168,7 @@ func TestIntranetPass(t *testing.T) {
 				return []*corev1.Pod{withPorts(j, 0).Pending("10.0.0.1").Obj(), withPorts(j, 1).Pending("").Obj()}
 			},
 			want: passWant{phase: paddlev1.PaddleJobStarting,
-				conditions: map[string]wantCondition{paddlev1.JobRunning: {metav1.ConditionFalse, ReasonWaitingForAddresses}}},
+				conditions: map[string]wantCondition{paddlev1.JobRunning: {metav1.ConditionFalse, ReasonWaitingForPodIPs}}},
 			check: func(t *testing.T, got passResult) {
 				if cm := endpoints(t, got); cm != nil {
 					t.Errorf("endpoints published before every pod has an IP: %v", cm.Data)

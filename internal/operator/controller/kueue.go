@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/truncate"
 )
 
 // Kueue: a job labelled kueue.x-k8s.io/queue-name waits for Kueue, which
@@ -192,7 +193,7 @@ func (r *PaddleJobReconciler) stepKueue(ctx context.Context, job *paddlev1.Paddl
 		}
 		return false, r.patchWorkloadStatus(ctx, raw, wl, func(st *workloadStatus) {
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: workloadFinished, Status: metav1.ConditionTrue,
-				Reason: reason, Message: truncate(msg, 32*1024), ObservedGeneration: wl.Metadata.Generation, LastTransitionTime: metav1.NewTime(now)})
+				Reason: reason, Message: truncate.String(msg, 32*1024), ObservedGeneration: wl.Metadata.Generation, LastTransitionTime: metav1.NewTime(now)})
 		})
 	case kueueDropFinalizer:
 		patched := raw.DeepCopy()

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -237,17 +237,11 @@ done`, job, endpointsMountPath, podVersionFile, versionKey, waitsFor)
 	}
 }
 
-// podIndex returns the role and index of a pod the operator created.
-func podIndex(pod *corev1.Pod) (paddlev1.ReplicaType, int, bool) {
-	rt := paddlev1.ReplicaType(pod.Labels[paddlev1.LabelReplicaType])
-	if _, known := trainingRoles[rt]; !known {
-		return "", 0, false
-	}
-	i, err := strconv.Atoi(pod.Labels[paddlev1.LabelReplicaIndex])
-	if err != nil || i < 0 || pod.Name != paddlev1.PodName(pod.Labels[paddlev1.LabelJobName], rt, i) {
-		return "", 0, false
-	}
-	return rt, i, true
+// podIndex returns the role and index of a pod the operator created
+// (paddlev1.PodReplica); ok is false for any other pod.
+func podIndex(pod *corev1.Pod) (rt paddlev1.ReplicaType, index int, ok bool) {
+	rt, index, err := paddlev1.PodReplica(pod)
+	return rt, index, err == nil
 }
 
 // jobPods lists the pods the job controls, from the cache.
@@ -281,24 +275,11 @@ func splitPods(job *paddlev1.PaddleJob, pods []*corev1.Pod) (active, excess []*c
 	return active, excess
 }
 
-// sortPods orders pods by role (ps, worker, heter) then index: every list the
-// operator derives from pods is deterministic.
+// sortPods orders pods by role (ps, worker, heter) then index
+// (paddlev1.ComparePods): every list the operator derives from pods is
+// deterministic.
 func sortPods(pods []*corev1.Pod) []*corev1.Pod {
-	rank := map[paddlev1.ReplicaType]int{}
-	for i, rt := range paddlev1.ReplicaTypes {
-		rank[rt] = i
-	}
-	sort.SliceStable(pods, func(a, b int) bool {
-		ra, ia, _ := podIndex(pods[a])
-		rb, ib, _ := podIndex(pods[b])
-		if ra != rb {
-			return rank[ra] < rank[rb]
-		}
-		if ia != ib {
-			return ia < ib
-		}
-		return pods[a].Name < pods[b].Name
-	})
+	slices.SortStableFunc(pods, paddlev1.ComparePods)
 	return pods
 }
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/truncate"
 )
 
 // Restarts: each role's restartPolicy decides which failed pods restart and
@@ -225,7 +226,7 @@ func describeFailure(p *corev1.Pod) string {
 			msg += " (" + strings.Join(notes, ", ") + ")"
 		}
 		if m := strings.TrimSpace(t.Message); m != "" {
-			msg += ": " + truncate(m, 256)
+			msg += ": " + truncate.String(m, 256)
 		}
 		if p.Status.Reason != "" {
 			msg += "; pod " + p.Status.Reason
@@ -237,7 +238,7 @@ func describeFailure(p *corev1.Pod) string {
 		msg += ": " + p.Status.Reason
 	}
 	if p.Status.Message != "" {
-		msg += ": " + truncate(p.Status.Message, 256)
+		msg += ": " + truncate.String(p.Status.Message, 256)
 	}
 	return msg
 }

@@ -97,7 +97,7 @@ func CacheOptions(podGroupKinds map[string]bool, kueue bool) cache.Options {
 		&corev1.Service{}:   owned,
 		&corev1.ConfigMap{}: owned,
 	}
-	// Every PodGroup is cached: the user may ship the job's own (seed 004's
+	// Every PodGroup is cached: the user may ship the job's own (paddle-operator's
 	// Volcano example does), without the operator's label.
 	for gang := range podGroupKinds {
 		byObject[podGroupObject(PodGroupGVKs[gang])] = cache.ByObject{}

@@ -97,7 +97,7 @@ func probeServer(spec *corev1.PodSpec, port int32) {
 }
 
 // paddleContainer is the container that runs Paddle: the one named as the
-// examples and seed 004 name it, else the first.
+// project's and paddle-operator's examples name it, else the first.
 func paddleContainer(spec *corev1.PodSpec) *corev1.Container {
 	for i := range spec.Containers {
 		if spec.Containers[i].Name == "paddle" {

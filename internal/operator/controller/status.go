@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -16,25 +15,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/truncate"
 )
 
 // Condition reasons.
 const (
-	ReasonPodsCreated         = "PodsCreated"
-	ReasonCreatingPods        = "CreatingPods"
-	ReasonAllPodsRunning      = "AllPodsRunning"
-	ReasonWaitingForPods      = "WaitingForPods"
-	ReasonWaitingForAddresses = "WaitingForPodIPs"
-	ReasonWaitingForServers   = "WaitingForServers"
-	ReasonWaitingForPodGroup  = "WaitingForPodGroup"
-	ReasonPodGroupAdmitted    = "PodGroupAdmitted"
-	ReasonRestartBackoff      = "RestartBackoff"
-	ReasonPodFailed           = "PodFailed"
-	ReasonInvalidSpec         = "InvalidSpec"
-	ReasonWorkersSucceeded    = "AllWorkersSucceeded"
-	ReasonJobFinished         = "JobFinished"
-	ReasonSuspended           = "Suspended"
-	ReasonResumed             = "Resumed"
+	ReasonPodsCreated        = "PodsCreated"
+	ReasonCreatingPods       = "CreatingPods"
+	ReasonAllPodsRunning     = "AllPodsRunning"
+	ReasonWaitingForPods     = "WaitingForPods"
+	ReasonWaitingForPodIPs   = "WaitingForPodIPs"
+	ReasonWaitingForServers  = "WaitingForServers"
+	ReasonWaitingForPodGroup = "WaitingForPodGroup"
+	ReasonPodGroupAdmitted   = "PodGroupAdmitted"
+	ReasonRestartBackoff     = "RestartBackoff"
+	ReasonPodFailed          = "PodFailed"
+	ReasonInvalidSpec        = "InvalidSpec"
+	ReasonWorkersSucceeded   = "AllWorkersSucceeded"
+	ReasonJobFinished        = "JobFinished"
+	ReasonSuspended          = "Suspended"
+	ReasonResumed            = "Resumed"
 )
 
 // maxListed caps the pod names a condition message lists.
@@ -154,7 +154,7 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 			fmt.Sprintf("recreating failed pods after a %s backoff (restart %d of at most %d)",
 				obs.backoff.Round(time.Second), st.RestartCount, job.Spec.BackoffLimitOrDefault()))
 	case len(obs.missingHosts) > 0:
-		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForAddresses,
+		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForPodIPs,
 			"training starts once every pod has an IP; waiting for "+listNames(obs.missingHosts))
 	case len(obs.waitingForServers) > 0:
 		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForServers,
@@ -183,7 +183,7 @@ func finish(st paddlev1.PaddleJobStatus, phase paddlev1.PaddleJobPhase, now meta
 
 func setCondition(st *paddlev1.PaddleJobStatus, now metav1.Time, t string, s metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: t, Status: s, Reason: reason, Message: truncate(msg, maxConditionMessage), ObservedGeneration: st.ObservedGeneration, LastTransitionTime: now,
+		Type: t, Status: s, Reason: reason, Message: truncate.String(msg, maxConditionMessage), ObservedGeneration: st.ObservedGeneration, LastTransitionTime: now,
 	})
 }
 
@@ -241,25 +241,10 @@ const (
 	maxConditionMessage = 32768
 )
 
-// truncate cuts s to at most n bytes (on a UTF-8 boundary), saying how many
-// bytes it cut. It is the one cut of every text that has a limit: event
-// notes (eventf), condition messages (setCondition), pod messages.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	// The suffix's digits never exceed those of len(s).
-	keep := max(n-len(fmt.Sprintf(" ... (%d more bytes cut)", len(s))), 0)
-	for keep > 0 && !utf8.RuneStart(s[keep]) {
-		keep--
-	}
-	return s[:keep] + fmt.Sprintf(" ... (%d more bytes cut)", len(s)-keep)
-}
-
 // eventf records an event on obj with its note cut to what the API server
 // stores.
 func (r *PaddleJobReconciler) eventf(obj runtime.Object, eventtype, reason, action, note string, args ...any) {
-	r.Recorder.Eventf(obj, nil, eventtype, reason, action, "%s", truncate(fmt.Sprintf(note, args...), maxEventNote))
+	r.Recorder.Eventf(obj, nil, eventtype, reason, action, "%s", truncate.String(fmt.Sprintf(note, args...), maxEventNote))
 }
 
 // statusChanged reports whether a status write is needed.

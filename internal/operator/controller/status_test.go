@@ -83,7 +83,7 @@ func TestNextStatus(t *testing.T) {
 		wantPhase: paddlev1.PaddleJobStarting, wantMode: paddlev1.PaddleJobModePS,
 		wantConds: map[string]cond{
 			paddlev1.JobCreated: {metav1.ConditionTrue, ReasonPodsCreated, "all 4 pods exist"},
-			paddlev1.JobRunning: {metav1.ConditionFalse, ReasonWaitingForAddresses, "waiting for wd-ps-1"},
+			paddlev1.JobRunning: {metav1.ConditionFalse, ReasonWaitingForPodIPs, "waiting for wd-ps-1"},
 		},
 		wantWorker: &paddlev1.ReplicaStatus{Starting: 2, Ready: "0/2"},
 	}, {

@@ -2,10 +2,8 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,31 +15,6 @@ import (
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
-
-func TestTruncate(t *testing.T) {
-	for _, tc := range []struct {
-		s string
-		n int
-	}{{"short", 10}, {strings.Repeat("x", 5000), 1024}, {strings.Repeat("é", 40000), 32768}, {strings.Repeat("x", 100), 5}} {
-		got := truncate(tc.s, tc.n)
-		if len(tc.s) <= tc.n {
-			if got != tc.s {
-				t.Errorf("truncate changed %q, which fits", tc.s)
-			}
-			continue
-		}
-		if len(got) > tc.n && tc.n >= 30 {
-			t.Errorf("truncate to %d gave %d bytes", tc.n, len(got))
-		}
-		if !utf8.ValidString(got) {
-			t.Errorf("truncate cut a character in two: %q", got[len(got)-40:])
-		}
-		kept := strings.Index(got, " ... (")
-		if want := fmt.Sprintf(" ... (%d more bytes cut)", len(tc.s)-kept); !strings.HasSuffix(got, want) {
-			t.Errorf("truncate to %d ends %q, want %q", tc.n, got[max(len(got)-40, 0):], want)
-		}
-	}
-}
 
 // A create error longer than an event note and a condition message still
 // reaches both, cut: the event is not refused and lost, the status write

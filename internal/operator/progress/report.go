@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/truncate"
 )
 
 // maxCount bounds epoch, step and the remaining seconds a report may give.
@@ -142,7 +143,7 @@ func (r Report) Validate() error {
 	for _, m := range r.Metrics {
 		switch {
 		case !metricName.MatchString(m.Name):
-			errs = append(errs, fmt.Errorf("metrics: name %q: want a letter or '_', then letters, digits, '_', '.', '-' or '/', at most 64 characters", truncate(m.Name, 80)))
+			errs = append(errs, fmt.Errorf("metrics: name %q: want a letter or '_', then letters, digits, '_', '.', '-' or '/', at most 64 characters", truncate.String(m.Name, 80)))
 		case seen[m.Name]:
 			errs = append(errs, fmt.Errorf("metrics.%s: named twice", m.Name))
 		case math.IsNaN(m.Value) || math.IsInf(m.Value, 0):
@@ -177,11 +178,4 @@ func (r Report) toStatus(pod string, when time.Time, eta time.Duration) *paddlev
 		p.Metrics = append(p.Metrics, paddlev1.ProgressMetric{Name: m.Name, Value: FormatValue(m.Value)})
 	}
 	return p
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

@@ -7,7 +7,7 @@ type Mode string
 
 const (
 	// RoundRobin gives line g (0-based, counted across all inputs in order)
-	// to part g mod N. Seed 002's dist_reader deals the same way but counts
+	// to part g mod N. The paddle.job SDK's dist_reader deals the same way but counts
 	// from 1, so its trainer t reads what this puts in part (t-1) mod N.
 	RoundRobin Mode = "round-robin"
 	// Contiguous gives every part one run of consecutive lines; the first

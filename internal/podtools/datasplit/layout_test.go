@@ -27,14 +27,14 @@ func read(t *testing.T, path string) string {
 	return string(b)
 }
 
-func TestRunWritesSeed001Layout(t *testing.T) {
+func TestRunWritesPerTrainerLayout(t *testing.T) {
 	in, out := t.TempDir(), t.TempDir()
 	write(t, filepath.Join(in, "train.txt"), "r0\nr1\nr2\nr3\nr4\n")
 	sources, err := FileSources([]string{filepath.Join(in, "train.txt")}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Other things in the job directory (seed 001's quick_start, output) stay.
+	// Other things in the job directory (the tutorial's quick_start, output) stay.
 	write(t, filepath.Join(out, "paddle-cluster-job", "quick_start", "trainer_config.py"), "cfg\n")
 
 	parts, err := Run(Options{Sources: sources, OutDir: out, Job: "paddle-cluster-job", Parts: 3, Mode: Contiguous})
@@ -104,7 +104,7 @@ func TestRunRefusesToOverwriteUnlessForced(t *testing.T) {
 	}
 }
 
-// Without --job the parts go straight into --out, as seed 001's data Job
+// Without --job the parts go straight into --out, as the three-node tutorial's data Job
 // (OUT_DIR=/home/work/mfs/paddle-cluster-job) wants.
 func TestRunWithoutJob(t *testing.T) {
 	in, out := t.TempDir(), t.TempDir()

@@ -37,8 +37,8 @@ func TestDockerfileGolden(t *testing.T) {
 		dest       string
 		entrypoint string
 	}{
-		// Seed 002's example: ./tools/build_docker.sh ./example/ /example paddlepaddle/paddle yancey1989/paddle-job
-		{golden: "seed002.Dockerfile", base: "paddlepaddle/paddle", image: "yancey1989/paddle-job", dest: "/example/", entrypoint: "python train.py"},
+		// The paddle.job SDK's word2vec example: ./tools/build_docker.sh ./example/ /example paddlepaddle/paddle yancey1989/paddle-job
+		{golden: "word2vec.Dockerfile", base: "paddlepaddle/paddle", image: "yancey1989/paddle-job", dest: "/example/", entrypoint: "python train.py"},
 		{golden: "no-entrypoint.Dockerfile", base: "paddlepaddle/paddle:2.6.1", image: "registry.example.com/team/wd:v1", dest: "/workspace/wide_deep"},
 		{golden: "quoted-entrypoint.Dockerfile", base: "paddlepaddle/paddle", image: "paddle-job", dest: "/", entrypoint: `sh -c 'exec python train.py --cfg="a b" > /tmp/log 2>&1'`},
 	}
@@ -56,7 +56,7 @@ func TestDockerfileGolden(t *testing.T) {
 	}
 }
 
-// trainerPackage makes a package like seed 002's example/word2vec.
+// trainerPackage makes a package like the paddle.job SDK's example/word2vec.
 func trainerPackage(t *testing.T) string {
 	t.Helper()
 	src := filepath.Join(t.TempDir(), "word2vec")
@@ -90,7 +90,7 @@ func TestWriteContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "seed002.Dockerfile", string(df))
+	golden(t, "word2vec.Dockerfile", string(df))
 	if got, _ := os.ReadFile(filepath.Join(out, "package", "data", "dict.txt")); string(got) != "a 1\n" {
 		t.Errorf("package/data/dict.txt = %q", got)
 	}

@@ -77,7 +77,7 @@ func singleTrainerArgs(env Env, extra []string) ([]string, error) {
 }
 
 // withoutRepeats drops extra arguments that repeat a generated flag with the
-// same value (seed 001's start.sh passes --ports_num=$CONF_PADDLE_PORTS_NUM
+// same value (the three-node tutorial's start.sh passes --ports_num=$CONF_PADDLE_PORTS_NUM
 // again) and rejects those that would contradict one, since Paddle would
 // silently take the last.
 func withoutRepeats(extra []string, generated []flag) ([]string, error) {

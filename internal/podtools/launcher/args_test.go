@@ -9,7 +9,7 @@ import (
 
 func TestPServerAndTrainerArgs(t *testing.T) {
 	cfg := ClusterConfig{JobName: "paddle-cluster-job", JobPath: "/home/jobpath", NIC: "eth0", Port: 7164, PortsNum: 2, PortsNumSparse: 2, GradientNum: 3}
-	// Seed 001's pods, already in trainer-id order.
+	// The three-node Job's pods, already in trainer-id order.
 	pservers := []netip.Addr{netip.MustParseAddr("192.168.129.66"), netip.MustParseAddr("192.168.129.71"), netip.MustParseAddr("192.168.223.143")}
 	common := []string{
 		"--nics=eth0", "--port=7164", "--ports_num=2", "--ports_num_for_sparse=2", "--num_gradient_servers=3",
@@ -33,7 +33,7 @@ func TestPServerAndTrainerArgs(t *testing.T) {
 			want: append(append([]string{}, common...), "--trainer_id=2", "--save_dir=/home/jobpath/paddle-cluster-job/output"),
 		},
 		{
-			name: "seed 001's start.sh arguments, repeats of generated flags dropped",
+			name: "the three-node Job's start.sh arguments, repeats of generated flags dropped",
 			id:   0,
 			extra: []string{"--dot_period=10", "--ports_num=2", "--ports_num_for_sparse=2", "--log_period=50", "--num_passes=10",
 				"--trainer_count=4", "--saving_period=1", "--local=0", "--config=trainer_config.lr.py", "--use_gpu=0"},
@@ -88,7 +88,7 @@ func TestSingleTrainerArgs(t *testing.T) {
 		want  []string
 	}{
 		{
-			name:  "seed 000: no job variables, the extra arguments alone",
+			name:  "a single-node Job: no job variables, the extra arguments alone",
 			extra: []string{"--config=trainer_config.lr.py", "--save_dir=./output"},
 			want:  []string{"--config=trainer_config.lr.py", "--save_dir=./output"},
 		},

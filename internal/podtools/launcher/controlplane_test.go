@@ -63,7 +63,7 @@ func newNamespace(t *testing.T, cs kubernetes.Interface) string {
 	return name
 }
 
-// createJob creates a batch/v1 Job like seed 001's.
+// createJob creates a batch/v1 Job like the three-node tutorial's.
 func createJob(t *testing.T, cs kubernetes.Interface, ns, name string, parallelism int32) {
 	t.Helper()
 	job := &batchv1.Job{

@@ -1,6 +1,8 @@
 // Package launcher is `paddlejob launch`: the entrypoint of a container in a
-// plain batch/v1 Job (seeds 000, 001 and 003). It finds the Job's other pods
-// through the API server, gives every pod a trainer id from its pod IP,
+// plain batch/v1 Job, as PaddlePaddle's Kubernetes tutorials write them (the
+// single-node, the three-node and the AWS tutorials: seeds 000, 001 and 003,
+// which docs/launcher.md follows). It finds the Job's other pods through the
+// API server, gives every pod a trainer id from its pod IP,
 // stages the trainer's data and runs a pserver and a trainer with per-node
 // logs.
 //

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Env is the container environment the launcher reads: seed 001's variables,
+// Env is the container environment the launcher reads: the three-node tutorial's variables,
 // as given (trimmed). Validation happens when a mode needs a value.
 type Env struct {
 	JobName        string // JOB_NAME

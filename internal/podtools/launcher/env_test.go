@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// seed001Env is the environment of seed 001's job.yaml.
-var seed001Env = map[string]string{
+// threeNodeJobEnv is the environment of the distributed-training
+// tutorial's three-node Job (config/samples/seed001/job.yaml).
+var threeNodeJobEnv = map[string]string{
 	"JOB_NAME":                     "paddle-cluster-job",
 	"JOB_PATH":                     "/home/jobpath",
 	"JOB_NAMESPACE":                "default",
@@ -19,11 +20,11 @@ var seed001Env = map[string]string{
 	"CONF_PADDLE_GRADIENT_NUM":     "3",
 }
 
-// envWith is seed 001's environment with some variables changed; an empty
+// envWith is the three-node Job's environment with some variables changed; an empty
 // value removes the variable.
 func envWith(changes map[string]string) Env {
 	m := map[string]string{}
-	for k, v := range seed001Env {
+	for k, v := range threeNodeJobEnv {
 		m[k] = v
 	}
 	for k, v := range changes {
@@ -40,7 +41,7 @@ func TestClusterConfig(t *testing.T) {
 		wantErr []string // substrings of the error, each naming a variable
 	}{
 		{
-			name: "seed 001",
+			name: "three-node Job",
 			want: ClusterConfig{JobName: "paddle-cluster-job", JobPath: "/home/jobpath", NIC: "eth0", Port: 7164, PortsNum: 2, PortsNumSparse: 2, GradientNum: 3},
 		},
 		{

@@ -10,7 +10,7 @@ import (
 )
 
 // DefaultPort is the pserver's port in fleet mode when CONF_PADDLE_PORT is
-// not set: the one seed 001's tutorial uses.
+// not set: the one the three-node tutorial uses.
 const DefaultPort = 7164
 
 // The roles, as TRAINING_ROLE and PADDLE_TRAINING_ROLE name them.

@@ -12,12 +12,12 @@ import (
 func TestFleetConfig(t *testing.T) {
 	tests := []struct {
 		name    string
-		changes map[string]string // over seed 001's environment; "" removes
+		changes map[string]string // over the three-node Job's environment; "" removes
 		want    FleetConfig
 		wantErr []string
 	}{
 		{
-			name: "seed 001: the trainer above the pserver's 2+2 ports",
+			name: "three-node Job: the trainer above the pserver's 2+2 ports",
 			want: FleetConfig{JobName: "paddle-cluster-job", JobPath: "/home/jobpath", PServerPort: 7164, TrainerPort: 7168, GradientNum: 3},
 		},
 		{
@@ -85,7 +85,7 @@ func envMap(t *testing.T, vars []string) map[string]string {
 	return m
 }
 
-// The variables of each process of seed 001's three pods in fleet mode.
+// The variables of each process of the three-node Job's pods in fleet mode.
 // The ids come from the pod IPs sorted as addresses, not the pods' order.
 func TestFleetEnv(t *testing.T) {
 	peers := []corev1.Pod{
@@ -196,7 +196,7 @@ func TestFleetAloneEnv(t *testing.T) {
 		want      map[string]string
 	}{
 		{
-			name: "seed 000: no job",
+			name: "single-node Job: no job variables",
 			want: map[string]string{"TRAINING_ROLE": "TRAINER", "PADDLE_TRAINING_ROLE": "TRAINER", "PADDLE_TRAINERS_NUM": "1",
 				"PADDLE_TRAINER_ID": "0", "TRAINER_ID": "0", "TRAINERS": "1"},
 		},

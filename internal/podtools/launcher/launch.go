@@ -20,7 +20,7 @@ type Options struct {
 	Parallelism  int           // expected pods; 0: PADDLE_PARALLELISM, else the Job's
 	PServerCmd   string        // shell-like command line of the pserver; "": see resolveCommands
 	TrainerCmd   string        // shell-like command line of the trainer; "": see resolveCommands
-	NoPServer    bool          // run only the trainer (seed 000)
+	NoPServer    bool          // run only the trainer (a single-node Job)
 	DataMode     DataMode      // how data and config reach WorkDir
 	WorkDir      string        // the children's working directory
 	Timeout      time.Duration // how long to wait for the peers
@@ -134,7 +134,7 @@ func expectedOverride(flagValue int, env Env) (int, error) {
 	return env.ParallelismOverride()
 }
 
-// runsAlone decides between seed 000's single trainer and seed 001's pserver
+// runsAlone decides between the single-node tutorial's single trainer and the three-node tutorial's pserver
 // and trainer: alone with --no-pserver, or without CONF_PADDLE_PORT when the
 // job has one pod (or no JOB_NAME to ask about). A bigger job without
 // CONF_PADDLE_PORT runs pservers on DefaultPort in fleet mode and is an
@@ -319,7 +319,7 @@ func findPeers(ctx context.Context, opts *Options, env Env, jobName string, over
 	return peers{namespace: ns, order: order, self: selfIP.Unmap(), id: id}, nil
 }
 
-// nodeLogDir is $JOB_PATH/$JOB_NAME/output/node_<id>, seed 001's log place.
+// nodeLogDir is $JOB_PATH/$JOB_NAME/output/node_<id>, the three-node tutorial's log place.
 func nodeLogDir(jobPath, jobName string, id int) string {
 	return filepath.Join(outputDir(jobPath, jobName), "node_"+strconv.Itoa(id))
 }
@@ -336,7 +336,7 @@ func stageInputs(opts Options, env Env, jobDir string, id int) error {
 }
 
 // childEnv is the children's environment in legacy-flags mode: the
-// launcher's, plus seed 002's TRAINER_ID and TRAINERS for trainers that read
+// launcher's, plus the paddle.job SDK's TRAINER_ID and TRAINERS for trainers that read
 // their rank from the environment, and POD_IP as found, for a pserver that
 // must know which --pservers entry it is.
 func childEnv(id, trainers int, self netip.Addr) []string {

@@ -34,7 +34,7 @@ if [ "$TRAINING_ROLE" = PSERVER ]; then
 fi
 exit "$1"`
 
-// fleetFixture is seed 001's pod in fleet mode: the program after -- is
+// fleetFixture is a pod of the three-node Job in fleet mode: the program after -- is
 // fakeFleetProgram with the trainer's exit code and more arguments.
 func fleetFixture(t *testing.T, ns, job, trainerExit string, more ...string) *launchFixture {
 	f := newLaunchFixture(t, ns, job)
@@ -43,7 +43,7 @@ func fleetFixture(t *testing.T, ns, job, trainerExit string, more ...string) *la
 	return f
 }
 
-// Seed 001's three pods in fleet mode: both processes run the same program
+// The three-node Job's pods in fleet mode: both processes run the same program
 // with the role's variables; the arguments after -- arrive unchanged (no
 // v1 flags, --port is the program's business). The pserver never exits by
 // itself: once the trainers of all pods recorded their end it is stopped,
@@ -175,5 +175,5 @@ func TestLaunchFleetOnePodJobTrainsAlone(t *testing.T) {
 	}
 }
 
-// Seed 000 in fleet mode: no job variables, no cluster; the program runs
+// A single-node Job in fleet mode: no job variables, no cluster; the program runs
 // with the arguments given, logging to the working directory.

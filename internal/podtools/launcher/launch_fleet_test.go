@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestLaunchFleetSeed000WithoutCluster(t *testing.T) {
+func TestLaunchFleetSingleNodeWithoutCluster(t *testing.T) {
 	opts := DefaultOptions()
 	opts.WorkDir = t.TempDir()
 	opts.ExtraArgs = []string{"sh", "-c", `echo "$TRAINING_ROLE $*" ${PADDLE_JOB_ID-no-job} ${PADDLE_OUTPUT_DIR-no-output}`, "train.py", "--save_dir=./output"}
@@ -27,7 +27,7 @@ func TestLaunchFleetSeed000WithoutCluster(t *testing.T) {
 func TestLaunchFleetNeedsAProgram(t *testing.T) {
 	opts := DefaultOptions()
 	opts.WorkDir = t.TempDir()
-	opts.Getenv = func(k string) string { return seed001Env[k] }
+	opts.Getenv = func(k string) string { return threeNodeJobEnv[k] }
 	opts.Stderr = &bytes.Buffer{}
 	err := Run(context.Background(), opts)
 	if err == nil || !strings.Contains(err.Error(), "paddlejob launch -- python train.py") {

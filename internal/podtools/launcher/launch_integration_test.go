@@ -46,7 +46,7 @@ func waitForText(buf *testutil.SyncBuffer, text string) bool {
 	return false
 }
 
-// newLaunchFixture is seed 001's pod environment for job in ns, with a
+// newLaunchFixture is the three-node Job's pod environment for job in ns, with a
 // kubeconfig for the test API server and a shared volume in a temp dir
 // holding trainer data and the training config.
 func newLaunchFixture(t *testing.T, ns, job string) *launchFixture {
@@ -63,7 +63,7 @@ func newLaunchFixture(t *testing.T, ns, job string) *launchFixture {
 	writeFile(t, filepath.Join(jobPath, job, "recommendation", "trainer_config.py"), "# config\n")
 
 	f := &launchFixture{env: map[string]string{}, jobPath: jobPath, stdout: &testutil.SyncBuffer{}, stderr: &testutil.SyncBuffer{}}
-	for k, v := range seed001Env {
+	for k, v := range threeNodeJobEnv {
 		f.env[k] = v
 	}
 	f.env["JOB_NAME"] = job
@@ -72,7 +72,7 @@ func newLaunchFixture(t *testing.T, ns, job string) *launchFixture {
 	f.env["KUBECONFIG"] = kubeconfig
 
 	f.opts = DefaultOptions()
-	// The fixture is seed 001's v1 setup; fleet-mode tests switch the mode
+	// The fixture is the three-node Job's v1 setup; fleet-mode tests switch the mode
 	// and give a program instead of the two commands.
 	f.opts.Mode = ModeLegacyFlags
 	f.opts.PServerCmd = fakePServer
@@ -191,7 +191,7 @@ func TestLaunchTimesOutNamingMissingPods(t *testing.T) {
 	}
 }
 
-// A one-pod Job without CONF_PADDLE_PORT runs the trainer alone (seed 000).
+// A one-pod Job without CONF_PADDLE_PORT runs the trainer alone.
 func TestLaunchOnePodJobRunsTrainerAlone(t *testing.T) {
 	_, cs := apiServer(t)
 	ns := newNamespace(t, cs)

@@ -31,12 +31,12 @@ func TestRunsAlone(t *testing.T) {
 		want      bool
 		wantErr   string
 	}{
-		{name: "seed 001", env: seed001Env, want: false},
-		{name: "seed 001, legacy", mode: ModeLegacyFlags, env: seed001Env, want: false},
-		{name: "--no-pserver", noPServer: true, env: seed001Env, want: true},
-		{name: "--no-pserver, legacy", mode: ModeLegacyFlags, noPServer: true, env: seed001Env, want: true},
-		{name: "seed 000: no variables", env: map[string]string{}, want: true},
-		{name: "seed 000: no variables, legacy", mode: ModeLegacyFlags, env: map[string]string{}, want: true},
+		{name: "three-node Job", env: threeNodeJobEnv, want: false},
+		{name: "three-node Job, legacy", mode: ModeLegacyFlags, env: threeNodeJobEnv, want: false},
+		{name: "--no-pserver", noPServer: true, env: threeNodeJobEnv, want: true},
+		{name: "--no-pserver, legacy", mode: ModeLegacyFlags, noPServer: true, env: threeNodeJobEnv, want: true},
+		{name: "single-node Job: no variables", env: map[string]string{}, want: true},
+		{name: "single-node Job: no variables, legacy", mode: ModeLegacyFlags, env: map[string]string{}, want: true},
 		{name: "one-pod Job without a port", env: map[string]string{"JOB_NAME": "q"}, jobPods: 1, want: true},
 		{name: "one-pod Job without a port, legacy", mode: ModeLegacyFlags, env: map[string]string{"JOB_NAME": "q"}, jobPods: 1, want: true},
 		{name: "PADDLE_PARALLELISM=1 without a port", env: map[string]string{"JOB_NAME": "q"}, override: 1, jobPods: 5, want: true},
@@ -63,9 +63,9 @@ func TestRunsAlone(t *testing.T) {
 	}
 }
 
-// Seed 000: no job variables and no cluster; the trainer runs with the extra
+// A single-node Job: no job variables and no cluster; the trainer runs with the extra
 // arguments alone, logging to the working directory.
-func TestLaunchSeed000WithoutCluster(t *testing.T) {
+func TestLaunchSingleNodeWithoutCluster(t *testing.T) {
 	opts := DefaultOptions()
 	opts.Mode = ModeLegacyFlags
 	opts.WorkDir = t.TempDir()

@@ -18,7 +18,7 @@ const (
 	// after `--` reach the program unchanged.
 	ModeFleet Mode = "fleet"
 	// ModeLegacyFlags runs PaddlePaddle v1's `paddle pserver` and
-	// `paddle train` with the v1 flags built from CONF_PADDLE_* (seed 001's
+	// `paddle train` with the v1 flags built from CONF_PADDLE_* (the three-node tutorial's
 	// start_paddle.py). Only PaddlePaddle v1 images have those binaries.
 	ModeLegacyFlags Mode = "legacy-flags"
 )

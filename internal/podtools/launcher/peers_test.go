@@ -118,7 +118,7 @@ func TestTrainerOrder(t *testing.T) {
 			want: []string{"9.255.255.255", "10.0.0.9", "10.0.0.10", "10.0.0.100"},
 		},
 		{
-			name: "seed 001's addresses",
+			name: "the three-node Job's addresses",
 			ips:  []string{"192.168.223.143", "192.168.129.71", "192.168.129.66"},
 			want: []string{"192.168.129.66", "192.168.129.71", "192.168.223.143"},
 		},

@@ -44,7 +44,7 @@ func startProcess(spec processSpec) (*process, error) {
 	cmd.Dir = spec.dir
 	cmd.Env = spec.env
 	// One writer for both streams makes exec use one pipe, so the log keeps
-	// the order the process wrote in, like seed 001's `2>&1 | tee`.
+	// the order the process wrote in, like the three-node tutorial's `2>&1 | tee`.
 	output := io.MultiWriter(logFile, prefixed)
 	cmd.Stdout, cmd.Stderr = output, output
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

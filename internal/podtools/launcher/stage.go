@@ -31,8 +31,8 @@ func ParseDataMode(s string) (DataMode, error) {
 }
 
 // dataDirCandidates are where a trainer's share of the data may be, in the
-// order looked at: seed 001's layout (what `paddlejob data split` writes),
-// seed 003's, and the bare per-trainer directory.
+// order looked at: the three-node tutorial's layout (what `paddlejob data split` writes),
+// the AWS tutorial's, and the bare per-trainer directory.
 func dataDirCandidates(jobDir string, id int) []string {
 	n := strconv.Itoa(id)
 	return []string{
@@ -44,7 +44,7 @@ func dataDirCandidates(jobDir string, id int) []string {
 
 // stageData puts the entries of this trainer's data directory into
 // <workdir>/data. A job without one is not an error: the data may be in
-// the image (seed 000).
+// the image (a single-node Job).
 func stageData(jobDir string, id int, workdir string, mode DataMode, log io.Writer) error {
 	candidates := dataDirCandidates(jobDir, id)
 	for _, dir := range candidates {
@@ -63,7 +63,7 @@ func stageData(jobDir string, id int, workdir string, mode DataMode, log io.Writ
 }
 
 // stageConfig puts the entries of $JOB_PATH/$JOB_NAME/$TRAIN_CONFIG_DIR into
-// the working directory, as seed 001's start.sh did before starting Paddle.
+// the working directory, as the three-node tutorial's start.sh did before starting Paddle.
 func stageConfig(jobDir, configDir, workdir string, mode DataMode, log io.Writer) error {
 	src := filepath.Join(jobDir, configDir)
 	if !isDir(src) {

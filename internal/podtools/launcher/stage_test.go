@@ -34,9 +34,9 @@ func TestStageData(t *testing.T) {
 		mode     DataMode
 		wantWarn bool
 	}{
-		{name: "seed 001 layout, linked", layout: "1/data", mode: DataLink},
-		{name: "seed 001 layout, copied", layout: "1/data", mode: DataCopy},
-		{name: "seed 003 layout", layout: "data/1", mode: DataLink},
+		{name: "<id>/data layout, linked", layout: "1/data", mode: DataLink},
+		{name: "<id>/data layout, copied", layout: "1/data", mode: DataCopy},
+		{name: "data/<id> layout", layout: "data/1", mode: DataLink},
 		{name: "bare trainer directory", layout: "1", mode: DataCopy},
 		{name: "no data: a warning", mode: DataLink, wantWarn: true},
 	}

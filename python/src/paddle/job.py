@@ -1,5 +1,5 @@
-"""Seed 002's ``paddle.job``, kept for its users: ``import paddle.job as job``
-then ``job.PaddleJob(...)``, ``job.CephFSVolume(...)`` work as the seed's
+"""The original paddle.job SDK's ``paddle.job``, kept for its users: ``import paddle.job as job``
+then ``job.PaddleJob(...)``, ``job.CephFSVolume(...)`` work as the original SDK's
 README shows them. New code imports :mod:`paddlejob`, which has the same
 names and more (PaddleJobClient, collective jobs, typed results).
 

@@ -10,7 +10,7 @@ report the training's progress (:func:`report_progress`).
 
 The client needs the Kubernetes client and is imported on first use, so a
 trainer image needs only this package for the in-pod helpers. Every error is
-a :class:`PaddleJobError`. Seed 002's ``import paddle.job as job`` works too
+a :class:`PaddleJobError`. The original paddle.job SDK's ``import paddle.job as job`` works too
 (the ``paddle.job`` module of this distribution; docs/python-sdk.md).
 """
 

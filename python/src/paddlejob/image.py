@@ -1,4 +1,4 @@
-"""Seed 002's runtime image build (tools/build_docker.sh): a trainer package
+"""The original paddle.job SDK's runtime image build (tools/build_docker.sh): a trainer package
 on a base image, by the paddlejob CLI's `paddlejob image context`.
 """
 

@@ -1,9 +1,9 @@
-"""PaddleJob and CephFSVolume: seed 002's job description, built into the
+"""PaddleJob and CephFSVolume: the original paddle.job SDK's job description, built into the
 PaddleJob object that `paddlejob submit` and the Go SDK (pkg/client
 TrainingJob.Build) build from the same parameters. test/vectors/ holds the
 cases both SDKs are tested against.
 
-Beyond the seed: collective jobs (``collective=True``: workers only), and
+Beyond the original paddle.job SDK: collective jobs (``collective=True``: workers only), and
 the job as YAML (``to_yaml``, ``PaddleJob.from_yaml``).
 """
 
@@ -66,7 +66,7 @@ def _blank(s: Optional[str]) -> bool:
 
 
 class CephFSVolume:
-    """A CephFS path mounted in every pod of the job (seed 002's cephfs_volume).
+    """A CephFS path mounted in every pod of the job (the original paddle.job SDK's cephfs_volume).
 
     ``monitors_addr`` is the Ceph monitors' address, ``"host:port"``; several
     may be given as a list or comma-separated. ``secret_name`` is the
@@ -124,13 +124,13 @@ class CephFSVolume:
 
 
 class PaddleJob:
-    """A training job: seed 002's ``paddle.job.PaddleJob``.
+    """A training job: the original paddle.job SDK's ``paddle.job.PaddleJob``.
 
     Every pod (``pservers`` parameter servers and ``trainers`` trainers) runs
     ``entry_point`` from ``runtime_image`` in ``trainer_package_path``, with
     ``cpu_nums`` CPUs and ``memory`` (an integer with E, P, T, G, M or K,
     powers of 1000, or Ei, Pi, Ti, Gi, Mi or Ki, powers of 1024; omitted: no
-    memory request). Trainers get ``gpu_nums`` GPUs. The seed example's
+    memory request). Trainers get ``gpu_nums`` GPUs. The original paddle.job SDK example's
     spellings ``cpu_num`` and ``use_gpu`` are accepted too (``use_gpu=True``
     alone means one GPU per trainer).
 
@@ -138,7 +138,7 @@ class PaddleJob:
     and no parameter server (``pservers`` is then not given), typically with
     ``entry_point="python -m paddle.distributed.launch train.py"``.
 
-    Beyond the seed: ``env`` (variables for every container), ``intranet``
+    Beyond the original paddle.job SDK: ``env`` (variables for every container), ``intranet``
     (PodIP, Service or Host), ``clean_pod_policy`` (Always, Never,
     OnFailure, OnCompletion), ``restart_policy`` of the pservers and trainers
     (Never, OnFailure, ExitCode: a failure the policy restarts brings every pod
@@ -179,7 +179,7 @@ class PaddleJob:
             problems.append((param, msg))
 
         if cpu_nums is not None and cpu_num is not None and cpu_nums != cpu_num:
-            bad("cpu_num", f"cpu_num {cpu_num!r}: disagrees with cpu_nums {cpu_nums!r} (cpu_num is seed 002's spelling of cpu_nums: give one)")
+            bad("cpu_num", f"cpu_num {cpu_num!r}: disagrees with cpu_nums {cpu_nums!r} (cpu_num is the original paddle.job SDK's spelling of cpu_nums: give one)")
         cpus = cpu_nums if cpu_nums is not None else cpu_num
         if use_gpu is not None and not isinstance(use_gpu, bool):
             bad("use_gpu", f"use_gpu {use_gpu!r}: must be True or False")
@@ -413,7 +413,7 @@ def _from_dict(obj: Mapping[str, Any]) -> PaddleJob:
     cpu = _count(requests.get("cpu"))
     memory = requests.get("memory")
     if isinstance(memory, str) and memory.endswith("k"):
-        memory = memory[:-1] + "K"  # seed 002's notation of Kubernetes' k
+        memory = memory[:-1] + "K"  # the original paddle.job SDK's notation of Kubernetes' k
     mounts = worker.get("volumeMounts") or []
     cephfs: Optional[CephFSVolume] = None
     vols = volumes["worker"]

@@ -1,4 +1,4 @@
-"""In-pod helpers of seed 002: who this trainer is, and its share of the data;
+"""In-pod helpers of the original paddle.job SDK: who this trainer is, and its share of the data;
 and the wait for the parameter servers that Paddle 3.0 no longer makes.
 
 They need nothing but the standard library, so a trainer image only needs
@@ -32,20 +32,20 @@ def _env_int(names: Tuple[str, ...], what: str) -> int:
 def trainer_id() -> int:
     """This pod's index within its role: 0 to trainers()-1 on a trainer.
 
-    Read from PADDLE_TRAINER_ID, else seed 002's TRAINER_ID.
+    Read from PADDLE_TRAINER_ID, else the original paddle.job SDK's TRAINER_ID.
     """
     return _env_int(("PADDLE_TRAINER_ID", "TRAINER_ID"), "trainer_id()")
 
 
 def trainers() -> int:
-    """The number of trainers of the job: PADDLE_TRAINERS_NUM, else seed 002's TRAINERS."""
+    """The number of trainers of the job: PADDLE_TRAINERS_NUM, else the original paddle.job SDK's TRAINERS."""
     return _env_int(("PADDLE_TRAINERS_NUM", "TRAINERS"), "trainers()")
 
 
 def dist_reader(filename: str, trainers: int, trainer_id: int) -> Callable[[], Iterator[Tuple[int, ...]]]:
     """A reader creator of this trainer's share of a CSV file of integers.
 
-    Seed 002's rule: counting lines from 1, line n belongs to the trainer
+    The original paddle.job SDK's rule: counting lines from 1, line n belongs to the trainer
     whose id is n mod trainers (so with 3 trainers, trainer 1 reads lines 1,
     4, 7...). Each line is yielded as a tuple of ints. Every trainer reading
     the same file with its own id reads every line exactly once.

@@ -1,4 +1,4 @@
-"""Seed 002's own code with `import paddle.job as job`, a collective job
+"""The paddle.job SDK's README code with `import paddle.job as job`, a collective job
 from the SDK, and typed errors, on a real cluster (test/e2e's local
 cluster: TestPythonSDK)."""
 
@@ -16,8 +16,8 @@ from paddlejob import PaddleJobClient
 
 TIMEOUT = 300  # seconds for a job on two busy cores
 
-# The seed's README, verbatim.
-SEED_002 = '''
+# The paddle.job SDK's README, verbatim.
+PADDLE_JOB_README = '''
 import paddle.job as job
 paddle_job=job.PaddleJob(
     pservers=3,
@@ -34,9 +34,9 @@ paddle_job=job.PaddleJob(
 '''
 
 
-def test_seed002_example_with_paddle_job(client: PaddleJobClient) -> None:
+def test_paddle_job_readme_example(client: PaddleJobClient) -> None:
     scope: Dict[str, Any] = {}
-    exec(SEED_002, scope)
+    exec(PADDLE_JOB_README, scope)
     paddle_job = scope["paddle_job"]
     import paddle.job
 

@@ -1,4 +1,4 @@
-"""Seed 002's `import paddle.job as job`: the seed's README code verbatim,
+"""The paddle.job SDK's `import paddle.job as job`: its README code verbatim,
 and a paddle/job.py that never shadows PaddlePaddle's own paddle package."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import paddlejob
 from conftest import VECTORS
 
-# The seed's README, verbatim (only its cephfs monitor's line ends differ).
-SEED_002 = '''
+# The paddle.job SDK's README (seed 002), verbatim (only its cephfs monitor's line ends differ).
+PADDLE_JOB_README = '''
 import paddle.job as job
 paddle_job=job.PaddleJob(
     pservers=3,
@@ -30,12 +30,12 @@ paddle_job=job.PaddleJob(
 '''
 
 
-def test_seed_002_verbatim() -> None:
+def test_paddle_job_readme_verbatim() -> None:
     scope: dict = {}
-    exec(SEED_002, scope)
+    exec(PADDLE_JOB_README, scope)
     job = scope["paddle_job"]
     assert isinstance(job, paddlejob.PaddleJob)
-    want = json.loads((VECTORS / "seed002-example.json").read_text())["expected"]
+    want = json.loads((VECTORS / "word2vec-example.json").read_text())["expected"]
     assert job.to_dict() == want
 
 
@@ -62,7 +62,7 @@ def fake_paddlepaddle(root: Path) -> Path:
 
 def test_installed_beside_paddlepaddle_it_adds_paddle_job(tmp_path: Path) -> None:
     """A training image: paddlejob installed where PaddlePaddle is. paddle
-    is PaddlePaddle, whole, and paddle.job is seed 002's."""
+    is PaddlePaddle, whole, and paddle.job is the paddle.job SDK's."""
     import paddle.job
 
     site = fake_paddlepaddle(tmp_path)

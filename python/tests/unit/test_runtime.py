@@ -20,7 +20,7 @@ def test_ids_from_the_env_contract(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (paddlejob.trainer_id(), paddlejob.trainers()) == (2, 5)
 
 
-def test_ids_from_seed_002s_names(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ids_from_the_paddle_job_sdk_names(monkeypatch: pytest.MonkeyPatch) -> None:
     for v in ("PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM"):
         monkeypatch.delenv(v, raising=False)
     monkeypatch.setenv("TRAINER_ID", "1")

@@ -53,8 +53,8 @@ def test_every_problem_is_reported_in_one_error() -> None:
         assert part in msg
 
 
-def test_seed_example_verbatim() -> None:
-    """The seed's own call, keyword for keyword."""
+def test_paddle_job_readme_call_verbatim() -> None:
+    """The paddle.job SDK README's own call, keyword for keyword."""
     job = paddlejob.PaddleJob(
         pservers=3,
         runtime_image="yancey1989/paddle-job",
@@ -71,7 +71,7 @@ def test_seed_example_verbatim() -> None:
     assert job.cpu_nums == 3 and job.gpu_nums == 0
 
 
-def test_positional_parameters_follow_the_seed_table() -> None:
+def test_positional_parameters_follow_the_paddle_job_table() -> None:
     job = paddlejob.PaddleJob("pos", "img", "python train.py", 2, "2G", 1, 4, 1, "ns")
     spec = job.to_dict()["spec"]
     assert (spec["ps"]["replicas"], spec["worker"]["replicas"]) == (1, 4)

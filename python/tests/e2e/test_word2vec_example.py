@@ -1,4 +1,4 @@
-"""Seed 002 end to end on a real cluster (test/e2e's local cluster runs this:
+"""The paddle.job SDK's word2vec example (seed 002) end to end on a real cluster (test/e2e's local cluster runs this:
 TestPythonSDK): submit the word2vec PaddleJob, a real PaddlePaddle
 parameter-server job with 2 pservers and 3 trainers whose trainers read
 their shard with paddlejob.dist_reader; wait for it, stream its logs, read
@@ -25,7 +25,7 @@ TIMEOUT = 300  # seconds for a job on two busy cores
 ROWS = 240  # the image's default data set
 
 
-def test_seed002_word2vec(client: PaddleJobClient, namespace: str) -> None:
+def test_word2vec_example(client: PaddleJobClient, namespace: str) -> None:
     job = paddlejob.PaddleJob(
         job_name="word2vec",
         runtime_image="paddlejob/seed002-word2vec",

@@ -11,9 +11,10 @@ import (
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
 
-// Every PaddleJob YAML of seed 004, created exactly as written, gets the
+// Every PaddleJob YAML of paddle-operator's examples (config/samples/seed004),
+// created exactly as written, gets the
 // right pods, Service and environment.
-func TestSeedExamples(t *testing.T) {
+func TestPaddleOperatorExamples(t *testing.T) {
 	startOperator(t)
 	tests := []struct {
 		file     string

@@ -1,4 +1,0 @@
-// Package progress renders a job's progress for a terminal or a log: a
-// header and a line per role, redrawn in place on a terminal, a line per
-// change otherwise.
-package progress
