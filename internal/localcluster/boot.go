@@ -51,6 +51,9 @@ type boot struct {
 	addons map[string]string
 	st     *State
 	ca     *keyPair
+	// etcdCA signs the etcds' certificates and the API server's as their
+	// client, and nothing else (etcd.go).
+	etcdCA *keyPair
 }
 
 func (b *boot) run(ctx context.Context) (*State, error) {
@@ -145,15 +148,16 @@ func (b *boot) bin(name string) string { return filepath.Join(b.bins, name) }
 
 func (b *boot) certificates() error {
 	dir := b.l.pki()
-	ca, err := newCA(dir)
+	ca, err := newCA(dir, "ca", "paddlejob-local-ca")
 	if err != nil {
 		return err
 	}
 	b.ca = ca
 	loopback := []string{"127.0.0.1", "localhost"}
+	if b.etcdCA, err = etcdCertificates(dir); err != nil {
+		return err
+	}
 	specs := []certSpec{
-		{name: "etcd", Spec: pki.Spec{CommonName: "etcd", Server: true, Client: true, Hosts: loopback}},
-		{name: "apiserver-etcd-client", Spec: pki.Spec{CommonName: "kube-apiserver-etcd-client", Client: true}},
 		{name: "apiserver", Spec: pki.Spec{CommonName: "kube-apiserver", Server: true,
 			Hosts: append(loopback, serviceIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")}},
 		{name: "apiserver-kubelet-client", Spec: pki.Spec{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}, Client: true}},
@@ -187,42 +191,6 @@ func (b *boot) certificates() error {
 	return nil
 }
 
-func (b *boot) startEtcd(ctx context.Context) error {
-	pki := b.l.pki()
-	client := fmt.Sprintf("https://127.0.0.1:%d", b.st.Ports.EtcdClient)
-	peer := fmt.Sprintf("http://127.0.0.1:%d", b.st.Ports.EtcdPeer)
-	return b.launch(ctx, componentEtcd, []string{b.bin("etcd"),
-		"--name=paddlejob", "--data-dir=" + b.l.etcdData(),
-		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
-		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
-		"--initial-cluster=paddlejob=" + peer,
-		"--cert-file=" + filepath.Join(pki, "etcd.crt"), "--key-file=" + filepath.Join(pki, "etcd.key"),
-		"--client-cert-auth", "--trusted-ca-file=" + b.ca.CertFile,
-		"--listen-metrics-urls=", // no extra listener
-		// A throwaway development store: durability is not worth the fsyncs.
-		"--unsafe-no-fsync", "--quota-backend-bytes=2147483648",
-		"--log-level=warn",
-	}, nil, 30*time.Second, func() error { return dialTLS(b.st.Ports.EtcdClient) })
-}
-
-// startElasticEtcd starts the etcd of Paddle's elastic rendezvous: jobs'
-// pods reach it without credentials, so it is not the cluster's own store.
-func (b *boot) startElasticEtcd(ctx context.Context) error {
-	client := b.elasticEtcdURL()
-	peer := fmt.Sprintf("http://127.0.0.1:%d", b.st.Ports.ElasticEtcdPeer)
-	return b.launch(ctx, componentElasticEtcd, []string{b.bin("etcd"),
-		"--name=elastic", "--data-dir=" + filepath.Join(b.l.home, "elastic-etcd"),
-		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
-		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
-		"--initial-cluster=elastic=" + peer,
-		"--listen-metrics-urls=", "--unsafe-no-fsync", "--log-level=warn",
-	}, nil, 30*time.Second, func() error { return dialTLS(b.st.Ports.ElasticEtcd) })
-}
-
-func (b *boot) elasticEtcdURL() string {
-	return fmt.Sprintf("http://127.0.0.1:%d", b.st.Ports.ElasticEtcd)
-}
-
 func (b *boot) startAPIServer(ctx context.Context) error {
 	pki := b.l.pki()
 	f := func(name string) string { return filepath.Join(pki, name) }
@@ -233,7 +201,7 @@ func (b *boot) startAPIServer(ctx context.Context) error {
 	return b.launch(ctx, componentAPIServer, []string{b.bin("kube-apiserver"),
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + itoa(b.st.Ports.APIServer),
 		"--etcd-servers=https://127.0.0.1:" + itoa(b.st.Ports.EtcdClient),
-		"--etcd-cafile=" + b.ca.CertFile, "--etcd-certfile=" + f("apiserver-etcd-client.crt"), "--etcd-keyfile=" + f("apiserver-etcd-client.key"),
+		"--etcd-cafile=" + b.etcdCA.CertFile, "--etcd-certfile=" + f(apiServerEtcdClient+".crt"), "--etcd-keyfile=" + f(apiServerEtcdClient+".key"),
 		"--tls-cert-file=" + f("apiserver.crt"), "--tls-private-key-file=" + f("apiserver.key"),
 		"--client-ca-file=" + b.ca.CertFile,
 		"--authorization-mode=Node,RBAC",
@@ -388,7 +356,7 @@ func (b *boot) startOperator(ctx context.Context) error {
 	probes := "127.0.0.1:" + itoa(b.st.Ports.OperatorProbes)
 	return b.launch(ctx, componentOperator, []string{b.opts.Executable, "operator",
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probes,
-		"--elastic-etcd-endpoints=" + b.elasticEtcdURL(),
+		"--elastic-etcd-endpoints=" + elasticEtcdURL(b.st.Ports),
 		// The node runs pods as processes of the host's network.
 		"--shared-pod-network",
 		"--webhook-host=127.0.0.1", "--webhook-port=" + itoa(b.st.Ports.Webhook), "--webhook-cert-hosts=127.0.0.1",

@@ -174,6 +174,9 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 					l.home, strings.Join(diffs, "; "))
 			}
 			fmt.Fprintf(opts.Out, "local cluster already running (%s)\n", st.Server())
+			if !etcdPeersUseTLS(l) {
+				fmt.Fprintln(opts.Out, "note: an earlier paddlejob started it, and its etcds' peer ports take plain HTTP from any process of this machine, pods included: `paddlejob down` then `paddlejob up` restarts it with TLS peers")
+			}
 			return st, registerContext(opts, st)
 		}
 		fmt.Fprintln(opts.Out, "a previous local cluster is not healthy: stopping what is left of it")
@@ -379,7 +382,7 @@ func stopAll(st *State, out io.Writer) error {
 }
 
 func wipe(l layout) error {
-	for _, dir := range []string{l.pki(), l.logs(), l.etcdData(), l.nodeState(), filepath.Join(l.home, "elastic-etcd")} {
+	for _, dir := range []string{l.pki(), l.logs(), l.etcdData(), l.nodeState(), l.elasticEtcdData()} {
 		if err := os.RemoveAll(dir); err != nil {
 			return err
 		}

@@ -36,6 +36,7 @@ func (l layout) lockFile() string                { return filepath.Join(l.home, 
 func (l layout) pki() string                     { return filepath.Join(l.home, "pki") }
 func (l layout) logs() string                    { return filepath.Join(l.home, "logs") }
 func (l layout) etcdData() string                { return filepath.Join(l.home, "etcd") }
+func (l layout) elasticEtcdData() string         { return filepath.Join(l.home, "elastic-etcd") }
 func (l layout) nodeState() string               { return filepath.Join(l.home, "node") }
 func (l layout) imageTable() string              { return filepath.Join(l.home, "images.yaml") }
 func (l layout) imageContexts() string           { return filepath.Join(l.home, "images") }

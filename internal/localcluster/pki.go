@@ -29,13 +29,14 @@ type certSpec struct {
 	pki.Spec
 }
 
-// newCA creates the cluster's certificate authority.
-func newCA(dir string) (*keyPair, error) {
-	ca, err := pki.NewCA("paddlejob-local-ca", time.Now(), certValidity)
+// newCA creates a certificate authority, written as name.crt and name.key
+// under dir.
+func newCA(dir, name, commonName string) (*keyPair, error) {
+	ca, err := pki.NewCA(commonName, time.Now(), certValidity)
 	if err != nil {
 		return nil, err
 	}
-	return writeKeyPair(dir, "ca", ca)
+	return writeKeyPair(dir, name, ca)
 }
 
 // issue signs a certificate for spec with the CA.
