@@ -67,6 +67,9 @@ func getJobs(cmd *cobra.Command, f *getFlags, names []string) error {
 	if len(names) > 0 && f.all {
 		return errors.New("a job name needs its namespace (-n), not --all-namespaces")
 	}
+	if f.watch && len(names) > 1 {
+		return errors.New("watch one job by name, or a namespace's jobs (-l to select them)")
+	}
 	c, err := f.target.client(cmd)
 	if err != nil {
 		return err
@@ -76,17 +79,8 @@ func getJobs(cmd *cobra.Command, f *getFlags, names []string) error {
 	if f.all {
 		ns = ""
 	}
-	var jobs []paddlev1.PaddleJob
-	var rv string
-	if len(names) > 0 {
-		for _, name := range names {
-			job, err := c.Get(ctx, ns, name)
-			if err != nil {
-				return err
-			}
-			jobs = append(jobs, *job)
-		}
-	} else if jobs, rv, err = c.ListSelected(ctx, ns, f.selector); err != nil {
+	jobs, rv, err := fetchJobs(ctx, c, ns, names, f.selector)
+	if err != nil {
 		return err
 	}
 	single := len(names) == 1
@@ -117,8 +111,6 @@ func getJobs(cmd *cobra.Command, f *getFlags, names []string) error {
 	name := ""
 	if len(names) == 1 {
 		name = names[0]
-	} else if len(names) > 1 {
-		return errors.New("watch one job by name, or a namespace's jobs (-l to select them)")
 	}
 	if rv == "" && len(jobs) == 1 {
 		rv = jobs[0].ResourceVersion
@@ -141,6 +133,23 @@ func getJobs(cmd *cobra.Command, f *getFlags, names []string) error {
 		}
 		return format.print(out, []paddlev1.PaddleJob{*j}, f.all, true)
 	})
+}
+
+// fetchJobs gets the jobs of those names, or lists those the selector
+// selects (with the list's resourceVersion, to watch from).
+func fetchJobs(ctx context.Context, c *client.Client, ns string, names []string, selector string) ([]paddlev1.PaddleJob, string, error) {
+	if len(names) == 0 {
+		return c.ListSelected(ctx, ns, selector)
+	}
+	var jobs []paddlev1.PaddleJob
+	for _, name := range names {
+		job, err := c.Get(ctx, ns, name)
+		if err != nil {
+			return nil, "", err
+		}
+		jobs = append(jobs, *job)
+	}
+	return jobs, "", nil
 }
 
 // watchJobs calls fn for each change of the jobs from resourceVersion on,

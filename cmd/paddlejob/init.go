@@ -131,6 +131,27 @@ func writeStarter(cmd *cobra.Command, dir string, f initFlags) error {
 	train, test := starterData(f.rows)
 	files["data/train.csv"], files["data/test.csv"] = train, test
 
+	if err := writeNewFiles(abs, files); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(v.OutputDir, 0o755); err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "wrote %s in %s: train.py, Dockerfile, paddlejob/, data/ (%d training and %d test rows), job-ps.yaml, job-collective.yaml, README.md\n",
+		name, abs, f.rows, f.rows/4)
+	rel := dir
+	fmt.Fprintf(out, "\nrun it on the local cluster (paddlejob up), from its build context:\n  paddlejob run -f %s --build-context %s\n  paddlejob run -f %s --build-context %s\n",
+		filepath.Join(rel, "job-ps.yaml"), rel, filepath.Join(rel, "job-collective.yaml"), rel)
+	if f.image == "" {
+		fmt.Fprintf(out, "\nfor a real cluster, build and push it to a registry the cluster pulls from and put that name in both YAMLs\n(or run init with --image registry.example.com/team/%s:v1): see docs/your-own-program.md\n", name)
+	}
+	return nil
+}
+
+// writeNewFiles writes files (by path relative to dir) only when none of
+// them exists: init replaces nothing.
+func writeNewFiles(abs string, files map[string][]byte) error {
 	var exist []string
 	for file := range files {
 		if _, err := os.Lstat(filepath.Join(abs, file)); err == nil {
@@ -150,18 +171,6 @@ func writeStarter(cmd *cobra.Command, dir string, f initFlags) error {
 		if err := os.WriteFile(path, files[file], 0o644); err != nil {
 			return err
 		}
-	}
-	if err := os.MkdirAll(v.OutputDir, 0o755); err != nil {
-		return err
-	}
-	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "wrote %s in %s: train.py, Dockerfile, paddlejob/, data/ (%d training and %d test rows), job-ps.yaml, job-collective.yaml, README.md\n",
-		name, abs, f.rows, f.rows/4)
-	rel := dir
-	fmt.Fprintf(out, "\nrun it on the local cluster (paddlejob up), from its build context:\n  paddlejob run -f %s --build-context %s\n  paddlejob run -f %s --build-context %s\n",
-		filepath.Join(rel, "job-ps.yaml"), rel, filepath.Join(rel, "job-collective.yaml"), rel)
-	if f.image == "" {
-		fmt.Fprintf(out, "\nfor a real cluster, build and push it to a registry the cluster pulls from and put that name in both YAMLs\n(or run init with --image registry.example.com/team/%s:v1): see docs/your-own-program.md\n", name)
 	}
 	return nil
 }

@@ -55,22 +55,26 @@ func newDescribeCmd() *cobra.Command {
 	return cmd
 }
 
+const logsLong = `Print the logs of a PaddleJob's pods. Select one pod by its short name (worker-0) or
+full name, a role (ps, worker, heter), or all (the default). Lines of several pods are
+prefixed with the pod's short name. --previous, --since, --since-time, --timestamps and
+--tail work as with kubectl logs (the local cluster's node serves them too).`
+
+const logsExample = `  paddlejob logs wide-and-deep worker-0
+  paddlejob logs wide-and-deep worker -f
+  paddlejob logs wide-and-deep --tail 20 --timestamps
+  paddlejob logs wide-and-deep ps-0 --previous      # the run before the last restart
+  paddlejob logs wide-and-deep --since 5m`
+
 func newLogsCmd() *cobra.Command {
 	var t targetFlags
 	var opts client.LogOptions
 	var sinceTime string
 	cmd := &cobra.Command{
-		Use:   "logs NAME [POD|ROLE|all]",
-		Short: "Print the logs of a job's pods: one pod (worker-0), a role (worker) or all",
-		Long: `Print the logs of a PaddleJob's pods. Select one pod by its short name (worker-0) or
-full name, a role (ps, worker, heter), or all (the default). Lines of several pods are
-prefixed with the pod's short name. --previous, --since, --since-time, --timestamps and
---tail work as with kubectl logs (the local cluster's node serves them too).`,
-		Example: `  paddlejob logs wide-and-deep worker-0
-  paddlejob logs wide-and-deep worker -f
-  paddlejob logs wide-and-deep --tail 20 --timestamps
-  paddlejob logs wide-and-deep ps-0 --previous      # the run before the last restart
-  paddlejob logs wide-and-deep --since 5m`,
+		Use:               "logs NAME [POD|ROLE|all]",
+		Short:             "Print the logs of a job's pods: one pod (worker-0), a role (worker) or all",
+		Long:              logsLong,
+		Example:           logsExample,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completeLogsArgs(&t),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -14,14 +14,7 @@ import (
 
 func init() { register(newLaunchCmd) }
 
-func newLaunchCmd() *cobra.Command {
-	opts := launcher.DefaultOptions()
-	dataMode := string(opts.DataMode)
-	mode := string(opts.Mode)
-	cmd := &cobra.Command{
-		Use:   "launch [flags] [-- program and arguments...]",
-		Short: "Run the pserver and trainer of one pod of a plain batch/v1 Job (the three-node tutorial's start_paddle.py)",
-		Long: `The container entrypoint of a plain batch/v1 Job that trains with PaddlePaddle, no operator needed.
+const launchLong = `The container entrypoint of a plain batch/v1 Job that trains with PaddlePaddle, no operator needed.
 
 It waits until all pods of its Job (label job-name=$JOB_NAME) run with a pod IP, numbers them
 by pod IP (sorted as addresses) to get this pod's trainer id, links or copies this trainer's data
@@ -44,15 +37,26 @@ CONF_PADDLE_PORTS_NUM_SPARSE and CONF_PADDLE_GRADIENT_NUM; the arguments after -
 
 Without CONF_PADDLE_PORT in a one-pod Job, or with --no-pserver, only the trainer runs (a single-node Job;
 in fleet mode without a pserver list, so fleet trains locally). The pod's service account needs
-config/launcher/rbac.yaml; KUBECONFIG, when set, is used instead. See docs/launcher.md.`,
-		Example: `  # a fleet parameter-server program, as pserver and trainer of every pod
+config/launcher/rbac.yaml; KUBECONFIG, when set, is used instead. See docs/launcher.md.`
+
+const launchExample = `  # a fleet parameter-server program, as pserver and trainer of every pod
   paddlejob launch -- python train.py --epochs=10
 
   # a single-node Job: one pod, the trainer alone
   paddlejob launch --no-pserver -- python train.py
 
   # the three-node tutorial's job.yaml on a PaddlePaddle v1 image
-  paddlejob launch --mode=legacy-flags -- --config=trainer_config.py --trainer_count=4 --num_passes=10 --use_gpu=0`,
+  paddlejob launch --mode=legacy-flags -- --config=trainer_config.py --trainer_count=4 --num_passes=10 --use_gpu=0`
+
+func newLaunchCmd() *cobra.Command {
+	opts := launcher.DefaultOptions()
+	dataMode := string(opts.DataMode)
+	mode := string(opts.Mode)
+	cmd := &cobra.Command{
+		Use:     "launch [flags] [-- program and arguments...]",
+		Short:   "Run the pserver and trainer of one pod of a plain batch/v1 Job (the three-node tutorial's start_paddle.py)",
+		Long:    launchLong,
+		Example: launchExample,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); (dash < 0 && len(args) > 0) || dash > 0 {
 				return fmt.Errorf("unexpected argument %q: the program and its arguments go after --", args[0])

@@ -80,20 +80,9 @@ func runJob(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	var job *unstructured.Unstructured
-	var others []*unstructured.Unstructured
-	for _, o := range objs {
-		if o.GetKind() == "PaddleJob" && o.GroupVersionKind().Group == paddlev1.GroupVersion.Group {
-			if job != nil {
-				return fmt.Errorf("%s holds more than one PaddleJob: run them one at a time", f.file)
-			}
-			job = o
-			continue
-		}
-		others = append(others, o)
-	}
-	if job == nil {
-		return fmt.Errorf("%s holds no PaddleJob", f.file)
+	job, others, err := splitManifests(f.file, objs)
+	if err != nil {
+		return err
 	}
 	// The API server stores any image string; a bad one would fail every
 	// pod's pull (InvalidImageName): say so before anything is created.
@@ -158,6 +147,25 @@ func runJob(cmd *cobra.Command, f *runFlags) error {
 	}
 	fmt.Fprintf(errOut, "created PaddleJob %s/%s in %s\n", ns, job.GetName(), f.target.where())
 	return follow(ctx, c, f, ns, job.GetName(), out, errOut)
+}
+
+// splitManifests finds the one PaddleJob of file's objects, and the others
+// (created first: its ConfigMaps, Secrets, PVCs...).
+func splitManifests(file string, objs []*unstructured.Unstructured) (job *unstructured.Unstructured, others []*unstructured.Unstructured, err error) {
+	for _, o := range objs {
+		if o.GetKind() == "PaddleJob" && o.GroupVersionKind().Group == paddlev1.GroupVersion.Group {
+			if job != nil {
+				return nil, nil, fmt.Errorf("%s holds more than one PaddleJob: run them one at a time", file)
+			}
+			job = o
+			continue
+		}
+		others = append(others, o)
+	}
+	if job == nil {
+		return nil, nil, fmt.Errorf("%s holds no PaddleJob", file)
+	}
+	return job, others, nil
 }
 
 // follow shows the job's progress until it finishes, streaming the chosen
