@@ -295,6 +295,48 @@ func (s *Server) serveJobStream(rw http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := s.streamContext(r)
 	defer cancel()
+	w := s.watchJob(ctx, ns, name)
+
+	stream, err := startSSE(rw)
+	if err != nil {
+		return
+	}
+	ping := time.NewTicker(heartbeat)
+	defer ping.Stop()
+	sentHistory, sentEvents := false, false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ping.C:
+			if stream.ping() != nil {
+				return
+			}
+			continue
+		case <-w.changed:
+		}
+		// Gather what changes together.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(batchInterval):
+		}
+		frames, haveSnap := w.frames(&sentEvents, &sentHistory)
+		for _, f := range frames {
+			if stream.write(f) != nil {
+				return
+			}
+		}
+		if !haveSnap || !w.events.synced() || !w.configMaps.synced() {
+			// Not everything listed yet: look again shortly.
+			w.mark("job")
+		}
+	}
+}
+
+// watchJob starts following a job, its pods, its events and its metric
+// history until ctx ends; w.changed says when something changed.
+func (s *Server) watchJob(ctx context.Context, ns, name string) *jobWatch {
 	w := &jobWatch{namespace: ns, name: name, dirty: map[string]bool{}, problems: map[string]string{}, changed: make(chan struct{}, 1)}
 	// The SDK's watch waits for its first list: ask once first, so that a
 	// job or pods the user may not read are said at once.
@@ -345,70 +387,43 @@ func (s *Server) serveJobStream(rw http.ResponseWriter, r *http.Request) {
 			return false, nil
 		})
 	}()
+	return w
+}
 
-	stream, err := startSSE(rw)
-	if err != nil {
-		return
+// frames are the stream's frames of what changed since the last ones (the
+// events and the history are sent once at least, when listed), and whether
+// the job was listed yet.
+func (w *jobWatch) frames(sentEvents, sentHistory *bool) ([][]byte, bool) {
+	w.mu.Lock()
+	dirty := maps.Clone(w.dirty)
+	clear(w.dirty)
+	snap, haveSnap := w.snap, w.haveSnap
+	problems := slices.Sorted(maps.Values(w.problems))
+	w.mu.Unlock()
+	uid := uidOf(snap.Job)
+	var frames [][]byte
+	if dirty["problem"] {
+		f, _ := frame("problem", Problem{Message: strings.Join(problems, "; ")})
+		frames = append(frames, f)
 	}
-	ping := time.NewTicker(heartbeat)
-	defer ping.Stop()
-	sentHistory, sentEvents := false, false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ping.C:
-			if stream.ping() != nil {
-				return
-			}
-			continue
-		case <-w.changed:
-		}
-		// Gather what changes together.
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(batchInterval):
-		}
-		w.mu.Lock()
-		dirty := maps.Clone(w.dirty)
-		clear(w.dirty)
-		snap, haveSnap := w.snap, w.haveSnap
-		problems := slices.Sorted(maps.Values(w.problems))
-		w.mu.Unlock()
-		uid := uidOf(snap.Job)
-		var frames [][]byte
-		if dirty["problem"] {
-			f, _ := frame("problem", Problem{Message: strings.Join(problems, "; ")})
-			frames = append(frames, f)
-		}
-		if dirty["job"] && haveSnap && w.events.synced() {
-			f, _ := frame("job", viewOf(snap, w.jobEvents(uid)))
-			frames = append(frames, f)
-		}
-		if (dirty["events"] || !sentEvents) && haveSnap && w.events.synced() {
-			f, _ := frame("events", eventRowsOf(w.jobEvents(uid)))
-			frames, sentEvents = append(frames, f), true
-		}
-		if (dirty["history"] || !sentHistory) && haveSnap && w.configMaps.synced() {
-			hist, err := w.history(uid)
-			if err != nil {
-				w.setProblem("metric history", err)
-			} else {
-				f, _ := frame("history", hist)
-				frames, sentHistory = append(frames, f), true
-			}
-		}
-		for _, f := range frames {
-			if stream.write(f) != nil {
-				return
-			}
-		}
-		if !haveSnap || !w.events.synced() || !w.configMaps.synced() {
-			// Not everything listed yet: look again shortly.
-			w.mark("job")
+	if dirty["job"] && haveSnap && w.events.synced() {
+		f, _ := frame("job", viewOf(snap, w.jobEvents(uid)))
+		frames = append(frames, f)
+	}
+	if (dirty["events"] || !*sentEvents) && haveSnap && w.events.synced() {
+		f, _ := frame("events", eventRowsOf(w.jobEvents(uid)))
+		frames, *sentEvents = append(frames, f), true
+	}
+	if (dirty["history"] || !*sentHistory) && haveSnap && w.configMaps.synced() {
+		hist, err := w.history(uid)
+		if err != nil {
+			w.setProblem("metric history", err)
+		} else {
+			f, _ := frame("history", hist)
+			frames, *sentHistory = append(frames, f), true
 		}
 	}
+	return frames, haveSnap
 }
 
 func uidOf(j *paddlev1.PaddleJob) string {

@@ -54,95 +54,40 @@ type supervisor struct {
 // linger (see supervisor); a pserver's failure stops the trainer; SIGINT and
 // SIGTERM, or ctx ending, are passed on to both.
 func (s *supervisor) run(ctx context.Context) error {
-	var pserver, trainer *process
+	r := &running{s: s}
 	var pserverDone, trainerDone <-chan struct{}
-	stopAll := func() {
-		for _, p := range []*process{trainer, pserver} {
-			if p != nil {
-				p.stop(s.grace)
-			}
-		}
-	}
 	if s.pserver != nil {
 		p, err := startProcess(*s.pserver)
 		if err != nil {
 			return err
 		}
-		pserver, pserverDone = p, p.done
+		r.pserver, pserverDone = p, p.done
 	}
 	startTrainer := serversListening(ctx, s.trainerDelay, s.servers, s.pollInterval, s.log)
-
-	var (
-		forwarded bool
-		killAll   <-chan time.Time
-		ctxDone   = ctx.Done()
-	)
-	// forward passes sig on to both children; it reports false when the
-	// trainer had not started, which ends the launch.
-	forward := func(sig syscall.Signal) bool {
-		fmt.Fprintf(s.log, "paddlejob launch: passing %s on to the pserver and the trainer\n", sig)
-		forwarded = true
-		if trainer == nil {
-			stopAll()
-			return false
-		}
-		for _, p := range []*process{pserver, trainer} {
-			if p != nil {
-				p.signal(sig)
-			}
-		}
-		if killAll == nil {
-			killAll = time.After(s.grace)
-		}
-		return true
-	}
-	interrupted := func(sig syscall.Signal) error {
-		return &ExitError{Code: 128 + int(sig), Reason: fmt.Sprintf("interrupted by %s before the trainer started", sig)}
-	}
+	ctxDone := ctx.Done()
 	for {
 		select {
 		case <-startTrainer:
 			startTrainer = nil
 			p, err := startProcess(s.trainer)
 			if err != nil {
-				stopAll()
+				r.stopAll()
 				return err
 			}
-			trainer, trainerDone = p, p.done
+			r.trainer, trainerDone = p, p.done
 
 		case <-trainerDone:
-			if s.trainerEnded != nil {
-				s.trainerEnded(trainer.code)
-			}
-			if pserver != nil {
-				if trainer.code == 0 && !forwarded {
-					s.lingerPServer(ctx, pserver)
-				}
-				pserver.stop(s.grace)
-			}
-			if trainer.code == 0 {
-				return nil
-			}
-			return processExit(trainer)
+			return r.trainerEnded(ctx)
 
 		case <-pserverDone:
 			pserverDone = nil
-			switch {
-			case forwarded:
-				// It ended because it was asked to; the trainer decides.
-			case pserver.code == 0:
-				fmt.Fprintln(s.log, "paddlejob launch: the pserver exited with code 0; the trainer goes on")
-			default:
-				e := processExit(pserver)
-				fmt.Fprintf(s.log, "paddlejob launch: %s before the trainer finished; stopping the trainer\n", e.Reason)
-				stopAll()
-				e.Reason += " before the trainer finished"
-				return e
+			if err := r.pserverEnded(); err != nil {
+				return err
 			}
 
 		case sig := <-s.signals:
-			if sysSig, ok := sig.(syscall.Signal); ok && !forward(sysSig) {
-				return interrupted(sysSig)
+			if err := r.signalled(sig); err != nil {
+				return err
 			}
 
 		case <-ctxDone:
@@ -151,24 +96,102 @@ func (s *supervisor) run(ctx context.Context) error {
 			// pass that one on rather than a SIGTERM of our own.
 			select {
 			case sig := <-s.signals:
-				if sysSig, ok := sig.(syscall.Signal); ok && !forward(sysSig) {
-					return interrupted(sysSig)
+				if err := r.signalled(sig); err != nil {
+					return err
 				}
 			default:
-				if !forwarded && !forward(syscall.SIGTERM) {
-					return interrupted(syscall.SIGTERM)
+				if !r.forwarded {
+					if err := r.signalled(syscall.SIGTERM); err != nil {
+						return err
+					}
 				}
 			}
 
-		case <-killAll:
+		case <-r.killAll:
 			fmt.Fprintf(s.log, "paddlejob launch: still running %s after the signal; killing\n", s.grace)
-			for _, p := range []*process{pserver, trainer} {
-				if p != nil {
-					p.signal(syscall.SIGKILL)
-				}
-			}
+			r.signalBoth(syscall.SIGKILL)
 		}
 	}
+}
+
+// running is the state of a launch: its children, and whether a signal was
+// passed on to them (then killAll fires once the grace period is over).
+type running struct {
+	s                *supervisor
+	pserver, trainer *process
+	forwarded        bool
+	killAll          <-chan time.Time
+}
+
+func (r *running) stopAll() {
+	for _, p := range []*process{r.trainer, r.pserver} {
+		if p != nil {
+			p.stop(r.s.grace)
+		}
+	}
+}
+
+func (r *running) signalBoth(sig syscall.Signal) {
+	for _, p := range []*process{r.pserver, r.trainer} {
+		if p != nil {
+			p.signal(sig)
+		}
+	}
+}
+
+// signalled passes sig on to both children; before the trainer started it
+// stops the pserver and ends the launch with an ExitError.
+func (r *running) signalled(sig os.Signal) error {
+	sysSig, ok := sig.(syscall.Signal)
+	if !ok {
+		return nil
+	}
+	fmt.Fprintf(r.s.log, "paddlejob launch: passing %s on to the pserver and the trainer\n", sysSig)
+	r.forwarded = true
+	if r.trainer == nil {
+		r.stopAll()
+		return &ExitError{Code: 128 + int(sysSig), Reason: fmt.Sprintf("interrupted by %s before the trainer started", sysSig)}
+	}
+	r.signalBoth(sysSig)
+	if r.killAll == nil {
+		r.killAll = time.After(r.s.grace)
+	}
+	return nil
+}
+
+// trainerEnded ends the launch with the trainer's exit: after a success the
+// pserver goes on serving the other pods' trainers a while.
+func (r *running) trainerEnded(ctx context.Context) error {
+	if r.s.trainerEnded != nil {
+		r.s.trainerEnded(r.trainer.code)
+	}
+	if r.pserver != nil {
+		if r.trainer.code == 0 && !r.forwarded {
+			r.s.lingerPServer(ctx, r.pserver)
+		}
+		r.pserver.stop(r.s.grace)
+	}
+	if r.trainer.code == 0 {
+		return nil
+	}
+	return processExit(r.trainer)
+}
+
+// pserverEnded ends the launch when the pserver failed on its own.
+func (r *running) pserverEnded() error {
+	switch {
+	case r.forwarded:
+		// It ended because it was asked to; the trainer decides.
+	case r.pserver.code == 0:
+		fmt.Fprintln(r.s.log, "paddlejob launch: the pserver exited with code 0; the trainer goes on")
+	default:
+		e := processExit(r.pserver)
+		fmt.Fprintf(r.s.log, "paddlejob launch: %s before the trainer finished; stopping the trainer\n", e.Reason)
+		r.stopAll()
+		e.Reason += " before the trainer finished"
+		return e
+	}
+	return nil
 }
 
 // lingerPServer waits while the pserver may still serve other pods'
