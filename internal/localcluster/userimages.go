@@ -102,41 +102,11 @@ func AddImages(ctx context.Context, home string, images map[string]string) ([]Ad
 		return added, nil
 	}
 
-	// The table with the images added, checked as the node will read it.
-	table, err := os.ReadFile(l.imageTable())
+	next, err := nextImageTable(l, known, added)
 	if err != nil {
-		return nil, fmt.Errorf("reading the node's image table: %w", err)
-	}
-	var file node.ImageTableFile
-	if err := yaml.UnmarshalStrict(table, &file); err != nil {
-		return nil, fmt.Errorf("the node's image table %s: %w", l.imageTable(), err)
-	}
-	for _, a := range added {
-		// The table's own images (the Paddle runtime, the examples) stay:
-		// other images build on them.
-		for key := range file.Images {
-			if _, mine := known[key]; !mine && sameImage(key, a.Image) {
-				return nil, fmt.Errorf("%s is an image the local cluster provides itself (its image table has %s): give your image a name of its own", a.Image, key)
-			}
-		}
-		file.Images[a.Image] = node.ImageEntry{Context: a.Context}
-	}
-	data, err := yaml.Marshal(file)
-	if err != nil {
-		return nil, err
-	}
-	next := l.imageTable() + ".next"
-	if err := os.WriteFile(next, data, 0o644); err != nil {
 		return nil, err
 	}
 	defer os.Remove(next)
-	if _, err := node.LoadImageTable(next); err != nil {
-		var names []string
-		for _, a := range added {
-			names = append(names, a.Image+" ("+a.Context+")")
-		}
-		return nil, fmt.Errorf("the local node cannot run %s: %w", strings.Join(names, ", "), err)
-	}
 
 	cs, err := clusterClient(st)
 	if err != nil {
@@ -156,6 +126,48 @@ func AddImages(ctx context.Context, home string, images map[string]string) ([]Ad
 		return nil, err
 	}
 	return added, restartNode(ctx, st, cs)
+}
+
+// nextImageTable writes the node's image table with the added images
+// beside the current one (the caller renames it into place, or removes
+// it), checked as the node will read it.
+func nextImageTable(l layout, known map[string]userImage, added []AddedImage) (string, error) {
+	table, err := os.ReadFile(l.imageTable())
+	if err != nil {
+		return "", fmt.Errorf("reading the node's image table: %w", err)
+	}
+	var file node.ImageTableFile
+	if err := yaml.UnmarshalStrict(table, &file); err != nil {
+		return "", fmt.Errorf("the node's image table %s: %w", l.imageTable(), err)
+	}
+	for _, a := range added {
+		// The table's own images (the Paddle runtime, the examples) stay:
+		// other images build on them.
+		for key := range file.Images {
+			if _, mine := known[key]; !mine && sameImage(key, a.Image) {
+				return "", fmt.Errorf("%s is an image the local cluster provides itself (its image table has %s): give your image a name of its own", a.Image, key)
+			}
+		}
+		file.Images[a.Image] = node.ImageEntry{Context: a.Context}
+	}
+	data, err := yaml.Marshal(file)
+	if err != nil {
+		return "", err
+	}
+	next := l.imageTable() + ".next"
+	if err := os.WriteFile(next, data, 0o644); err != nil {
+		os.Remove(next)
+		return "", err
+	}
+	if _, err := node.LoadImageTable(next); err != nil {
+		os.Remove(next)
+		var names []string
+		for _, a := range added {
+			names = append(names, a.Image+" ("+a.Context+")")
+		}
+		return "", fmt.Errorf("the local node cannot run %s: %w", strings.Join(names, ", "), err)
+	}
+	return next, nil
 }
 
 // sameImage reports whether two image references name one image, as the
