@@ -174,6 +174,19 @@ Run "make manifests" (or "go run ./hack/chartgen") after changing the markers
 or those files.
 */}}
 `)
+	if err := writeRBACRules(&b, configDir); err != nil {
+		return nil, err
+	}
+	if err := writeWebhooks(&b, configDir); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// writeRBACRules writes a template of the rules of each of ruleSets' roles
+// (and the Kueue integration's apart), refusing roles the chart does not
+// know.
+func writeRBACRules(b *bytes.Buffer, configDir string) error {
 	roles := map[string][]map[string]any{} // file -> its roles
 	for _, rs := range ruleSets {
 		if _, ok := roles[rs.file]; ok {
@@ -181,7 +194,7 @@ or those files.
 		}
 		objs, err := readObjects(filepath.Join(configDir, filepath.FromSlash(rs.file)))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, o := range objs {
 			kind, name := str(o, "kind"), str(o, "metadata", "name")
@@ -189,7 +202,7 @@ or those files.
 				continue
 			}
 			if !knownRole(rs.file, kind, name) {
-				return nil, fmt.Errorf("%s: %s %q is not one the chart installs: add it to hack/chartgen's ruleSets and the chart's templates", rs.file, kind, name)
+				return fmt.Errorf("%s: %s %q is not one the chart installs: add it to hack/chartgen's ruleSets and the chart's templates", rs.file, kind, name)
 			}
 			roles[rs.file] = append(roles[rs.file], o)
 		}
@@ -199,17 +212,17 @@ or those files.
 		for _, o := range roles[rs.file] {
 			if str(o, "kind") == rs.kind && str(o, "metadata", "name") == rs.name {
 				if found != nil {
-					return nil, fmt.Errorf("%s: %s %q twice", rs.file, rs.kind, rs.name)
+					return fmt.Errorf("%s: %s %q twice", rs.file, rs.kind, rs.name)
 				}
 				found = o
 			}
 		}
 		if found == nil {
-			return nil, fmt.Errorf("%s: no %s %q", rs.file, rs.kind, rs.name)
+			return fmt.Errorf("%s: no %s %q", rs.file, rs.kind, rs.name)
 		}
 		rules, _ := found["rules"].([]any)
 		if len(rules) == 0 {
-			return nil, fmt.Errorf("%s: %s %q has no rules", rs.file, rs.kind, rs.name)
+			return fmt.Errorf("%s: %s %q has no rules", rs.file, rs.kind, rs.name)
 		}
 		doc := fmt.Sprintf("The rules of the %s %s (config/%s)", rs.kind, rs.name, rs.file)
 		if rs.define == clusterRoleRules {
@@ -217,22 +230,27 @@ or those files.
 			var kueue []any
 			rules, kueue = splitKueueRules(rules)
 			if len(kueue) == 0 {
-				return nil, fmt.Errorf("%s: %s %q has no rules for Kueue's API", rs.file, rs.kind, rs.name)
+				return fmt.Errorf("%s: %s %q has no rules for Kueue's API", rs.file, rs.kind, rs.name)
 			}
-			if err := define(&b, kueueRules, doc+", for the Kueue integration.", kueue, nil); err != nil {
-				return nil, err
+			if err := define(b, kueueRules, doc+", for the Kueue integration.", kueue, nil); err != nil {
+				return err
 			}
 			doc += ", but the Kueue integration's"
 		}
-		if err := define(&b, rs.define, doc+".", rules, nil); err != nil {
-			return nil, err
+		if err := define(b, rs.define, doc+".", rules, nil); err != nil {
+			return err
 		}
 	}
+	return nil
+}
 
+// writeWebhooks writes a template of each of webhookSets' webhooks, pointed
+// at the chart's webhook Service.
+func writeWebhooks(b *bytes.Buffer, configDir string) error {
 	const webhookFile = "webhook/manifests.yaml"
 	objs, err := readObjects(filepath.Join(configDir, filepath.FromSlash(webhookFile)))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	configs := map[string]map[string]any{}
 	for _, o := range objs {
@@ -242,36 +260,36 @@ or those files.
 			known = known || (ws.kind == kind && ws.name == name)
 		}
 		if !known {
-			return nil, fmt.Errorf("%s: %s %q is not one the chart installs: add it to hack/chartgen's webhookSets and the chart's templates", webhookFile, kind, name)
+			return fmt.Errorf("%s: %s %q is not one the chart installs: add it to hack/chartgen's webhookSets and the chart's templates", webhookFile, kind, name)
 		}
 		if configs[kind] != nil {
-			return nil, fmt.Errorf("%s: two %ss", webhookFile, kind)
+			return fmt.Errorf("%s: two %ss", webhookFile, kind)
 		}
 		configs[kind] = o
 	}
 	for _, ws := range webhookSets {
 		o := configs[ws.kind]
 		if o == nil {
-			return nil, fmt.Errorf("%s: no %s %q", webhookFile, ws.kind, ws.name)
+			return fmt.Errorf("%s: no %s %q", webhookFile, ws.kind, ws.name)
 		}
 		webhooks, _ := o["webhooks"].([]any)
 		if len(webhooks) == 0 {
-			return nil, fmt.Errorf("%s: %s %q has no webhooks", webhookFile, ws.kind, ws.name)
+			return fmt.Errorf("%s: %s %q has no webhooks", webhookFile, ws.kind, ws.name)
 		}
 		for _, w := range webhooks {
 			wm, _ := w.(map[string]any)
 			svc, _ := nested(wm, "clientConfig", "service").(map[string]any)
 			if svc == nil {
-				return nil, fmt.Errorf("%s: webhook %q does not call a service: the chart cannot point it at the operator", webhookFile, str(wm, "name"))
+				return fmt.Errorf("%s: webhook %q does not call a service: the chart cannot point it at the operator", webhookFile, str(wm, "name"))
 			}
 			svc["name"], svc["namespace"], svc["port"] = servicePlaceholder, namespacePlaceholder, portPlaceholder
 		}
 		replace := strings.NewReplacer(servicePlaceholder, serviceAction, namespacePlaceholder, namespaceAction, portPlaceholder, portAction)
-		if err := define(&b, ws.define, fmt.Sprintf("The webhooks of the %s (config/%s), calling the chart's webhook Service.", ws.kind, webhookFile), webhooks, replace); err != nil {
-			return nil, err
+		if err := define(b, ws.define, fmt.Sprintf("The webhooks of the %s (config/%s), calling the chart's webhook Service.", ws.kind, webhookFile), webhooks, replace); err != nil {
+			return err
 		}
 	}
-	return b.Bytes(), nil
+	return nil
 }
 
 // define writes a named template whose body is v as YAML. Template delimiters
