@@ -63,80 +63,14 @@ func (h *harness) measureRequestCosts(ctx context.Context, n int, operatorPod *c
 }
 
 func (h *harness) costSteps(ns string, n int, operatorPod *corev1.Pod) []costStep {
-	jobs := h.c.adminDyn.Resource(paddleJobs).Namespace(ns)
+	f := &costFixture{h: h, ns: ns, operatorPod: operatorPod,
+		s:       scenario{Jobs: 1, PS: h.cfg.ps, Workers: h.cfg.workers},
+		created: make([]*unstructured.Unstructured, n),
+	}
 	pods := h.c.admin.CoreV1().Pods(ns)
-	s := scenario{Jobs: 1, PS: h.cfg.ps, Workers: h.cfg.workers}
-	jobName := func(i int) string { return fmt.Sprintf("job-%d", i) }
-	created := make([]*unstructured.Unstructured, n) // by createJob, for the status updates
-	createJob := func(ctx context.Context, i int) error {
-		obj, err := jobObject(jobName(i), ns, s, h.cfg.intranet, h.cfg.image)
-		if err != nil {
-			return err
-		}
-		obj, err = jobs.Create(ctx, obj, metav1.CreateOptions{})
-		if err == nil {
-			created[i] = obj
-		}
-		return err
-	}
-	// The status a controller writes once a job's pods are created, onto the
-	// job as created: no read.
-	updateStatus := func(ctx context.Context, i int) error {
-		obj := created[i].DeepCopy()
-		now := metav1.Now().UTC().Format(time.RFC3339)
-		status := map[string]any{
-			"phase": "Pending", "mode": "PS", "observedGeneration": int64(1), "startTime": now,
-			"conditions": []any{map[string]any{
-				"type": "Created", "status": "True", "reason": "PodsCreated", "observedGeneration": int64(1),
-				"message": fmt.Sprintf("all %d pods created", s.podsPerJob()), "lastTransitionTime": now,
-			}},
-			"ps":     map[string]any{"pending": int64(s.PS)},
-			"worker": map[string]any{"pending": int64(s.Workers)},
-		}
-		if err := unstructured.SetNestedField(obj.Object, status, "status"); err != nil {
-			return err
-		}
-		_, err := jobs.UpdateStatus(ctx, obj, metav1.UpdateOptions{})
-		return err
-	}
-	plainPod := func(i int) *corev1.Pod {
-		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("plain-%d", i), Namespace: ns},
-			Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{{Name: "paddle", Image: h.cfg.image}},
-			},
-		}
-	}
-	copyPod := func(i int) *corev1.Pod {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: fmt.Sprintf("copy-%d", i), Namespace: ns,
-				Labels: map[string]string{}, Annotations: maps.Clone(operatorPod.Annotations),
-				OwnerReferences: operatorPod.OwnerReferences,
-			},
-			Spec: *operatorPod.Spec.DeepCopy(),
-		}
-		for k, v := range operatorPod.Labels {
-			p.Labels[costLabel(k)] = v
-		}
-		return p
-	}
-	// The fake kubelet patches from its informer's copy: no read here either.
-	markRunning := func(pod func(int) *corev1.Pod) func(context.Context, int) error {
-		return func(ctx context.Context, i int) error {
-			p := pod(i)
-			patch, err := runningStatusPatch(p, fakePodIP(uint32(i)), "127.0.0.1", time.Now())
-			if err != nil {
-				return err
-			}
-			_, err = pods.Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-			return err
-		}
-	}
 	steps := []costStep{
-		{"create PaddleJob", createJob},
-		{"update PaddleJob status", updateStatus},
+		{"create PaddleJob", f.createJob},
+		{"update PaddleJob status", f.updateStatus},
 		{"create ConfigMap", func(ctx context.Context, i int) error {
 			_, err := h.c.admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)},
@@ -157,25 +91,112 @@ func (h *harness) costSteps(ns string, n int, operatorPod *corev1.Pod) []costSte
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("event-%d", i)},
 				EventTime:  metav1.NowMicro(), ReportingController: "benchscale", ReportingInstance: "benchscale",
 				Action: "Create", Reason: "SuccessfulCreatePod", Type: corev1.EventTypeNormal, Note: "Created 4 pods",
-				Regarding: corev1.ObjectReference{Kind: "PaddleJob", Namespace: ns, Name: jobName(i)},
+				Regarding: corev1.ObjectReference{Kind: "PaddleJob", Namespace: ns, Name: f.jobName(i)},
 			}, metav1.CreateOptions{})
 			return err
 		}},
 		{"create pod: plain", func(ctx context.Context, i int) error {
-			_, err := pods.Create(ctx, plainPod(i), metav1.CreateOptions{})
+			_, err := pods.Create(ctx, f.plainPod(i), metav1.CreateOptions{})
 			return err
 		}},
-		{"mark pod Running: plain", markRunning(plainPod)},
+		{"mark pod Running: plain", f.markRunning(f.plainPod)},
 	}
 	if operatorPod != nil {
 		steps = append(steps,
 			costStep{"create pod: the controller's", func(ctx context.Context, i int) error {
-				_, err := pods.Create(ctx, copyPod(i), metav1.CreateOptions{})
+				_, err := pods.Create(ctx, f.copyPod(i), metav1.CreateOptions{})
 				return err
 			}},
-			costStep{"mark pod Running: the controller's", markRunning(copyPod)})
+			costStep{"mark pod Running: the controller's", f.markRunning(f.copyPod)})
 	}
 	return steps
+}
+
+// costFixture makes the objects of the cost steps, and remembers the jobs
+// created, for the status updates.
+type costFixture struct {
+	h           *harness
+	ns          string
+	s           scenario
+	created     []*unstructured.Unstructured // by createJob
+	operatorPod *corev1.Pod
+}
+
+func (f *costFixture) jobName(i int) string { return fmt.Sprintf("job-%d", i) }
+
+func (f *costFixture) createJob(ctx context.Context, i int) error {
+	obj, err := jobObject(f.jobName(i), f.ns, f.s, f.h.cfg.intranet, f.h.cfg.image)
+	if err != nil {
+		return err
+	}
+	obj, err = f.h.c.adminDyn.Resource(paddleJobs).Namespace(f.ns).Create(ctx, obj, metav1.CreateOptions{})
+	if err == nil {
+		f.created[i] = obj
+	}
+	return err
+}
+
+// updateStatus writes the status a controller writes once a job's pods are
+// created, onto the job as created: no read.
+func (f *costFixture) updateStatus(ctx context.Context, i int) error {
+	obj := f.created[i].DeepCopy()
+	now := metav1.Now().UTC().Format(time.RFC3339)
+	status := map[string]any{
+		"phase": "Pending", "mode": "PS", "observedGeneration": int64(1), "startTime": now,
+		"conditions": []any{map[string]any{
+			"type": "Created", "status": "True", "reason": "PodsCreated", "observedGeneration": int64(1),
+			"message": fmt.Sprintf("all %d pods created", f.s.podsPerJob()), "lastTransitionTime": now,
+		}},
+		"ps":     map[string]any{"pending": int64(f.s.PS)},
+		"worker": map[string]any{"pending": int64(f.s.Workers)},
+	}
+	if err := unstructured.SetNestedField(obj.Object, status, "status"); err != nil {
+		return err
+	}
+	_, err := f.h.c.adminDyn.Resource(paddleJobs).Namespace(f.ns).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+	return err
+}
+
+func (f *costFixture) plainPod(i int) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("plain-%d", i), Namespace: f.ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "paddle", Image: f.h.cfg.image}},
+		},
+	}
+}
+
+// copyPod is a copy of a pod the controller made, its labels renamed out of
+// every watch's way.
+func (f *costFixture) copyPod(i int) *corev1.Pod {
+	op := f.operatorPod
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("copy-%d", i), Namespace: f.ns,
+			Labels: map[string]string{}, Annotations: maps.Clone(op.Annotations),
+			OwnerReferences: op.OwnerReferences,
+		},
+		Spec: *op.Spec.DeepCopy(),
+	}
+	for k, v := range op.Labels {
+		p.Labels[costLabel(k)] = v
+	}
+	return p
+}
+
+// markRunning patches a pod Running as the fake kubelet does, from its
+// informer's copy: no read here either.
+func (f *costFixture) markRunning(pod func(int) *corev1.Pod) func(context.Context, int) error {
+	return func(ctx context.Context, i int) error {
+		p := pod(i)
+		patch, err := runningStatusPatch(p, fakePodIP(uint32(i)), "127.0.0.1", time.Now())
+		if err != nil {
+			return err
+		}
+		_, err = f.h.c.admin.CoreV1().Pods(f.ns).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		return err
+	}
 }
 
 // costLabel renames a label key out of every watch's way, keeping its size.
