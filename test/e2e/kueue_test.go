@@ -24,7 +24,7 @@ import (
 
 // PaddleJobs queued by the real Kueue (v0.19.2, built from its module), which
 // knows them as an external framework: quota, waiting, admission,
-// preemption by priority, and MultiKueue's jobs left alone.
+// preemption by priority, and MultiKueue's jobs queued but not run.
 
 // kueueQuota is a ClusterQueue with CPU for one 4-pod job of podCPU each,
 // preempting lower priorities within itself, its LocalQueue in ns, and two
@@ -248,29 +248,39 @@ func TestKueue(t *testing.T) {
 		}
 	})
 
-	t.Run("a job MultiKueue manages is left alone", func(t *testing.T) {
+	t.Run("a job MultiKueue manages is queued, its pods and status left to MultiKueue", func(t *testing.T) {
 		ns := newNamespace(t)
 		applyManifests(t, st, kueueQuota(ns))
+		// As in a manager cluster: Kueue queues the job here, MultiKueue
+		// runs it elsewhere. (This cluster has no MultiKueue admission
+		// check, so its Workload is admitted here; it asks for no CPU, to
+		// leave the quota to the other job.)
 		remote := queuedJob(t, ns, "remote", "low", 1)
 		remote.Spec.ManagedBy = ptr.To(paddlev1.ManagedByMultiKueue)
+		for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
+			remote.Spec.Replicas(rt).Template.Spec.Containers[0].Resources.Requests = nil
+		}
 		createJob(t, remote)
-		// A job the operator manages, created after it, gets its Workload:
-		// by then the operator has seen the other one.
+		poll(t, 2*time.Minute, "the MultiKueue job's Workload is created and admitted, and the job resumed", func() (bool, string) {
+			wl := jobWorkload(t, dyn, remote)
+			if wl == nil {
+				return false, "no Workload yet"
+			}
+			s, _, _ := workloadCondition(wl, "Admitted")
+			suspended := getJob(t, remote).Spec.IsSuspended()
+			return s == "True" && !suspended, fmt.Sprintf("Admitted=%s suspend=%v", s, suspended)
+		})
+		// A job the operator runs, created after it, completes: by then the
+		// operator has long seen the other one.
 		local := queuedJob(t, ns, "local", "low", 1)
 		createJob(t, local)
-		poll(t, time.Minute, "the operator's job gets a Workload", func() (bool, string) {
-			if wl := jobWorkload(t, dyn, local); wl != nil {
-				return true, wl.GetName()
-			}
-			return false, "no Workload yet"
-		})
-		got := getJob(t, remote)
-		if got.Status.Phase != "" || jobWorkload(t, dyn, remote) != nil || jobPodCount(t, remote) != 0 {
-			t.Errorf("the operator acted on a job MultiKueue manages: phase %q, Workload %v, %d pods",
-				got.Status.Phase, jobWorkload(t, dyn, remote) != nil, jobPodCount(t, remote))
-		}
 		if _, err := pj.WaitFor(context.Background(), ns, local.Name, client.Finished, jobTimeout); err != nil {
 			t.Fatal(err)
+		}
+		got := getJob(t, remote)
+		if got.Status.Phase != "" || len(got.Status.Conditions) != 0 || jobPodCount(t, remote) != 0 {
+			t.Errorf("the operator ran a job MultiKueue manages: phase %q, conditions %v, %d pods",
+				got.Status.Phase, got.Status.Conditions, jobPodCount(t, remote))
 		}
 	})
 }
