@@ -175,11 +175,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err != nil {
 		return nil, err
 	}
-	kueueServed := false
-	if !o.Controller.IgnoreKueue {
-		if kueueServed, err = kueue.Discover(cfg); err != nil {
-			return nil, err
-		}
+	kueueServed, err := discoverKueue(cfg, o.Controller.IgnoreKueue)
+	if err != nil {
+		return nil, err
 	}
 	cacheOpts := controller.CacheOptions(podGroupKinds)
 	if kueueServed {
@@ -267,6 +265,15 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		}
 	}
 	return mgr, nil
+}
+
+// discoverKueue reports whether the Kueue integration is on and the
+// cluster serves Kueue's Workloads.
+func discoverKueue(cfg *rest.Config, ignore bool) (bool, error) {
+	if ignore {
+		return false, nil
+	}
+	return kueue.Discover(cfg)
 }
 
 // setupKueue registers the Kueue controller beside the PaddleJob

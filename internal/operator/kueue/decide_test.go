@@ -61,45 +61,70 @@ func admitted(wl *workload, flavor string, counts map[string]int32) *workload {
 	return wl
 }
 
-func TestDecide(t *testing.T) {
-	suspended := queuedJob().Suspend(true).Obj()
+// decideCase is one row of TestDecide: the job, its Workload (owned by
+// the job unless owned says otherwise) and its pods, and the step decided.
+type decideCase struct {
+	name  string
+	job   *paddlev1.PaddleJob
+	wl    *workload
+	owned *bool
+	pods  []*corev1.Pod
+	want  step
+}
+
+// decideFixtures are the jobs, pods and Workload edits the cases use.
+type decideFixtures struct {
+	suspended, running, completed, elastic, prebuilt, multiKueue, high, highRunning *paddlev1.PaddleJob
+	runningPod                                                                      *corev1.Pod
+	allReady                                                                        []*corev1.Pod
+}
+
+func newDecideFixtures() decideFixtures {
 	running := queuedJob().Suspend(false).Obj()
-	completed := queuedJob().Suspend(false).Status(paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobCompleted}).Obj()
-	elastic := testutil.MakePaddleJob("el", "ns").UID("el-uid").Workers(4).Elastic(2, 4).Queue(testQueue).Suspend(true).Obj()
-	prebuilt := queuedJob().Suspend(true).Label(kueuePrebuiltWorkloadLabel, "from-manager").Obj()
-	multiKueue := queuedJob().Suspend(false).ManagedBy(paddlev1.ManagedByMultiKueue).Obj()
-	high := queuedJob().Suspend(true).Label(paddlev1.KueuePriorityClassLabel, "high").Obj()
-	highRunning := queuedJob().Suspend(false).Label(paddlev1.KueuePriorityClassLabel, "high").Obj()
+	return decideFixtures{
+		suspended:   queuedJob().Suspend(true).Obj(),
+		running:     running,
+		completed:   queuedJob().Suspend(false).Status(paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobCompleted}).Obj(),
+		elastic:     testutil.MakePaddleJob("el", "ns").UID("el-uid").Workers(4).Elastic(2, 4).Queue(testQueue).Suspend(true).Obj(),
+		prebuilt:    queuedJob().Suspend(true).Label(kueuePrebuiltWorkloadLabel, "from-manager").Obj(),
+		multiKueue:  queuedJob().Suspend(false).ManagedBy(paddlev1.ManagedByMultiKueue).Obj(),
+		high:        queuedJob().Suspend(true).Label(paddlev1.KueuePriorityClassLabel, "high").Obj(),
+		highRunning: queuedJob().Suspend(false).Label(paddlev1.KueuePriorityClassLabel, "high").Obj(),
+		runningPod:  testutil.MakePod(running, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
+		allReady: []*corev1.Pod{
+			testutil.MakePod(running, paddlev1.ReplicaPS, 0).Running("10.0.0.1").Obj(),
+			testutil.MakePod(running, paddlev1.ReplicaWorker, 0).Running("10.0.0.2").Obj(),
+			testutil.MakePod(running, paddlev1.ReplicaWorker, 1).Succeeded().Obj(),
+		},
+	}
+}
 
-	runningPod := testutil.MakePod(running, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj()
-	allReady := []*corev1.Pod{
-		testutil.MakePod(running, paddlev1.ReplicaPS, 0).Running("10.0.0.1").Obj(),
-		testutil.MakePod(running, paddlev1.ReplicaWorker, 0).Running("10.0.0.2").Obj(),
-		testutil.MakePod(running, paddlev1.ReplicaWorker, 1).Succeeded().Obj(),
-	}
-	deleting := func(wl *workload) *workload { wl.Metadata.DeletionTimestamp = ptr.To(metav1.NewTime(t0)); return wl }
-	noFinalizer := func(wl *workload) *workload { wl.Metadata.Finalizers = nil; return wl }
-	withPriority := func(wl *workload, kind, name string) *workload {
-		wl.Spec.PriorityClassRef = &priorityClassRef{Kind: kind, Name: name}
-		return wl
-	}
-	otherQueue := func(wl *workload) *workload { wl.Spec.QueueName = "elsewhere"; return wl }
-	fewerWorkers := func(wl *workload) *workload { wl.Spec.PodSets[1].Count = 5; return wl }
-	prebuiltWl := func(conds ...string) *workload {
-		wl := wlOf(prebuilt, conds...)
-		wl.Metadata.Name, wl.Metadata.OwnerReferences, wl.Metadata.Finalizers = "from-manager", nil, nil
-		return wl
-	}
-	readyTrue := workloadPodsReady + "=" + workloadStarted
+func deleting(wl *workload) *workload {
+	wl.Metadata.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	return wl
+}
+func noFinalizer(wl *workload) *workload  { wl.Metadata.Finalizers = nil; return wl }
+func otherQueue(wl *workload) *workload   { wl.Spec.QueueName = "elsewhere"; return wl }
+func fewerWorkers(wl *workload) *workload { wl.Spec.PodSets[1].Count = 5; return wl }
+func withPriority(wl *workload, kind, name string) *workload {
+	wl.Spec.PriorityClassRef = &priorityClassRef{Kind: kind, Name: name}
+	return wl
+}
 
-	tests := []struct {
-		name  string
-		job   *paddlev1.PaddleJob
-		wl    *workload
-		owned *bool // default: the Workload's controller is the job
-		pods  []*corev1.Pod
-		want  step
-	}{
+// prebuiltWl is the Workload MultiKueue created for job, not adopted yet.
+func prebuiltWl(job *paddlev1.PaddleJob, conds ...string) *workload {
+	wl := wlOf(job, conds...)
+	wl.Metadata.Name, wl.Metadata.OwnerReferences, wl.Metadata.Finalizers = "from-manager", nil, nil
+	return wl
+}
+
+// decideCasesBeforeAdmission: finished, deleted, missing, prebuilt and
+// evicted Workloads.
+func decideCasesBeforeAdmission() []decideCase {
+	x := newDecideFixtures()
+	suspended, running, completed, prebuilt := x.suspended, x.running, x.completed, x.prebuilt
+	runningPod := x.runningPod
+	return []decideCase{
 		// Finished: of the Workload, then of the job.
 		{"a finished Workload keeping Kueue's finalizer lets it go", running, wlOf(running, workloadFinished), nil, nil, stepDropFinalizer},
 		{"a finished Workload is otherwise left alone, the job too", running, noFinalizer(wlOf(running, workloadFinished)), nil, nil, stepNone},
@@ -115,16 +140,26 @@ func TestDecide(t *testing.T) {
 		{"a suspended job whose pods are still going waits for them", suspended, nil, nil, []*corev1.Pod{runningPod}, stepNone},
 		{"a job on a prebuilt Workload waits for MultiKueue to create it", prebuilt, nil, nil, nil, stepNone},
 		// MultiKueue's prebuilt Workload (a worker cluster).
-		{"a prebuilt Workload matching the job is adopted", prebuilt, prebuiltWl(), ptr.To(false), nil, stepAdopt},
-		{"a prebuilt Workload not matching the job is finished out of sync", prebuilt, fewerWorkers(prebuiltWl()), ptr.To(false), nil, stepOutOfSync},
-		{"an adopted prebuilt Workload is followed like the job's own", prebuilt, admitted(prebuiltWl(workloadQuotaReserved, workloadAdmitted), "default", nil), nil, nil, stepStart},
-		{"an adopted prebuilt Workload that stops matching is finished out of sync", prebuilt, fewerWorkers(prebuiltWl(workloadQuotaReserved + "=-Pending")), nil, nil, stepOutOfSync},
-		{"a prebuilt Workload keeps its queue", prebuilt, otherQueue(prebuiltWl()), nil, nil, stepNone},
+		{"a prebuilt Workload matching the job is adopted", prebuilt, prebuiltWl(prebuilt), ptr.To(false), nil, stepAdopt},
+		{"a prebuilt Workload not matching the job is finished out of sync", prebuilt, fewerWorkers(prebuiltWl(prebuilt)), ptr.To(false), nil, stepOutOfSync},
+		{"an adopted prebuilt Workload is followed like the job's own", prebuilt, admitted(prebuiltWl(prebuilt, workloadQuotaReserved, workloadAdmitted), "default", nil), nil, nil, stepStart},
+		{"an adopted prebuilt Workload that stops matching is finished out of sync", prebuilt, fewerWorkers(prebuiltWl(prebuilt, workloadQuotaReserved+"=-Pending")), nil, nil, stepOutOfSync},
+		{"a prebuilt Workload keeps its queue", prebuilt, otherQueue(prebuiltWl(prebuilt)), nil, nil, stepNone},
 		// Evicted.
 		{"an evicted running job is stopped", running, wlOf(running, workloadQuotaReserved, workloadAdmitted, workloadEvicted+"="+workloadPreempted), nil, []*corev1.Pod{runningPod}, stepStop},
 		{"an evicted stopped job keeps the quota while its pods live", suspended, wlOf(suspended, workloadQuotaReserved, workloadEvicted+"="+workloadPreempted), nil, []*corev1.Pod{runningPod}, stepNone},
 		{"an evicted stopped job without pods gives the quota back", suspended, wlOf(suspended, workloadQuotaReserved, workloadEvicted+"="+workloadPreempted), nil, nil, stepRelease},
 		{"an evicted job whose quota is back waits", suspended, wlOf(suspended, workloadQuotaReserved+"=-Pending", workloadEvicted+"="+workloadPreempted), nil, nil, stepNone},
+	}
+}
+
+// decideCasesAdmission: waiting for admission, admitted, running.
+func decideCasesAdmission() []decideCase {
+	x := newDecideFixtures()
+	suspended, running, elastic, multiKueue, high, highRunning := x.suspended, x.running, x.elastic, x.multiKueue, x.high, x.highRunning
+	runningPod, allReady := x.runningPod, x.allReady
+	readyTrue := workloadPodsReady + "=" + workloadStarted
+	return []decideCase{
 		// Suspended, waiting for admission.
 		{"an admitted suspended job starts", suspended, admitted(wlOf(suspended, workloadQuotaReserved, workloadAdmitted), "default", nil), nil, nil, stepStart},
 		{"an elastic job admitted with fewer workers, down to its minimum, starts", elastic, admitted(wlOf(elastic, workloadQuotaReserved, workloadAdmitted), "default", map[string]int32{"worker": 2}), nil, nil, stepStart},
@@ -147,6 +182,10 @@ func TestDecide(t *testing.T) {
 		{"PodsReady as it is: nothing to do", running, admitted(wlOf(running, workloadQuotaReserved, workloadAdmitted, readyTrue), "default", nil), nil, allReady, stepNone},
 		{"a job run by MultiKueue elsewhere has no pods here to be ready", multiKueue, admitted(wlOf(multiKueue, workloadQuotaReserved, workloadAdmitted), "default", nil), nil, nil, stepNone},
 	}
+}
+
+func TestDecide(t *testing.T) {
+	tests := append(decideCasesBeforeAdmission(), decideCasesAdmission()...)
 	seen := map[step]bool{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
