@@ -31,10 +31,11 @@ const (
 	kueueResourceInUseFinalizer = "kueue.x-k8s.io/resource-in-use"
 	kueueJobUIDLabel            = "kueue.x-k8s.io/job-uid"
 	kueuePodSetLabel            = "kueue.x-k8s.io/podset"
-	// kueuePrebuiltWorkloadLabel names the Workload a job is to use instead
-	// of creating one: MultiKueue sets it on the copy it creates in a
-	// worker cluster, whose Workload it has created first.
-	kueuePrebuiltWorkloadLabel = "kueue.x-k8s.io/prebuilt-workload-name"
+	// kueuePrebuiltWorkloadKey (an annotation, or a label) names the
+	// Workload a job is to use instead of creating one: MultiKueue sets it
+	// on the copy it creates in a worker cluster, whose Workload it has
+	// created first.
+	kueuePrebuiltWorkloadKey = "kueue.x-k8s.io/prebuilt-workload-name"
 
 	workloadQuotaReserved = "QuotaReserved"
 	workloadAdmitted      = "Admitted"

@@ -86,7 +86,7 @@ func newDecideFixtures() decideFixtures {
 		running:     running,
 		completed:   queuedJob().Suspend(false).Status(paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobCompleted}).Obj(),
 		elastic:     testutil.MakePaddleJob("el", "ns").UID("el-uid").Workers(4).Elastic(2, 4).Queue(testQueue).Suspend(true).Obj(),
-		prebuilt:    queuedJob().Suspend(true).Label(kueuePrebuiltWorkloadLabel, "from-manager").Obj(),
+		prebuilt:    prebuiltJob(queuedJob().Suspend(true).Obj(), "from-manager"),
 		multiKueue:  queuedJob().Suspend(false).ManagedBy(paddlev1.ManagedByMultiKueue).Obj(),
 		high:        queuedJob().Suspend(true).Label(paddlev1.KueuePriorityClassLabel, "high").Obj(),
 		highRunning: queuedJob().Suspend(false).Label(paddlev1.KueuePriorityClassLabel, "high").Obj(),
@@ -109,6 +109,13 @@ func fewerWorkers(wl *workload) *workload { wl.Spec.PodSets[1].Count = 5; return
 func withPriority(wl *workload, kind, name string) *workload {
 	wl.Spec.PriorityClassRef = &priorityClassRef{Kind: kind, Name: name}
 	return wl
+}
+
+// prebuiltJob is MultiKueue's copy of a job in a worker cluster: annotated
+// with the Workload MultiKueue created for it, as Kueue 0.18 and later do.
+func prebuiltJob(pj *paddlev1.PaddleJob, workload string) *paddlev1.PaddleJob {
+	pj.Annotations = map[string]string{kueuePrebuiltWorkloadKey: workload}
+	return pj
 }
 
 // prebuiltWl is the Workload MultiKueue created for job, not adopted yet.

@@ -39,8 +39,14 @@ func (j job) Suspend() { j.Spec.Suspend = ptr.To(true) }
 func (j job) managedElsewhere() bool { return !j.Spec.IsManagedByOperator() }
 
 // prebuiltWorkload is the Workload MultiKueue made for the job, "" when the
-// job makes its own.
-func (j job) prebuiltWorkload() string { return j.Labels[kueuePrebuiltWorkloadLabel] }
+// job makes its own. Kueue names it in an annotation (0.18 and later, its
+// WorkloadIdentifierAnnotations), before in a label of the same key.
+func (j job) prebuiltWorkload() string {
+	if name := j.Annotations[kueuePrebuiltWorkloadKey]; name != "" {
+		return name
+	}
+	return j.Labels[kueuePrebuiltWorkloadKey]
+}
 
 // PodSets are the job's roles as Kueue pod sets: as many pods as the role
 // has replicas and its template as the user wrote it. The workers of an

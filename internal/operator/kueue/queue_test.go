@@ -15,7 +15,8 @@ import (
 func TestHoldMessage(t *testing.T) {
 	suspended := queuedJob().Suspend(true).Obj()
 	running := queuedJob().Suspend(false).Obj()
-	prebuilt := queuedJob().Suspend(true).Label(kueuePrebuiltWorkloadLabel, "from-manager").Obj()
+	// Kueue before 0.18 names the prebuilt Workload in a label.
+	prebuilt := queuedJob().Suspend(true).Label(kueuePrebuiltWorkloadKey, "from-manager").Obj()
 	pending := wlOf(suspended, workloadQuotaReserved+"=-Pending")
 	pending.Status.Conditions[0].Message = "couldn't assign flavors to pod set worker: insufficient quota for cpu"
 	deleting := admitted(wlOf(running, workloadQuotaReserved, workloadAdmitted), "default", nil)

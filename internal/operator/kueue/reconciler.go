@@ -56,7 +56,7 @@ func NewReconciler(c client.Client, recorder events.EventRecorder) *Reconciler {
 // queued reports whether Kueue queues the job: it names a LocalQueue, or
 // runs on a Workload MultiKueue prebuilt for it.
 func queued(j *paddlev1.PaddleJob) bool {
-	return j.KueueQueueName() != "" || j.Labels[kueuePrebuiltWorkloadLabel] != ""
+	return j.KueueQueueName() != "" || job{j}.prebuiltWorkload() != ""
 }
 
 // Reconcile takes the protocol's step for one job. Every write it makes

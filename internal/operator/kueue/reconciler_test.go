@@ -342,8 +342,7 @@ func TestEvictionStopsTheJobAndGivesTheQuotaBack(t *testing.T) {
 // job adopts it instead of creating its own, and runs once it is admitted.
 func TestWorkerCopyRunsOnThePrebuiltWorkload(t *testing.T) {
 	manager := queuedJob().UID("manager-uid").Suspend(true).Obj()
-	remote := queuedJob().UID("worker-uid").Suspend(true).Label(kueuePrebuiltWorkloadLabel, workloadName(manager)).
-		Label(paddlev1.KueuePriorityClassLabel, "high").Obj()
+	remote := prebuiltJob(queuedJob().UID("worker-uid").Suspend(true).Label(paddlev1.KueuePriorityClassLabel, "high").Obj(), workloadName(manager))
 	wl := admitted(wlOf(manager, workloadQuotaReserved, workloadAdmitted), "default", nil)
 	wl.Metadata.OwnerReferences, wl.Metadata.Finalizers = nil, nil // as MultiKueue creates it
 	f := newFixture(t, remote, workloadObject(t, wl), flavorObject("default", nil))
