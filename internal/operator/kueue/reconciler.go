@@ -17,7 +17,6 @@ package kueue
 import (
 	"context"
 	"fmt"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/truncate"
 )
 
 // +kubebuilder:rbac:groups=batch.paddlepaddle.org,resources=paddlejobs,verbs=get;list;watch;patch
@@ -215,22 +215,11 @@ func (r *Reconciler) jobPods(ctx context.Context, pj *paddlev1.PaddleJob) ([]*co
 // eventf records an event on the job with its note cut to what the API
 // server stores.
 func (r *Reconciler) eventf(pj *paddlev1.PaddleJob, eventtype, reason, action, note string, args ...any) {
-	r.Recorder.Eventf(pj, nil, eventtype, reason, action, "%s", cut(fmt.Sprintf(note, args...), maxEventNote))
+	r.Recorder.Eventf(pj, nil, eventtype, reason, action, "%s", truncate.String(fmt.Sprintf(note, args...), maxEventNote))
 }
 
 // maxEventNote is the longest event note the API server stores.
 const maxEventNote = 1024
-
-// cut shortens s to at most n bytes, on a character boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
 
 // ignoreGone ignores writes to an object deleted meanwhile; conflicts are
 // returned, so the pass is retried from the newer object.

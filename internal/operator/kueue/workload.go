@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/truncate"
 )
 
 // workloadName is the name of the Workload a job creates: the job's name
@@ -246,7 +247,7 @@ func (r *Reconciler) patchWorkload(ctx context.Context, raw *unstructured.Unstru
 func (r *Reconciler) finishWorkload(ctx context.Context, raw *unstructured.Unstructured, wl *workload, reason, msg string, now metav1.Time) error {
 	return r.patchWorkloadStatus(ctx, raw, wl, func(st *workloadStatus) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: workloadFinished, Status: metav1.ConditionTrue,
-			Reason: reason, Message: cut(msg, 32*1024), ObservedGeneration: wl.Metadata.Generation, LastTransitionTime: now})
+			Reason: reason, Message: truncate.String(msg, 32*1024), ObservedGeneration: wl.Metadata.Generation, LastTransitionTime: now})
 	})
 }
 
