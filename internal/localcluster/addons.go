@@ -444,7 +444,10 @@ internalCertManagement:
 integrations:
   frameworks:
 %s  externalFrameworks:
-  - %s
+  - %[6]s
+multiKueue:
+  externalFrameworks:
+  - name: %[6]s
 `, KueueNamespace, probes, b.st.Ports.KueueWebhook, certDir, fw.String(), paddlev1.KueueFrameworkName)
 	path := filepath.Join(dir, "kueue.yaml")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {

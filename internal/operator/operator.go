@@ -15,12 +15,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/operator/controller"
+	"github.com/paddlejob/paddlejob/internal/operator/kueue"
 	"github.com/paddlejob/paddlejob/internal/operator/progress"
 )
 
@@ -173,13 +175,14 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err != nil {
 		return nil, err
 	}
-	kueue := false
-	if !o.Controller.IgnoreKueue {
-		if kueue, err = controller.DiscoverKueue(cfg); err != nil {
-			return nil, err
-		}
+	kueueServed, err := discoverKueue(cfg, o.Controller.IgnoreKueue)
+	if err != nil {
+		return nil, err
 	}
-	cacheOpts := controller.CacheOptions(podGroupKinds, kueue)
+	cacheOpts := controller.CacheOptions(podGroupKinds)
+	if kueueServed {
+		kueue.CacheWorkloads(&cacheOpts, controller.OwnedObjects())
+	}
 	if o.Namespaces != "" {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range strings.Split(o.Namespaces, ",") {
@@ -229,7 +232,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if o.SkipNameValidation {
 		r.SkipNameValidation = true
 	}
-	if err := r.SetupWithManager(ctx, mgr, podGroupKinds, kueue); err != nil {
+	if err := setupKueue(mgr, r, kueueServed); err != nil {
+		return nil, err
+	}
+	if err := r.SetupWithManager(ctx, mgr, podGroupKinds); err != nil {
 		return nil, fmt.Errorf("setting up the PaddleJob controller: %w", err)
 	}
 	if store != nil {
@@ -259,6 +265,35 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		}
 	}
 	return mgr, nil
+}
+
+// discoverKueue reports whether the Kueue integration is on and the
+// cluster serves Kueue's Workloads.
+func discoverKueue(cfg *rest.Config, ignore bool) (bool, error) {
+	if ignore {
+		return false, nil
+	}
+	return kueue.Discover(cfg)
+}
+
+// setupKueue registers the Kueue controller beside the PaddleJob
+// controller, which holds the jobs Kueue has not admitted (its Queue). With
+// --kueue=off there is neither; on a cluster without Kueue's Workloads
+// there is no controller, and the Queue says what is missing.
+func setupKueue(mgr ctrl.Manager, r *controller.PaddleJobReconciler, served bool) error {
+	if r.Options.IgnoreKueue {
+		return nil
+	}
+	r.Queue = kueue.Queue{Reader: mgr.GetClient(), Served: served}
+	if !served {
+		return nil
+	}
+	kr := kueue.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("paddlejob-operator"))
+	opts := ctrlcontroller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles, SkipNameValidation: &r.SkipNameValidation}
+	if err := kr.SetupWithManager(mgr, opts); err != nil {
+		return fmt.Errorf("setting up the Kueue controller: %w", err)
+	}
+	return nil
 }
 
 // Run starts the operator against the cluster of the default kubeconfig and

@@ -24,7 +24,7 @@ import (
 
 // PaddleJobs queued by the real Kueue (v0.19.2, built from its module), which
 // knows them as an external framework: quota, waiting, admission,
-// preemption by priority, and MultiKueue's jobs left alone.
+// preemption by priority, and MultiKueue's jobs queued but not run.
 
 // kueueQuota is a ClusterQueue with CPU for one 4-pod job of podCPU each,
 // preempting lower priorities within itself, its LocalQueue in ns, and two
@@ -212,65 +212,88 @@ func TestKueue(t *testing.T) {
 	})
 
 	t.Run("a higher priority preempts, the lower resumes after it", func(t *testing.T) {
-		ns := newNamespace(t)
-		applyManifests(t, st, kueueQuota(ns))
-		low, high := queuedJob(t, ns, "low", "low", 40), queuedJob(t, ns, "high", "high", 3)
-		start := time.Now()
-		createJob(t, low)
-		written := getJob(t, low)
-		poll(t, 2*time.Minute, "the low-priority job runs", func() (bool, string) {
-			j := getJob(t, low)
-			return j.Status.Phase == paddlev1.PaddleJobRunning, string(j.Status.Phase)
-		})
-		admittedTemplate := getJob(t, low).Spec.Worker.Template
-		if admittedTemplate.Labels["kueue.x-k8s.io/podset"] != "worker" {
-			t.Errorf("the admitted worker template's labels %v lack Kueue's pod set", admittedTemplate.Labels)
-		}
-		createJob(t, high)
-		poll(t, 2*time.Minute, "the low-priority job is preempted: suspended, its pods removed", func() (bool, string) {
-			j := getJob(t, low)
-			n := jobPodCount(t, low)
-			return j.Spec.IsSuspended() && n == 0, fmt.Sprintf("suspend=%v pods=%d phase=%s", j.Spec.IsSuspended(), n, j.Status.Phase)
-		})
-		evicted := getJob(t, low)
-		for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
-			if !equality.Semantic.DeepEqual(evicted.Spec.Replicas(rt).Template, written.Spec.Replicas(rt).Template) {
-				t.Errorf("the preempted job's %s template is not restored:\n got %+v\nwant %+v", rt, evicted.Spec.Replicas(rt).Template, written.Spec.Replicas(rt).Template)
-			}
-		}
-		if s, r, _ := workloadCondition(jobWorkload(t, dyn, low), "Evicted"); s != "True" || r != "Preempted" {
-			t.Errorf("the low job's Workload Evicted=%s/%s, want True/Preempted", s, r)
-		}
-		doneHigh, _ := awaitCompletion(t, high, start)
-		doneLow, _ := awaitCompletion(t, low, start)
-		if doneLow.Status.CompletionTime.Before(doneHigh.Status.CompletionTime) {
-			t.Errorf("the preempted job completed before the one that preempted it")
-		}
+		kueuePreemptsByPriority(t, st, dyn)
 	})
 
-	t.Run("a job MultiKueue manages is left alone", func(t *testing.T) {
-		ns := newNamespace(t)
-		applyManifests(t, st, kueueQuota(ns))
-		remote := queuedJob(t, ns, "remote", "low", 1)
-		remote.Spec.ManagedBy = ptr.To(paddlev1.ManagedByMultiKueue)
-		createJob(t, remote)
-		// A job the operator manages, created after it, gets its Workload:
-		// by then the operator has seen the other one.
-		local := queuedJob(t, ns, "local", "low", 1)
-		createJob(t, local)
-		poll(t, time.Minute, "the operator's job gets a Workload", func() (bool, string) {
-			if wl := jobWorkload(t, dyn, local); wl != nil {
-				return true, wl.GetName()
-			}
-			return false, "no Workload yet"
-		})
-		got := getJob(t, remote)
-		if got.Status.Phase != "" || jobWorkload(t, dyn, remote) != nil || jobPodCount(t, remote) != 0 {
-			t.Errorf("the operator acted on a job MultiKueue manages: phase %q, Workload %v, %d pods",
-				got.Status.Phase, jobWorkload(t, dyn, remote) != nil, jobPodCount(t, remote))
-		}
-		if _, err := pj.WaitFor(context.Background(), ns, local.Name, client.Finished, jobTimeout); err != nil {
-			t.Fatal(err)
-		}
+	t.Run("a job MultiKueue manages is queued, its pods and status left to MultiKueue", func(t *testing.T) {
+		kueueQueuesAMultiKueueJob(t, st, dyn)
 	})
+}
+
+// kueuePreemptsByPriority: a higher priority job preempts a running lower
+// one, which is stopped with its templates restored and resumes after it.
+func kueuePreemptsByPriority(t *testing.T, st *localcluster.State, dyn dynamic.Interface) {
+	ns := newNamespace(t)
+	applyManifests(t, st, kueueQuota(ns))
+	low, high := queuedJob(t, ns, "low", "low", 40), queuedJob(t, ns, "high", "high", 3)
+	start := time.Now()
+	createJob(t, low)
+	written := getJob(t, low)
+	poll(t, 2*time.Minute, "the low-priority job runs", func() (bool, string) {
+		j := getJob(t, low)
+		return j.Status.Phase == paddlev1.PaddleJobRunning, string(j.Status.Phase)
+	})
+	admittedTemplate := getJob(t, low).Spec.Worker.Template
+	if admittedTemplate.Labels["kueue.x-k8s.io/podset"] != "worker" {
+		t.Errorf("the admitted worker template's labels %v lack Kueue's pod set", admittedTemplate.Labels)
+	}
+	createJob(t, high)
+	poll(t, 2*time.Minute, "the low-priority job is preempted: suspended, its pods removed", func() (bool, string) {
+		j := getJob(t, low)
+		n := jobPodCount(t, low)
+		return j.Spec.IsSuspended() && n == 0, fmt.Sprintf("suspend=%v pods=%d phase=%s", j.Spec.IsSuspended(), n, j.Status.Phase)
+	})
+	evicted := getJob(t, low)
+	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
+		if !equality.Semantic.DeepEqual(evicted.Spec.Replicas(rt).Template, written.Spec.Replicas(rt).Template) {
+			t.Errorf("the preempted job's %s template is not restored:\n got %+v\nwant %+v", rt, evicted.Spec.Replicas(rt).Template, written.Spec.Replicas(rt).Template)
+		}
+	}
+	if s, r, _ := workloadCondition(jobWorkload(t, dyn, low), "Evicted"); s != "True" || r != "Preempted" {
+		t.Errorf("the low job's Workload Evicted=%s/%s, want True/Preempted", s, r)
+	}
+	doneHigh, _ := awaitCompletion(t, high, start)
+	doneLow, _ := awaitCompletion(t, low, start)
+	if doneLow.Status.CompletionTime.Before(doneHigh.Status.CompletionTime) {
+		t.Errorf("the preempted job completed before the one that preempted it")
+	}
+}
+
+// kueueQueuesAMultiKueueJob: a job MultiKueue manages is queued as in a
+// manager cluster, but the operator runs none of its pods and writes none of
+// its status.
+func kueueQueuesAMultiKueueJob(t *testing.T, st *localcluster.State, dyn dynamic.Interface) {
+	ns := newNamespace(t)
+	applyManifests(t, st, kueueQuota(ns))
+	// As in a manager cluster: Kueue queues the job here, MultiKueue
+	// runs it elsewhere. (This cluster has no MultiKueue admission
+	// check, so its Workload is admitted here; it asks for no CPU, to
+	// leave the quota to the other job.)
+	remote := queuedJob(t, ns, "remote", "low", 1)
+	remote.Spec.ManagedBy = ptr.To(paddlev1.ManagedByMultiKueue)
+	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
+		remote.Spec.Replicas(rt).Template.Spec.Containers[0].Resources.Requests = nil
+	}
+	createJob(t, remote)
+	poll(t, 2*time.Minute, "the MultiKueue job's Workload is created and admitted, and the job resumed", func() (bool, string) {
+		wl := jobWorkload(t, dyn, remote)
+		if wl == nil {
+			return false, "no Workload yet"
+		}
+		s, _, _ := workloadCondition(wl, "Admitted")
+		suspended := getJob(t, remote).Spec.IsSuspended()
+		return s == "True" && !suspended, fmt.Sprintf("Admitted=%s suspend=%v", s, suspended)
+	})
+	// A job the operator runs, created after it, completes: by then the
+	// operator has long seen the other one.
+	local := queuedJob(t, ns, "local", "low", 1)
+	createJob(t, local)
+	if _, err := pj.WaitFor(context.Background(), ns, local.Name, client.Finished, jobTimeout); err != nil {
+		t.Fatal(err)
+	}
+	got := getJob(t, remote)
+	if got.Status.Phase != "" || len(got.Status.Conditions) != 0 || jobPodCount(t, remote) != 0 {
+		t.Errorf("the operator ran a job MultiKueue manages: phase %q, conditions %v, %d pods",
+			got.Status.Phase, got.Status.Conditions, jobPodCount(t, remote))
+	}
 }

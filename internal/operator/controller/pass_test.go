@@ -11,9 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -59,15 +57,10 @@ func newFixtureWith(t *testing.T, opts Options, funcs interceptor.Funcs, objs ..
 	if err := paddlev1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	// Kueue's kinds, which the operator handles unstructured (kueue_api.go).
-	for _, gvk := range []schema.GroupVersionKind{WorkloadGVK, ResourceFlavorGVK, WorkloadPriorityClassGVK} {
-		scheme.AddKnownTypeWithName(gvk, &unstructured.Unstructured{})
-		scheme.AddKnownTypeWithName(gvk.GroupVersion().WithKind(gvk.Kind+"List"), &unstructured.UnstructuredList{})
-	}
 	c := fake.NewClientBuilder().
 		WithScheme(scheme).
 		WithObjects(objs...).
-		WithStatusSubresource(&paddlev1.PaddleJob{}, newUnstructured(WorkloadGVK)).
+		WithStatusSubresource(&paddlev1.PaddleJob{}).
 		WithIndex(&corev1.Pod{}, podOwnerKey, podOwnerIndex).
 		WithInterceptorFuncs(funcs).
 		Build()

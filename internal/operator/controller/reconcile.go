@@ -60,8 +60,9 @@ type Options struct {
 	PodEventBatchPeriod time.Duration
 	// Progress turns on the training programs' progress reports (progress.go).
 	Progress ProgressOptions
-	// IgnoreKueue turns the Kueue integration off (kueue.go): the queue-name
-	// label is ignored, and the operator needs no access to Kueue's objects.
+	// IgnoreKueue turns the Kueue integration off (internal/operator/kueue):
+	// the queue-name label is ignored, and the operator needs no access to
+	// Kueue's objects. The reconciler knows Kueue only as its Queue.
 	IgnoreKueue bool
 }
 
@@ -98,11 +99,13 @@ type PaddleJobReconciler struct {
 	slots     chan struct{}
 	expect    *expectations
 
+	// Queue holds the jobs an admission queue (Kueue) has not admitted:
+	// nil, every job runs as its spec.suspend says.
+	Queue Queue
+
 	// podGroupKinds are the gang schedulers whose PodGroup CRDs the cluster
 	// serves, found when the controller is set up.
 	podGroupKinds map[string]bool
-	// kueueServed says the cluster serves Kueue's Workloads (kueue.go).
-	kueueServed bool
 
 	// finished remembers the jobs this operator saw finish, by name and UID.
 	// A status write reaches the job cache after the pod deletions it causes
@@ -194,18 +197,14 @@ func (r *PaddleJobReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		log.FromContext(ctx).V(2).Info("waiting for the cache to show the last pod changes")
 		return reconcile.Result{RequeueAfter: expectationTimeout}, nil
 	}
-	queued := "" // why Kueue holds the job, when it does
-	if r.queuedByKueue(job) {
-		done, why, err := r.syncKueue(ctx, job, pods, now)
-		if done || err != nil {
-			return reconcile.Result{}, err
-		}
-		queued = why
-	}
-	switch {
-	case job.Status.IsFinished() || r.sawFinish(job):
+	if job.Status.IsFinished() || r.sawFinish(job) {
 		return r.reconcileFinished(ctx, job, pods, now)
-	case job.Spec.IsSuspended():
+	}
+	queued, err := r.held(ctx, job) // why a Queue (Kueue) holds the job, if one does
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if job.Spec.IsSuspended() || queued != "" {
 		return r.reconcileSuspended(ctx, job, pods, now, queued)
 	}
 	return r.reconcileActive(ctx, job, pods, now)

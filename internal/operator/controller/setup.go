@@ -55,17 +55,6 @@ func DiscoverPodGroupKinds(cfg *rest.Config) (map[string]bool, error) {
 	return served, nil
 }
 
-// DiscoverKueue reports whether the cluster serves Kueue's Workloads; like
-// a gang scheduler, a Kueue installed later is picked up when the operator
-// restarts.
-func DiscoverKueue(cfg *rest.Config) (bool, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return false, err
-	}
-	return servesKind(dc, WorkloadGVK)
-}
-
 func servesKind(dc discovery.DiscoveryInterface, gvk schema.GroupVersionKind) (bool, error) {
 	list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
 	if apierrors.IsNotFound(err) {
@@ -86,12 +75,8 @@ func servesKind(dc discovery.DiscoveryInterface, gvk schema.GroupVersionKind) (b
 // and PodGroups to the objects the operator creates (they carry
 // LabelJobName), so memory follows the number of PaddleJob pods, not the
 // cluster's size.
-func CacheOptions(podGroupKinds map[string]bool, kueue bool) cache.Options {
-	req, err := labels.NewRequirement(paddlev1.LabelJobName, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant selector
-	}
-	owned := cache.ByObject{Label: labels.NewSelector().Add(*req)}
+func CacheOptions(podGroupKinds map[string]bool) cache.Options {
+	owned := OwnedObjects()
 	byObject := map[client.Object]cache.ByObject{
 		&corev1.Pod{}:       owned,
 		&corev1.Service{}:   owned,
@@ -102,10 +87,16 @@ func CacheOptions(podGroupKinds map[string]bool, kueue bool) cache.Options {
 	for gang := range podGroupKinds {
 		byObject[podGroupObject(PodGroupGVKs[gang])] = cache.ByObject{}
 	}
-	if kueue {
-		byObject[newUnstructured(WorkloadGVK)] = owned
-	}
 	return cache.Options{ByObject: byObject}
+}
+
+// OwnedObjects selects the objects made for a job: they carry LabelJobName.
+func OwnedObjects() cache.ByObject {
+	req, err := labels.NewRequirement(paddlev1.LabelJobName, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant selector
+	}
+	return cache.ByObject{Label: labels.NewSelector().Add(*req)}
 }
 
 func podGroupObject(gvk schema.GroupVersionKind) *unstructured.Unstructured {
@@ -159,9 +150,10 @@ func batchedByController(period time.Duration) handler.TypedEventHandler[client.
 
 // SetupWithManager registers the owner index and the controller, watching
 // the PodGroups of the gang schedulers in podGroupKinds (see
-// DiscoverPodGroupKinds; the manager's cache must know them too).
-func (r *PaddleJobReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, podGroupKinds map[string]bool, kueue bool) error {
-	r.podGroupKinds, r.kueueServed = podGroupKinds, kueue
+// DiscoverPodGroupKinds; the manager's cache must know them too) and what
+// the Queue's holds depend on.
+func (r *PaddleJobReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, podGroupKinds map[string]bool) error {
+	r.podGroupKinds = podGroupKinds
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podOwnerKey, podOwnerIndex); err != nil {
 		return err
 	}
@@ -177,8 +169,10 @@ func (r *PaddleJobReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	for gang := range r.podGroupKinds {
 		b = b.Watches(podGroupObject(PodGroupGVKs[gang]), sameName)
 	}
-	if kueue {
-		b = b.Owns(newUnstructured(WorkloadGVK))
+	if r.Queue != nil {
+		for _, o := range r.Queue.Watched() {
+			b = b.Owns(o)
+		}
 	}
 	b = r.watchProgress(b)
 	return b.

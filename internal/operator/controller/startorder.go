@@ -196,3 +196,12 @@ func waitingForServers(job *paddlev1.PaddleJob, pods []*corev1.Pod) []string {
 	sort.Strings(out)
 	return out
 }
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -15,7 +15,8 @@ import (
 
 // Suspend: spec.suspend deletes a job's pods and keeps the job (its host
 // port ranges and restart count included) until it is cleared. A job Kueue
-// holds (kueue.go) is Queued, its Suspended condition saying why it waits.
+// holds (its Queue: internal/operator/kueue) is Queued, its Suspended
+// condition saying why it waits.
 
 // reconcileSuspended deletes a suspended job's pods and records that it is
 // suspended, or Queued when Kueue holds it (queued says why it waits). Its

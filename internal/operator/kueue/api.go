@@ -1,4 +1,4 @@
-package controller
+package kueue
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// The part of Kueue's kueue.x-k8s.io/v1beta2 API the operator reads and
+// The part of Kueue's kueue.x-k8s.io/v1beta2 API the integration reads and
 // writes, mirrored field for field (json names as Kueue's). Importing
 // sigs.k8s.io/kueue would pin this module's Kubernetes libraries to Kueue's;
 // the objects travel as unstructured and are decoded into these types, so a
@@ -31,6 +31,11 @@ const (
 	kueueResourceInUseFinalizer = "kueue.x-k8s.io/resource-in-use"
 	kueueJobUIDLabel            = "kueue.x-k8s.io/job-uid"
 	kueuePodSetLabel            = "kueue.x-k8s.io/podset"
+	// kueuePrebuiltWorkloadKey (an annotation, or a label) names the
+	// Workload a job is to use instead of creating one: MultiKueue sets it
+	// on the copy it creates in a worker cluster, whose Workload it has
+	// created first.
+	kueuePrebuiltWorkloadKey = "kueue.x-k8s.io/prebuilt-workload-name"
 
 	workloadQuotaReserved = "QuotaReserved"
 	workloadAdmitted      = "Admitted"
@@ -46,6 +51,8 @@ const (
 	workloadNodeFailures      = "NodeFailures"
 	workloadSucceeded         = "Succeeded"
 	workloadFailed            = "Failed"
+	workloadOutOfSync         = "OutOfSync"
+	workloadFailedToStart     = "FailedToStart"
 	workloadStarted           = "Started"
 	workloadRecovered         = "Recovered"
 	workloadWaitForStart      = "WaitForStart"
@@ -81,6 +88,8 @@ type podSet struct {
 	Name     string                 `json:"name"`
 	Template corev1.PodTemplateSpec `json:"template"`
 	Count    int32                  `json:"count"`
+	// MinCount lets Kueue admit fewer pods (partial admission).
+	MinCount *int32 `json:"minCount,omitempty"`
 }
 
 type workloadStatus struct {
