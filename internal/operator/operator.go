@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	pjwebhook "github.com/paddlejob/paddlejob/internal/operator/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -162,12 +165,8 @@ func (o Options) metricsServer() metricsserver.Options {
 
 // NewManager builds a manager running the PaddleJob controller.
 func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
-	if o.HostPortRange != "" {
-		var lo, hi int32
-		if _, err := fmt.Sscanf(o.HostPortRange, "%d-%d", &lo, &hi); err != nil || lo < 1 || hi > 65535 || hi < lo {
-			return nil, fmt.Errorf("--host-port-range %q: want first-last within 1-65535", o.HostPortRange)
-		}
-		o.Controller.HostPortMin, o.Controller.HostPortMax = lo, hi
+	if err := o.complete(); err != nil {
+		return nil, err
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
@@ -179,23 +178,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err != nil {
 		return nil, err
 	}
-	cacheOpts := controller.CacheOptions(podGroupKinds)
-	if kueueServed {
-		kueue.CacheWorkloads(&cacheOpts, controller.OwnedObjects())
-	}
-	if o.Namespaces != "" {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range strings.Split(o.Namespaces, ",") {
-			if ns = strings.TrimSpace(ns); ns != "" {
-				cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-			}
-		}
-	}
-	switch o.Controller.GangScheduler {
-	case controller.GangVolcano, controller.GangSchedulerPlugins, controller.GangNone:
-	default:
-		return nil, fmt.Errorf("--gang-scheduler %q: want volcano, scheduler-plugins or none", o.Controller.GangScheduler)
-	}
+	cacheOpts := o.cacheOptions(podGroupKinds, kueueServed)
 	var store *progress.Store
 	if on := o.Progress.Addr != "" && o.Progress.Addr != "0"; on {
 		url, err := o.Progress.baseURL(o.Webhook.Namespace)
@@ -248,23 +231,66 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 			return nil, fmt.Errorf("setting up the admission webhook: %w", err)
 		}
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+	if err := addHealthChecks(mgr, webhookServer, certs); err != nil {
 		return nil, err
+	}
+	return mgr, nil
+}
+
+// complete checks the options a flag gives as text and fills in what they
+// say.
+func (o *Options) complete() error {
+	if o.HostPortRange != "" {
+		var lo, hi int32
+		if _, err := fmt.Sscanf(o.HostPortRange, "%d-%d", &lo, &hi); err != nil || lo < 1 || hi > 65535 || hi < lo {
+			return fmt.Errorf("--host-port-range %q: want first-last within 1-65535", o.HostPortRange)
+		}
+		o.Controller.HostPortMin, o.Controller.HostPortMax = lo, hi
+	}
+	switch o.Controller.GangScheduler {
+	case controller.GangVolcano, controller.GangSchedulerPlugins, controller.GangNone:
+	default:
+		return fmt.Errorf("--gang-scheduler %q: want volcano, scheduler-plugins or none", o.Controller.GangScheduler)
+	}
+	return nil
+}
+
+// cacheOptions: what the manager's cache holds, in the namespaces it
+// watches.
+func (o *Options) cacheOptions(podGroupKinds map[string]bool, kueueServed bool) cache.Options {
+	cacheOpts := controller.CacheOptions(podGroupKinds)
+	if kueueServed {
+		kueue.CacheWorkloads(&cacheOpts, controller.OwnedObjects())
+	}
+	if o.Namespaces != "" {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range strings.Split(o.Namespaces, ",") {
+			if ns = strings.TrimSpace(ns); ns != "" {
+				cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+			}
+		}
+	}
+	return cacheOpts
+}
+
+// addHealthChecks: healthy once running; ready once the webhook serves
+// admission requests, which the API server makes only once it trusts the
+// certificate.
+func addHealthChecks(mgr ctrl.Manager, webhookServer webhook.Server, certs *pjwebhook.CertManager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
 	}
 	ready := healthz.Ping
 	if webhookServer != nil {
-		ready = webhookServer.StartedChecker() // ready once it serves admission requests
+		ready = webhookServer.StartedChecker()
 	}
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
-		return nil, err
+		return err
 	}
 	if certs != nil {
-		// ...which the API server makes only once it trusts the certificate.
-		if err := mgr.AddReadyzCheck("webhook-ca", certs.TrustedCheck); err != nil {
-			return nil, err
-		}
+		return mgr.AddReadyzCheck("webhook-ca", certs.TrustedCheck)
 	}
-	return mgr, nil
+	return nil
 }
 
 // discoverKueue reports whether the Kueue integration is on and the
