@@ -96,35 +96,6 @@ func TestSpecChangeWhileRunningPass(t *testing.T) {
 // parameter-server job with heter trainers, and elastic jobs bounded by
 // elasticPolicy, by worker.requests and limits, and by nothing.
 func TestPodFieldsCoverThePods(t *testing.T) {
-	specChanges := map[string]func(*paddlev1.PaddleJobSpec){
-		"cleanPodPolicy":   func(s *paddlev1.PaddleJobSpec) { s.CleanPodPolicy = paddlev1.CleanPodPolicyAlways },
-		"cleanPolicy":      func(s *paddlev1.PaddleJobSpec) { s.CleanPolicy = paddlev1.CleanPodPolicyAlways },
-		"schedulingPolicy": func(s *paddlev1.PaddleJobSpec) { s.SchedulingPolicy = &paddlev1.SchedulingPolicy{Queue: "q"} },
-		"intranet":         func(s *paddlev1.PaddleJobSpec) { s.Intranet = paddlev1.IntranetHost },
-		"withGloo":         func(s *paddlev1.PaddleJobSpec) { s.WithGloo = ptr.To[int32](1) },
-		"elastic":          func(s *paddlev1.PaddleJobSpec) { s.Elastic = ptr.To[int32](2) },
-		"elasticPolicy": func(s *paddlev1.PaddleJobSpec) {
-			s.ElasticPolicy = &paddlev1.ElasticPolicy{TimeoutSeconds: ptr.To[int32](99)}
-		},
-		"backoffLimit":            func(s *paddlev1.PaddleJobSpec) { s.BackoffLimit = ptr.To[int32](9) },
-		"restartScope":            func(s *paddlev1.PaddleJobSpec) { s.RestartScope = paddlev1.RestartScopeJob },
-		"progressDeadlineSeconds": func(s *paddlev1.PaddleJobSpec) { s.ProgressDeadlineSeconds = ptr.To[int64](60) },
-		"activeDeadlineSeconds":   func(s *paddlev1.PaddleJobSpec) { s.ActiveDeadlineSeconds = ptr.To[int64](60) },
-		"ttlSecondsAfterFinished": func(s *paddlev1.PaddleJobSpec) { s.TTLSecondsAfterFinished = ptr.To[int32](60) },
-		"suspend":                 func(s *paddlev1.PaddleJobSpec) { s.Suspend = ptr.To(true) },
-		"managedBy":               func(s *paddlev1.PaddleJobSpec) { s.ManagedBy = ptr.To("example.com/other") },
-		"ps":                      func(s *paddlev1.PaddleJobSpec) { s.PS, s.Heter = nil, nil },
-		"worker":                  func(s *paddlev1.PaddleJobSpec) { s.Worker = s.Worker.DeepCopy() }, // required: it cannot go
-		"heter":                   func(s *paddlev1.PaddleJobSpec) { s.Heter = nil },
-	}
-	roleChanges := map[string]func(*paddlev1.ReplicaSpec){
-		"replicas":           func(r *paddlev1.ReplicaSpec) { r.Replicas++ },
-		"template":           func(r *paddlev1.ReplicaSpec) { r.Template.Labels = map[string]string{"team": "a"} },
-		"restartPolicy":      func(r *paddlev1.ReplicaSpec) { r.RestartPolicy = paddlev1.RestartPolicyNever },
-		"retryableExitCodes": func(r *paddlev1.ReplicaSpec) { r.RetryableExitCodes = []int32{3} },
-		"requests":           func(r *paddlev1.ReplicaSpec) { r.Requests = ptr.To[int32](2) },
-		"limits":             func(r *paddlev1.ReplicaSpec) { r.Limits = ptr.To[int32](5) },
-	}
 	for _, name := range jsonNames(reflect.TypeOf(paddlev1.PaddleJobSpec{})) {
 		if specChanges[name] == nil {
 			t.Errorf("spec.%s: no change of it in this test", name)
@@ -188,6 +159,38 @@ func TestPodFieldsCoverThePods(t *testing.T) {
 			t.Errorf("%s is in validation.PodFields, but no change of it changes the pods", path)
 		}
 	}
+}
+
+// specChanges and roleChanges change each field of a spec and of a role,
+// by its JSON name.
+var specChanges = map[string]func(*paddlev1.PaddleJobSpec){
+	"cleanPodPolicy":   func(s *paddlev1.PaddleJobSpec) { s.CleanPodPolicy = paddlev1.CleanPodPolicyAlways },
+	"cleanPolicy":      func(s *paddlev1.PaddleJobSpec) { s.CleanPolicy = paddlev1.CleanPodPolicyAlways },
+	"schedulingPolicy": func(s *paddlev1.PaddleJobSpec) { s.SchedulingPolicy = &paddlev1.SchedulingPolicy{Queue: "q"} },
+	"intranet":         func(s *paddlev1.PaddleJobSpec) { s.Intranet = paddlev1.IntranetHost },
+	"withGloo":         func(s *paddlev1.PaddleJobSpec) { s.WithGloo = ptr.To[int32](1) },
+	"elastic":          func(s *paddlev1.PaddleJobSpec) { s.Elastic = ptr.To[int32](2) },
+	"elasticPolicy": func(s *paddlev1.PaddleJobSpec) {
+		s.ElasticPolicy = &paddlev1.ElasticPolicy{TimeoutSeconds: ptr.To[int32](99)}
+	},
+	"backoffLimit":            func(s *paddlev1.PaddleJobSpec) { s.BackoffLimit = ptr.To[int32](9) },
+	"restartScope":            func(s *paddlev1.PaddleJobSpec) { s.RestartScope = paddlev1.RestartScopeJob },
+	"progressDeadlineSeconds": func(s *paddlev1.PaddleJobSpec) { s.ProgressDeadlineSeconds = ptr.To[int64](60) },
+	"activeDeadlineSeconds":   func(s *paddlev1.PaddleJobSpec) { s.ActiveDeadlineSeconds = ptr.To[int64](60) },
+	"ttlSecondsAfterFinished": func(s *paddlev1.PaddleJobSpec) { s.TTLSecondsAfterFinished = ptr.To[int32](60) },
+	"suspend":                 func(s *paddlev1.PaddleJobSpec) { s.Suspend = ptr.To(true) },
+	"managedBy":               func(s *paddlev1.PaddleJobSpec) { s.ManagedBy = ptr.To("example.com/other") },
+	"ps":                      func(s *paddlev1.PaddleJobSpec) { s.PS, s.Heter = nil, nil },
+	"worker":                  func(s *paddlev1.PaddleJobSpec) { s.Worker = s.Worker.DeepCopy() }, // required: it cannot go
+	"heter":                   func(s *paddlev1.PaddleJobSpec) { s.Heter = nil },
+}
+var roleChanges = map[string]func(*paddlev1.ReplicaSpec){
+	"replicas":           func(r *paddlev1.ReplicaSpec) { r.Replicas++ },
+	"template":           func(r *paddlev1.ReplicaSpec) { r.Template.Labels = map[string]string{"team": "a"} },
+	"restartPolicy":      func(r *paddlev1.ReplicaSpec) { r.RestartPolicy = paddlev1.RestartPolicyNever },
+	"retryableExitCodes": func(r *paddlev1.ReplicaSpec) { r.RetryableExitCodes = []int32{3} },
+	"requests":           func(r *paddlev1.ReplicaSpec) { r.Requests = ptr.To[int32](2) },
+	"limits":             func(r *paddlev1.ReplicaSpec) { r.Limits = ptr.To[int32](5) },
 }
 
 // podsFor are the first pods of a job's roles as the operator makes them,

@@ -14,6 +14,35 @@ import (
 // A started job's Fixed fields may not change unless it is suspended; the
 // others may. Every Fixed field of PodFields is refused by its path.
 func TestValidateUpdate(t *testing.T) {
+	tests := updateCases()
+	v := validator()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			old := tc.old()
+			updated := old.DeepCopy()
+			tc.mutate(updated)
+			errs := v.ValidateUpdate(old, updated)
+			if tc.wantErr == "" {
+				wantFieldErrors(t, errs)
+				return
+			}
+			wantFieldErrors(t, errs, tc.wantErr)
+			if len(errs) != 1 {
+				t.Errorf("%d errors, want one: %v", len(errs), errs)
+			}
+		})
+	}
+}
+
+type updateCase struct {
+	name    string
+	old     func() *paddlev1.PaddleJob
+	mutate  func(*paddlev1.PaddleJob)
+	wantErr string
+}
+
+// updateCases are TestValidateUpdate's.
+func updateCases() []updateCase {
 	started := func(w *testutil.JobWrapper) func() *paddlev1.PaddleJob {
 		return func() *paddlev1.PaddleJob {
 			return w.Status(paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobRunning}).Obj()
@@ -26,12 +55,7 @@ func TestValidateUpdate(t *testing.T) {
 		j.Spec.Suspend = ptr.To(true)
 		return j
 	}
-	tests := []struct {
-		name    string
-		old     func() *paddlev1.PaddleJob
-		mutate  func(*paddlev1.PaddleJob)
-		wantErr string
-	}{
+	return []updateCase{
 		{name: "scaling a running job", old: ps, mutate: func(j *paddlev1.PaddleJob) { j.Spec.Worker.Replicas = 4 }},
 		{name: "suspending it", old: ps, mutate: func(j *paddlev1.PaddleJob) { j.Spec.Suspend = ptr.To(true) }},
 		{name: "changing its restart policy and scope (new pods follow)", old: ps, mutate: func(j *paddlev1.PaddleJob) {
@@ -95,23 +119,6 @@ func TestValidateUpdate(t *testing.T) {
 		}, mutate: func(j *paddlev1.PaddleJob) { j.Labels[paddlev1.KueueQueueNameLabel] = "b" }},
 		{name: "an update that breaks a check of the spec", old: ps, mutate: func(j *paddlev1.PaddleJob) { j.Spec.Worker.Replicas = 10000 },
 			wantErr: "spec.worker.replicas: Invalid value: 10000"},
-	}
-	v := validator()
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			old := tc.old()
-			updated := old.DeepCopy()
-			tc.mutate(updated)
-			errs := v.ValidateUpdate(old, updated)
-			if tc.wantErr == "" {
-				wantFieldErrors(t, errs)
-				return
-			}
-			wantFieldErrors(t, errs, tc.wantErr)
-			if len(errs) != 1 {
-				t.Errorf("%d errors, want one: %v", len(errs), errs)
-			}
-		})
 	}
 }
 
