@@ -310,7 +310,7 @@ func TestSchemaRefusesWhatItCan(t *testing.T) {
 		job  *paddlev1.PaddleJob
 		want string
 	}{
-		{gang, "spec.schedulingPolicy.minAvailable: Invalid value: \"integer\": must be at most the pods of the job: the replicas of spec.ps, spec.worker and spec.heter together"},
+		{gang, "spec.schedulingPolicy.minAvailable: Invalid value: must be at most the pods of the job: the replicas of spec.ps, spec.worker and spec.heter together"},
 		{host, "spec.worker.template.spec.hostNetwork may be true only with spec.intranet: Host"},
 	} {
 		if err := k8s.Create(context.Background(), tc.job); err == nil || !strings.Contains(err.Error(), tc.want) {
