@@ -211,6 +211,7 @@ const MaxReplicas = 10000
 // +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.maxReplicas) || !has(self.worker) || self.worker.replicas <= self.elasticPolicy.maxReplicas",message="spec.worker.replicas is above spec.elasticPolicy.maxReplicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.worker) || !has(self.worker.limits) || self.worker.replicas <= self.worker.limits",message="spec.worker.replicas is above spec.worker.limits (the elastic maximum)"
 // +kubebuilder:validation:XValidation:rule="!has(self.worker) || !has(self.worker.requests) || self.worker.replicas >= self.worker.requests",message="spec.worker.replicas is below spec.worker.requests (the elastic minimum)"
+// +kubebuilder:validation:XValidation:rule="!has(self.schedulingPolicy) || !has(self.schedulingPolicy.minAvailable) || self.schedulingPolicy.minAvailable <= (has(self.ps) ? self.ps.replicas : 0) + (has(self.worker) ? self.worker.replicas : 0) + (has(self.heter) ? self.heter.replicas : 0)",message="must be at most the pods of the job: the replicas of spec.ps, spec.worker and spec.heter together",fieldPath=".schedulingPolicy.minAvailable"
 type PaddleJobSpec struct {
 	// cleanPodPolicy says which pods are deleted once the job has finished:
 	// Always (whatever the outcome), Never (keep them for inspection),

@@ -159,7 +159,7 @@ func validateOffline(ctx context.Context, o *unstructured.Unstructured) ([]strin
 	// it: default settings, progress reports on.
 	opts := controller.DefaultOptions()
 	opts.Progress.Store = &opprogress.Store{}
-	hook := &webhook.PaddleJobWebhook{Options: opts}
+	hook := &webhook.PaddleJobWebhook{Validator: controller.NewValidator(opts)}
 	if err := hook.Default(ctx, job); err != nil {
 		return nil, err
 	}

@@ -8,11 +8,13 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/operator/controller"
 	pjwebhook "github.com/paddlejob/paddlejob/internal/operator/webhook"
 )
@@ -115,7 +117,14 @@ func (w WebhookOptions) webhookServer(ctx context.Context, cfg *rest.Config) (we
 // keeps the webhook configurations trusting them. Every replica serves the
 // webhook, leader or not.
 func setupWebhook(mgr ctrl.Manager, certs *pjwebhook.CertManager, caPEM []byte, opts controller.Options) error {
-	if err := (&pjwebhook.PaddleJobWebhook{Options: opts, Client: mgr.GetClient()}).Setup(mgr); err != nil {
+	wh := &pjwebhook.PaddleJobWebhook{
+		Validator: controller.NewValidator(opts),
+		FirstPods: func(job *paddlev1.PaddleJob) map[paddlev1.ReplicaType]*corev1.Pod {
+			return controller.FirstPods(job, opts)
+		},
+		Client: mgr.GetClient(),
+	}
+	if err := wh.Setup(mgr); err != nil {
 		return err
 	}
 	if certs == nil {

@@ -246,19 +246,7 @@ func TestStartedJobsKeepWhatTheirPodsWereMadeFrom(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The operator started it (its pods exist): the template is fixed, replicas are not.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "run"}, job); err != nil {
-			t.Fatal(err)
-		}
-		if job.Status.Phase != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the operator did not start the job")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	job = waitStarted(t, ns, "run")
 	changed := job.DeepCopy()
 	changed.Spec.Worker.Template.Spec.Containers[0].Image = "paddle:v2"
 	err := k8s.Update(context.Background(), changed)
@@ -269,6 +257,65 @@ func TestStartedJobsKeepWhatTheirPodsWereMadeFrom(t *testing.T) {
 	scaled.Spec.Worker.Replicas = 3
 	if err := k8s.Update(context.Background(), scaled); err != nil {
 		t.Errorf("scaling a running job: %v", err)
+	}
+}
+
+// An elastic job's elastic fields shape every pod's launcher (PADDLE_MASTER,
+// PADDLE_NNODES, the elastic level and timeout): once it runs they are fixed
+// like its template, refused by their paths, while scaling within the bounds
+// is not; suspended, the job may change them.
+func TestStartedElasticJobsKeepTheirElasticFields(t *testing.T) {
+	ns := newNamespace(t)
+	job := testutil.MakePaddleJob("el", ns).Workers(2).Elastic(1, 3, "http://127.0.0.1:2379").Obj()
+	if err := k8s.Create(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	job = waitStarted(t, ns, "el")
+	for _, tc := range []struct {
+		edit func(*paddlev1.PaddleJobSpec)
+		want string
+	}{
+		{func(s *paddlev1.PaddleJobSpec) { s.ElasticPolicy.MaxReplicas = ptrTo[int32](4) }, "spec.elasticPolicy: Forbidden: may not change once the job has started; suspend it first"},
+		{func(s *paddlev1.PaddleJobSpec) { s.ElasticPolicy.EtcdEndpoints = []string{"http://127.0.0.2:2379"} }, "spec.elasticPolicy: Forbidden"},
+		{func(s *paddlev1.PaddleJobSpec) { s.Elastic = ptrTo[int32](2) }, "spec.elastic: Forbidden"},
+		{func(s *paddlev1.PaddleJobSpec) { s.Worker.Limits = ptrTo[int32](3) }, "spec.worker.limits: Forbidden"},
+	} {
+		changed := job.DeepCopy()
+		tc.edit(&changed.Spec)
+		if err := k8s.Update(context.Background(), changed); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v\nwant %q", err, tc.want)
+		}
+	}
+	scaled := job.DeepCopy()
+	scaled.Spec.Worker.Replicas = 3
+	if err := k8s.Update(context.Background(), scaled); err != nil {
+		t.Fatalf("scaling within the bounds: %v", err)
+	}
+	suspended := scaled.DeepCopy()
+	suspended.Spec.Suspend = ptrTo(true)
+	suspended.Spec.ElasticPolicy.MaxReplicas = ptrTo[int32](4)
+	if err := k8s.Update(context.Background(), suspended); err != nil {
+		t.Errorf("suspending the job with new bounds: %v", err)
+	}
+}
+
+// What the schema can refuse it refuses, webhook or not, naming the field
+// and what it may be.
+func TestSchemaRefusesWhatItCan(t *testing.T) {
+	ns := newNamespace(t)
+	gang := testutil.MakePaddleJob("gang", ns).Workers(2).SchedulingPolicy(paddlev1.SchedulingPolicy{MinAvailable: ptrTo[int32](3)}).Obj()
+	host := testutil.MakePaddleJob("host", ns).Workers(2).Obj()
+	host.Spec.Worker.Template.Spec.HostNetwork = true
+	for _, tc := range []struct {
+		job  *paddlev1.PaddleJob
+		want string
+	}{
+		{gang, "spec.schedulingPolicy.minAvailable: Invalid value: must be at most the pods of the job: the replicas of spec.ps, spec.worker and spec.heter together"},
+		{host, "spec.worker.template.spec.hostNetwork may be true only with spec.intranet: Host"},
+	} {
+		if err := k8s.Create(context.Background(), tc.job); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v\nwant %q", tc.job.Name, err, tc.want)
+		}
 	}
 }
 
@@ -350,3 +397,23 @@ func TestSelfIssuedCertificates(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// waitStarted waits until the operator has started the job (its status has a
+// phase) and returns it.
+func waitStarted(t *testing.T, ns, name string) *paddlev1.PaddleJob {
+	t.Helper()
+	job := &paddlev1.PaddleJob{}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, job); err != nil {
+			t.Fatal(err)
+		}
+		if job.Status.Phase != "" {
+			return job
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the operator did not start %s", name)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -83,9 +83,11 @@ func (r *PaddleJobReconciler) reconcileFinished(ctx context.Context, job *paddle
 		r.eventf(job, corev1.EventTypeNormal, "Deleted", "Delete",
 			"deleted %ds after it finished (ttlSecondsAfterFinished)", *job.Spec.TTLSecondsAfterFinished)
 		return reconcile.Result{}, nil
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		return reconcile.Result{}, nil // gone, or changed: the next event decides again
+	case apierrors.IsNotFound(err):
+		return reconcile.Result{}, nil // gone already
 	}
+	// A conflict (the job changed since the cache showed it) is returned
+	// too: the requeued pass decides again from the newer job.
 	return reconcile.Result{}, fmt.Errorf("deleting PaddleJob %s/%s after its TTL: %w", job.Namespace, job.Name, err)
 }
 

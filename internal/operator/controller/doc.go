@@ -12,7 +12,10 @@
 //	                 cache, dispatch to finished/suspended, sync, write status
 //	status.go        the status computed from the pass (nextStatus) and the
 //	                 one path that writes it (updateStatus); write-ahead
-//	                 steps go through it too, named where they are called
+//	                 steps go through it too, named where they are called;
+//	                 an action's error is reported under its reason
+//	                 (failedAction), and a conflict is returned, for
+//	                 controller-runtime to requeue the job
 //	expectations.go  the creates and deletes the cache has not shown yet
 //	podcontrol.go    creating and deleting pods, bounded and in batches
 //	setup.go         watches, caches, indexes and PodGroup discovery
@@ -37,10 +40,12 @@
 //
 //	pods.go       a pod from its role's template; the job's pods by role and index
 //	env.go        the environment contract (docs/env-contract.md)
-//	envlimits.go  the limits the endpoint lists must fit (also the webhook's)
-//	validate.go   every check the schema cannot make (Validate: the webhook
-//	              refuses, the controller fails): GPU bounds, templates that
-//	              override the env contract or take the host network
+//	envlimits.go  the endpoint lists measured at their longest, for the
+//	              limits internal/operator/validation holds them to
+//	validate.go   what validation (shared with the webhook) measures
+//	              against: the pods this package makes (NewValidator)
+//	specchange.go the spec hash each pod records: no pod of a changed
+//	              spec while a pod of the old one lives
 //	endpoints.go  the endpoints ConfigMap the pods read the job variables from
 //	ports.go      port ranges and the host port allocator
 //	service.go    the headless Service

@@ -28,7 +28,7 @@ import (
 //     places each pod at its rank in a list sized to the live pods, and
 //     fails (IndexError) once a worker below the highest rank is gone. An
 //     elastic pod gets no PADDLE_TRAINER_ID, so the launcher ranks the live
-//     pods itself (elasticRankNames).
+//     pods itself (validation.ElasticRankNames refuses a template's).
 //   - A launcher starting clears every etcd key under /paddle/<job id>, a
 //     key prefix: the keys of every job whose id that id is a prefix of too
 //     (elasticJobID).
@@ -41,13 +41,6 @@ import (
 // Paddle's launcher's own default. Below the job's maximum of workers, it is
 // how long membership must stay still before training (re)starts.
 const DefaultElasticTimeout = 30
-
-// elasticRankNames are the variables that would fix an elastic worker's
-// rank in Paddle's launcher: PADDLE_TRAINER_ID (read into the launcher's
-// rank when it is 0 or more, as the legacy elastic launcher reads it too)
-// and PADDLE_RANK. Elastic pods get neither, and their templates may not set
-// them (ValidateTemplates).
-var elasticRankNames = []string{"PADDLE_TRAINER_ID", "PADDLE_RANK"}
 
 // elasticJobID is PADDLE_JOB_ID (and PADDLE_ELASTIC_JOB_ID) of an elastic
 // job: <namespace>_<name>_<uid>, readable and unique in the cluster, and no
@@ -135,7 +128,7 @@ func elasticEnv(job *paddlev1.PaddleJob, endpoints []string) []corev1.EnvVar {
 }
 
 // etcdHostPort is the host:port of an etcd endpoint URL (validated at
-// admission by paddlev1.ValidateSpec), or the endpoint itself when it is
+// admission by internal/operator/validation), or the endpoint itself when it is
 // already host:port.
 func etcdHostPort(endpoint string) string {
 	if u, err := url.Parse(endpoint); err == nil && u.Host != "" {

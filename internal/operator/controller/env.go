@@ -136,9 +136,9 @@ var workerListNames = []string{envTrainerEndpoints, envTrainerHosts, envLaunchTr
 // a rendezvous where every pod starts a server and a trainer. With both
 // lists it never uses its master, so the lists mislead it nowhere, Host
 // intranet included (where pods sharing a node meet another limit of the
-// launcher: see docs/env-contract.md). ValidateEndpoints refuses a job whose
-// list would not fit in one environment string. Elastic parameter-server
-// jobs are refused (api/v1 ValidateSpec).
+// launcher: see docs/env-contract.md). A job whose list would not fit in
+// one environment string is refused (internal/operator/validation), as are
+// elastic parameter-server jobs (the CRD schema).
 //
 // A collective launcher, seeing PADDLE_TRAINER_ENDPOINTS in its environment,
 // ignores PADDLE_MASTER and PADDLE_NNODES: it takes the first endpoint as its

@@ -511,7 +511,7 @@ func TestWorkerListsInTheEnvironmentUpToTheKernelLimit(t *testing.T) {
 
 // The worker lists are in the environment exactly up to the kernel's limit,
 // NAME=value and its NUL, for a collective job outside Host intranet; a
-// parameter-server job's always are (ValidateEndpoints refuses one that does
+// parameter-server job's always are (validation refuses one that does
 // not fit); an elastic job's never.
 func TestWorkerListsInEnv(t *testing.T) {
 	// fits is the longest value of PADDLE_TRAINER_ENDPOINTS that still fits.

@@ -15,7 +15,7 @@ import (
 
 // FuzzPodsAndEnv builds the pods and the environment of jobs of arbitrary
 // shapes — replica counts, GPU counts, intranet, name — and checks what
-// must hold of every job the schema and Validate accept: nothing panics,
+// must hold of every job the schema and validation accept: nothing panics,
 // ports are unique and within 1-65535 on any node, names are valid DNS
 // names, and no environment string reaches the kernel's 128 KiB limit.
 // Its seed corpus (testdata/fuzz/FuzzPodsAndEnv and the f.Add below) runs
@@ -47,7 +47,7 @@ func FuzzPodsAndEnv(f *testing.F) {
 		if gpus != 0 {
 			job.Spec.Worker.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{gpuResource: *resource.NewQuantity(gpus, resource.DecimalSI)}
 		}
-		if errs := Validate(&job.Spec, job.Name); len(errs) > 0 {
+		if errs := NewValidator(Options{}).Validate(job); len(errs) > 0 {
 			return // refused with a message, not built
 		}
 
@@ -103,8 +103,8 @@ func FuzzPodsAndEnv(f *testing.F) {
 		}
 		env, _ := endpointSizes(&job.Spec, job.Name)
 		for _, v := range env {
-			if v.bytes > MaxEnvStringBytes {
-				t.Fatalf("%s reaches %d bytes in the environment, past the kernel's %d, and Validate let it through", v.name, v.bytes, MaxEnvStringBytes)
+			if v.Bytes > MaxEnvStringBytes {
+				t.Fatalf("%s reaches %d bytes in the environment, past the kernel's %d, and Validate let it through", v.Name, v.Bytes, MaxEnvStringBytes)
 			}
 		}
 	})

@@ -241,11 +241,12 @@ func TestHostPortsNotRecorded(t *testing.T) {
 			name:       "no free range left: the job says so and creates nothing",
 			opts:       Options{HostPortMin: 24000, HostPortMax: 24004},
 			wantErr:    "no free range of 3 host ports left in 24000-24004",
-			wantReason: ReasonCreatingPods,
+			wantReason: paddlev1.ReasonHostPortsFailed,
 		},
 		{
-			name:  "the job changed meanwhile: the pass stops quietly for the newer job",
-			funcs: conflict,
+			name:    "the job changed meanwhile: the pass returns the conflict, to be retried from the newer job",
+			funcs:   conflict,
+			wantErr: "the job changed",
 		},
 	}
 	for _, tc := range tests {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/validation"
 )
 
 // The reconcile pass: observe the job and its pods from the cache, decide,
@@ -98,6 +99,8 @@ type PaddleJobReconciler struct {
 	hostPorts *hostPortAllocator
 	slots     chan struct{}
 	expect    *expectations
+	// validator checks what the schema cannot, as the webhook does.
+	validator *validation.Validator
 
 	// Queue holds the jobs an admission queue (Kueue) has not admitted:
 	// nil, every job runs as its spec.suspend says.
@@ -153,6 +156,7 @@ func NewReconciler(c client.Client, recorder events.EventRecorder, opts Options)
 		hostPorts: newHostPortAllocator(opts.HostPortMin, opts.HostPortMax),
 		slots:     make(chan struct{}, opts.PodCreateParallelism),
 		expect:    newExpectations(),
+		validator: NewValidator(opts),
 		finished:  map[types.NamespacedName]types.UID{},
 	}
 }
@@ -214,7 +218,7 @@ func (r *PaddleJobReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 // applies the restart policies and the deadline, syncs the children and
 // writes the status (unless it created pods: their pass writes it).
 func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, now time.Time) (reconcile.Result, error) {
-	obs := observed{invalid: validateForRun(job), podUIDs: uidsOf(pods)}
+	obs := observed{invalid: r.validateForRun(job), podUIDs: uidsOf(pods)}
 	var requeue time.Duration
 	var actErr error
 	if obs.invalid == "" {
@@ -234,7 +238,7 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 		default:
 			var wait time.Duration
 			job, obs, wait, actErr = r.run(ctx, job, pods, now)
-			if job == nil {
+			if apierrors.IsConflict(actErr) {
 				return reconcile.Result{}, actErr // a write-ahead step met a newer job
 			}
 			requeue = earliest(earliest(untilDeadline, untilStall), wait)
@@ -250,7 +254,7 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 	status := nextStatus(job, obs, metav1.NewTime(now))
 	requeue = earliest(requeue, r.copyProgress(job, &status))
 	job, err := r.writeStatus(ctx, job, status, actErr)
-	if err != nil || job == nil {
+	if err != nil {
 		return reconcile.Result{}, errors.Join(actErr, err)
 	}
 	if job.Status.IsFinished() {
@@ -262,38 +266,37 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 }
 
 // run syncs a running job's children with its spec: it deletes the pods
-// scaled away, keeps the pod group current, creates
-// the missing pods (once the gang scheduler admits the job and no restart
-// backoff is pending), the Service and the endpoints. It returns the job (its
-// status may have been written ahead: recordHostPorts), what the status is
-// computed from, and how long until the restart backoff ends; a nil job when
-// a write-ahead step met a newer job.
+// scaled away, keeps the pod group current, creates the missing pods (once
+// the gang scheduler admits the job and no restart backoff is pending), the
+// Service and the endpoints. It returns the job (its status may have been
+// written ahead: recordHostPorts), what the status is computed from, how
+// long until the restart backoff ends, and the errors of its actions, each
+// with the reason the status reports it under (failedAction).
 func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, now time.Time) (*paddlev1.PaddleJob, observed, time.Duration, error) {
 	active, excess := splitPods(job, pods)
 	obs := observed{pods: active, podUIDs: uidsOf(pods), gang: GangSchedulerFor(&job.Spec, r.Options)}
-	errs := []error{r.deletePods(ctx, job, excess, "scaled down")}
+	errs := []error{failedAction(paddlev1.ReasonPodDeletionFailed, r.deletePods(ctx, job, excess, "scaled down"))}
 
 	admitted, waiting, err := r.ensurePodGroup(ctx, job)
 	if err != nil {
-		return job, obs, 0, errors.Join(append(errs, err)...)
+		return job, obs, 0, errors.Join(append(errs, failedAction(paddlev1.ReasonPodGroupFailed, err))...)
 	}
 	obs.podGroupWaiting = waiting
 	recorded, err := r.ensureHostPorts(ctx, job)
-	if err != nil || recorded == nil {
-		// nil: a newer job was written meanwhile; its event brings it back.
-		return recorded, obs, 0, errors.Join(append(errs, err)...)
+	if err != nil {
+		return job, obs, 0, errors.Join(append(errs, failedAction(paddlev1.ReasonHostPortsFailed, err))...)
 	}
 	job = recorded
 	if err := r.publishPlannedEndpoints(ctx, job); err != nil {
-		return job, obs, 0, errors.Join(append(errs, err)...)
+		return job, obs, 0, errors.Join(append(errs, failedAction(paddlev1.ReasonEndpointsFailed, err))...)
 	}
 	backoff := r.restartBackoffLeft(job, now)
 	popts := podOptionsFor(job, r.Options)
-	obs.specChanged = specChangedWhileRunning(job, active, popts.specHashes)
+	obs.specChanged = specChangedWhileRunning(job, active)
 	obs.stopping = podNames(restartedPods(job, pods))
 	if admitted && backoff == 0 && obs.specChanged == "" && len(obs.stopping) == 0 {
 		created, err := r.createMissingPods(ctx, job, pods, active, popts)
-		errs = append(errs, err)
+		errs = append(errs, failedAction(paddlev1.ReasonPodCreationFailed, err))
 		obs.pods = sortPods(append(active, created...))
 		obs.created = len(created)
 	} else if backoff > 0 && len(obs.pods) < job.Spec.TotalReplicas() {
@@ -301,30 +304,14 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 	}
 	// Pods resolve each other's names only once they run: the Service can
 	// follow their creation.
-	errs = append(errs, r.ensureService(ctx, job))
+	errs = append(errs, failedAction(paddlev1.ReasonServiceFailed, r.ensureService(ctx, job)))
 	if errors.Join(errs...) == nil {
 		missing, err := r.publishEndpoints(ctx, job, obs.pods)
-		errs = append(errs, err)
+		errs = append(errs, failedAction(paddlev1.ReasonEndpointsFailed, err))
 		obs.missingHosts = missing
 		obs.waitingForServers = waitingForServers(job, obs.pods)
 	}
 	return job, obs, backoff, errors.Join(errs...)
-}
-
-// validateForRun checks what the schema cannot (Validate): the admission
-// webhook rejects it already where it is installed. A generation the status
-// has already observed was validated by the pass that wrote it (an invalid
-// one would have failed the job), so the check runs once per spec change,
-// not on every pod event: measuring the endpoint lists of a 1000-pod job
-// costs about 0.7 ms and 230 KB.
-func validateForRun(job *paddlev1.PaddleJob) string {
-	if job.Generation > 0 && job.Status.ObservedGeneration == job.Generation {
-		return ""
-	}
-	if errs := Validate(&job.Spec, job.Name); len(errs) > 0 {
-		return errs.ToAggregate().Error()
-	}
-	return ""
 }
 
 // earliest is the sooner of two requeue delays, 0 meaning none.

@@ -316,7 +316,7 @@ func restartedPods(job *paddlev1.PaddleJob, pods []*corev1.Pod) []*corev1.Pod {
 func (r *PaddleJobReconciler) restart(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, fails failures, now time.Time) (reconcile.Result, error) {
 	if fails.restarting() {
 		updated, err := r.recordRestart(ctx, job, pods, fails, now)
-		if err != nil || updated == nil {
+		if err != nil {
 			return reconcile.Result{}, err
 		}
 		job = updated
@@ -331,8 +331,7 @@ func (r *PaddleJobReconciler) restart(ctx context.Context, job *paddlev1.PaddleJ
 // recordRestart is a write-ahead step: it counts the restart in the job's
 // restart count, and the UIDs of the pods it restarts (the failed ones, or
 // every pod of the job) in status.recreatingPods, before any is deleted;
-// the Restarting condition says why. It returns the job as written, nil on
-// a conflict.
+// the Restarting condition says why. It returns the job as written.
 func (r *PaddleJobReconciler) recordRestart(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod, fails failures, now time.Time) (*paddlev1.PaddleJob, error) {
 	st := *job.Status.DeepCopy()
 	restarted := fails.recreate
@@ -367,7 +366,7 @@ func (r *PaddleJobReconciler) recordRestart(ctx context.Context, job *paddlev1.P
 	setCondition(&st, metav1.NewTime(now), paddlev1.JobRestarting, metav1.ConditionTrue, cause.reason,
 		fmt.Sprintf("restart %d (backoffLimit %d), %s after %s", st.RestartCount, limit, what, cause.message))
 	updated, err := r.updateStatus(ctx, job, st, "recording the restart")
-	if err != nil || updated == nil {
+	if err != nil {
 		return nil, err
 	}
 	if fails.restartJob != nil {

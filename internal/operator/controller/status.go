@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/truncate"
@@ -264,22 +264,30 @@ func keepPresent(uids []string, present map[string]bool) []string {
 }
 
 // writeStatus writes the status a pass computed, with the error of its
-// actions (if any) on the Created condition. It returns the job as written;
-// nil when the cache was behind (the newer job's event brings the job back).
+// actions (if any) on the Created condition, under the failed action's
+// reason (failedAction). It returns the job as written. A conflict among
+// the actions' errors (a write-ahead step met a newer job) writes nothing:
+// the write would meet the same newer job.
 func (r *PaddleJobReconciler) writeStatus(ctx context.Context, job *paddlev1.PaddleJob, status paddlev1.PaddleJobStatus, actErr error) (*paddlev1.PaddleJob, error) {
+	if apierrors.IsConflict(actErr) {
+		return nil, actErr
+	}
 	if actErr != nil && !status.IsFinished() {
-		setCondition(&status, metav1.NewTime(r.Clock.Now()), paddlev1.JobCreated, metav1.ConditionFalse, ReasonCreatingPods, actErr.Error())
+		setCondition(&status, metav1.NewTime(r.Clock.Now()), paddlev1.JobCreated, metav1.ConditionFalse, actionReason(actErr), actErr.Error())
 	}
 	return r.updateStatus(ctx, job, status, "updating the status")
 }
 
 // updateStatus is the one place the job's status is written: by the end of
 // a pass (writeStatus), and by the write-ahead steps that must be recorded
-// before the pods they concern change — recordRestarts (restart.go) and
+// before the pods they concern change — recordRestart (restart.go) and
 // recordHostPorts (intranet.go). step names the write in errors. It returns
-// the job as written (unchanged when status is the job's), or nil on a
-// conflict: the job changed since the cache showed it, and the newer job's
-// event brings it back, so the pass stops without an error.
+// the job as written (unchanged when status is the job's).
+//
+// A conflict (the job changed since the cache showed it) is returned like
+// any error, the one policy of the whole reconciler: the pass stops, and
+// controller-runtime requeues the job with a backoff, to be reconciled
+// from the newer job.
 func (r *PaddleJobReconciler) updateStatus(ctx context.Context, job *paddlev1.PaddleJob, status paddlev1.PaddleJobStatus, step string) (*paddlev1.PaddleJob, error) {
 	if !statusChanged(&job.Status, &status) {
 		return job, nil
@@ -287,14 +295,39 @@ func (r *PaddleJobReconciler) updateStatus(ctx context.Context, job *paddlev1.Pa
 	updated := job.DeepCopy()
 	updated.Status = status
 	if err := r.Status().Update(ctx, updated); err != nil {
-		if apierrors.IsConflict(err) {
-			log.FromContext(ctx).V(1).Info("status update conflict; waiting for the newer job", "step", step)
-			return nil, nil
-		}
 		return nil, fmt.Errorf("%s of PaddleJob %s/%s: %w", step, job.Namespace, job.Name, err)
 	}
 	r.recordTransition(job, updated)
 	return updated, nil
+}
+
+// actionError is the failure of one of a pass's actions, with the reason
+// the status reports it under (api/v1's Reason...Failed).
+type actionError struct {
+	reason string
+	err    error
+}
+
+func (e *actionError) Error() string { return e.err.Error() }
+func (e *actionError) Unwrap() error { return e.err }
+
+// failedAction gives an action's error (nil: none) its reason.
+func failedAction(reason string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &actionError{reason: reason, err: err}
+}
+
+// actionReason is the reason of the first failed action of err (joined
+// errors in the order the pass met them); ReasonCreatingPods for an error
+// no action claimed.
+func actionReason(err error) string {
+	var act *actionError
+	if errors.As(err, &act) {
+		return act.reason
+	}
+	return ReasonCreatingPods
 }
 
 // recordTransition emits an event when a job reaches a terminal phase.

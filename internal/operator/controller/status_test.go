@@ -1,13 +1,20 @@
 package controller
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/testutil"
@@ -211,5 +218,103 @@ func TestConditionTransitionTimeIsKeptWhileStatusHolds(t *testing.T) {
 	}
 	if !st.StartTime.Equal(&t0) {
 		t.Errorf("startTime moved to %v", st.StartTime)
+	}
+}
+
+// An action's failure is reported under its own reason on the Created
+// condition, with its error, and returned for a retry.
+func TestActionErrorsHaveTheirReasons(t *testing.T) {
+	refuse := func(kind string) func(client.Object) error {
+		return func(obj client.Object) error {
+			if fmt.Sprintf("%T", obj) == kind {
+				return apierrors.NewForbidden(schema.GroupResource{Resource: kind}, obj.GetName(), errors.New("refused by the test"))
+			}
+			return nil
+		}
+	}
+	creates := func(refused func(client.Object) error) interceptor.Funcs {
+		return interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := refused(obj); err != nil {
+				return err
+			}
+			return c.Create(ctx, obj, opts...)
+		}}
+	}
+	deletes := interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		return refuse("*v1.Pod")(obj)
+	}}
+	job := func() *paddlev1.PaddleJob {
+		return testutil.MakePaddleJob("ae", "ns").UID("ae-uid").Workers(2).Intranet(paddlev1.IntranetService).Obj()
+	}
+	tests := []struct {
+		name   string
+		funcs  interceptor.Funcs
+		pods   func(*paddlev1.PaddleJob) []*corev1.Pod
+		reason string
+	}{
+		{name: "a pod refused", funcs: creates(refuse("*v1.Pod")), reason: paddlev1.ReasonPodCreationFailed},
+		{name: "the Service refused", funcs: creates(refuse("*v1.Service")), reason: paddlev1.ReasonServiceFailed},
+		{name: "the endpoints ConfigMap refused", funcs: creates(refuse("*v1.ConfigMap")), reason: paddlev1.ReasonEndpointsFailed},
+		{name: "a pod scaled away not deleted", funcs: deletes, reason: paddlev1.ReasonPodDeletionFailed,
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				big := j.DeepCopy()
+				big.Spec.Worker.Replicas = 3
+				return podsOf(big, map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{
+					"ae-worker-0": running("10.0.0.1"), "ae-worker-1": running("10.0.0.2"), "ae-worker-2": running("10.0.0.3"),
+				})
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			j := job()
+			var pods []*corev1.Pod
+			if tc.pods != nil {
+				pods = tc.pods(j)
+			}
+			f := newFixtureWith(t, Options{}, tc.funcs, objects(j, pods...)...)
+			got := f.reconcile(t, j)
+			if got.err == nil || !strings.Contains(got.err.Error(), "refused by the test") {
+				t.Errorf("error %v, want the action's", got.err)
+			}
+			c := meta.FindStatusCondition(got.job.Status.Conditions, paddlev1.JobCreated)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tc.reason || !strings.Contains(c.Message, "refused by the test") {
+				t.Errorf("Created condition %+v, want False, %s, with the error", c, tc.reason)
+			}
+		})
+	}
+}
+
+// A conflict writing the status is returned, for controller-runtime to
+// requeue the job and reconcile it from the newer one: the one policy of
+// every write of the reconciler.
+func TestStatusWriteConflictIsReturned(t *testing.T) {
+	conflict := interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		return apierrors.NewConflict(paddlev1.GroupVersion.WithResource("paddlejobs").GroupResource(), obj.GetName(), errors.New("the job changed"))
+	}}
+	tests := []struct {
+		name   string
+		job    *paddlev1.PaddleJob
+		states map[string]func(*testutil.PodWrapper) *testutil.PodWrapper
+		// untouched: the pass changes no pod (a write-ahead record comes
+		// before the deletes it records).
+		untouched bool
+	}{
+		{name: "a running job's status", job: testutil.MakePaddleJob("cj", "ns").UID("cj-uid").Workers(2).Obj(),
+			states: map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{"cj-worker-0": running("10.0.0.1"), "cj-worker-1": running("10.0.0.2")}, untouched: true},
+		{name: "a suspended job's status", job: testutil.MakePaddleJob("cj", "ns").UID("cj-uid").Workers(2).Suspend(true).Obj()},
+		{name: "a restart's write-ahead record", job: testutil.MakePaddleJob("cj", "ns").UID("cj-uid").Workers(2).RolePolicy(paddlev1.ReplicaWorker, paddlev1.RestartPolicyExitCode).Obj(),
+			states: map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{"cj-worker-0": running("10.0.0.1"), "cj-worker-1": failed(137)}, untouched: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixtureWith(t, Options{}, conflict, objects(tc.job, podsOf(tc.job, tc.states)...)...)
+			got := f.reconcile(t, tc.job)
+			if !apierrors.IsConflict(got.err) {
+				t.Errorf("error %v, want the conflict", got.err)
+			}
+			if tc.untouched && (len(got.created) != 0 || len(got.deleted) != 0) {
+				t.Errorf("created %v, deleted %v after a conflict", got.created, got.deleted)
+			}
+		})
 	}
 }

@@ -1,0 +1,72 @@
+package validation
+
+import (
+	"net"
+	"net/url"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+)
+
+// validateReservedNames refuses a template that uses a name the operator
+// gives its own init container or volume: the pod would hold two of one
+// name. (A schema rule could refuse it too, but not name the container's
+// index, and the controller names it when it fails a job without the
+// webhook.)
+func validateReservedNames(spec *paddlev1.PaddleJobSpec) field.ErrorList {
+	var errs field.ErrorList
+	eachRole(spec, func(_ paddlev1.ReplicaType, rs *paddlev1.ReplicaSpec, path *field.Path) {
+		const renameContainer = "is reserved for the operator's init container; rename the container"
+		for i, c := range rs.Template.Spec.InitContainers {
+			if c.Name == paddlev1.ReservedInitContainer {
+				errs = append(errs, field.Invalid(path.Child("initContainers").Index(i).Child("name"), c.Name, renameContainer))
+			}
+		}
+		for i, c := range rs.Template.Spec.Containers {
+			if c.Name == paddlev1.ReservedInitContainer {
+				errs = append(errs, field.Invalid(path.Child("containers").Index(i).Child("name"), c.Name, renameContainer))
+			}
+		}
+		for i, v := range rs.Template.Spec.Volumes {
+			if v.Name == paddlev1.ReservedVolume {
+				errs = append(errs, field.Invalid(path.Child("volumes").Index(i).Child("name"), v.Name, "is reserved for the job's endpoints; rename the volume"))
+			}
+		}
+	})
+	return errs
+}
+
+// validateEtcdEndpoints refuses an elastic etcd endpoint Paddle's elastic
+// launcher cannot dial: it takes one etcd as http://host:port, without TLS.
+// (The schema's URL functions cannot see user info, and the list has no
+// bound to keep a rule's cost within the API server's budget.)
+func validateEtcdEndpoints(spec *paddlev1.PaddleJobSpec) field.ErrorList {
+	var errs field.ErrorList
+	if p := spec.ElasticPolicy; p != nil {
+		for i, e := range p.EtcdEndpoints {
+			if msg := invalidEtcdEndpoint(e); msg != "" {
+				errs = append(errs, field.Invalid(field.NewPath("spec", "elasticPolicy", "etcdEndpoints").Index(i), e, msg))
+			}
+		}
+	}
+	return errs
+}
+
+// invalidEtcdEndpoint says what is wrong with an elastic etcd endpoint, or "".
+func invalidEtcdEndpoint(endpoint string) string {
+	const want = "must be http://host:port (Paddle's elastic launcher connects to etcd without TLS)"
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return want
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil || host == "" {
+		return want
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "the port must be 1-65535: " + want[len("must be "):]
+	}
+	return ""
+}
