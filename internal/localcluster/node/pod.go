@@ -61,8 +61,10 @@ type podDeps struct {
 	hidden []string
 	// hostPaths decide which host paths pods may mount and write.
 	hostPaths hostPathRules
-	// cgroups is where containers with resource limits get their groups.
+	// cgroups is where every container run gets its group.
 	cgroups *cgroupParent
+	// sandbox are the node's settings of every sandbox.
+	sandbox sandboxSettings
 }
 
 // podRuntime runs one pod: its sandbox files and volumes, then its init

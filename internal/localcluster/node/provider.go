@@ -70,6 +70,8 @@ type providerConfig struct {
 	// APIServer is the API server's URL, given to containers as
 	// KUBERNETES_SERVICE_HOST and _PORT.
 	APIServer string
+	// Sandbox are every sandbox's limits and sizes.
+	Sandbox sandboxSettings
 }
 
 func newProvider(cfg providerConfig) *Provider {
@@ -120,6 +122,7 @@ func newProvider(cfg providerConfig) *Provider {
 		hostPaths:    hostPaths,
 		// One parent group per node, named after its state directory.
 		cgroups: detectCgroups(cgroupsRoot, readSelfCgroup(), fmt.Sprintf("%x", sha256.Sum256([]byte(cfg.StateDir)))[:12]),
+		sandbox: cfg.Sandbox,
 	}
 	return p
 }
