@@ -99,7 +99,11 @@ func newProvider(cfg providerConfig) *Provider {
 		images:    cfg.Images,
 		objects:   listerObjects{configMaps: cfg.ConfigMaps, secrets: cfg.Secrets, tokens: tokens},
 		setUpVolume: func(ctx context.Context, namespace, podDir string, v *corev1.Volume) (podVolume, error) {
-			return setUpHostVolume(ctx, cfg.Client, hostPaths, namespace, podDir, v)
+			pv, err := setUpHostVolume(ctx, cfg.Client, hostPaths, namespace, podDir, v)
+			if err == nil && cfg.Sandbox.asRoot && v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory {
+				err = mountMemoryVolume(pv.HostPath, memoryVolumeSize(v.EmptyDir, cfg.Sandbox.limits.MemoryBytes))
+			}
+			return pv, err
 		},
 		hosts: &hostsFiles{log: cfg.Log, pods: p.allRuntimes},
 		release: func(uid types.UID) {
