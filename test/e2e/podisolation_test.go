@@ -216,3 +216,32 @@ func lastLine(s string) string {
 	s = strings.TrimSpace(s)
 	return s[strings.LastIndex(s, "\n")+1:]
 }
+
+// The local API server runs the PodSecurity admission plugin: a namespace
+// labelled for the baseline level refuses a privileged pod, naming the
+// level, as on any Kubernetes cluster (docs/local-node.md#isolation says
+// why the local cluster labels none itself).
+func TestPodSecurityAdmission(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	namespace, err := pj.Clientset().CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	namespace.Labels["pod-security.kubernetes.io/enforce"] = "baseline"
+	if _, err := pj.Clientset().CoreV1().Namespaces().Update(ctx, namespace, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "privileged", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "c", Image: "busybox:1.36", Command: []string{"true"},
+			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+		}}},
+	}
+	_, err = pj.Clientset().CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `violates PodSecurity "baseline`) {
+		t.Fatalf("creating a privileged pod in a baseline namespace: %v, want it forbidden by PodSecurity baseline", err)
+	}
+	t.Logf("refused: %v", err)
+}
