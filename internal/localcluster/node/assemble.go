@@ -164,7 +164,7 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 		Hidden:       r.deps.hidden,
 		// Root keeps its capabilities in a sandbox: it could remount the
 		// read-only binds writable.
-		DropCapabilities: r.deps.sandbox.asRoot,
+		DropCapabilities: true,
 		BindFD:           bwrapBindsFD(bwrap),
 		TmpSize:          r.deps.sandbox.tmpSize,
 		ShmSize:          r.deps.sandbox.shmSize,

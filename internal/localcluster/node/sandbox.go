@@ -64,8 +64,8 @@ type sandboxSpec struct {
 	// root would show them (the cluster's state directory): each gets an
 	// empty tmpfs. Mount sources under them still work.
 	Hidden []string
-	// DropCapabilities drops every capability: the node runs as root, and
-	// root keeps its capabilities in a sandbox unless told.
+	// DropCapabilities drops every capability, also those uid 0 would have
+	// in the sandbox's user namespace (and root's, on a root node).
 	DropCapabilities bool
 	// TmpSize and ShmSize are the sizes of the sandbox's /tmp and /dev/shm
 	// tmpfs, in bytes; 0 leaves the kernel's default (half the memory).
