@@ -40,10 +40,10 @@ const (
 	DefaultKubeletPort         = 10250
 	DefaultMaxPods             = 500
 	DefaultShutdownGracePeriod = 5 * time.Second
-	// DefaultPodPidsLimit caps each container's processes and threads. A
-	// real Paddle parameter-server or collective pod peaks at a few hundred
-	// threads (docs/local-node.md#isolation); a fork bomb stops here, far
-	// below the machine's pid_max.
+	// DefaultPodPidsLimit caps each container's processes and threads. The
+	// busiest container of the end-to-end suite's Paddle jobs peaked at 117
+	// on 2 cores (docs/local-node.md#resource-limits); a fork bomb stops
+	// here, far below a machine's pid_max (32768 by default).
 	DefaultPodPidsLimit = 4096
 	// DefaultTmpSize and DefaultShmSize size each sandbox's /tmp and
 	// /dev/shm (a pod wanting more mounts an emptyDir, as on Kubernetes).
