@@ -184,6 +184,9 @@ func (r *podRuntime) run() {
 		<-r.predecessor.done
 	}
 	r.execute(r.ctx)
+	// A finished pod's memory-backed volumes give their memory back, as a
+	// kubelet tears down a terminated pod's volumes (memoryvolume.go).
+	unmountUnder(filepath.Join(r.dir, "volumes"))
 	// Ends the helpers (projection refreshes) of a pod that completed.
 	r.cancel()
 	r.finish()

@@ -359,6 +359,10 @@ func (p *Provider) shutdown(ctx context.Context, grace time.Duration) {
 	// Every container's group is gone with it: the node's own goes too, or
 	// each node start would leave one behind on the host.
 	p.deps.cgroups.remove()
+	// The pods' directories stay (their logs) until the next start, without
+	// their memory-backed volumes: no mount is left under the state
+	// directory to keep it from being removed.
+	unmountUnder(p.deps.podsDir)
 }
 
 func (p *Provider) runtime(key string) *podRuntime {
