@@ -99,6 +99,16 @@ then stops every pod.`,
 		}
 		return nil
 	})
+	f.Int64Var(&cfg.PodPidsLimit, "pod-pids-limit", node.DefaultPodPidsLimit, "processes and threads each container may have (its cgroup's pids.max); -1 for no limit")
+	f.Func("pod-memory-limit", "memory limit of a container that sets none, e.g. 8Gi (default: half the host's memory); -1 for no limit", func(v string) error {
+		return parseBytes(v, &cfg.PodMemoryLimit, true)
+	})
+	f.Func("tmp-size", fmt.Sprintf("size of each container's /tmp tmpfs (default %s)", resource.NewQuantity(node.DefaultTmpSize, resource.BinarySI)), func(v string) error {
+		return parseBytes(v, &cfg.TmpSize, false)
+	})
+	f.Func("shm-size", fmt.Sprintf("size of each container's /dev/shm tmpfs (default %s)", resource.NewQuantity(node.DefaultShmSize, resource.BinarySI)), func(v string) error {
+		return parseBytes(v, &cfg.ShmSize, false)
+	})
 	f.StringVar(&cfg.Bwrap, "bwrap", "", "path of bubblewrap (default: bwrap on PATH)")
 	f.IntVar(&verbosity, "v", 0, "log verbosity (higher logs more)")
 	return cmd
@@ -119,4 +129,19 @@ func parseResourceList(s string) (corev1.ResourceList, error) {
 		out[corev1.ResourceName(strings.TrimSpace(name))] = q
 	}
 	return out, node.ValidateCapacity(out)
+}
+
+// parseBytes reads a quantity of bytes (1Gi, 512Mi) into out; noneOK allows
+// -1, no limit.
+func parseBytes(v string, out *int64, noneOK bool) error {
+	if noneOK && strings.TrimSpace(v) == "-1" {
+		*out = -1
+		return nil
+	}
+	q, err := resource.ParseQuantity(strings.TrimSpace(v))
+	if err != nil || q.Sign() <= 0 {
+		return fmt.Errorf("%q: want a positive quantity of bytes such as 512Mi or 2Gi", v)
+	}
+	*out = q.Value()
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/paddlejob/paddlejob/config"
 	"github.com/paddlejob/paddlejob/internal/kube"
+	"github.com/paddlejob/paddlejob/internal/localcluster/node"
 	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
 	"github.com/paddlejob/paddlejob/internal/pki"
 )
@@ -394,6 +395,10 @@ func (b *boot) startNode(ctx context.Context) error {
 		// The host's CPUs and memory, unless told to advertise more.
 		"--capacity=" + capacityArg(b.opts.Capacity, b.opts.GPUs),
 		"--node-labels=" + formatLabels(b.opts.NodeLabels),
+		// Every pod's limits and sizes (docs/local-node.md#isolation).
+		"--pod-pids-limit=" + itoa(node.DefaultPodPidsLimit),
+		"--tmp-size=" + itoa(node.DefaultTmpSize),
+		"--shm-size=" + itoa(node.DefaultShmSize),
 	}, nil, 60*time.Second, func() error { return nodeReady(ctx, cfg, NodeName) })
 }
 

@@ -122,11 +122,21 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 		}
 	}
 
-	var cgroup *containerCgroup
-	if hasLimits(c.spec) {
-		if cgroup, err = r.deps.cgroups.create(fmt.Sprintf("%s-%s-%d", r.uid, c.spec.Name, c.runs), c.spec.Resources.Limits); err != nil {
-			return processSpec{}, &waitError{reason: reasonCreateError, err: err}
-		}
+	user, err := sandboxUser(pod, c.spec, r.deps.sandbox.asRoot)
+	if err != nil {
+		return processSpec{}, err
+	}
+	seccomp, err := seccompFile()
+	if err != nil {
+		return processSpec{}, &waitError{reason: reasonCreateError, err: err}
+	}
+	keep(mount{File: seccomp})
+	// Every run in a group of its own: the container's limits, the node's
+	// defaults for the rest (limits.go).
+	limits := r.deps.sandbox.limits.limitsOf(c.spec)
+	cgroup, err := r.deps.cgroups.create(fmt.Sprintf("%s-%s-%d", r.uid, c.spec.Name, c.runs), limits, hasLimits(c.spec))
+	if err != nil {
+		return processSpec{}, &waitError{reason: reasonCreateError, err: err}
 	}
 
 	logPath := r.logPath(c.spec.Name, c.runs)
@@ -154,8 +164,12 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 		Hidden:       r.deps.hidden,
 		// Root keeps its capabilities in a sandbox: it could remount the
 		// read-only binds writable.
-		DropCapabilities: os.Geteuid() == 0,
+		DropCapabilities: true,
 		BindFD:           bwrapBindsFD(bwrap),
+		TmpSize:          r.deps.sandbox.tmpSize,
+		ShmSize:          r.deps.sandbox.shmSize,
+		User:             user,
+		Seccomp:          seccomp,
 	}
 	args := bwrapArgs(r.deps.hostFS, sandbox)
 	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log, Cgroup: cgroup, Files: sandboxFiles(sandbox), Opened: opened}, nil

@@ -357,8 +357,10 @@ func copyRegularFile(src, dst string, st fs.FileInfo) error {
 }
 
 // removeTree removes p and everything under it, making directories writable
-// first so that read-only ones written by a container go too.
+// first so that read-only ones written by a container go too, and detaching
+// the mounts under it first.
 func removeTree(p string) error {
+	unmountUnder(p) // memory-backed volumes (memoryvolume.go)
 	err := os.RemoveAll(p)
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
 		return nil

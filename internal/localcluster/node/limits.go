@@ -11,17 +11,24 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Resource limits: a container with a memory or CPU limit runs in a cgroup
-// of its own, as a kubelet's would, so that a runaway pod cannot take the
-// machine: the kernel kills it when it exceeds its memory (the container
-// ends OOMKilled) and throttles it to its CPU limit. The node makes its
-// groups under its own cgroup, in cgroup v2 where the node may enable the
-// memory and cpu controllers for its children, else in the cgroup v1 memory
-// and cpu hierarchies. Where it can do neither, a container with limits is
-// refused, saying why: its limits would be a promise the node cannot keep.
+// Resource limits: every run of a container is in a cgroup of its own, as a
+// kubelet's would be, so that a runaway pod cannot take the machine (nor
+// etcd with it): the kernel kills it when it exceeds its memory (the
+// container ends OOMKilled), throttles it to its CPU limit, and refuses it
+// a process or thread past its pids limit (a fork bomb stops there). The
+// memory limit is the container's own, else the node's default; the pids
+// limit is the node's (Kubernetes has no per-pod field; the kubelet's
+// --pod-max-pids is the same kind of setting). The node makes its groups
+// under its own cgroup, in cgroup v2 where the node may enable the memory,
+// cpu and pids controllers for its children, else in the cgroup v1 memory,
+// cpu and pids hierarchies. Where it can do neither, a container with limits
+// of its own is refused, saying why: its limits would be a promise the node
+// cannot keep; one without runs unlimited (a rootless node without
+// delegation).
 
 // cgroupsRoot is where the host mounts its cgroups.
 const cgroupsRoot = "/sys/fs/cgroup"
@@ -30,7 +37,7 @@ const cgroupsRoot = "/sys/fs/cgroup"
 type cgroupParent struct {
 	// v2 is the parent group in the unified hierarchy; empty in v1.
 	v2 string
-	// v1 are the parent groups by controller (memory, cpu), in v1.
+	// v1 are the parent groups by controller (memory, cpu, pids), in v1.
 	v1 map[string]string
 	// unusable says why the node cannot limit resources; the rest is then
 	// empty.
@@ -58,13 +65,13 @@ func detectCgroups(root string, self []byte, nodeName string) *cgroupParent {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return &cgroupParent{unusable: fmt.Sprintf("cannot create cgroup %s: %v", dir, err)}
 		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory +cpu"), 0o644); err != nil {
-			return &cgroupParent{unusable: fmt.Sprintf("cgroup v2: cannot enable the memory and cpu controllers in %s (delegate them to the node's cgroup): %v", dir, err)}
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory +cpu +pids"), 0o644); err != nil {
+			return &cgroupParent{unusable: fmt.Sprintf("cgroup v2: cannot enable the memory, cpu and pids controllers in %s (delegate them to the node's cgroup): %v", dir, err)}
 		}
 		return &cgroupParent{v2: dir}
 	}
 	p := &cgroupParent{v1: map[string]string{}}
-	for _, c := range []string{"memory", "cpu"} {
+	for _, c := range []string{"memory", "cpu", "pids"} {
 		own, ok := paths[c]
 		if !ok {
 			return &cgroupParent{unusable: fmt.Sprintf("no cgroup v1 %s hierarchy in /proc/self/cgroup and no cgroup v2", c)}
@@ -95,7 +102,7 @@ func (p *cgroupParent) remove() {
 
 // containerCgroup is the group of one run of a container.
 type containerCgroup struct {
-	// dirs are its directories: one in v2, memory's and cpu's in v1.
+	// dirs are its directories: one in v2, memory's, cpu's and pids' in v1.
 	dirs []string
 	// memory is the directory holding its memory accounting.
 	memory string
@@ -109,10 +116,46 @@ func hasLimits(c *corev1.Container) bool {
 	return mem || cpu
 }
 
-// create makes a group named name with the container's memory and CPU
-// limits.
-func (p *cgroupParent) create(name string, limits corev1.ResourceList) (*containerCgroup, error) {
+// DefaultLimits are what a container's group holds when the container sets
+// no limit of its own.
+type DefaultLimits struct {
+	// MemoryBytes is the memory limit of a container without one; 0 for
+	// none.
+	MemoryBytes int64
+	// Pids caps the processes and threads of each container (the kernel's
+	// pids.max counts threads); 0 for no cap.
+	Pids int64
+}
+
+// runLimits are the limits of one run's group: 0 is none.
+type runLimits struct {
+	memoryBytes, cpuMilli, pids int64
+}
+
+// limitsOf are a container's limits: its own memory and CPU limits, the
+// defaults for what it leaves unset.
+func (d DefaultLimits) limitsOf(c *corev1.Container) runLimits {
+	l := runLimits{memoryBytes: d.MemoryBytes, pids: d.Pids}
+	if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+		l.memoryBytes = q.Value()
+	}
+	if q, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+		l.cpuMilli = q.MilliValue()
+	}
+	return l
+}
+
+// create makes a group named name holding limits. own says whether the
+// container asked for limits itself: where the node cannot make groups, such
+// a container is refused, and any other runs without a group (nil).
+func (p *cgroupParent) create(name string, limits runLimits, own bool) (*containerCgroup, error) {
+	if p == nil {
+		p = &cgroupParent{unusable: "no cgroups configured"}
+	}
 	if p.unusable != "" {
+		if !own {
+			return nil, nil
+		}
 		return nil, fmt.Errorf("the node cannot enforce resources.limits (%s): remove the memory and cpu limits, or run the node where it may create cgroups", p.unusable)
 	}
 	var writes [][2]string // file, value
@@ -120,23 +163,30 @@ func (p *cgroupParent) create(name string, limits corev1.ResourceList) (*contain
 	if p.v2 != "" {
 		dir := filepath.Join(p.v2, name)
 		g.dirs, g.memory, g.v2 = []string{dir}, dir, true
-		if q, ok := limits[corev1.ResourceMemory]; ok {
-			writes = append(writes, [2]string{filepath.Join(dir, "memory.max"), strconv.FormatInt(q.Value(), 10)},
+		if limits.memoryBytes > 0 {
+			writes = append(writes, [2]string{filepath.Join(dir, "memory.max"), strconv.FormatInt(limits.memoryBytes, 10)},
 				[2]string{filepath.Join(dir, "memory.swap.max"), "0"})
 		}
-		if q, ok := limits[corev1.ResourceCPU]; ok {
-			writes = append(writes, [2]string{filepath.Join(dir, "cpu.max"), fmt.Sprintf("%d %d", cfsQuota(q.MilliValue()), cfsPeriod)})
+		if limits.cpuMilli > 0 {
+			writes = append(writes, [2]string{filepath.Join(dir, "cpu.max"), fmt.Sprintf("%d %d", cfsQuota(limits.cpuMilli), cfsPeriod)})
+		}
+		if limits.pids > 0 {
+			writes = append(writes, [2]string{filepath.Join(dir, "pids.max"), strconv.FormatInt(limits.pids, 10)})
 		}
 	} else {
-		mem, cpu := filepath.Join(p.v1["memory"], name), filepath.Join(p.v1["cpu"], name)
-		g.dirs, g.memory = []string{mem, cpu}, mem
-		if q, ok := limits[corev1.ResourceMemory]; ok {
-			writes = append(writes, [2]string{filepath.Join(mem, "memory.limit_in_bytes"), strconv.FormatInt(q.Value(), 10)},
-				[2]string{filepath.Join(mem, "memory.memsw.limit_in_bytes"), strconv.FormatInt(q.Value(), 10)})
+		mem, cpu, pids := filepath.Join(p.v1["memory"], name), filepath.Join(p.v1["cpu"], name), filepath.Join(p.v1["pids"], name)
+		g.dirs, g.memory = []string{mem, cpu, pids}, mem
+		if limits.memoryBytes > 0 {
+			v := strconv.FormatInt(limits.memoryBytes, 10)
+			writes = append(writes, [2]string{filepath.Join(mem, "memory.limit_in_bytes"), v},
+				[2]string{filepath.Join(mem, "memory.memsw.limit_in_bytes"), v})
 		}
-		if q, ok := limits[corev1.ResourceCPU]; ok {
+		if limits.cpuMilli > 0 {
 			writes = append(writes, [2]string{filepath.Join(cpu, "cpu.cfs_period_us"), strconv.Itoa(cfsPeriod)},
-				[2]string{filepath.Join(cpu, "cpu.cfs_quota_us"), strconv.FormatInt(cfsQuota(q.MilliValue()), 10)})
+				[2]string{filepath.Join(cpu, "cpu.cfs_quota_us"), strconv.FormatInt(cfsQuota(limits.cpuMilli), 10)})
+		}
+		if limits.pids > 0 {
+			writes = append(writes, [2]string{filepath.Join(pids, "pids.max"), strconv.FormatInt(limits.pids, 10)})
 		}
 	}
 	for _, d := range g.dirs {
@@ -207,4 +257,14 @@ func (g *containerCgroup) remove() {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// defaultPodMemoryLimit is half the host's memory: no one pod takes the
+// machine (and etcd with it); 0 (none) where the host's memory is unknown.
+func defaultPodMemoryLimit() int64 {
+	var info unix.Sysinfo_t
+	if err := unix.Sysinfo(&info); err != nil {
+		return 0
+	}
+	return int64(info.Totalram) * int64(info.Unit) / 2
 }

@@ -40,6 +40,15 @@ const (
 	DefaultKubeletPort         = 10250
 	DefaultMaxPods             = 500
 	DefaultShutdownGracePeriod = 5 * time.Second
+	// DefaultPodPidsLimit caps each container's processes and threads. The
+	// busiest container of the end-to-end suite's Paddle jobs peaked at 117
+	// on 2 cores (docs/local-node.md#resource-limits); a fork bomb stops
+	// here, far below a machine's pid_max (32768 by default).
+	DefaultPodPidsLimit = 4096
+	// DefaultTmpSize and DefaultShmSize size each sandbox's /tmp and
+	// /dev/shm (a pod wanting more mounts an emptyDir, as on Kubernetes).
+	DefaultTmpSize = 1 << 30
+	DefaultShmSize = 256 << 20
 )
 
 // DefaultServiceCIDR is the cluster IPs the node serves by default (see
@@ -93,6 +102,15 @@ type Config struct {
 	// nvidia-tesla-p100 for pods with that nodeSelector); see
 	// ValidateNodeLabels.
 	NodeLabels map[string]string
+	// PodPidsLimit caps each container's processes and threads; 0 is
+	// DefaultPodPidsLimit, negative none.
+	PodPidsLimit int64
+	// PodMemoryLimit is the memory limit of a container without one, in
+	// bytes; 0 is half the host's memory, negative none.
+	PodMemoryLimit int64
+	// TmpSize and ShmSize size each sandbox's /tmp and /dev/shm tmpfs, in
+	// bytes; 0 is DefaultTmpSize and DefaultShmSize.
+	TmpSize, ShmSize int64
 	// Bwrap is bubblewrap's path; empty looks it up on PATH.
 	Bwrap string
 	// ShutdownGracePeriod caps each pod's grace period when the node stops.
@@ -227,6 +245,12 @@ func New(cfg Config) (*Node, error) {
 		NodeIP:      cfg.NodeIP,
 		Bwrap:       cfg.Bwrap,
 		APIServer:   cfg.RESTConfig.Host,
+		Sandbox: sandboxSettings{
+			asRoot:  os.Geteuid() == 0,
+			limits:  DefaultLimits{MemoryBytes: max(cfg.PodMemoryLimit, 0), Pids: max(cfg.PodPidsLimit, 0)},
+			tmpSize: cfg.TmpSize,
+			shmSize: cfg.ShmSize,
+		},
 	})
 	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: n.provider.podDeleted}); err != nil {
 		return nil, err
@@ -314,6 +338,18 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.MaxPods == 0 {
 		cfg.MaxPods = DefaultMaxPods
+	}
+	if cfg.PodPidsLimit == 0 {
+		cfg.PodPidsLimit = DefaultPodPidsLimit
+	}
+	if cfg.PodMemoryLimit == 0 {
+		cfg.PodMemoryLimit = defaultPodMemoryLimit()
+	}
+	if cfg.TmpSize == 0 {
+		cfg.TmpSize = DefaultTmpSize
+	}
+	if cfg.ShmSize == 0 {
+		cfg.ShmSize = DefaultShmSize
 	}
 	if cfg.ShutdownGracePeriod == 0 {
 		cfg.ShutdownGracePeriod = DefaultShutdownGracePeriod

@@ -61,8 +61,10 @@ type podDeps struct {
 	hidden []string
 	// hostPaths decide which host paths pods may mount and write.
 	hostPaths hostPathRules
-	// cgroups is where containers with resource limits get their groups.
+	// cgroups is where every container run gets its group.
 	cgroups *cgroupParent
+	// sandbox are the node's settings of every sandbox.
+	sandbox sandboxSettings
 }
 
 // podRuntime runs one pod: its sandbox files and volumes, then its init
@@ -182,6 +184,9 @@ func (r *podRuntime) run() {
 		<-r.predecessor.done
 	}
 	r.execute(r.ctx)
+	// A finished pod's memory-backed volumes give their memory back, as a
+	// kubelet tears down a terminated pod's volumes (memoryvolume.go).
+	unmountUnder(filepath.Join(r.dir, "volumes"))
 	// Ends the helpers (projection refreshes) of a pod that completed.
 	r.cancel()
 	r.finish()

@@ -70,6 +70,8 @@ type providerConfig struct {
 	// APIServer is the API server's URL, given to containers as
 	// KUBERNETES_SERVICE_HOST and _PORT.
 	APIServer string
+	// Sandbox are every sandbox's limits and sizes.
+	Sandbox sandboxSettings
 }
 
 func newProvider(cfg providerConfig) *Provider {
@@ -97,7 +99,11 @@ func newProvider(cfg providerConfig) *Provider {
 		images:    cfg.Images,
 		objects:   listerObjects{configMaps: cfg.ConfigMaps, secrets: cfg.Secrets, tokens: tokens},
 		setUpVolume: func(ctx context.Context, namespace, podDir string, v *corev1.Volume) (podVolume, error) {
-			return setUpHostVolume(ctx, cfg.Client, hostPaths, namespace, podDir, v)
+			pv, err := setUpHostVolume(ctx, cfg.Client, hostPaths, namespace, podDir, v)
+			if err == nil && cfg.Sandbox.asRoot && v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory {
+				err = mountMemoryVolume(pv.HostPath, memoryVolumeSize(v.EmptyDir, cfg.Sandbox.limits.MemoryBytes))
+			}
+			return pv, err
 		},
 		hosts: &hostsFiles{log: cfg.Log, pods: p.allRuntimes},
 		release: func(uid types.UID) {
@@ -120,6 +126,7 @@ func newProvider(cfg providerConfig) *Provider {
 		hostPaths:    hostPaths,
 		// One parent group per node, named after its state directory.
 		cgroups: detectCgroups(cgroupsRoot, readSelfCgroup(), fmt.Sprintf("%x", sha256.Sum256([]byte(cfg.StateDir)))[:12]),
+		sandbox: cfg.Sandbox,
 	}
 	return p
 }
@@ -352,6 +359,10 @@ func (p *Provider) shutdown(ctx context.Context, grace time.Duration) {
 	// Every container's group is gone with it: the node's own goes too, or
 	// each node start would leave one behind on the host.
 	p.deps.cgroups.remove()
+	// The pods' directories stay (their logs) until the next start, without
+	// their memory-backed volumes: no mount is left under the state
+	// directory to keep it from being removed.
+	unmountUnder(p.deps.podsDir)
 }
 
 func (p *Provider) runtime(key string) *podRuntime {

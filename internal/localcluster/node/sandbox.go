@@ -64,9 +64,17 @@ type sandboxSpec struct {
 	// root would show them (the cluster's state directory): each gets an
 	// empty tmpfs. Mount sources under them still work.
 	Hidden []string
-	// DropCapabilities drops every capability: the node runs as root, and
-	// root keeps its capabilities in a sandbox unless told.
+	// DropCapabilities drops every capability, also those uid 0 would have
+	// in the sandbox's user namespace (and root's, on a root node).
 	DropCapabilities bool
+	// TmpSize and ShmSize are the sizes of the sandbox's /tmp and /dev/shm
+	// tmpfs, in bytes; 0 leaves the kernel's default (half the memory).
+	TmpSize, ShmSize int64
+	// User is who the sandbox's processes are inside their user namespace.
+	User sandboxIdentity
+	// Seccomp, when set, holds the compiled filter (seccomp.go) bwrap loads
+	// before it runs the command.
+	Seccomp *os.File
 	// BindFD binds the mounts' descriptors (bwrap's --bind-fd, bubblewrap
 	// 0.10 or a distribution's backport); without it a mount's File is bound
 	// by the path the descriptor has, which checks the source but leaves a
@@ -78,17 +86,26 @@ type sandboxSpec struct {
 // files follow the info descriptor, in the order of sandboxFiles.
 const firstMountFD = infoFD + 1
 
-// sandboxFiles are the descriptors bwrap inherits for the mounts, after
-// the info descriptor; nil unless s.BindFD.
+// sandboxSettings are the node's settings of every sandbox.
+type sandboxSettings struct {
+	// asRoot: the node runs as root, so its sandboxes drop capabilities and
+	// run as DefaultSandboxUID unless the pod says otherwise.
+	asRoot           bool
+	limits           DefaultLimits
+	tmpSize, shmSize int64
+}
+
+// sandboxFiles are the descriptors bwrap inherits after the info
+// descriptor: the mounts' (only when s.BindFD), then the seccomp filter's.
 func sandboxFiles(s sandboxSpec) []*os.File {
-	if !s.BindFD {
-		return nil
-	}
 	var files []*os.File
 	for _, m := range s.Mounts {
-		if m.File != nil && m.Symlink == "" {
+		if s.BindFD && m.File != nil && m.Symlink == "" {
 			files = append(files, m.File)
 		}
+	}
+	if s.Seccomp != nil {
+		files = append(files, s.Seccomp)
 	}
 	return files
 }
@@ -158,10 +175,22 @@ func bwrapArgs(host fs.FS, s sandboxSpec) []string {
 	}
 
 	a := &argList{host: host, links: links}
-	a.add("--unshare-pid", "--unshare-uts", "--unshare-ipc", "--unshare-cgroup-try",
+	// A user namespace of its own, also for a root node: the sandbox's user
+	// (s.User) is mapped to the node's, and holds no capability outside.
+	a.add("--unshare-user", "--unshare-pid", "--unshare-uts", "--unshare-ipc", "--unshare-cgroup-try",
 		"--hostname", s.Hostname, "--die-with-parent", "--new-session")
+	if s.User.UID != nil {
+		a.add("--uid", fmt.Sprint(*s.User.UID))
+	}
+	if s.User.GID != nil {
+		a.add("--gid", fmt.Sprint(*s.User.GID))
+	}
 	if s.DropCapabilities {
 		a.add("--cap-drop", "ALL")
+	}
+	if s.Seccomp != nil {
+		files := sandboxFiles(s)
+		a.add("--seccomp", fmt.Sprint(firstMountFD+len(files)-1))
 	}
 	for _, root := range sandboxRoots {
 		a.root(root, targets)
@@ -179,7 +208,9 @@ func bwrapArgs(host fs.FS, s sandboxSpec) []string {
 			a.add("--tmpfs", h)
 		}
 	}
-	a.add("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	a.add("--proc", "/proc", "--dev", "/dev")
+	a.tmpfs("/dev/shm", s.ShmSize)
+	a.tmpfs("/tmp", s.TmpSize)
 	binds := append([]string(nil), a.boundRoots...)
 	a.add("--ro-bind", s.HostsFile, "/etc/hosts", "--ro-bind", s.HostnameFile, "/etc/hostname")
 	for _, m := range mounts {
@@ -229,6 +260,16 @@ type argList struct {
 }
 
 func (a *argList) add(args ...string) { a.args = append(a.args, args...) }
+
+// tmpfs mounts a world-writable (sticky) tmpfs of size bytes at dir; 0
+// leaves the kernel's default size.
+func (a *argList) tmpfs(dir string, size int64) {
+	a.add("--perms", "1777")
+	if size > 0 {
+		a.add("--size", fmt.Sprint(size))
+	}
+	a.add("--tmpfs", dir)
+}
 
 // root exposes a host root read-only. Mount points under it that the host
 // lacks cannot be created in a read-only bind, so such a root becomes a tmpfs

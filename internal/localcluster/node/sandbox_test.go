@@ -2,10 +2,13 @@ package node
 
 import (
 	"io/fs"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"k8s.io/utils/ptr"
 )
 
 // hostTree is a small merged-/usr host: /bin and /lib are symlinks, /etc has
@@ -224,5 +227,53 @@ func TestBwrapArgsHideAndDrop(t *testing.T) {
 	}
 	if hasArgs(args, "--tmpfs", "/tmp/state") {
 		t.Errorf("a hidden directory no root shows gets a tmpfs anyway: %q", args)
+	}
+}
+
+// A sandbox's user namespace and identity, its sized /tmp and /dev/shm
+// (bwrap's --size and --perms apply to the --tmpfs after them), and its
+// seccomp filter, inherited after the mounts' descriptors.
+func TestBwrapArgsIdentitySizesSeccomp(t *testing.T) {
+	filter, err := os.CreateTemp(t.TempDir(), "filter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer filter.Close()
+	volume, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer volume.Close()
+	spec := sandboxSpec{
+		Hostname: "h", HostsFile: "/p/hosts", HostnameFile: "/p/hostname", Argv: []string{"sh"},
+		Mounts:  []mount{{Source: volume.Name(), Target: "/data", File: volume}},
+		TmpSize: 1 << 30, ShmSize: 64 << 20,
+		User:    sandboxIdentity{UID: ptr.To[int64](1000), GID: ptr.To[int64](1001)},
+		Seccomp: filter, BindFD: true,
+	}
+	args := bwrapArgs(hostTree(), spec)
+	for _, want := range [][]string{
+		{"--unshare-user"},
+		{"--uid", "1000"}, {"--gid", "1001"},
+		{"--perms", "1777", "--size", "1073741824", "--tmpfs", "/tmp"},
+		{"--perms", "1777", "--size", "67108864", "--tmpfs", "/dev/shm"},
+		{"--bind-fd", "4", "/data"},
+		{"--seccomp", "5"},
+	} {
+		if !hasArgs(args, want...) {
+			t.Errorf("no %q in %q", want, args)
+		}
+	}
+	if files := sandboxFiles(spec); len(files) != 2 || files[0] != volume || files[1] != filter {
+		t.Errorf("inherited descriptors %v, want the volume's then the filter's", files)
+	}
+	// /dev/shm is mounted over the /dev bwrap makes.
+	if indexOf(args, "--tmpfs", "/dev/shm") < indexOf(args, "--dev", "/dev") {
+		t.Errorf("/dev/shm before /dev: %q", args)
+	}
+	// Without BindFD the filter is the first descriptor after the info one.
+	spec.BindFD = false
+	if args := bwrapArgs(hostTree(), spec); !hasArgs(args, "--seccomp", "4") {
+		t.Errorf("without --bind-fd: %q", args)
 	}
 }

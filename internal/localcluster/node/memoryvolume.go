@@ -1,0 +1,107 @@
+package node
+
+// Memory-backed emptyDir volumes: on a root node, an emptyDir with medium
+// Memory is a tmpfs of its own, mounted on the volume's directory, sized
+// as the kubelet sizes it: its sizeLimit, else the node's default memory
+// limit of a container. Every container of the pod binds the same tmpfs.
+// Its pages count against the memory limit of the container that writes
+// them. An ordinary user cannot mount: there the volume stays a directory
+// of the pod's (docs/local-node.md#isolation).
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// memoryVolumeSize is the size of a memory-backed emptyDir in bytes, 0 for
+// the kernel's default (half the memory).
+func memoryVolumeSize(v *corev1.EmptyDirVolumeSource, defaultMemory int64) int64 {
+	if v.SizeLimit != nil && v.SizeLimit.Value() > 0 {
+		return v.SizeLimit.Value()
+	}
+	return max(defaultMemory, 0)
+}
+
+// mountMemoryVolume mounts a tmpfs of size bytes on dir, unless one is
+// there already (the pod's volumes are set up again when a container
+// restarts).
+func mountMemoryVolume(dir string, size int64) error {
+	mounted, err := isMountPoint(dir)
+	if err != nil || mounted {
+		return err
+	}
+	opts := "mode=0777"
+	if size > 0 {
+		opts += ",size=" + strconv.FormatInt(size, 10)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mounting the memory-backed emptyDir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// isMountPoint reports whether dir is on another file system than its
+// parent.
+func isMountPoint(dir string) (bool, error) {
+	var st, parent unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return false, err
+	}
+	if err := unix.Lstat(filepath.Dir(dir), &parent); err != nil {
+		return false, err
+	}
+	return st.Dev != parent.Dev, nil
+}
+
+// unmountUnder detaches every mount at or under dir, deepest first, so that
+// the directory can be removed: memory-backed volumes of a pod, also those
+// a killed node left.
+func unmountUnder(dir string) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var points []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		if p := unescapeMountPoint(fields[4]); isUnder(p, filepath.Clean(dir)) {
+			points = append(points, p)
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	for _, p := range points {
+		_ = unix.Unmount(p, unix.MNT_DETACH)
+	}
+}
+
+// unescapeMountPoint undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountPoint(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

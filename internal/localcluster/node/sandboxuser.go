@@ -1,0 +1,62 @@
+package node
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Who a pod's processes are. Every sandbox has a user namespace of its own
+// in which the node's user is mapped to one uid and gid, the sandbox's: the
+// pod's securityContext runAsUser and runAsGroup (the container's over the
+// pod's), else, on a root node, DefaultSandboxUID and DefaultSandboxGID,
+// so that no pod runs as root unless it asks to (and then without a
+// capability). An ordinary user's node keeps that user's own uid unless the
+// pod names one. Files the pod writes belong to the node's user on the host.
+
+// DefaultSandboxUID and DefaultSandboxGID are who a pod runs as on a root
+// node when its securityContext names nobody: not root, and not 65534, the
+// uid the user namespace shows for files of the host's other users.
+const (
+	DefaultSandboxUID = 1000
+	DefaultSandboxGID = 1000
+)
+
+// sandboxIdentity is the uid and gid inside the sandbox; nil keeps the
+// node's.
+type sandboxIdentity struct {
+	UID, GID *int64
+}
+
+// sandboxUser decides a container's identity from its and its pod's
+// securityContext. runAsNonRoot with uid 0 is refused, as the kubelet
+// refuses it.
+func sandboxUser(pod *corev1.Pod, c *corev1.Container, asRoot bool) (sandboxIdentity, error) {
+	var id sandboxIdentity
+	var nonRoot *bool
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		id.UID, id.GID, nonRoot = sc.RunAsUser, sc.RunAsGroup, sc.RunAsNonRoot
+	}
+	if sc := c.SecurityContext; sc != nil {
+		if sc.RunAsUser != nil {
+			id.UID = sc.RunAsUser
+		}
+		if sc.RunAsGroup != nil {
+			id.GID = sc.RunAsGroup
+		}
+		if sc.RunAsNonRoot != nil {
+			nonRoot = sc.RunAsNonRoot
+		}
+	}
+	if asRoot {
+		if id.UID == nil {
+			id.UID = ptr.To[int64](DefaultSandboxUID)
+		}
+		if id.GID == nil {
+			id.GID = ptr.To[int64](DefaultSandboxGID)
+		}
+	}
+	if nonRoot != nil && *nonRoot && id.UID != nil && *id.UID == 0 {
+		return sandboxIdentity{}, configErrorf("container %q: securityContext.runAsNonRoot is true but runAsUser is 0 (root)", c.Name)
+	}
+	return id, nil
+}
