@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -73,6 +75,15 @@ then stops every pod.`,
 	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "when set, the kubelet API requires client certificates signed by this CA")
 	f.StringVar(&cfg.ImageTableFile, "image-table", "", "YAML file mapping images to local commands, merged over the built-in entries")
 	f.IntVar(&cfg.MaxPods, "max-pods", cfg.MaxPods, "pods the node accepts")
+	nodeResourceFlags(f, &cfg)
+	f.StringVar(&cfg.Bwrap, "bwrap", "", "path of bubblewrap (default: bwrap on PATH)")
+	f.IntVar(&verbosity, "v", 0, "log verbosity (higher logs more)")
+	return cmd
+}
+
+// nodeResourceFlags are the flags of what the node offers and what each
+// container gets by default.
+func nodeResourceFlags(f *pflag.FlagSet, cfg *node.Config) {
 	f.Func("capacity", "resources to advertise instead of the host's, e.g. cpu=64,memory=256Gi,nvidia.com/gpu=4 (more than the host has overcommits it: limits are enforced per pod, requests only schedule; GPUs are emulated); may be repeated", func(v string) error {
 		list, err := parseResourceList(v)
 		if err != nil {
@@ -109,9 +120,6 @@ then stops every pod.`,
 	f.Func("shm-size", fmt.Sprintf("size of each container's /dev/shm tmpfs (default %s)", resource.NewQuantity(node.DefaultShmSize, resource.BinarySI)), func(v string) error {
 		return parseBytes(v, &cfg.ShmSize, false)
 	})
-	f.StringVar(&cfg.Bwrap, "bwrap", "", "path of bubblewrap (default: bwrap on PATH)")
-	f.IntVar(&verbosity, "v", 0, "log verbosity (higher logs more)")
-	return cmd
 }
 
 // parseResourceList reads NAME=QUANTITY,... .

@@ -63,44 +63,13 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 		argv[i] = expandVars(argv[i], env.lookup)
 	}
 
-	plans, err := planMounts(c.spec, vols, env.lookup)
-	if err != nil {
-		return processSpec{}, err
-	}
-	var volumeMounts []mount
-	var volumeTargets []string
-	for _, pl := range plans {
-		m, err := pl.open(r.deps.hostPaths)
-		keep(m)
-		if err != nil {
-			return processSpec{}, err
-		}
-		volumeMounts = append(volumeMounts, m)
-		volumeTargets = append(volumeTargets, pl.Target)
-	}
 	wd := c.spec.WorkingDir
 	if wd == "" {
 		wd = entry.WorkingDir
 	}
-	// The image's files first: volumes are mounted over them.
-	mounts, err := prepareImageMounts(r.deps.hostFS, r.imageRoot(c.spec.Name), entry, wd, volumeTargets)
-	keep(mounts...)
-	var ce *configError
-	if errors.As(err, &ce) {
-		return processSpec{}, err
-	}
+	mounts, err := r.containerMounts(c, entry, env, wd, vols, keep)
 	if err != nil {
-		return processSpec{}, &waitError{reason: reasonCreateError, err: fmt.Errorf("image %q: %w", c.spec.Image, err)}
-	}
-	mounts = append(mounts, volumeMounts...)
-	// HOME is the container's own, as in an image: a directory of the
-	// container's, unless an image file or a volume is mounted there.
-	if home, _ := env.lookup("HOME"); home != "" && !slices.ContainsFunc(mounts, func(m mount) bool { return isUnder(home, path.Clean("/"+m.Target)) }) {
-		dir := filepath.Join(filepath.Dir(r.imageRoot(c.spec.Name)), "home")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return processSpec{}, err
-		}
-		mounts = append(mounts, mount{Source: dir, Target: home})
+		return processSpec{}, err
 	}
 	// The command is looked up on the container's PATH (the image's, unless
 	// the container sets its own) as the sandbox will see it.
@@ -112,11 +81,10 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 		// A missing one is bound to nothing: the start fails, a StartError
 		// naming it, as with a container runtime.
 		m, err := r.deps.hostPaths.openCommand(argv[0])
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return processSpec{}, err
-		default:
+		}
+		if err == nil {
 			keep(m)
 			mounts = append(mounts, m)
 		}
@@ -139,20 +107,13 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 		return processSpec{}, &waitError{reason: reasonCreateError, err: err}
 	}
 
-	logPath := r.logPath(c.spec.Name, c.runs)
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return processSpec{}, err
-	}
-	// Keep this run's log and the previous one, as the kubelet does.
-	_ = os.Remove(r.logPath(c.spec.Name, c.runs-2))
-	log, err := createContainerLog(logPath, r.deps.clock)
+	log, err := r.newRunLog(c)
 	if err != nil {
+		if cgroup != nil {
+			cgroup.remove()
+		}
 		return processSpec{}, err
 	}
-	r.mu.Lock()
-	c.runs++
-	c.log = log
-	r.mu.Unlock()
 
 	sandbox := sandboxSpec{
 		Hostname:     r.hostname,
@@ -173,6 +134,67 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 	}
 	args := bwrapArgs(r.deps.hostFS, sandbox)
 	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log, Cgroup: cgroup, Files: sandboxFiles(sandbox), Opened: opened}, nil
+}
+
+// containerMounts are a container's mounts: the image's files, its
+// volumes over them, and a HOME of its own unless one of those is there.
+// keep records each file opened, for the caller to close.
+func (r *podRuntime) containerMounts(c *containerRun, entry ImageEntry, env *envList, wd string, vols map[string]podVolume, keep func(...mount)) ([]mount, error) {
+	plans, err := planMounts(c.spec, vols, env.lookup)
+	if err != nil {
+		return nil, err
+	}
+	var volumeMounts []mount
+	var volumeTargets []string
+	for _, pl := range plans {
+		m, err := pl.open(r.deps.hostPaths)
+		keep(m)
+		if err != nil {
+			return nil, err
+		}
+		volumeMounts = append(volumeMounts, m)
+		volumeTargets = append(volumeTargets, pl.Target)
+	}
+	// The image's files first: volumes are mounted over them.
+	mounts, err := prepareImageMounts(r.deps.hostFS, r.imageRoot(c.spec.Name), entry, wd, volumeTargets)
+	keep(mounts...)
+	var ce *configError
+	if errors.As(err, &ce) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, &waitError{reason: reasonCreateError, err: fmt.Errorf("image %q: %w", c.spec.Image, err)}
+	}
+	mounts = append(mounts, volumeMounts...)
+	// HOME is the container's own, as in an image: a directory of the
+	// container's, unless an image file or a volume is mounted there.
+	if home, _ := env.lookup("HOME"); home != "" && !slices.ContainsFunc(mounts, func(m mount) bool { return isUnder(home, path.Clean("/"+m.Target)) }) {
+		dir := filepath.Join(filepath.Dir(r.imageRoot(c.spec.Name)), "home")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, mount{Source: dir, Target: home})
+	}
+	return mounts, nil
+}
+
+// newRunLog creates the log of the container's next run, keeping the
+// previous run's as the kubelet does.
+func (r *podRuntime) newRunLog(c *containerRun) (*containerLog, error) {
+	logPath := r.logPath(c.spec.Name, c.runs)
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
+	_ = os.Remove(r.logPath(c.spec.Name, c.runs-2))
+	log, err := createContainerLog(logPath, r.deps.clock)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	c.runs++
+	c.log = log
+	r.mu.Unlock()
+	return log, nil
 }
 
 // environment is the container's environment: the node's PATH (the host

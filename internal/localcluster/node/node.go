@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 	vklog "github.com/virtual-kubelet/virtual-kubelet/log"
 	vknode "github.com/virtual-kubelet/virtual-kubelet/node"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -26,7 +23,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
@@ -143,66 +139,11 @@ type Node struct {
 // New prepares a node: it loads its settings, opens the kubelet API port and
 // builds the controllers, but registers nothing until Run.
 func New(cfg Config) (*Node, error) {
-	cfg = withDefaults(cfg)
-	if cfg.RESTConfig == nil {
-		return nil, errors.New("node: no API server configuration")
-	}
-	if cfg.StateDir == "" {
-		return nil, errors.New("node: a state directory is required")
-	}
-	if a, err := netip.ParseAddr(cfg.NodeIP); err != nil || !a.Is4() {
-		return nil, fmt.Errorf("node IP %q is not an IPv4 address", cfg.NodeIP)
-	}
-	stateDir, err := filepath.Abs(cfg.StateDir)
+	cfg, in, err := checkConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	cfg.StateDir = stateDir
-	var rw []string
-	for _, d := range cfg.HostPathRW {
-		if d == "" {
-			continue
-		}
-		abs, err := filepath.Abs(d)
-		if err != nil {
-			return nil, err
-		}
-		rw = append(rw, abs)
-	}
-	cfg.HostPathRW = rw
-	if err := os.MkdirAll(stateDir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating the state directory: %w", err)
-	}
-	images, err := LoadImageTable(cfg.ImageTableFile)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range images.Warnings() {
-		cfg.Log.Info("Warning: "+w, "imageTable", cfg.ImageTableFile)
-	}
-	ipRange, err := parseIPRange(cfg.PodIPRange)
-	if err != nil {
-		return nil, err
-	}
-	if usable := ipRange.usable(); usable == 0 {
-		return nil, fmt.Errorf("pod IP range %s holds no address pods can have: pods get only addresses whose last octet is %d-%d (and none of 127.0.0.100-127.0.0.199)", ipRange, minLastOctet, maxLastOctet)
-	}
-	capacity, err := nodeCapacity(cfg.MaxPods, stateDir, cfg.Capacity)
-	if err != nil {
-		return nil, err
-	}
-	if err := ValidateNodeLabels(cfg.NodeLabels); err != nil {
-		return nil, err
-	}
-	if cfg.Bwrap != "" {
-		if _, err := findBwrap(cfg.Bwrap); err != nil {
-			return nil, err
-		}
-	}
-	serviceCIDRs, err := serviceproxy.ParseCIDRs(cfg.ServiceCIDR)
-	if err != nil {
-		return nil, err
-	}
+	images, ipRange, capacity, serviceCIDRs, stateDir := in.images, in.ipRange, in.capacity, in.serviceCIDRs, cfg.StateDir
 
 	restCfg := rest.CopyConfig(cfg.RESTConfig)
 	// Every pod's status changes go through this client: the default rate
@@ -278,50 +219,9 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 
-	// Status updates are the node's main output and must reach the API
-	// promptly: per-pod backoff only, no overall rate limit.
-	limiter := func() workqueue.TypedRateLimiter[any] {
-		return workqueue.NewTypedItemExponentialFailureRateLimiter[any](5*time.Millisecond, 10*time.Second)
-	}
-	n.pods, err = vknode.NewPodController(vknode.PodControllerConfig{
-		PodClient:                            client.CoreV1(),
-		PodInformer:                          podInformer,
-		EventRecorder:                        recorder,
-		Provider:                             n.provider,
-		ConfigMapInformer:                    cmInformer,
-		SecretInformer:                       secretInformer,
-		ServiceInformer:                      serviceInformer,
-		SyncPodsFromKubernetesRateLimiter:    limiter(),
-		DeletePodsFromKubernetesRateLimiter:  limiter(),
-		SyncPodStatusFromProviderRateLimiter: limiter(),
-		// The provider resolves env itself, at container start: it knows the
-		// pod's IP, and a missing ConfigMap keeps only that container waiting.
-		SkipDownwardAPIResolution: true,
-	})
-	if err != nil {
+	if err := n.newControllers(client, recorder, capacity, podInformer, cmInformer, secretInformer, serviceInformer); err != nil {
 		n.server.close()
-		return nil, fmt.Errorf("creating the pod controller: %w", err)
-	}
-
-	n.node = nodeObject(cfg.NodeName, cfg.NodeIP, n.server.port(), capacity, hostSystemInfo())
-	for k, v := range cfg.NodeLabels {
-		n.node.Labels[k] = v
-	}
-	n.nodeStatus = vknode.NewNaiveNodeProvider()
-	nodes := client.CoreV1().Nodes()
-	n.nodes, err = vknode.NewNodeController(n.nodeStatus, n.node.DeepCopy(), nodes,
-		vknode.WithNodeEnableLeaseV1(client.CoordinationV1().Leases(corev1.NamespaceNodeLease), 0),
-		vknode.WithNodeStatusUpdateErrorHandler(func(ctx context.Context, err error) error {
-			if !apierrors.IsNotFound(err) {
-				return err
-			}
-			// Someone deleted the Node: register it again.
-			_, err = nodes.Create(ctx, n.node.DeepCopy(), metav1.CreateOptions{})
-			return err
-		}))
-	if err != nil {
-		n.server.close()
-		return nil, fmt.Errorf("creating the node controller: %w", err)
+		return nil, err
 	}
 	return n, nil
 }

@@ -175,23 +175,7 @@ func bwrapArgs(host fs.FS, s sandboxSpec) []string {
 	}
 
 	a := &argList{host: host, links: links}
-	// A user namespace of its own, also for a root node: the sandbox's user
-	// (s.User) is mapped to the node's, and holds no capability outside.
-	a.add("--unshare-user", "--unshare-pid", "--unshare-uts", "--unshare-ipc", "--unshare-cgroup-try",
-		"--hostname", s.Hostname, "--die-with-parent", "--new-session")
-	if s.User.UID != nil {
-		a.add("--uid", fmt.Sprint(*s.User.UID))
-	}
-	if s.User.GID != nil {
-		a.add("--gid", fmt.Sprint(*s.User.GID))
-	}
-	if s.DropCapabilities {
-		a.add("--cap-drop", "ALL")
-	}
-	if s.Seccomp != nil {
-		files := sandboxFiles(s)
-		a.add("--seccomp", fmt.Sprint(firstMountFD+len(files)-1))
-	}
+	a.namespaces(s)
 	for _, root := range sandboxRoots {
 		a.root(root, targets)
 	}
@@ -215,22 +199,7 @@ func bwrapArgs(host fs.FS, s sandboxSpec) []string {
 	a.add("--ro-bind", s.HostsFile, "/etc/hosts", "--ro-bind", s.HostnameFile, "/etc/hostname")
 	for _, m := range mounts {
 		binds = append(binds, m.Target)
-		if m.Symlink != "" {
-			a.add("--symlink", m.Symlink, m.Target)
-			continue
-		}
-		flag, source := "--bind", m.Source
-		if fd, ok := fds[m.File]; ok && m.File != nil {
-			flag, source = "--bind-fd", fmt.Sprint(fd)
-		} else if m.File != nil {
-			if p, err := realPath(m.File); err == nil {
-				source = p
-			}
-		}
-		if m.ReadOnly {
-			flag = strings.Replace(flag, "--bind", "--ro-bind", 1)
-		}
-		a.add(flag, source, m.Target)
+		a.mount(m, fds)
 	}
 	wd := s.WorkingDir
 	if wd == "" {
@@ -245,6 +214,49 @@ func bwrapArgs(host fs.FS, s sandboxSpec) []string {
 	a.add("--chdir", wd, "--info-fd", fmt.Sprint(infoFD), "--")
 	a.add(s.Argv...)
 	return a.args
+}
+
+// namespaces are the sandbox's own namespaces and identity: a user
+// namespace of its own, also for a root node (the sandbox's user, s.User, is
+// mapped to the node's and holds no capability outside), no capabilities
+// and the seccomp filter when asked.
+func (a *argList) namespaces(s sandboxSpec) {
+	a.add("--unshare-user", "--unshare-pid", "--unshare-uts", "--unshare-ipc", "--unshare-cgroup-try",
+		"--hostname", s.Hostname, "--die-with-parent", "--new-session")
+	if s.User.UID != nil {
+		a.add("--uid", fmt.Sprint(*s.User.UID))
+	}
+	if s.User.GID != nil {
+		a.add("--gid", fmt.Sprint(*s.User.GID))
+	}
+	if s.DropCapabilities {
+		a.add("--cap-drop", "ALL")
+	}
+	if s.Seccomp != nil {
+		files := sandboxFiles(s)
+		a.add("--seccomp", fmt.Sprint(firstMountFD+len(files)-1))
+	}
+}
+
+// mount adds one mount: a link as a link, a file opened beneath its root by
+// its descriptor (fds: each opened file's descriptor in the sandbox).
+func (a *argList) mount(m mount, fds map[*os.File]int) {
+	if m.Symlink != "" {
+		a.add("--symlink", m.Symlink, m.Target)
+		return
+	}
+	flag, source := "--bind", m.Source
+	if fd, ok := fds[m.File]; ok && m.File != nil {
+		flag, source = "--bind-fd", fmt.Sprint(fd)
+	} else if m.File != nil {
+		if p, err := realPath(m.File); err == nil {
+			source = p
+		}
+	}
+	if m.ReadOnly {
+		flag = strings.Replace(flag, "--bind", "--ro-bind", 1)
+	}
+	a.add(flag, source, m.Target)
 }
 
 // argList accumulates bwrap arguments and what the roots turned into.

@@ -1,0 +1,151 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"time"
+
+	vknode "github.com/virtual-kubelet/virtual-kubelet/node"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
+)
+
+// What New does besides wiring: checking the configuration, and the
+// virtual-kubelet controllers that carry the pods' and the Node's status.
+
+// nodeInputs is what checkConfig read from the configuration.
+type nodeInputs struct {
+	images       *ImageTable
+	ipRange      ipRange
+	capacity     corev1.ResourceList
+	serviceCIDRs serviceproxy.CIDRs
+}
+
+// checkConfig fills in cfg's defaults, checks it and reads what it names:
+// the image table, the pod IP range, the capacity, the Service CIDRs.
+func checkConfig(cfg Config) (Config, nodeInputs, error) {
+	cfg = withDefaults(cfg)
+	if cfg.RESTConfig == nil {
+		return cfg, nodeInputs{}, errors.New("node: no API server configuration")
+	}
+	if cfg.StateDir == "" {
+		return cfg, nodeInputs{}, errors.New("node: a state directory is required")
+	}
+	if a, err := netip.ParseAddr(cfg.NodeIP); err != nil || !a.Is4() {
+		return cfg, nodeInputs{}, fmt.Errorf("node IP %q is not an IPv4 address", cfg.NodeIP)
+	}
+	stateDir, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return cfg, nodeInputs{}, err
+	}
+	cfg.StateDir = stateDir
+	var rw []string
+	for _, d := range cfg.HostPathRW {
+		if d == "" {
+			continue
+		}
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return cfg, nodeInputs{}, err
+		}
+		rw = append(rw, abs)
+	}
+	cfg.HostPathRW = rw
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return cfg, nodeInputs{}, fmt.Errorf("creating the state directory: %w", err)
+	}
+	images, err := LoadImageTable(cfg.ImageTableFile)
+	if err != nil {
+		return cfg, nodeInputs{}, err
+	}
+	for _, w := range images.Warnings() {
+		cfg.Log.Info("Warning: "+w, "imageTable", cfg.ImageTableFile)
+	}
+	ipRange, err := parseIPRange(cfg.PodIPRange)
+	if err != nil {
+		return cfg, nodeInputs{}, err
+	}
+	if usable := ipRange.usable(); usable == 0 {
+		return cfg, nodeInputs{}, fmt.Errorf("pod IP range %s holds no address pods can have: pods get only addresses whose last octet is %d-%d (and none of 127.0.0.100-127.0.0.199)", ipRange, minLastOctet, maxLastOctet)
+	}
+	capacity, err := nodeCapacity(cfg.MaxPods, stateDir, cfg.Capacity)
+	if err != nil {
+		return cfg, nodeInputs{}, err
+	}
+	if err := ValidateNodeLabels(cfg.NodeLabels); err != nil {
+		return cfg, nodeInputs{}, err
+	}
+	if cfg.Bwrap != "" {
+		if _, err := findBwrap(cfg.Bwrap); err != nil {
+			return cfg, nodeInputs{}, err
+		}
+	}
+	serviceCIDRs, err := serviceproxy.ParseCIDRs(cfg.ServiceCIDR)
+	if err != nil {
+		return cfg, nodeInputs{}, err
+	}
+	return cfg, nodeInputs{images: images, ipRange: ipRange, capacity: capacity, serviceCIDRs: serviceCIDRs}, nil
+}
+
+// newControllers makes the controllers that sync the pods with the
+// provider and register the Node and its lease.
+func (n *Node) newControllers(client kubernetes.Interface, recorder record.EventRecorder, capacity corev1.ResourceList,
+	podInformer corev1informers.PodInformer, cmInformer corev1informers.ConfigMapInformer,
+	secretInformer corev1informers.SecretInformer, serviceInformer corev1informers.ServiceInformer) error {
+	// Status updates are the node's main output and must reach the API
+	// promptly: per-pod backoff only, no overall rate limit.
+	limiter := func() workqueue.TypedRateLimiter[any] {
+		return workqueue.NewTypedItemExponentialFailureRateLimiter[any](5*time.Millisecond, 10*time.Second)
+	}
+	var err error
+	n.pods, err = vknode.NewPodController(vknode.PodControllerConfig{
+		PodClient:                            client.CoreV1(),
+		PodInformer:                          podInformer,
+		EventRecorder:                        recorder,
+		Provider:                             n.provider,
+		ConfigMapInformer:                    cmInformer,
+		SecretInformer:                       secretInformer,
+		ServiceInformer:                      serviceInformer,
+		SyncPodsFromKubernetesRateLimiter:    limiter(),
+		DeletePodsFromKubernetesRateLimiter:  limiter(),
+		SyncPodStatusFromProviderRateLimiter: limiter(),
+		// The provider resolves env itself, at container start: it knows the
+		// pod's IP, and a missing ConfigMap keeps only that container waiting.
+		SkipDownwardAPIResolution: true,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the pod controller: %w", err)
+	}
+
+	n.node = nodeObject(n.cfg.NodeName, n.cfg.NodeIP, n.server.port(), capacity, hostSystemInfo())
+	for k, v := range n.cfg.NodeLabels {
+		n.node.Labels[k] = v
+	}
+	n.nodeStatus = vknode.NewNaiveNodeProvider()
+	nodes := client.CoreV1().Nodes()
+	n.nodes, err = vknode.NewNodeController(n.nodeStatus, n.node.DeepCopy(), nodes,
+		vknode.WithNodeEnableLeaseV1(client.CoordinationV1().Leases(corev1.NamespaceNodeLease), 0),
+		vknode.WithNodeStatusUpdateErrorHandler(func(ctx context.Context, err error) error {
+			if !apierrors.IsNotFound(err) {
+				return err
+			}
+			// Someone deleted the Node: register it again.
+			_, err = nodes.Create(ctx, n.node.DeepCopy(), metav1.CreateOptions{})
+			return err
+		}))
+	if err != nil {
+		return fmt.Errorf("creating the node controller: %w", err)
+	}
+	return nil
+}
