@@ -1,3 +1,4 @@
 // Package kube holds the few Kubernetes client helpers the CLI, the local
-// cluster and the tests share: loading a kubeconfig and applying manifests.
+// cluster and the tests share: loading a kubeconfig, applying manifests and
+// asking discovery whether a kind is served.
 package kube

@@ -2,11 +2,11 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"time"
 
+	"github.com/paddlejob/paddlejob/internal/kube"
+
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -44,7 +44,7 @@ func DiscoverPodGroupKinds(cfg *rest.Config) (map[string]bool, error) {
 	}
 	served := map[string]bool{}
 	for gang, gvk := range PodGroupGVKs {
-		ok, err := servesKind(dc, gvk)
+		ok, err := kube.ServesKind(dc, gvk)
 		if err != nil {
 			return nil, err
 		}
@@ -53,22 +53,6 @@ func DiscoverPodGroupKinds(cfg *rest.Config) (map[string]bool, error) {
 		}
 	}
 	return served, nil
-}
-
-func servesKind(dc discovery.DiscoveryInterface, gvk schema.GroupVersionKind) (bool, error) {
-	list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("discovering %s: %w", gvk.GroupVersion(), err)
-	}
-	for _, res := range list.APIResources {
-		if res.Kind == gvk.Kind {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // CacheOptions restricts the manager's caches of pods, Services, ConfigMaps

@@ -2,12 +2,11 @@ package kueue
 
 import (
 	"context"
-	"fmt"
+
+	"github.com/paddlejob/paddlejob/internal/kube"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -28,23 +27,7 @@ func Discover(cfg *rest.Config) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return servesKind(dc, WorkloadGVK)
-}
-
-func servesKind(dc discovery.DiscoveryInterface, gvk schema.GroupVersionKind) (bool, error) {
-	list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("discovering %s: %w", gvk.GroupVersion(), err)
-	}
-	for _, res := range list.APIResources {
-		if res.Kind == gvk.Kind {
-			return true, nil
-		}
-	}
-	return false, nil
+	return kube.ServesKind(dc, WorkloadGVK)
 }
 
 // CacheWorkloads adds the jobs' Workloads to the manager's cache options:
