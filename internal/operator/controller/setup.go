@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/paddlejob/paddlejob/internal/kube"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/kube"
 )
 
 // podOwnerKey indexes pods by the name of the PaddleJob that controls them.

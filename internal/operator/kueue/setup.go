@@ -3,8 +3,6 @@ package kueue
 import (
 	"context"
 
-	"github.com/paddlejob/paddlejob/internal/kube"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/kube"
 )
 
 // Discover reports whether the cluster serves Kueue's Workloads; a Kueue
