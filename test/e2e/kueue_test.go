@@ -27,18 +27,24 @@ import (
 // preemption by priority, and MultiKueue's jobs queued but not run.
 
 // kueueQuota is a ClusterQueue with CPU for one 4-pod job of podCPU each,
-// preempting lower priorities within itself, its LocalQueue in ns, and two
-// WorkloadPriorityClasses: low and high.
+// preempting lower priorities within itself, and its queues (kueueQueues).
 func kueueQuota(ns string) string {
+	return kueueQueues(ns, `  preemption:
+    withinClusterQueue: LowerPriority
+`)
+}
+
+// kueueQueues is a ClusterQueue named ns with one CPU of quota and the
+// spec lines given (indented as its spec's fields), its LocalQueue paddle in
+// ns, and two WorkloadPriorityClasses: ns-low and ns-high.
+func kueueQueues(ns, queueSpec string) string {
 	return fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata:
   name: %[1]s
 spec:
   namespaceSelector: {}
-  preemption:
-    withinClusterQueue: LowerPriority
-  resourceGroups:
+%[2]s  resourceGroups:
   - coveredResources: ["cpu"]
     flavors:
     - name: default
@@ -65,7 +71,7 @@ kind: WorkloadPriorityClass
 metadata:
   name: %[1]s-high
 value: 1000
-`, ns)
+`, ns, queueSpec)
 }
 
 const podCPU = "250m"

@@ -57,37 +57,10 @@ spec:
     kind: MultiKueueConfig
     name: %[1]s
 ---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata:
-  name: %[1]s
-spec:
-  namespaceSelector: {}
-  admissionChecksStrategy:
+`, ns, secret) + kueueQueues(ns, `  admissionChecksStrategy:
     admissionChecks:
-    - name: %[1]s
-  resourceGroups:
-  - coveredResources: ["cpu"]
-    flavors:
-    - name: default
-      resources:
-      - name: cpu
-        nominalQuota: "1"
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata:
-  name: paddle
-  namespace: %[1]s
-spec:
-  clusterQueue: %[1]s
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata:
-  name: %[1]s-low
-value: 100
-`, ns, secret)
+    - name: `+ns+`
+`)
 }
 
 func TestMultiKueue(t *testing.T) {

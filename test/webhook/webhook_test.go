@@ -32,6 +32,7 @@ import (
 	pjwebhook "github.com/paddlejob/paddlejob/internal/operator/webhook"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
+	pjclient "github.com/paddlejob/paddlejob/pkg/client"
 )
 
 var (
@@ -398,22 +399,19 @@ func TestSelfIssuedCertificates(t *testing.T) {
 
 func ptrTo[T any](v T) *T { return &v }
 
-// waitStarted waits until the operator has started the job (its status has a
-// phase) and returns it.
+// waitStarted waits, watching the job, until the operator has started it
+// (its status has a phase) and returns it.
 func waitStarted(t *testing.T, ns, name string) *paddlev1.PaddleJob {
 	t.Helper()
-	job := &paddlev1.PaddleJob{}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, job); err != nil {
-			t.Fatal(err)
-		}
-		if job.Status.Phase != "" {
-			return job
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the operator did not start %s", name)
-		}
-		time.Sleep(100 * time.Millisecond)
+	c, err := pjclient.New(env.Config)
+	if err != nil {
+		t.Fatal(err)
 	}
+	job, err := c.WaitFor(context.Background(), ns, name, func(j *paddlev1.PaddleJob) (bool, error) {
+		return j.Status.Phase != "", nil
+	}, 30*time.Second)
+	if err != nil {
+		t.Fatalf("the operator did not start %s: %v", name, err)
+	}
+	return job
 }
