@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/paddlejob/paddlejob/internal/paddleprobe"
 )
 
 // venvHint is what to install when the interpreter cannot make a venv:
@@ -120,14 +122,9 @@ type verifyInfo struct {
 // parameter-server runtime's classes is what tells a wheel that can run
 // parameter-server jobs (2.6.2, 3.0.0) from one that cannot (3.1 on).
 const verifyScript = `import json, sys
-import paddle
-try:
-    from paddle.base import libpaddle as native
-except ImportError:
-    from paddle.fluid import core as native
-print(json.dumps({
+` + paddleprobe.NativeImport + `print(json.dumps({
     "paddle": paddle.__version__,
-    "ps": hasattr(native, "DistFleetWrapper") and hasattr(native, "CommContext"),
+    "ps": ` + paddleprobe.HasParameterServer + `,
     "version": "%d.%d.%d" % tuple(sys.version_info[:3]),
     "prefix": sys.prefix,
     "basePrefix": sys.base_prefix,
