@@ -35,6 +35,10 @@ listens on CONF_PADDLE_PORT (default 7164), the trainer on CONF_PADDLE_PORT + CO
 with the v1 flags built from CONF_PADDLE_NIC, CONF_PADDLE_PORT, CONF_PADDLE_PORTS_NUM,
 CONF_PADDLE_PORTS_NUM_SPARSE and CONF_PADDLE_GRADIENT_NUM; the arguments after -- are the trainer's.
 
+With --progress-deadline, a trainer that prints nothing that long is taken as hung (Paddle's GEO
+start-up barrier can lose one): the launchers of all pods stop their pserver and trainer, agree
+through $JOB_PATH/$JOB_NAME/output/restarts/, and start both again, at most --max-restarts times.
+
 Without CONF_PADDLE_PORT in a one-pod Job, or with --no-pserver, only the trainer runs (a single-node Job;
 in fleet mode without a pserver list, so fleet trains locally). The pod's service account needs
 config/launcher/rbac.yaml; KUBECONFIG, when set, is used instead. See docs/launcher.md.`
@@ -98,5 +102,7 @@ func newLaunchCmd() *cobra.Command {
 	f.DurationVar(&opts.GracePeriod, "grace-period", opts.GracePeriod, "time between SIGTERM and SIGKILL when stopping the pserver or trainer")
 	f.DurationVar(&opts.TrainerDelay, "trainer-delay", 0, "wait this long after starting the pserver before starting the trainer")
 	f.DurationVar(&opts.Linger, "pserver-linger", opts.Linger, "after the trainer succeeds, keep the pserver serving the other pods' trainers at most this long")
+	f.DurationVar(&opts.ProgressDeadline, "progress-deadline", 0, "when a trainer prints nothing for this long (Paddle hung), restart the pserver and trainer of every pod together, agreeing through $JOB_PATH/$JOB_NAME/output/restarts; 0: never")
+	f.IntVar(&opts.MaxRestarts, "max-restarts", opts.MaxRestarts, "how many times --progress-deadline may restart every pod's processes before the launch fails (exit code 124)")
 	return cmd
 }

@@ -28,6 +28,11 @@ type Options struct {
 	GracePeriod  time.Duration // between SIGTERM and SIGKILL of a child
 	TrainerDelay time.Duration // between starting the pserver and the trainer
 	Linger       time.Duration // how long a pserver may serve others after its trainer succeeded
+	// ProgressDeadline, when not 0, is how long a trainer may print nothing
+	// before every pod's pserver and trainer restart (grouprestart.go), at
+	// most MaxRestarts times.
+	ProgressDeadline time.Duration
+	MaxRestarts      int
 	// ExtraArgs are the arguments after `--`: in fleet mode the program
 	// (or, with --trainer-cmd, its arguments) for both roles; in
 	// legacy-flags mode the trainer's extra v1 flags.
@@ -54,6 +59,7 @@ func DefaultOptions() Options {
 		PollInterval: time.Second,
 		GracePeriod:  10 * time.Second,
 		Linger:       5 * time.Minute,
+		MaxRestarts:  3,
 	}
 }
 
@@ -115,10 +121,14 @@ func (o *Options) validate() error {
 		{"grace-period", o.GracePeriod, false},
 		{"trainer-delay", o.TrainerDelay, false},
 		{"pserver-linger", o.Linger, false},
+		{"progress-deadline", o.ProgressDeadline, false},
 	} {
 		if d.value < 0 || (d.positive && d.value == 0) {
 			return fmt.Errorf("--%s=%s: want a positive duration", d.flag, d.value)
 		}
+	}
+	if o.MaxRestarts < 0 {
+		return fmt.Errorf("--max-restarts=%d: want 0 or more", o.MaxRestarts)
 	}
 	return nil
 }
@@ -221,6 +231,11 @@ func runWithPServer(ctx context.Context, opts Options, env Env, cmds commands, o
 	if err != nil {
 		return err
 	}
+	if !legacyMode {
+		if err := checkParameterServerRuntime(ctx, cmds.pserver, opts.WorkDir, os.Environ(), opts.Stderr); err != nil {
+			return err
+		}
+	}
 	p, err := findPeers(ctx, &opts, env, jobName, override, gradientNum)
 	if err != nil {
 		return err
@@ -260,6 +275,12 @@ func runWithPServer(ctx context.Context, opts Options, env Env, cmds commands, o
 		run.servers = addrPorts(p.order, job.pserverPort)
 	}
 
+	if opts.ProgressDeadline > 0 {
+		run.restarts = &groupRestart{
+			dir: filepath.Join(outputDir(jobPath, jobName), "restarts", p.run), output: outputDir(jobPath, jobName),
+			id: p.id, nodes: len(p.order), deadline: opts.ProgressDeadline, max: opts.MaxRestarts, wait: opts.Timeout,
+		}
+	}
 	if err := stageInputs(opts, env, filepath.Join(jobPath, jobName), p.id); err != nil {
 		return err
 	}
@@ -274,7 +295,8 @@ type peers struct {
 	namespace string
 	order     []netip.Addr // the pods' addresses in trainer-id order
 	self      netip.Addr
-	id        int // this pod's trainer id: its index in order
+	id        int    // this pod's trainer id: its index in order
+	run       string // names this set of pods (runName)
 }
 
 // findPeers counts the job's pods, waits until all run with an IP, orders
@@ -316,7 +338,7 @@ func findPeers(ctx context.Context, opts *Options, env Env, jobName string, over
 	if err != nil {
 		return peers{}, err
 	}
-	return peers{namespace: ns, order: order, self: selfIP.Unmap(), id: id}, nil
+	return peers{namespace: ns, order: order, self: selfIP.Unmap(), id: id, run: runName(pods)}, nil
 }
 
 // nodeLogDir is $JOB_PATH/$JOB_NAME/output/node_<id>, the three-node tutorial's log place.
@@ -362,6 +384,7 @@ type runSpec struct {
 	logDir       string
 	othersDone   func() bool
 	trainerEnded func(code int)
+	restarts     *groupRestart // nil: no group restarts
 }
 
 // runProcesses runs the trainer, after the pserver when there is one, with
@@ -392,6 +415,7 @@ func runProcesses(ctx context.Context, opts Options, run runSpec) error {
 		pollInterval: opts.PollInterval,
 		othersDone:   run.othersDone,
 		trainerEnded: run.trainerEnded,
+		restarts:     run.restarts,
 	}
 	if run.pserver != nil {
 		ps := spec("pserver", *run.pserver, "server.log")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -27,6 +28,25 @@ type process struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once it exited and its output is written
 	code int           // exit code, 128+signal when killed; valid after done
+	// lastOutput is when it started or last wrote output (Unix nanoseconds):
+	// how the launcher tells a silent trainer (grouprestart.go).
+	lastOutput atomic.Int64
+}
+
+// silentFor is how long the process has written nothing.
+func (p *process) silentFor(now time.Time) time.Duration {
+	return now.Sub(time.Unix(0, p.lastOutput.Load()))
+}
+
+// activityWriter records when output passes through it.
+type activityWriter struct {
+	w    io.Writer
+	last *atomic.Int64
+}
+
+func (a activityWriter) Write(b []byte) (int, error) {
+	a.last.Store(time.Now().UnixNano())
+	return a.w.Write(b)
 }
 
 // pipeDrainTimeout bounds how long an exited child's output pipes are read
@@ -40,19 +60,21 @@ func startProcess(spec processSpec) (*process, error) {
 	}
 	prefixed := newPrefixWriter(spec.output, "["+spec.role+"] ")
 
+	p := &process{role: spec.role, done: make(chan struct{})}
+	p.lastOutput.Store(time.Now().UnixNano())
 	cmd := exec.Command(spec.argv[0], spec.argv[1:]...)
 	cmd.Dir = spec.dir
 	cmd.Env = spec.env
 	// One writer for both streams makes exec use one pipe, so the log keeps
 	// the order the process wrote in, like the three-node tutorial's `2>&1 | tee`.
-	output := io.MultiWriter(logFile, prefixed)
+	output := activityWriter{w: io.MultiWriter(logFile, prefixed), last: &p.lastOutput}
 	cmd.Stdout, cmd.Stderr = output, output
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = pipeDrainTimeout
 	if err := cmd.Start(); err != nil {
 		return nil, errors.Join(fmt.Errorf("starting the %s %q: %w", spec.role, spec.argv[0], err), logFile.Close())
 	}
-	p := &process{role: spec.role, cmd: cmd, done: make(chan struct{})}
+	p.cmd = cmd
 	go func() {
 		_ = cmd.Wait() // the exit status is read from ProcessState below
 		_ = prefixed.Flush()

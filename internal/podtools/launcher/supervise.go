@@ -46,6 +46,10 @@ type supervisor struct {
 	pollInterval time.Duration
 	othersDone   func() bool
 	trainerEnded func(code int) // called once the trainer exited
+
+	// restarts, when set, restarts every pod's processes together once a
+	// trainer is silent too long (grouprestart.go); the pserver is required.
+	restarts *groupRestart
 }
 
 // run starts the pserver, then the trainer, and waits for the trainer. It
@@ -64,6 +68,12 @@ func (s *supervisor) run(ctx context.Context) error {
 		r.pserver, pserverDone = p, p.done
 	}
 	startTrainer := serversListening(ctx, s.trainerDelay, s.servers, s.pollInterval, s.log)
+	var watch <-chan time.Time
+	if s.restarts != nil {
+		t := time.NewTicker(s.pollInterval)
+		defer t.Stop()
+		watch = t.C
+	}
 	ctxDone := ctx.Done()
 	for {
 		select {
@@ -85,6 +95,16 @@ func (s *supervisor) run(ctx context.Context) error {
 				return err
 			}
 
+		case <-watch:
+			restarted, err := r.watchGroup(ctx)
+			if err != nil {
+				return err
+			}
+			if restarted {
+				pserverDone, trainerDone = r.pserver.done, nil
+				startTrainer = serversListening(ctx, s.trainerDelay, s.servers, s.pollInterval, s.log)
+			}
+
 		case sig := <-s.signals:
 			if err := r.signalled(sig); err != nil {
 				return err
@@ -92,19 +112,8 @@ func (s *supervisor) run(ctx context.Context) error {
 
 		case <-ctxDone:
 			ctxDone = nil
-			// The signal that ended ctx is usually waiting in s.signals too;
-			// pass that one on rather than a SIGTERM of our own.
-			select {
-			case sig := <-s.signals:
-				if err := r.signalled(sig); err != nil {
-					return err
-				}
-			default:
-				if !r.forwarded {
-					if err := r.signalled(syscall.SIGTERM); err != nil {
-						return err
-					}
-				}
+			if err := r.ctxEnded(); err != nil {
+				return err
 			}
 
 		case <-r.killAll:
@@ -112,6 +121,20 @@ func (s *supervisor) run(ctx context.Context) error {
 			r.signalBoth(syscall.SIGKILL)
 		}
 	}
+}
+
+// ctxEnded passes on the signal that ended ctx — usually waiting in
+// s.signals too — or else a SIGTERM of our own.
+func (r *running) ctxEnded() error {
+	select {
+	case sig := <-r.s.signals:
+		return r.signalled(sig)
+	default:
+		if !r.forwarded {
+			return r.signalled(syscall.SIGTERM)
+		}
+	}
+	return nil
 }
 
 // running is the state of a launch: its children, and whether a signal was
