@@ -293,26 +293,7 @@ func TestParameterServerModes(t *testing.T) {
 			}
 			// Each pod's launcher started exactly its own process: one
 			// serverlog or one workerlog, whose process reported its role.
-			processLogs := map[string]string{}
-			for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
-				for i := 0; i < done.Spec.ReplicaCount(rt); i++ {
-					pod := paddlev1.PodName(done.Name, rt, i)
-					servers, _ := filepath.Glob(filepath.Join(logDir, pod, "serverlog.*"))
-					workers, _ := filepath.Glob(filepath.Join(logDir, pod, "workerlog.*"))
-					files := append(servers, workers...)
-					want := "workerlog.0"
-					if rt == paddlev1.ReplicaPS {
-						want = "serverlog.0"
-					}
-					if len(files) != 1 || filepath.Base(files[0]) != want {
-						t.Errorf("%s's launcher started %v, want only %s", pod, files, want)
-						continue
-					}
-					data, _ := os.ReadFile(files[0])
-					processLogs[pod] = string(data)
-				}
-			}
-			checkPSJob(t, done, processLogs)
+			checkPSJob(t, done, launchedProcessLogs(t, done, logDir))
 		})
 	}
 }

@@ -134,7 +134,15 @@ func dumpJobPods(t *testing.T, job *batchv1.Job) {
 // program as each pod's parameter server and trainer on the pod's share of
 // the data `paddlejob data split` wrote to the shared volume.
 func TestThreeNodeBatchJobWithTheLauncher(t *testing.T) {
-	const ns, name = "default", "paddle-cluster-job" // the tutorial's JOB_NAMESPACE is default
+	runThreeNodeBatchJob(t, "default", "") // the tutorial's JOB_NAMESPACE is default
+}
+
+// runThreeNodeBatchJob runs seed 001's Job in ns, on the image's tag when
+// tag is not "", asserts what Paddle reported and returns its processes'
+// logs (node_<id>/server.log and train.log).
+func runThreeNodeBatchJob(t *testing.T, ns, tag string) map[string]string {
+	t.Helper()
+	const name = "paddle-cluster-job"
 	installLauncherRBAC(t, ns)
 	mfs := t.TempDir()
 	train := filepath.Join(t.TempDir(), "train.txt")
@@ -150,7 +158,10 @@ func TestThreeNodeBatchJobWithTheLauncher(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	job := runJob(t, loadBatchJob(t, "config/samples/seed001/job.yaml", ns, mfs), jobTimeout)
+	spec := loadBatchJob(t, "config/samples/seed001/job.yaml", ns, mfs)
+	retarget(spec, ns, tag)
+	job := runJob(t, spec, jobTimeout)
+	logs := map[string]string{}
 	if job.Status.Succeeded != 3 {
 		dumpJobPods(t, job)
 		t.Fatalf("%d of 3 pods succeeded", job.Status.Succeeded)
@@ -161,11 +172,13 @@ func TestThreeNodeBatchJobWithTheLauncher(t *testing.T) {
 	output := filepath.Join(mfs, name, "output")
 	for i := 0; i < 3; i++ {
 		node := filepath.Join(output, fmt.Sprintf("node_%d", i))
-		server := parsePSRole(t, "node_"+strconv.Itoa(i)+"/server.log", readFileOrEmpty(filepath.Join(node, "server.log")))
+		serverLog, trainLog := readFileOrEmpty(filepath.Join(node, "server.log")), readFileOrEmpty(filepath.Join(node, "train.log"))
+		logs[fmt.Sprintf("node_%d/server.log", i)], logs[fmt.Sprintf("node_%d/train.log", i)] = serverLog, trainLog
+		server := parsePSRole(t, "node_"+strconv.Itoa(i)+"/server.log", serverLog)
 		if server.Role != "PSERVER" || server.Index != i || server.Count != 3 {
 			t.Errorf("node_%d/server.log: Paddle says %s %d of %d, want PSERVER %d of 3", i, server.Role, server.Index, server.Count, i)
 		}
-		trainer := parsePSRole(t, "node_"+strconv.Itoa(i)+"/train.log", readFileOrEmpty(filepath.Join(node, "train.log")))
+		trainer := parsePSRole(t, "node_"+strconv.Itoa(i)+"/train.log", trainLog)
 		if trainer.Role != "TRAINER" || trainer.Index != i || trainer.Count != 3 || trainer.Servers != 3 || !trainer.HasFinal {
 			t.Errorf("node_%d/train.log: Paddle says %+v, want TRAINER %d of 3 with 3 servers, finished", i, trainer, i)
 		}
@@ -179,6 +192,29 @@ func TestThreeNodeBatchJobWithTheLauncher(t *testing.T) {
 	passes, _ := filepath.Glob(filepath.Join(output, "pass-*", "model.pdparams"))
 	if len(passes) != 5 {
 		t.Errorf("%d pass-* models under %s, want 5", len(passes), output)
+	}
+	// A restart of every pod's processes (--progress-deadline in the
+	// image's start.sh) is the launcher recovering a Paddle hang: say it.
+	restarts, _ := filepath.Glob(filepath.Join(output, "restarts", "*", "*", "requested"))
+	for _, r := range restarts {
+		t.Logf("the launchers restarted every pod's processes: %s", readFileOrEmpty(r))
+	}
+	return logs
+}
+
+// retarget points seed 001's Job at a namespace (its JOB_NAMESPACE too) and,
+// when tag is not "", at its image's tag.
+func retarget(job *batchv1.Job, ns, tag string) {
+	for i := range job.Spec.Template.Spec.Containers {
+		c := &job.Spec.Template.Spec.Containers[i]
+		if tag != "" {
+			c.Image = c.Image[:strings.LastIndex(c.Image, ":")] + ":" + tag
+		}
+		for j := range c.Env {
+			if c.Env[j].Name == "JOB_NAMESPACE" {
+				c.Env[j].Value = ns
+			}
+		}
 	}
 }
 

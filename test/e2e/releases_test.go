@@ -85,16 +85,34 @@ func TestCoreSetOnEachRelease(t *testing.T) {
 				checkPSJob(t, done, logs)
 				checkImported(t, rel.Version, logs)
 			})
-			// The three-node batch Job with the launcher is not run here: on 2.6.2 it
-			// met Paddle's GEO start-up hang in 2 of 5 runs, and a batch/v1 Job
-			// has no progress deadline to recover it (docs/paddle-known-issues.md).
-			// TestThreeNodeBatchJobWithTheLauncher runs it on its image's release.
+			t.Run(rel.Version+"/paddle.distributed.launch, parameter server", func(t *testing.T) {
+				job := launchedPSJob(t, rel.Version)
+				logDir := launchEveryPod(t, job)
+				done, _ := runReadingLogs(t, job)
+				logs := launchedProcessLogs(t, done, logDir)
+				checkPSJob(t, done, logs)
+				checkImported(t, rel.Version, logs)
+			})
+			// Seed 001's Job met Paddle's GEO start-up hang on 2.6.2 (2 of 5
+			// runs, docs/paddle-known-issues.md); its launchers restart every
+			// pod's processes when it happens (--progress-deadline).
+			t.Run(rel.Version+"/the three-node batch Job with paddlejob launch", func(t *testing.T) {
+				checkImported(t, rel.Version, runThreeNodeBatchJob(t, newNamespace(t), rel.Version))
+			})
 		}
 		if !rel.ParameterServer {
 			t.Run(rel.Version+"/example 1 fails at once", func(t *testing.T) {
 				job := loadJob(t, "config/samples/seed004/example-1-wide-and-deep.yaml")
 				withImageTag(job, rel.Version)
 				checkRefusedForParameterServer(t, job, rel.Version)
+			})
+			t.Run(rel.Version+"/paddle.distributed.launch, parameter server, fails at once", func(t *testing.T) {
+				job := launchedPSJob(t, rel.Version)
+				launchEveryPod(t, job)
+				checkRefusedForParameterServer(t, job, rel.Version)
+			})
+			t.Run(rel.Version+"/the three-node batch Job fails at once", func(t *testing.T) {
+				checkLauncherRefusesParameterServer(t, rel.Version)
 			})
 		}
 		if rel.Version != collectiveDefault {
@@ -383,4 +401,57 @@ func timeToCompletion(b *testing.B, job *paddlev1.PaddleJob) time.Duration {
 		b.Logf("%s/%s restarted %d times", job.Namespace, job.Name, done.Status.RestartCount)
 	}
 	return time.Since(start)
+}
+
+// launchedPSJob is the parameter-server example on a release, its pods to
+// start under Paddle's launcher (launchEveryPod).
+func launchedPSJob(t *testing.T, release string) *paddlev1.PaddleJob {
+	t.Helper()
+	job := loadJob(t, "examples/jobs/wide-and-deep.yaml")
+	job.Name = "wd"
+	withImageTag(job, release)
+	outputDir(t, job)
+	return job
+}
+
+// checkLauncherRefusesParameterServer runs seed 001's Job on a release
+// without the parameter-server runtime: its first pod's launcher fails at
+// once, before it looks for its peers, saying why.
+func checkLauncherRefusesParameterServer(t *testing.T, release string) {
+	t.Helper()
+	ns := newNamespace(t)
+	installLauncherRBAC(t, ns)
+	spec := loadBatchJob(t, "config/samples/seed001/job.yaml", ns, t.TempDir())
+	retarget(spec, ns, release)
+	jobs := pj.Clientset().BatchV1().Jobs(ns)
+	if _, err := jobs.Create(context.Background(), spec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		bg := metav1.DeletePropagationBackground
+		_ = jobs.Delete(context.Background(), spec.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	})
+	var failed *corev1.Pod
+	poll(t, jobTimeout, "a pod of the Job to fail", func() (bool, string) {
+		pods, err := pj.Clientset().CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "job-name=" + spec.Name})
+		if err != nil {
+			return false, err.Error()
+		}
+		for i := range pods.Items {
+			if p := &pods.Items[i]; p.Status.Phase == corev1.PodFailed && len(p.Status.ContainerStatuses) > 0 {
+				failed = p
+				return true, p.Name
+			}
+		}
+		return false, fmt.Sprintf("%d pods, none failed", len(pods.Items))
+	})
+	term := failed.Status.ContainerStatuses[0].State.Terminated
+	log := podLog(t, ns, failed.Name)
+	want := "Paddle " + release + ", which python3 imports, has no parameter-server runtime"
+	if term == nil || term.ExitCode != 126 || !strings.Contains(log, want) {
+		t.Fatalf("pod %s ended %+v, log:\n%s\nwant exit code 126 and %q", failed.Name, term, tail(log), want)
+	}
+	if strings.Contains(log, "waiting for") || strings.Contains(log, "[pserver]") {
+		t.Errorf("pod %s looked for peers or ran a process before refusing:\n%s", failed.Name, tail(log))
+	}
 }
