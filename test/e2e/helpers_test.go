@@ -343,6 +343,12 @@ func podNames(job *paddlev1.PaddleJob) []string {
 // arguments match accepts, 0 when none runs; the pod's HOSTNAME tells its
 // processes from others'.
 func findPodProcess(pod string, match func(args []string) bool) int {
+	return findPodProcessWithEnv(pod, nil, match)
+}
+
+// findPodProcessWithEnv is findPodProcess for a process whose environment
+// also holds each of vars ("NAME=value").
+func findPodProcessWithEnv(pod string, vars []string, match func(args []string) bool) int {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -351,11 +357,22 @@ func findPodProcess(pod string, match func(args []string) bool) int {
 		}
 		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if match(strings.Split(string(cmd), "\x00")) && strings.Contains(string(env), "\x00HOSTNAME="+pod+"\x00") {
+		env = append(append([]byte{0}, env...), 0)
+		if match(strings.Split(string(cmd), "\x00")) && hasAll(env, append(vars, "HOSTNAME="+pod)) {
 			return pid
 		}
 	}
 	return 0
+}
+
+// hasAll reports whether a NUL-framed environment block holds every var.
+func hasAll(env []byte, vars []string) bool {
+	for _, v := range vars {
+		if !bytes.Contains(env, []byte("\x00"+v+"\x00")) {
+			return false
+		}
+	}
+	return true
 }
 
 // findPodPython is findPodProcess for a python process. The sandbox's bwrap

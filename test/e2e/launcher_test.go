@@ -142,6 +142,14 @@ func TestThreeNodeBatchJobWithTheLauncher(t *testing.T) {
 // logs (node_<id>/server.log and train.log).
 func runThreeNodeBatchJob(t *testing.T, ns, tag string) map[string]string {
 	t.Helper()
+	spec, mfs := threeNodeBatchJob(t, ns, tag)
+	return checkThreeNodeBatchJob(t, runJob(t, spec, jobTimeout), mfs)
+}
+
+// threeNodeBatchJob is seed 001's Job for ns (and the tag, when not ""),
+// with its data split on the shared directory it returns.
+func threeNodeBatchJob(t *testing.T, ns, tag string) (*batchv1.Job, string) {
+	t.Helper()
 	const name = "paddle-cluster-job"
 	installLauncherRBAC(t, ns)
 	mfs := t.TempDir()
@@ -157,10 +165,16 @@ func runThreeNodeBatchJob(t *testing.T, ns, tag string) map[string]string {
 	if err := os.MkdirAll(filepath.Join(mfs, name, "recommendation"), 0o755); err != nil { // TRAIN_CONFIG_DIR
 		t.Fatal(err)
 	}
-
 	spec := loadBatchJob(t, "config/samples/seed001/job.yaml", ns, mfs)
 	retarget(spec, ns, tag)
-	job := runJob(t, spec, jobTimeout)
+	return spec, mfs
+}
+
+// checkThreeNodeBatchJob asserts what the finished seed 001 Job's Paddle
+// processes reported and returns their logs.
+func checkThreeNodeBatchJob(t *testing.T, job *batchv1.Job, mfs string) map[string]string {
+	t.Helper()
+	name := job.Name
 	logs := map[string]string{}
 	if job.Status.Succeeded != 3 {
 		dumpJobPods(t, job)
@@ -198,6 +212,11 @@ func runThreeNodeBatchJob(t *testing.T, ns, tag string) map[string]string {
 	restarts, _ := filepath.Glob(filepath.Join(output, "restarts", "*", "*", "requested"))
 	for _, r := range restarts {
 		t.Logf("the launchers restarted every pod's processes: %s", readFileOrEmpty(r))
+	}
+	if len(restarts) > 0 {
+		for i := 0; i < 3; i++ {
+			t.Logf("node_%d's trainer before the restart ended with:\n%s", i, tail(readFileOrEmpty(filepath.Join(output, fmt.Sprintf("node_%d", i), "train.0.log"))))
+		}
 	}
 	return logs
 }
