@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/validation"
 )
 
 // Gloo (spec.withGloo): seed 004's levels are 0 off, 1 on the workers, 2 on
@@ -33,7 +34,7 @@ import (
 
 // envGlooFSPath is the shared directory of the file-system rendezvous; the
 // job's templates set it, never the operator.
-const envGlooFSPath = "PADDLE_GLOO_FS_PATH"
+const envGlooFSPath = validation.GlooFSPath
 
 // Paddle's rendezvous kinds (PADDLE_GLOO_RENDEZVOUS).
 const (
