@@ -242,7 +242,13 @@ type PaddleJobSpec struct {
 
 	// withGloo enables Gloo for CPU collective communication and barriers:
 	// 0 disables it, 1 starts it on the workers only, 2 on workers and
-	// parameter servers. 1 is recommended when using Gloo.
+	// parameter servers. 1 is recommended when using Gloo. Paddle builds the
+	// servers' group and the group of all processes only over a directory
+	// every pod shares: at 2 set PADDLE_GLOO_FS_PATH in the ps and worker
+	// templates' env, to one directory on a volume all the job's pods mount
+	// read-write (a ReadWriteMany PersistentVolumeClaim, NFS); the operator
+	// then uses Paddle's file-system rendezvous. Without it level 2 works as
+	// 1 (the HTTP store on ps-0) and admission warns.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=2
 	// +optional

@@ -1,17 +1,23 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/fsutil"
+	"github.com/paddlejob/paddlejob/internal/kube"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
 	"github.com/paddlejob/paddlejob/python"
@@ -23,22 +29,32 @@ import (
 // (each worker adds its rank + 1 and gets the sum of both); at 0 Paddle
 // says Gloo is not initialized and hands each process its own value back,
 // also to the processes Paddle's launcher starts. The groups level 2 asks
-// for, servers and all processes, Paddle 2.6 and 3.0 build only with a
-// file-system rendezvous; over the HTTP store the operator configures they
-// do not exist and fleet.util fails (docs/paddle-known-issues.md).
+// for, servers and all processes, Paddle 2.6 and 3.0 build only with the
+// file-system rendezvous: with a directory every pod mounts
+// (PADDLE_GLOO_FS_PATH in the templates) the operator uses it, and the two
+// servers all-reduce among themselves and all four processes among all;
+// without one the operator gives the job the HTTP store, where those groups
+// do not exist and fleet.util fails (docs/paddle-known-issues.md), and the
+// admission webhook warns.
 func TestGlooLevels(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		level    int32
-		launcher bool
+		name      string
+		level     int32
+		launcher  bool
+		sharedDir bool
 	}{
 		{name: "withGloo 0", level: 0},
 		{name: "withGloo 1", level: 1},
 		{name: "withGloo 2", level: 2},
+		{name: "withGloo 2 over a shared directory", level: 2, sharedDir: true},
 		{name: "withGloo 0 under paddle.distributed.launch", level: 0, launcher: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			job := glooJob(t, tc.level)
+			dir := ""
+			if tc.sharedDir {
+				dir = shareGlooDirectory(t, job)
+			}
 			logDir := ""
 			if tc.launcher {
 				logDir = launchEveryPod(t, job)
@@ -47,17 +63,100 @@ func TestGlooLevels(t *testing.T) {
 					c.Command = []string{"python3", "-m", "paddle.distributed.launch", glooProgramPath}
 				}
 			}
-			done, logs := runReadingLogs(t, job)
+			job.Namespace = newNamespace(t)
+			warned := strings.Contains(strings.Join(admissionWarnings(t, job), "\n"), glooLevelTwoWarning)
+			if want := tc.level == 2 && !tc.sharedDir; warned != want {
+				t.Errorf("admission warned %q: %v, want %v", glooLevelTwoWarning, warned, want)
+			}
+			done, logs := runInNamespace(t, job)
 			if tc.launcher {
 				logs = launchedProcessLogs(t, done, logDir)
 			}
 			for pod, log := range logs {
 				rt, index := roleOf(t, done, pod)
-				checkGlooReport(t, pod, rt, index, tc.level, parseGlooReport(log), log)
+				checkGlooReport(t, pod, rt, index, tc.level, tc.sharedDir, parseGlooReport(log), log)
+			}
+			if tc.sharedDir {
+				checkGlooFiles(t, dir, done)
 			}
 		})
 	}
 }
+
+// glooLevelTwoWarning is the start of the admission webhook's warning about
+// withGloo 2 over the HTTP store.
+const glooLevelTwoWarning = "spec.withGloo is 2 but no container of spec.ps or spec.worker sets PADDLE_GLOO_FS_PATH"
+
+// glooSharedPath is where the pods of shareGlooDirectory mount the directory.
+const glooSharedPath = "/gloo-shared"
+
+// shareGlooDirectory mounts one host directory read-write in every pod of
+// the job, as a ReadWriteMany volume would be, and names it
+// PADDLE_GLOO_FS_PATH; it returns the host directory.
+func shareGlooDirectory(t *testing.T, job *paddlev1.PaddleJob) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
+		spec := &job.Spec.Replicas(rt).Template.Spec
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "gloo", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}}})
+		c := &spec.Containers[0]
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "gloo", MountPath: glooSharedPath})
+		c.Env = append(c.Env, corev1.EnvVar{Name: "PADDLE_GLOO_FS_PATH", Value: glooSharedPath})
+	}
+	return dir
+}
+
+// checkGlooFiles asserts that Paddle's file-system rendezvous ran in the
+// shared directory: in each group one store per attempt of the job (one,
+// plus one per restart), the last attempt's named by the pods' SYS_JOB_ID
+// and holding one file per rank.
+func checkGlooFiles(t *testing.T, dir string, job *paddlev1.PaddleJob) {
+	t.Helper()
+	pod, err := pj.Clientset().CoreV1().Pods(job.Namespace).Get(context.Background(), paddlev1.PodName(job.Name, paddlev1.ReplicaWorker, 0), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := ""
+	for _, e := range pod.Spec.Containers[0].Env {
+		if e.Name == "SYS_JOB_ID" {
+			prefix = e.Value
+		}
+	}
+	for group, ranks := range map[string]int{"WORKER": 2, "SERVER": 2, "ALL": 4} {
+		entries, err := os.ReadDir(filepath.Join(dir, group))
+		found := slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == prefix })
+		if err != nil || len(entries) != int(job.Status.RestartCount)+1 || !found {
+			t.Errorf("%s/%s holds %v (%v), want a store per attempt (restarts: %d), the last the pods' SYS_JOB_ID %q", dir, group, entries, err, job.Status.RestartCount, prefix)
+			continue
+		}
+		files, _ := os.ReadDir(filepath.Join(dir, group, prefix))
+		if len(files) != ranks {
+			t.Errorf("%s/%s/%s holds %d files, want one per rank: %d", dir, group, prefix, len(files), ranks)
+		}
+	}
+}
+
+// admissionWarnings are the warnings the API server (the operator's
+// admission webhook) answers a server-side dry run of creating the job with.
+func admissionWarnings(t *testing.T, job *paddlev1.PaddleJob) []string {
+	t.Helper()
+	var got warningLog
+	cfg := rest.CopyConfig(pj.Config())
+	cfg.WarningHandler = &got
+	c, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: kube.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), job.DeepCopy(), ctrlclient.DryRunAll); err != nil {
+		t.Fatalf("dry run of creating PaddleJob %s/%s: %v", job.Namespace, job.Name, err)
+	}
+	return got.msgs
+}
+
+// warningLog collects the warnings of a client's requests.
+type warningLog struct{ msgs []string }
+
+func (w *warningLog) HandleWarningHeader(_ int, _ string, msg string) { w.msgs = append(w.msgs, msg) }
 
 // glooProgramPath is where the pods of glooJob find the program.
 const glooProgramPath = "/gloo/gloo_check.py"
@@ -158,7 +257,7 @@ const (
 )
 
 // checkGlooReport asserts one process's report at a Gloo level.
-func checkGlooReport(t *testing.T, pod string, rt paddlev1.ReplicaType, index int, level int32, r glooReport, log string) {
+func checkGlooReport(t *testing.T, pod string, rt paddlev1.ReplicaType, index int, level int32, overFiles bool, r glooReport, log string) {
 	t.Helper()
 	role, calls := "TRAINER", []string{"worker barrier", "worker all_reduce", "worker all_gather", "all barrier", "all all_reduce"}
 	if rt == paddlev1.ReplicaPS {
@@ -192,6 +291,14 @@ func checkGlooReport(t *testing.T, pod string, rt paddlev1.ReplicaType, index in
 			want, got = map[string]string{"worker barrier": "None", "worker all_reduce": "[3]", "worker all_gather": "[1, 2]"}[call], r.Results[call]
 			if w, ok := r.Warnings[call]; ok {
 				t.Errorf("%s: %s warned %q", pod, call, w)
+			}
+		case overFiles && level == 2:
+			// Over files Paddle builds both: the servers' values make the
+			// servers' sum (1 + 2), all four processes' the sum among all
+			// (workers 1 + 2, servers 3 + 4).
+			want, got = map[string]string{"server barrier": "None", "server all_reduce": "[3]", "all barrier": "None", "all all_reduce": "[10]"}[call], r.Results[call]
+			if f, ok := r.Failures[call]; ok {
+				t.Errorf("%s: %s failed: %s", pod, call, f)
 			}
 		default:
 			// The server and all groups: Paddle's HTTP rendezvous builds

@@ -243,8 +243,9 @@ func jobEnv(spec *paddlev1.PaddleJobSpec, topo topology) map[string]string {
 }
 
 // podEnv is the pod variables of one pod, in the order they are added.
-// Variables that follow may refer to earlier ones with $(NAME).
-func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports portRange, elasticEndpoints []string) []corev1.EnvVar {
+// Variables that follow may refer to earlier ones with $(NAME). Of the pod
+// options it reads an elastic job's etcd and the Gloo store prefix.
+func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports portRange, opts podOptions) []corev1.EnvVar {
 	spec := &job.Spec
 	jobID := job.Namespace + "-" + job.Name
 	if spec.IsElastic() {
@@ -302,18 +303,8 @@ func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 			corev1.EnvVar{Name: "HETER_DEVICE_TYPE", Value: heterDeviceType(spec.Heter)},
 		)
 	}
-	// Set at 0 too: Paddle's launcher turns Gloo on when the variable is
-	// unset (--with_gloo defaults to 1) and hands its children
-	// PADDLE_WITH_GLOO=1 without a rendezvous.
-	gloo := spec.GlooLevel()
-	env = append(env, corev1.EnvVar{Name: "PADDLE_WITH_GLOO", Value: strconv.Itoa(int(gloo))})
-	if gloo > 0 {
-		env = append(env,
-			corev1.EnvVar{Name: "PADDLE_GLOO_RENDEZVOUS", Value: "3"},
-			corev1.EnvVar{Name: "SYS_JOB_ID", Value: jobID},
-		)
-	}
-	return append(env, elasticEnv(job, elasticEndpoints)...)
+	env = append(env, glooEnv(job, rt, jobID, opts.glooStorePrefix)...)
+	return append(env, elasticEnv(job, opts.elasticEndpoints)...)
 }
 
 // portRangeEnv is PORT_RANGE, where Paddle's launcher picks the ports it

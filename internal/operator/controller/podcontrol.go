@@ -43,6 +43,7 @@ func (r *PaddleJobReconciler) createMissingPods(ctx context.Context, job *paddle
 		return nil, nil
 	}
 
+	opts.glooStorePrefix = glooStorePrefix(job, all)
 	pods := make([]*corev1.Pod, len(missing))
 	for i, s := range missing {
 		pods[i] = newPod(job, s.rt, s.index, podPorts(job, s.rt, s.index), opts)

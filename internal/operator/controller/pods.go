@@ -45,6 +45,9 @@ type podOptions struct {
 	gang, schedulerName string
 	// elasticEndpoints is the etcd of an elastic job.
 	elasticEndpoints []string
+	// glooStorePrefix is the Gloo store prefix of the pods a pass creates
+	// for a job on the file-system rendezvous (gloo.go), "" otherwise.
+	glooStorePrefix string
 	// progressURL is the progress endpoint pods report to ("": off).
 	progressURL string
 	// specHashes are what each role's pods are made from (specchange.go),
@@ -114,7 +117,10 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	}
 
-	env := podEnv(job, rt, index, ports, opts.elasticEndpoints)
+	if opts.glooStorePrefix != "" && usesGlooFiles(&job.Spec, rt) {
+		pod.Annotations[annotationGlooStorePrefix] = opts.glooStorePrefix
+	}
+	env := podEnv(job, rt, index, ports, opts)
 	for _, n := range jobEnvNames(&job.Spec, rt) {
 		// Optional: a list the ConfigMap leaves out (see workerListsInEnv)
 		// is not set at all.

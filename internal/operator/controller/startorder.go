@@ -112,15 +112,15 @@ func paddleContainer(spec *corev1.PodSpec) *corev1.Container {
 
 // serversNotReady names, for each role, the server pods that pods of that
 // role still wait for: missing, or not Ready. Roles that wait for nothing
-// are absent. With Gloo in parameter-server mode ps-0 hosts Gloo's store and
-// listens for trainers only after every trainer joined that store
-// (role_maker.py, Gloo._init_http, waits for its store to stop): it is waited
-// for only until it runs, and a Paddle 3 trainer must wait for it itself.
+// are absent. A server whose fleet.init waits for the trainers to join Gloo
+// (glooWaitsForWorkers: ps-0, which hosts Gloo's HTTP store, and at level 2
+// over files every server) listens only after them: it is waited for only
+// until it runs, and a Paddle 3 trainer must wait for it itself.
 func serversNotReady(spec *paddlev1.PaddleJobSpec, job string, pods []*corev1.Pod) map[paddlev1.ReplicaType][]string {
 	ready := map[string]bool{}
 	for _, p := range pods {
 		ready[p.Name] = p.DeletionTimestamp == nil && podReady(p)
-		if isGlooStoreHost(spec, p) {
+		if joinsGlooBeforeListening(spec, p) {
 			ready[p.Name] = p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning
 		}
 	}
@@ -142,11 +142,11 @@ func serversNotReady(spec *paddlev1.PaddleJobSpec, job string, pods []*corev1.Po
 	return out
 }
 
-// isGlooStoreHost reports whether a pod hosts the Gloo store of a
-// parameter-server job: ps-0 when Gloo is on.
-func isGlooStoreHost(spec *paddlev1.PaddleJobSpec, p *corev1.Pod) bool {
+// joinsGlooBeforeListening reports whether a server pod waits for the trainers in
+// Gloo's rendezvous before it listens (glooWaitsForWorkers).
+func joinsGlooBeforeListening(spec *paddlev1.PaddleJobSpec, p *corev1.Pod) bool {
 	rt, i, ok := podIndex(p)
-	return ok && spec.PS != nil && spec.GlooLevel() > 0 && rt == paddlev1.ReplicaPS && i == 0
+	return ok && glooWaitsForWorkers(spec, rt, i)
 }
 
 // releasePods gives every pod that waits for the endpoints version it does

@@ -43,7 +43,7 @@ type podContract struct{ opts Options }
 // reads from the endpoints ConfigMap.
 func (c podContract) Env(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) []corev1.EnvVar {
 	job := &paddlev1.PaddleJob{Spec: *spec}
-	env := podEnv(job, rt, 0, portRange{First: DefaultBasePort, Count: portsPerPod(spec.Replicas(rt))}, []string{"http://etcd:2379"})
+	env := podEnv(job, rt, 0, portRange{First: DefaultBasePort, Count: portsPerPod(spec.Replicas(rt))}, podOptions{elasticEndpoints: []string{"http://etcd:2379"}})
 	for _, n := range jobEnvNames(spec, rt) {
 		env = append(env, corev1.EnvVar{Name: n})
 	}

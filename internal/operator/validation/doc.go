@@ -26,5 +26,6 @@
 //	gpus.go        the GPUs a pod may ask for
 //	templates.go   templates that would override the environment contract
 //	endpoints.go   the limits the endpoint lists must fit
+//	gloo.go        the shared directory of Gloo's file-system rendezvous
 //	warnings.go    what is accepted but deprecated, ignored or odd
 package validation

@@ -66,6 +66,7 @@ func (v *Validator) Validate(job *paddlev1.PaddleJob) field.ErrorList {
 	errs = append(errs, validateEtcdEndpoints(spec)...)
 	errs = append(errs, validateGPUs(spec)...)
 	errs = append(errs, v.validateTemplates(spec)...)
+	errs = append(errs, validateGlooDir(spec)...)
 	if len(errs) > 0 {
 		return errs
 	}

@@ -41,6 +41,7 @@ func (v *Validator) Warnings(job *paddlev1.PaddleJob) []string {
 	}
 	out = append(out, v.templateWarnings(spec)...)
 	out = append(out, launcherWarnings(spec)...)
+	out = append(out, v.glooWarnings(spec)...)
 	if spec.Elastic != nil && *spec.Elastic == 0 {
 		out = append(out, "spec.elastic: 0 changes nothing (elastic training is off by default)")
 	}

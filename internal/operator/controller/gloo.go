@@ -1,0 +1,139 @@
+package controller
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/validation"
+)
+
+// Gloo (spec.withGloo): seed 004's levels are 0 off, 1 on the workers, 2 on
+// the workers and the parameter servers. Paddle's role maker
+// (fleet/base/role_maker.py, _gloo_init and Gloo.init) reads the level and a
+// rendezvous from the environment:
+//
+//   - the HTTP store (PADDLE_GLOO_RENDEZVOUS=3), served by ps-0 (worker-0 in
+//     collective mode), needs nothing from the cluster, but Paddle 2.6 and 3.0
+//     build only the workers' group over it: at level 2 a parameter-server
+//     job gets no servers' group and no group of all processes;
+//   - the file-system rendezvous (PADDLE_GLOO_RENDEZVOUS=2) builds the
+//     workers' group, the servers' group and, at level 2, the group of all
+//     processes, in PADDLE_GLOO_FS_PATH: a directory every process reads and
+//     writes.
+//
+// The operator cannot assume the cluster has a directory every pod shares,
+// so a job that wants the second brings one: its ps and worker templates set
+// PADDLE_GLOO_FS_PATH to a path on a volume all its pods mount (validation
+// refuses two different paths; it warns about level 2 without one).
+// docs/env-contract.md gives Paddle's file:line.
+
+// envGlooFSPath is the shared directory of the file-system rendezvous; the
+// job's templates set it, never the operator.
+const envGlooFSPath = validation.GlooFSPath
+
+// Paddle's rendezvous kinds (PADDLE_GLOO_RENDEZVOUS).
+const (
+	glooRendezvousFile = "2"
+	glooRendezvousHTTP = "3"
+)
+
+// annotationGlooStorePrefix records on each pod the store prefix (SYS_JOB_ID)
+// of its attempt in the file-system rendezvous, so pods created later in
+// the same attempt get the same.
+const annotationGlooStorePrefix = "batch.paddlepaddle.org/gloo-store-prefix"
+
+// usesGlooFiles reports whether pods of a role meet over the file-system
+// rendezvous: in parameter-server mode with Gloo on and PADDLE_GLOO_FS_PATH
+// in the templates, on the servers and workers. Heter pods keep the HTTP
+// store, where Paddle builds no group for them: over files the role maker
+// would put a heter trainer in the servers' group, under a server's rank.
+func usesGlooFiles(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) bool {
+	return spec.PS != nil && spec.GlooLevel() > 0 && rt != paddlev1.ReplicaHeter && hasGlooFSPath(spec)
+}
+
+// hasGlooFSPath reports whether a container of the ps or worker template sets
+// PADDLE_GLOO_FS_PATH (validation makes them all agree).
+func hasGlooFSPath(spec *paddlev1.PaddleJobSpec) bool {
+	for _, rs := range []*paddlev1.ReplicaSpec{spec.PS, spec.Worker} {
+		if rs == nil {
+			continue
+		}
+		for _, c := range rs.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == envGlooFSPath {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// glooEnv is a pod's Gloo variables. PADDLE_WITH_GLOO is set at 0 too:
+// Paddle's launcher turns Gloo on when the variable is unset (--with_gloo
+// defaults to 1) and hands its children PADDLE_WITH_GLOO=1 without a
+// rendezvous. SYS_JOB_ID is the prefix of the store's keys: the job over the
+// HTTP store, which lives and dies with ps-0; the attempt (storePrefix) over
+// files, which outlive it.
+func glooEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, jobID, storePrefix string) []corev1.EnvVar {
+	level := job.Spec.GlooLevel()
+	env := []corev1.EnvVar{{Name: "PADDLE_WITH_GLOO", Value: strconv.Itoa(int(level))}}
+	if level == 0 {
+		return env
+	}
+	rendezvous, prefix := glooRendezvousHTTP, jobID
+	if usesGlooFiles(&job.Spec, rt) {
+		rendezvous = glooRendezvousFile
+		if storePrefix != "" {
+			prefix = storePrefix
+		}
+	}
+	return append(env,
+		corev1.EnvVar{Name: "PADDLE_GLOO_RENDEZVOUS", Value: rendezvous},
+		corev1.EnvVar{Name: "SYS_JOB_ID", Value: prefix},
+	)
+}
+
+// glooStorePrefix is the store prefix of the pods a pass creates for a job
+// on the file-system rendezvous ("" for any other job). Paddle keeps each
+// process's address in <PADDLE_GLOO_FS_PATH>/<WORKER|SERVER|ALL>/<prefix>/<rank>,
+// replaces only its own file and never removes one, and a process that finds
+// a peer's file connects to it at once: with a prefix an earlier attempt
+// used, it would meet that attempt's dead addresses and abort (measured:
+// gloo::IoException "Connection refused"). So every attempt of the job — its
+// first pods, each restart of the whole job, each resume — gets a prefix of
+// its own: the job's identity (PADDLE_JOB_ID and UID), its restart count and
+// a random part (a resume does not count as a restart). Pods created while
+// others of the job live join theirs: those of one attempt created over
+// several passes, and a failed pod recreated alone.
+func glooStorePrefix(job *paddlev1.PaddleJob, pods []*corev1.Pod) string {
+	if !usesGlooFiles(&job.Spec, paddlev1.ReplicaWorker) {
+		return ""
+	}
+	for _, p := range pods {
+		if prefix := p.Annotations[annotationGlooStorePrefix]; prefix != "" && p.DeletionTimestamp == nil {
+			return prefix
+		}
+	}
+	attempt := make([]byte, 4)
+	_, _ = rand.Read(attempt) // never fails (crypto/rand)
+	return fmt.Sprintf("%s-%s-%d-%s", job.Namespace+"-"+job.Name, job.UID, job.Status.RestartCount, hex.EncodeToString(attempt))
+}
+
+// glooWaitsForWorkers reports whether a parameter server's fleet.init returns
+// only once the workers have joined Gloo, so that it listens only after
+// them: ps-0 whenever Gloo is on (it serves the HTTP store until every
+// worker joined; Paddle's launcher gives its processes that store whatever
+// the operator sets), and at level 2 over files every server (each joins
+// the group of all processes).
+func glooWaitsForWorkers(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType, index int) bool {
+	if spec.PS == nil || spec.GlooLevel() == 0 || rt != paddlev1.ReplicaPS {
+		return false
+	}
+	return index == 0 || (spec.GlooLevel() == 2 && usesGlooFiles(spec, rt))
+}
