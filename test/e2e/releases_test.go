@@ -128,12 +128,15 @@ func TestCoreSetOnEachRelease(t *testing.T) {
 }
 
 // checkRefusedForParameterServer runs a parameter-server job on a release
-// without the parameter-server runtime: it fails, without a restart, its
+// without the parameter-server runtime (in a namespace of its own unless
+// the job names one): it fails, without a restart, its
 // Failed condition saying why and naming the releases that have it, and no
 // Paddle process ran.
 func checkRefusedForParameterServer(t *testing.T, job *paddlev1.PaddleJob, release string) {
 	t.Helper()
-	job.Namespace = newNamespace(t)
+	if job.Namespace == "" {
+		job.Namespace = newNamespace(t)
+	}
 	createJob(t, job)
 	done, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
 	if err != nil {
@@ -215,6 +218,19 @@ func TestUnmodifiedStaticPSProgram(t *testing.T) {
 			}
 		})
 	}
+	// The same job on a Paddle without the parameter-server runtime fails at
+	// once, saying why, instead of failing deep in fleet.
+	t.Run("a Paddle 3.3 image fails at once", func(t *testing.T) {
+		const release = "3.3.1"
+		ns := newNamespace(t)
+		applyLocalPV(t, ns, unmodifiedWideAndDeep(t))
+		job := loadJob(t, "config/samples/seed004/example-5-data-demo.yaml")
+		job.Namespace = ns
+		for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
+			job.Spec.Replicas(rt).Template.Spec.Containers[0].Image = "paddlepaddle/paddle:" + release
+		}
+		checkRefusedForParameterServer(t, job, release)
+	})
 }
 
 // unmodifiedWideAndDeep is a directory holding the wide & deep example as
