@@ -50,9 +50,12 @@ func installLauncherRBAC(t *testing.T, ns string) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "paddle-launcher"},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "default", Namespace: ns}},
 	}
-	if _, err := pj.Clientset().RbacV1().RoleBindings(ns).Create(context.Background(), binding, metav1.CreateOptions{}); err != nil {
+	bindings := pj.Clientset().RbacV1().RoleBindings(ns)
+	if _, err := bindings.Create(context.Background(), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The tutorial's namespace is default, which outlives the test.
+	t.Cleanup(func() { _ = bindings.Delete(context.Background(), binding.Name, metav1.DeleteOptions{}) })
 }
 
 // loadBatchJob reads a tutorial's batch/v1 Job (config/samples), with [YOUR_REPO] replaced and
