@@ -33,6 +33,8 @@ EOF
 ENV A=1
 `},
 		{"the escape directive", "# escape=`\nFROM paddlepaddle/paddle:2.6.1\nCOPY train.py `\n     /dst/\nENV A=1\n"},
+		// What BuildKit's linter would warn about is not an error.
+		{"linted", "FROM paddlepaddle/paddle:2.6.1 as Build\nMAINTAINER me\nCOPY train.py /dst/\nENV A=1\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testContext(t, tc.dockerfile, map[string]string{"train.py": "x"})
