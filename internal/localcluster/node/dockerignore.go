@@ -18,8 +18,8 @@ import (
 // matched by moby/patternmatcher as docker build does. A named source that
 // it excludes is an error, a wildcard skips what it excludes, and a copied
 // directory's excluded entries are left out of each container's copy
-// (imagefiles.go asks skip as it copies, so files added to the context
-// later are matched too).
+// (imagefiles.go asks skipper's function as it copies, so files added to
+// the context later are matched too).
 
 // contextIgnore is a context's ignore patterns, for the files under base
 // (a path in the context, "." for the context itself).
@@ -80,8 +80,9 @@ func (c *contextIgnore) excludes(rel string) (bool, error) {
 
 // skipper returns what a copy of the directory source (the file base
 // leads to) leaves out: skip(p, isDir) reports whether the entry p under
-// source is excluded. An excluded directory is still entered when a later
-// "!" pattern may take back some of its content. Nil without patterns.
+// source is excluded. An excluded directory is still entered when a "!"
+// pattern takes back some of its content, as docker build keeps the
+// parents of what it sends. Nil without patterns.
 func (c *contextIgnore) skipper(source string) func(p string, isDir bool) (bool, error) {
 	if c == nil {
 		return nil
@@ -90,7 +91,7 @@ func (c *contextIgnore) skipper(source string) func(p string, isDir bool) (bool,
 	if err != nil {
 		return func(string, bool) (bool, error) { return false, err }
 	}
-	return func(p string, isDir bool) (bool, error) {
+	excludes := func(p string) (bool, error) {
 		rel, err := filepath.Rel(source, p)
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 			return false, fmt.Errorf("%s is not under %s", p, source)
@@ -99,6 +100,34 @@ func (c *contextIgnore) skipper(source string) func(p string, isDir bool) (bool,
 		if err != nil {
 			return false, fmt.Errorf("%s: %w", c.file, err)
 		}
-		return excluded && !(isDir && pm.Exclusions()), nil
+		return excluded, nil
 	}
+	return func(p string, isDir bool) (bool, error) {
+		excluded, err := excludes(p)
+		if err != nil || !excluded || !isDir || !pm.Exclusions() {
+			return excluded, err
+		}
+		taken, err := anyTakenBack(p, excludes)
+		return !taken, err
+	}
+}
+
+// anyTakenBack reports whether some entry under the excluded directory dir
+// is not excluded.
+func anyTakenBack(dir string, excludes func(p string) (bool, error)) (bool, error) {
+	errFound := errors.New("found")
+	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		excluded, err := excludes(p)
+		if err == nil && !excluded {
+			return errFound
+		}
+		return err
+	})
+	if errors.Is(err, errFound) {
+		return true, nil
+	}
+	return false, err
 }

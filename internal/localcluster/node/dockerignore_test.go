@@ -10,16 +10,15 @@ import (
 )
 
 // imageFilesOf copies an entry's files as a container start does and lists
-// the regular files of the copy.
-func imageFilesOf(t *testing.T, e ImageEntry) []string {
+// the regular files of the copy at root.
+func imageFilesOf(t *testing.T, e ImageEntry) (root string, files []string) {
 	t.Helper()
-	root := t.TempDir()
+	root = t.TempDir()
 	for _, f := range e.Files {
 		if err := copyImageFile(root, f); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var files []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			files = append(files, strings.TrimPrefix(p, root))
@@ -30,7 +29,7 @@ func imageFilesOf(t *testing.T, e ImageEntry) []string {
 		t.Fatal(err)
 	}
 	slices.Sort(files)
-	return files
+	return root, files
 }
 
 func TestDockerignoreIsApplied(t *testing.T) {
@@ -38,7 +37,7 @@ func TestDockerignoreIsApplied(t *testing.T) {
 		".dockerignore": "# what the image leaves out\n*.pyc\n**/__pycache__\n/secret.txt\ndata\n!data/keep.csv\n",
 		"train.py":      "print(1)", "model.pyc": "x", "secret.txt": "s", "notes.txt": "n",
 		"pkg/mod.py": "m", "pkg/__pycache__/mod.cpython-310.pyc": "c", "pkg/deep/x.pyc": "x",
-		"data/keep.csv": "1", "data/big.csv": "2", "data/sub/more.csv": "3",
+		"data/keep.csv": "1", "data/big.csv": "2", "data/sub/more.csv": "3", "data/empty/": "",
 	}
 	ctx := testContext(t, "FROM base\nCOPY . /app/\nCOPY *.txt /txt/\nCOPY pkg /pkg\n", files)
 	e, warnings, err := buildContext(ctx, noBase)
@@ -59,8 +58,15 @@ func TestDockerignoreIsApplied(t *testing.T) {
 		"/pkg/deep/x.pyc", "/pkg/mod.py",
 		"/txt/notes.txt",
 	}
-	if got := imageFilesOf(t, e); !slices.Equal(got, want) {
+	copied, got := imageFilesOf(t, e)
+	if !slices.Equal(got, want) {
 		t.Errorf("the image's files are\n  %q\nwant\n  %q", got, want)
+	}
+	// data is entered for keep.csv; data/sub, with nothing taken back, is not.
+	for _, dir := range []string{"/app/data/sub", "/app/data/empty"} {
+		if _, err := os.Stat(filepath.Join(copied, dir)); err == nil {
+			t.Errorf("the image has %s, which .dockerignore excludes", dir)
+		}
 	}
 
 	named := testContext(t, "FROM base\nCOPY secret.txt /x\n", files)
@@ -83,7 +89,7 @@ func TestDockerfileDockerignoreWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := imageFilesOf(t, e); !slices.Equal(got, []string{"/app/a.txt"}) {
+	if _, got := imageFilesOf(t, e); !slices.Equal(got, []string{"/app/a.txt"}) {
 		t.Errorf("the image's files are %q, want only /app/a.txt", got)
 	}
 }
