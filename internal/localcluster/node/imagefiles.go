@@ -238,7 +238,7 @@ func copyImageFile(root string, f ImageFile) error {
 		}
 	}
 	dst := filepath.Join(root, filepath.FromSlash(target))
-	if err := copyEntry(f.Source, dst, st); err != nil {
+	if err := copyEntry(f.Source, dst, st, f.Ignore.skipper(f.Source)); err != nil {
 		return fmt.Errorf("copying image file %s to %s: %w", f.Source, f.Path, err)
 	}
 	return nil
@@ -272,8 +272,9 @@ func mkdirInImage(root, p string) error {
 // copyEntry copies src, described by st, to dst: directories merged into
 // what dst has, files and symlinks replacing it. Copies are owner-writable
 // (the container's layer is its own); modes and times are kept otherwise.
-// Anything but regular files, directories and symlinks is refused.
-func copyEntry(src, dst string, st fs.FileInfo) error {
+// Anything but regular files, directories and symlinks is refused. skip,
+// when not nil, says which entries under src to leave out.
+func copyEntry(src, dst string, st fs.FileInfo, skip func(p string, isDir bool) (bool, error)) error {
 	existing, err := os.Lstat(dst)
 	exists := err == nil
 	switch {
@@ -300,7 +301,16 @@ func copyEntry(src, dst string, st fs.FileInfo) error {
 			if err != nil {
 				return err
 			}
-			if err := copyEntry(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), info); err != nil {
+			if skip != nil {
+				skipped, err := skip(filepath.Join(src, e.Name()), info.IsDir())
+				if err != nil {
+					return err
+				}
+				if skipped {
+					continue
+				}
+			}
+			if err := copyEntry(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), info, skip); err != nil {
 				return err
 			}
 		}

@@ -56,6 +56,9 @@ type ImageEntry struct {
 type ImageFile struct {
 	Source string `json:"source"`
 	Path   string `json:"path"`
+	// Ignore leaves out of a directory what its build context's
+	// .dockerignore excludes (COPY and ADD set it: dockerignore.go).
+	Ignore *contextIgnore `json:"-"`
 }
 
 // ImageTableFile is the --image-table file format; the local cluster writes

@@ -35,9 +35,15 @@ RUN pip install -r requirements.txt
 CMD ["train.sh"]
 `,
 		filepath.Join(context, "app", "data.txt"): "the data\n",
+		// .dockerignore leaves out the secret and the logs but keep.txt.
+		filepath.Join(context, ".dockerignore"):           "app/secret.txt\napp/logs\n!app/logs/keep.txt\n",
+		filepath.Join(context, "app", "secret.txt"):       "secret\n",
+		filepath.Join(context, "app", "logs", "old.log"):  "old\n",
+		filepath.Join(context, "app", "logs", "keep.txt"): "kept\n",
 		filepath.Join(context, "bin", "train.sh"): `#!/bin/sh
 echo "pwd=$(pwd) trainer=$TRAINER"
 cat data.txt
+echo "files=$(find . -type f | sort | tr '\n' ' ')"
 rt-tool
 touch ` + runtime + `/written 2>/dev/null || echo "runtime read-only"
 mkdir -p log && echo "$NAME" > "log/$NAME.log"
@@ -119,7 +125,7 @@ func TestLocalImageFromBuildContext(t *testing.T) {
 	n.create(t, pod)
 	n.waitPhase(t, ns, "trainer", corev1.PodSucceeded)
 	for _, tc := range []struct{ name, gpus string }{{"a", "0,1/unset"}, {"b", "7/unset"}} {
-		want := "pwd=/wide_and_deep trainer=local\nthe data\nruntime tool ran\nruntime read-only\n" +
+		want := "pwd=/wide_and_deep trainer=local\nthe data\nfiles=./data.txt ./logs/keep.txt \nruntime tool ran\nruntime read-only\n" +
 			"log=" + tc.name + ".log \ngpus=" + tc.gpus + "\n"
 		if got := n.logs(t, ns, "trainer", tc.name, ""); got != want {
 			t.Errorf("container %s logged %q, want %q", tc.name, got, want)
