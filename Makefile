@@ -157,7 +157,7 @@ tools: $(CONTROLLER_GEN) $(HELM) $(KUSTOMIZE) ## Build the pinned tools of hack/
 ##@ Build
 
 .PHONY: build
-build: ## Build the binaries into bin/ (and kubectl-paddlejob, the kubectl plugin).
+build: ## Build the binaries into bin/: paddlejob, paddlejob-operator, paddlejob-launch (what training images copy) and kubectl-paddlejob, the kubectl plugin.
 	go build -o $(LOCALBIN)/ ./cmd/...
 	ln -sf paddlejob $(LOCALBIN)/kubectl-paddlejob
 

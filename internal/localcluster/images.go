@@ -9,26 +9,41 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/paddlejob/paddlejob/examples/images"
+	"github.com/paddlejob/paddlejob/internal/fsutil"
 	"github.com/paddlejob/paddlejob/internal/localcluster/node"
 	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
 	"github.com/paddlejob/paddlejob/python"
 )
 
 // The node pulls no images: its image table says what a container of an
-// image runs. The built-in entries make the images the tutorials and paddle-operator's examples name run as
-// written:
+// image runs. The built-in entries make the images the tutorials and
+// paddle-operator's examples name run as written:
 //
-//   - the Paddle images (paddlepaddle/paddle and the tutorials' base images)
-//     run on the Paddle release their tag names (the table's paddle section
-//     lists a runtime per pinned release: its python first on PATH, its
-//     directories bound read-only; node/paddlerelease.go chooses);
-//   - the example images are the build contexts of examples/images, written
-//     under the cluster's home, whose Dockerfiles build on those (and so
-//     name their release in their FROM line);
-//   - the operator's and the launcher's images run this paddlejob binary.
+//   - the Paddle images and the example images are data, beside the build
+//     contexts (examples/images/images.yaml): the Paddle images run on the
+//     release their tag names (the table's paddle section lists a runtime per
+//     pinned release: its python first on PATH, its directories bound
+//     read-only; node/paddlerelease.go chooses); the example images are the
+//     build contexts, written under the cluster's home, whose Dockerfiles
+//     build on those (and so name their release in their FROM line);
+//   - the operator's image runs this paddlejob binary, the launcher's the
+//     in-pod launcher paddlejob-launch found beside it.
 
 // defaultPath is PATH in a container whose image sets none, as in Docker.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// launcherBinary is the in-pod launcher's binary (cmd/paddlejob-launch),
+// which the build puts beside paddlejob.
+const launcherBinary = "paddlejob-launch"
+
+// launcherNames are the names the launcher has in an image that holds it:
+// its own, and paddlejob for the command lines written for the CLI's
+// `paddlejob launch` and `paddlejob data split` (seed 001's start.sh).
+var launcherNames = []string{launcherBinary, "paddlejob"}
+
+// launcherDir is where the launcher is copied under its names, the
+// directory the images holding it put first on PATH.
+func (l layout) launcherDir() string { return filepath.Join(l.home, "launcher") }
 
 // paddleRuntimes is the image table's paddle section: each installed
 // runtime by release. A runtime the user named is the only one, and the
@@ -48,73 +63,58 @@ func paddleRuntimes(rts map[string]*paddleruntime.Runtime) *node.PaddleRuntimes 
 	return out
 }
 
-// builtinImages are the built-in image table entries: contexts is where the
-// example contexts were written, paddlejob the binary that runs the operator
-// and the launcher.
-func builtinImages(contexts, paddlejob string) map[string]node.ImageEntry {
-	// The official image's CMD; the tag names the release.
-	paddle := node.ImageEntry{Args: []string{"/bin/bash"}, PaddleRelease: "tag"}
-	// A tag naming a release runs the example on it (demo-resnet:3.3.1); other
-	// tags on the release of its Dockerfile's FROM.
-	context := func(name string) node.ImageEntry {
-		return node.ImageEntry{Context: filepath.Join(contexts, name), PaddleRelease: "tag"}
-	}
-	// The three-node tutorial's start script runs `paddlejob launch` inside the image,
-	// which builds on demo-wide-and-deep (its Paddle comes from there).
-	launcherImage := context("seed001-mypaddle")
-	launcherImage.HostPaths = []string{filepath.Dir(paddlejob)}
-	return map[string]node.ImageEntry{
-		"paddlepaddle/paddle": paddle,
-		"registry.baidubce.com/paddle-operator/paddle-ubuntu":   paddle, // paddle-operator's example 5: 2.0.0-18.04
-		"registry.baidubce.com/paddle-operator/paddle-base-gpu": paddle, // FROM of example 2's image
-		// paddle-operator's examples 1 and 3 (parameter server) and 2 (collective).
-		"registry.baidubce.com/paddle-operator/demo-wide-and-deep": context("demo-wide-and-deep"),
-		"registry.baidubce.com/paddle-operator/demo-resnet":        context("demo-resnet"),
-		// The single-node and three-node tutorials' images, [YOUR_REPO] being paddlejob.
-		"mypaddle/paddle:quickstart": context("seed000-quickstart"),
-		"paddlejob/paddle":           launcherImage, // :mypaddle, or a release (:2.6.2)
-		// The paddle.job SDK's runtime image: the wide & deep program.
-		"yancey1989/paddle-job": context("demo-wide-and-deep"),
-		// The paddle.job SDK's word2vec trainer package, reading its shard with the Python SDK.
-		"paddlejob/seed002-word2vec": context("seed002-word2vec"),
+// builtinImages are the built-in image table entries: those of the
+// examples' table, with contexts where their contexts were written and
+// launcherDir where the launcher was; and the operator's and the launcher's
+// images, running paddlejob and the launcher. paddle are the node's Paddle
+// runtimes.
+func builtinImages(table *images.Table, contexts, launcherDir, paddlejob string, paddle *node.PaddleRuntimes) map[string]node.ImageEntry {
+	entries := map[string]node.ImageEntry{
 		// The operator's image, as config/ and the Helm chart deploy it.
 		"ghcr.io/paddlejob/paddlejob-operator": {Command: []string{paddlejob, "operator"}},
 		// The launcher of plain batch/v1 Jobs (the single-node, three-node and AWS tutorials' Jobs).
-		"paddlejob/launcher": {Command: []string{paddlejob, "launch"}},
+		"paddlejob/launcher": {Command: []string{filepath.Join(launcherDir, launcherBinary)}, HostPaths: []string{launcherDir}},
 	}
-}
-
-// writeImageTable writes the example contexts under the cluster's home and
-// the node's image table: the built-in entries, then the user's table over
-// them.
-func writeImageTable(l layout, paddlejob string, rts map[string]*paddleruntime.Runtime, userTable string) error {
-	contexts := l.imageContexts()
-	if err := os.RemoveAll(contexts); err != nil {
-		return err
+	// The official image's CMD; the tag names the release.
+	for _, image := range table.PaddleImages {
+		entries[image] = node.ImageEntry{Args: []string{"/bin/bash"}, PaddleRelease: "tag"}
 	}
-	if err := os.CopyFS(contexts, images.Contexts()); err != nil {
-		return fmt.Errorf("writing the example images: %w", err)
-	}
-	// os.CopyFS writes files read-only as they are in the binary; scripts
-	// the images run must stay executable.
-	if err := markScriptsExecutable(contexts); err != nil {
-		return err
-	}
-	// The paddle.job SDK's trainers and the wide & deep and ResNet programs import the
-	// Python SDK: their contexts hold the package, which a Docker build has
-	// copied in from python/src (see their Dockerfiles).
-	for _, image := range []string{"seed002-word2vec", "demo-wide-and-deep", "demo-resnet"} {
-		if err := os.CopyFS(filepath.Join(contexts, image, "paddlejob"), python.SDK()); err != nil {
-			return fmt.Errorf("writing the Python SDK into the %s image: %w", image, err)
+	for _, name := range table.ContextNames() {
+		c := table.Contexts[name]
+		// A tag naming a release runs the example on it (demo-resnet:3.3.1);
+		// other tags on the release of its Dockerfile's FROM.
+		e := node.ImageEntry{Context: filepath.Join(contexts, name), PaddleRelease: "tag"}
+		if c.Launcher {
+			// The launcher first on PATH, then what its Dockerfile's FROM
+			// gives (the default release's runtime, which the node swaps
+			// for the one a tag names).
+			e.HostPaths = []string{launcherDir}
+			e.Env = map[string]string{"PATH": launcherDir + ":" + paddle.Releases[paddle.Default].Env["PATH"]}
+		}
+		for _, image := range c.Images {
+			entries[image] = e
 		}
 	}
-	entries := builtinImages(contexts, paddlejob)
+	return entries
+}
+
+// writeImageTable writes the example contexts and the launcher under the
+// cluster's home and the node's image table: the built-in entries, then the
+// user's table over them.
+func writeImageTable(l layout, paddlejob string, rts map[string]*paddleruntime.Runtime, userTable string) error {
+	table, err := images.LoadTable()
+	if err != nil {
+		return err
+	}
+	contexts := l.imageContexts()
+	if err := writeContexts(contexts, table); err != nil {
+		return err
+	}
+	if err := writeLauncher(l.launcherDir(), filepath.Join(filepath.Dir(paddlejob), launcherBinary)); err != nil {
+		return err
+	}
 	paddle := paddleRuntimes(rts)
-	// The launcher image's PATH: the paddlejob binary first, then what its
-	// Dockerfile's FROM gives (demo-wide-and-deep's release, the default).
-	launcher := entries["paddlejob/paddle"]
-	launcher.Env = map[string]string{"PATH": filepath.Dir(paddlejob) + ":" + paddle.Releases[paddle.Default].Env["PATH"]}
-	entries["paddlejob/paddle"] = launcher
+	entries := builtinImages(table, contexts, l.launcherDir(), paddlejob, paddle)
 	if userTable != "" {
 		data, err := os.ReadFile(userTable)
 		if err != nil {
@@ -136,6 +136,60 @@ func writeImageTable(l layout, paddlejob string, rts map[string]*paddleruntime.R
 		return err
 	}
 	return os.WriteFile(l.imageTable(), data, 0o644)
+}
+
+// writeContexts writes the build contexts the table names into dir, with
+// the Python SDK in those whose programs import it.
+func writeContexts(dir string, table *images.Table) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	for _, name := range table.ContextNames() {
+		context, err := fs.Sub(images.Contexts(), name)
+		if err != nil {
+			return err
+		}
+		if err := os.CopyFS(filepath.Join(dir, name), context); err != nil {
+			return fmt.Errorf("writing the example image %s: %w", name, err)
+		}
+		// A Docker build copies the package in from python/src (see their
+		// Dockerfiles).
+		if table.Contexts[name].PythonSDK {
+			if err := os.CopyFS(filepath.Join(dir, name, "paddlejob"), python.SDK()); err != nil {
+				return fmt.Errorf("writing the Python SDK into the %s image: %w", name, err)
+			}
+		}
+	}
+	// os.CopyFS writes files read-only as they are in the binary; scripts
+	// the images run must stay executable.
+	return markScriptsExecutable(dir)
+}
+
+// writeLauncher copies the launcher binary into dir under each of its
+// names, as an image built by docs/launcher.md holds it. A copy, not a
+// link, so that pods see this binary alone, not the directory it was
+// built into.
+func writeLauncher(dir, binary string) error {
+	binary, err := filepath.EvalSymlinks(binary)
+	if err != nil {
+		return fmt.Errorf("the launcher images run %s, expected beside the paddlejob binary: %w; build both (make build, or go build -o DIR/ ./cmd/paddlejob ./cmd/paddlejob-launch)", launcherBinary, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	first := filepath.Join(dir, launcherNames[0])
+	if err := fsutil.CopyTree(binary, first); err != nil {
+		return fmt.Errorf("copying the launcher %s: %w", binary, err)
+	}
+	for _, name := range launcherNames[1:] {
+		if err := os.Link(first, filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // markScriptsExecutable makes the shell scripts of the contexts executable.

@@ -1,31 +1,54 @@
 package localcluster
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
 	"github.com/paddlejob/paddlejob/internal/localcluster/node"
 	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
+	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
 )
 
-// The tutorials' images, as the local node runs them: each on the Paddle
-// release it asks for.
-func TestBuiltinImagesRunOnTheirReleases(t *testing.T) {
+// builtinTable writes the built-in image table into a fresh home, with a
+// runtime directory per pinned release and a paddlejob binary (a stand-in)
+// with the launcher beside it, and loads it as the node does.
+func builtinTable(t *testing.T) (*node.ImageTable, layout, map[string]*paddleruntime.Runtime) {
+	t.Helper()
 	l := layout{t.TempDir()}
 	rts := map[string]*paddleruntime.Runtime{}
 	for _, r := range paddleruntime.Releases() {
 		dir := t.TempDir()
 		rts[r.Version] = &paddleruntime.Runtime{Dir: dir, BinDir: filepath.Join(dir, "bin"), PaddleVersion: r.Version, ParameterServer: r.ParameterServer, HostPaths: []string{dir}}
 	}
-	paddlejob := filepath.Join(t.TempDir(), "paddlejob")
-	if err := writeImageTable(l, paddlejob, rts, ""); err != nil {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, launcherBinary), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeImageTable(l, filepath.Join(bin, "paddlejob"), rts, ""); err != nil {
 		t.Fatal(err)
 	}
 	table, err := node.LoadImageTable(l.imageTable())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return table, l, rts
+}
+
+// The tutorials' images, as the local node runs them: each on the Paddle
+// release it asks for.
+func TestBuiltinImagesRunOnTheirReleases(t *testing.T) {
+	table, l, rts := builtinTable(t)
 	for _, tt := range []struct {
 		image, release string
 		ps             bool
@@ -41,6 +64,7 @@ func TestBuiltinImagesRunOnTheirReleases(t *testing.T) {
 		{"paddlejob/paddle:2.6.2", "2.6.2", true},
 		{"mypaddle/paddle:quickstart", "3.0.0", true}, // single-node tutorial
 		{"yancey1989/paddle-job", "3.0.0", true},      // paddle.job SDK
+		{"paddlejob/seed002-word2vec:v1", "3.0.0", true},
 	} {
 		e, ok := table.Lookup(tt.image)
 		if !ok || e.Paddle == nil {
@@ -62,8 +86,126 @@ func TestBuiltinImagesRunOnTheirReleases(t *testing.T) {
 	}
 	// The three-node tutorial's start script runs `paddlejob launch` from the image.
 	for _, image := range []string{"paddlejob/paddle:mypaddle", "paddlejob/paddle:2.6.2"} {
-		if e, _ := table.Lookup(image); !strings.HasPrefix(e.Env["PATH"], filepath.Dir(paddlejob)+":") {
-			t.Errorf("%s: PATH %q does not start with the paddlejob binary's directory", image, e.Env["PATH"])
+		e, _ := table.Lookup(image)
+		if !strings.HasPrefix(e.Env["PATH"], l.launcherDir()+":") || !slices.Contains(e.HostPaths, l.launcherDir()) {
+			t.Errorf("%s: PATH %q does not start with the launcher's directory %s, or it is not bound (%v)", image, e.Env["PATH"], l.launcherDir(), e.HostPaths)
 		}
+	}
+}
+
+// The launcher's images hold the launcher under both its names, the CLI's
+// paddlejob included, and the launcher image runs it.
+func TestTheLauncherImagesHoldTheLauncher(t *testing.T) {
+	table, l, _ := builtinTable(t)
+	for _, name := range launcherNames {
+		data, err := os.ReadFile(filepath.Join(l.launcherDir(), name))
+		if err != nil || string(data) != "#!/bin/sh\n" {
+			t.Errorf("%s in %s: %q, %v; want the launcher", name, l.launcherDir(), data, err)
+		}
+	}
+	e, _ := table.Lookup("paddlejob/launcher")
+	if want := filepath.Join(l.launcherDir(), launcherBinary); len(e.Command) != 1 || e.Command[0] != want {
+		t.Errorf("paddlejob/launcher runs %q; want %s", e.Command, want)
+	}
+}
+
+// `paddlejob up` without the launcher beside paddlejob names the binary and
+// how to build it.
+func TestTheLauncherMissingIsNamed(t *testing.T) {
+	err := writeImageTable(layout{t.TempDir()}, filepath.Join(t.TempDir(), "paddlejob"), nil, "")
+	if err == nil || !strings.Contains(err.Error(), "paddlejob-launch, expected beside the paddlejob binary") || !strings.Contains(err.Error(), "make build") {
+		t.Fatalf("error %v; want one naming paddlejob-launch and make build", err)
+	}
+}
+
+// notLocal are images of the samples the local node does not run, and why.
+var notLocal = map[string]string{
+	// The three-node tutorial's data Job: its image holds the tutorial's
+	// data set, which the repository does not; `paddlejob data split`
+	// replaces it (docs/launcher.md).
+	"paddlepaddle/paddle-tutorial:k8s_data": "the tutorial's data set is not in the repository",
+}
+
+// Every image the samples and examples name runs on the local node, as
+// written.
+func TestEverySampleImageResolves(t *testing.T) {
+	table, _, _ := builtinTable(t)
+	root := testenv.RepoRoot()
+	found := map[string][]string{}
+	for _, dir := range []string{"config/samples", "examples/jobs"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || (filepath.Ext(path) != ".yaml" && filepath.Ext(path) != ".yml") {
+				return err
+			}
+			images, err := manifestImages(path)
+			for _, image := range images {
+				if rel, _ := filepath.Rel(root, path); !slices.Contains(found[image], rel) {
+					found[image] = append(found[image], rel)
+				}
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(found) < 5 {
+		t.Fatalf("found only %v in the samples: is the walk broken?", found)
+	}
+	for image, files := range found {
+		if _, skip := notLocal[image]; skip {
+			continue
+		}
+		if _, ok := table.Lookup(image); !ok {
+			t.Errorf("image %s (%s) is not in the local node's table: add it to examples/images/images.yaml", image, strings.Join(files, ", "))
+		}
+	}
+	for image := range notLocal {
+		if _, ok := found[image]; !ok {
+			t.Errorf("notLocal names %s, which no sample uses any more: drop it", image)
+		}
+	}
+}
+
+// manifestImages are the values of every "image" field of the YAML
+// documents in a file, [YOUR_REPO] being paddlejob (which also makes the
+// tutorials' manifests YAML).
+func manifestImages(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	data = bytes.ReplaceAll(data, []byte("[YOUR_REPO]"), []byte("paddlejob"))
+	var images []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, child := range v {
+				if s, ok := child.(string); ok && k == "image" {
+					images = append(images, s)
+				}
+				walk(child)
+			}
+		case []any:
+			for _, child := range v {
+				walk(child)
+			}
+		}
+	}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return images, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var v any
+		if err := yaml.Unmarshal(doc, &v); err != nil {
+			return nil, err
+		}
+		walk(v)
 	}
 }

@@ -7,4 +7,8 @@
 //   - datasplit: `paddlejob data split`, one data share per trainer (the three-node tutorial);
 //   - imagecontext: `paddlejob image context`, a Docker build context from a
 //     trainer package and a base image (the paddle.job SDK).
+//
+// podcmd builds the commands of the two that run in a pod, launch and data
+// split, for the CLI and for cmd/paddlejob-launch, the small binary a
+// training image copies instead of the whole CLI.
 package podtools

@@ -38,7 +38,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 	binDir = filepath.Join(tmp, "bin")
-	build := exec.Command("go", "build", "-o", binDir+"/", "./cmd/paddlejob")
+	build := exec.Command("go", "build", "-o", binDir+"/", "./cmd/paddlejob", "./cmd/paddlejob-launch")
 	build.Dir = testenv.RepoRoot()
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
