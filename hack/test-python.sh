@@ -45,7 +45,7 @@ if [ "$suite" = unit ]; then
 	(cd "$repo/python" && "$deps/bin/python" -m mypy --cache-dir "$work/mypy-cache")
 fi
 if [ -z "${PADDLEJOB_BIN:-}" ]; then
-	(cd "$repo" && go build -o "$work/bin/paddlejob" ./cmd/paddlejob)
+	(cd "$repo" && go build -o "$work/bin/" ./cmd/paddlejob ./cmd/paddlejob-launch)
 	export PADDLEJOB_BIN="$work/bin/paddlejob"
 fi
 
