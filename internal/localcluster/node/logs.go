@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -13,7 +12,13 @@ import (
 	"time"
 
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	internalapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/cri-client/pkg/logs"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 )
 
 // Container logs are stored in the CRI format the kubelet reads, one record
@@ -38,7 +43,6 @@ const (
 // from the container's stdout and stderr.
 type containerLog struct {
 	clock clock.PassiveClock
-	grew  broadcaster
 
 	mu   sync.Mutex
 	f    *os.File
@@ -114,7 +118,6 @@ func (l *containerLog) append(stream string, p []byte) error {
 		return nil
 	}
 	_, err := l.f.Write(b.Bytes())
-	l.grew.notify()
 	return err
 }
 
@@ -141,7 +144,6 @@ func (l *containerLog) close() error {
 	}
 	_, werr := l.f.Write(b.Bytes())
 	l.done = true
-	l.grew.notify()
 	return errors.Join(werr, l.f.Close())
 }
 
@@ -162,175 +164,54 @@ func (l *containerLog) terminationMessage() string {
 	return strings.Join(lines, "\n")
 }
 
-// logRecord is one parsed log line.
-type logRecord struct {
-	Time    time.Time
-	Stream  string
-	Partial bool
-	Content []byte
-}
-
-func parseLogRecord(line []byte) (logRecord, error) {
-	line = bytes.TrimSuffix(line, []byte{'\n'})
-	parts := bytes.SplitN(line, []byte{' '}, 4)
-	if len(parts) < 3 {
-		return logRecord{}, fmt.Errorf("malformed log record %q", line)
+// copyLog writes the log file at path to w as the options ask, with the
+// kubelet's reader (tail, since, limit, timestamps, follow). live is the log
+// while its run goes on (nil once it ended); with Follow, copyLog then waits
+// for more until the run ends or ctx is done.
+func copyLog(ctx context.Context, path string, live *containerLog, opts api.ContainerLogOpts, now time.Time, w io.Writer) error {
+	// No logger: the records are the node's own, and what goes wrong is
+	// returned (the library would log a record still being written).
+	err := logs.ReadLogs(ctx, nil, path, "", logs.NewLogOptions(podLogOptions(opts), now), logRunState{live: live}, w, w)
+	if ctx.Err() != nil {
+		return nil // the client went away: nobody is left to tell
 	}
-	t, err := time.Parse(time.RFC3339Nano, string(parts[0]))
-	if err != nil {
-		return logRecord{}, fmt.Errorf("malformed log time: %w", err)
-	}
-	r := logRecord{Time: t, Stream: string(parts[1]), Partial: string(parts[2]) == tagPartial}
-	if len(parts) == 4 {
-		r.Content = parts[3]
-	}
-	return r, nil
-}
-
-// errLogLimit ends a read at --limit-bytes.
-var errLogLimit = errors.New("log byte limit reached")
-
-// logFormatter writes records as kubectl logs shows them.
-type logFormatter struct {
-	w     io.Writer
-	opts  api.ContainerLogOpts
-	since time.Time
-	sent  int
-}
-
-func newLogFormatter(w io.Writer, opts api.ContainerLogOpts, now time.Time) *logFormatter {
-	f := &logFormatter{w: w, opts: opts, since: opts.SinceTime}
-	if opts.SinceSeconds > 0 {
-		f.since = now.Add(-time.Duration(opts.SinceSeconds) * time.Second)
-	}
-	return f
-}
-
-func (f *logFormatter) write(r logRecord) error {
-	if !f.since.IsZero() && r.Time.Before(f.since) {
-		return nil
-	}
-	var b bytes.Buffer
-	if f.opts.Timestamps {
-		b.WriteString(r.Time.Format(time.RFC3339Nano))
-		b.WriteByte(' ')
-	}
-	b.Write(r.Content)
-	if !r.Partial {
-		b.WriteByte('\n')
-	}
-	out := b.Bytes()
-	if f.opts.LimitBytes > 0 && f.sent+len(out) > f.opts.LimitBytes {
-		out = out[:f.opts.LimitBytes-f.sent]
-		if _, err := f.w.Write(out); err != nil {
-			return err
-		}
-		return errLogLimit
-	}
-	f.sent += len(out)
-	_, err := f.w.Write(out)
 	return err
 }
 
-// copyLog writes the log file at path to w as the options ask. live is the
-// log while its run goes on (nil once it ended); with Follow, copyLog then
-// waits for more until the run ends or ctx is done.
-func copyLog(ctx context.Context, path string, live *containerLog, opts api.ContainerLogOpts, now time.Time, w io.Writer) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
+// podLogOptions gives virtual-kubelet's options back their API form, where
+// unset is nil: virtual-kubelet reads an absent tailLines, limitBytes or
+// sinceSeconds as 0.
+func podLogOptions(opts api.ContainerLogOpts) *corev1.PodLogOptions {
+	o := &corev1.PodLogOptions{Follow: opts.Follow, Timestamps: opts.Timestamps, Previous: opts.Previous}
 	if opts.Tail > 0 {
-		off, err := tailOffset(f, opts.Tail)
-		if err != nil {
-			return err
-		}
-		if _, err := f.Seek(off, io.SeekStart); err != nil {
-			return err
-		}
+		o.TailLines = ptr.To(int64(opts.Tail))
 	}
-	out := newLogFormatter(w, opts, now)
-	br := bufio.NewReader(f)
-	var pending []byte
-	readAvailable := func() error {
-		for {
-			chunk, err := br.ReadBytes('\n')
-			pending = append(pending, chunk...)
-			if err == io.EOF {
-				return nil // an incomplete record waits for the rest
-			}
-			if err != nil {
-				return err
-			}
-			r, perr := parseLogRecord(pending)
-			pending = pending[:0]
-			if perr != nil {
-				continue
-			}
-			if err := out.write(r); err != nil {
-				return err
-			}
-		}
+	if opts.LimitBytes > 0 {
+		o.LimitBytes = ptr.To(int64(opts.LimitBytes))
 	}
-	for {
-		var grew <-chan struct{}
-		ended := live == nil || !opts.Follow
-		if !ended {
-			// Taken before reading, so data written meanwhile wakes us.
-			grew = live.grew.changed()
-			ended = live.isDone()
-		}
-		if err := readAvailable(); err != nil {
-			if errors.Is(err, errLogLimit) {
-				return nil
-			}
-			return err
-		}
-		if ended {
-			return nil
-		}
-		select {
-		case <-grew:
-		case <-ctx.Done():
-			return nil
-		}
+	if opts.SinceSeconds > 0 {
+		o.SinceSeconds = ptr.To(int64(opts.SinceSeconds))
 	}
+	if !opts.SinceTime.IsZero() {
+		o.SinceTime = &metav1.Time{Time: opts.SinceTime}
+	}
+	return o
 }
 
-// tailOffset returns where the last n records of f begin.
-func tailOffset(f *os.File, n int) (int64, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
+// logRunState tells the log reader whether the run it follows goes on. The
+// reader asks a CRI RuntimeService for the container's state; the node knows
+// it from the log: a run's log is closed once the run ended and its output
+// was written. Only ContainerStatus, the one method the reader calls, is
+// implemented: any other call panics on the nil embedded interface.
+type logRunState struct {
+	internalapi.RuntimeService
+	live *containerLog
+}
+
+func (s logRunState) ContainerStatus(context.Context, string, bool) (*runtimeapi.ContainerStatusResponse, error) {
+	state := runtimeapi.ContainerState_CONTAINER_EXITED
+	if s.live != nil && !s.live.isDone() {
+		state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	}
-	const chunk = 32 << 10
-	buf := make([]byte, chunk)
-	end := st.Size()
-	seen := 0
-	// The final newline ends the last record rather than starting one.
-	skipLast := true
-	for end > 0 {
-		start := max(end-chunk, 0)
-		b := buf[:end-start]
-		if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
-			return 0, err
-		}
-		for i := len(b) - 1; i >= 0; i-- {
-			if b[i] != '\n' {
-				skipLast = false
-				continue
-			}
-			if skipLast {
-				skipLast = false
-				continue
-			}
-			seen++
-			if seen == n {
-				return start + int64(i) + 1, nil
-			}
-		}
-		end = start
-	}
-	return 0, nil
+	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{State: state}}, nil
 }

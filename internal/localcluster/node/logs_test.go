@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,6 +72,41 @@ func TestLongLineIsRecordedInParts(t *testing.T) {
 	if out.String() != long+"\n" {
 		t.Errorf("read back %d bytes, want the line of %d and its newline", out.Len(), len(long))
 	}
+
+	// With timestamps the line gets one, not one per record.
+	out.Reset()
+	if err := copyLog(context.Background(), path, nil, api.ContainerLogOpts{Timestamps: true}, logStart.Add(time.Minute), &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := "2024-05-01T12:00:01.000000000Z " + long + "\n"; out.String() != want {
+		t.Errorf("timestamped: %d bytes, %d timestamps; want %d bytes, one timestamp", out.Len(), strings.Count(out.String(), "2024-"), len(want))
+	}
+
+	// Tail counts records, as the kubelet's: the last one is the line's end.
+	out.Reset()
+	if err := copyLog(context.Background(), path, nil, api.ContainerLogOpts{Tail: 1}, logStart.Add(time.Minute), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != long[:10]+"\n" {
+		t.Errorf("tail=1 read %q, want the last record's 10 bytes and the newline", out.String())
+	}
+}
+
+// A record still being written when a read without follow gets to it is
+// shown as far as it goes.
+func TestCopyLogShowsARecordBeingWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	content := "2024-05-01T12:00:00Z stdout F whole\n2024-05-01T12:00:01Z stdout F hal"
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := copyLog(context.Background(), path, nil, api.ContainerLogOpts{}, logStart.Add(time.Minute), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "whole\nhal" {
+		t.Errorf("got %q, want the whole line and the half one", out.String())
+	}
 }
 
 func TestCopyLog(t *testing.T) {
@@ -85,10 +121,17 @@ func TestCopyLog(t *testing.T) {
 		{"all", api.ContainerLogOpts{}, "a\nb\nd\nc"},
 		{"tail", api.ContainerLogOpts{Tail: 2}, "d\nc"},
 		{"tail beyond the start", api.ContainerLogOpts{Tail: 10}, "a\nb\nd\nc"},
-		{"timestamps", api.ContainerLogOpts{Tail: 2, Timestamps: true}, "2024-05-01T12:00:03Z d\n2024-05-01T12:00:04Z c"},
+		// Times are shown fixed width, as the kubelet shows them.
+		{"timestamps", api.ContainerLogOpts{Tail: 2, Timestamps: true}, "2024-05-01T12:00:03.000000000Z d\n2024-05-01T12:00:04.000000000Z c"},
 		{"since time", api.ContainerLogOpts{SinceTime: logStart.Add(time.Second)}, "b\nd\nc"},
 		{"since seconds", api.ContainerLogOpts{SinceSeconds: 57}, "d\nc"},
+		// Given both (the API server refuses that), the later one counts.
+		{"since time later than since seconds", api.ContainerLogOpts{SinceTime: logStart.Add(3 * time.Second), SinceSeconds: 59}, "d\nc"},
+		{"since seconds later than since time", api.ContainerLogOpts{SinceTime: logStart, SinceSeconds: 57}, "d\nc"},
 		{"limit bytes", api.ContainerLogOpts{LimitBytes: 3}, "a\nb"},
+		{"limit bytes after tail", api.ContainerLogOpts{Tail: 2, LimitBytes: 2}, "d\n"},
+		{"limit bytes beyond the log", api.ContainerLogOpts{LimitBytes: 100}, "a\nb\nd\nc"},
+		{"limit bytes counts timestamps", api.ContainerLogOpts{Timestamps: true, LimitBytes: 32}, "2024-05-01T12:00:00.000000000Z a"},
 		{"follow an ended log", api.ContainerLogOpts{Follow: true}, "a\nb\nd\nc"},
 	}
 	for _, tc := range tests {
@@ -104,58 +147,95 @@ func TestCopyLog(t *testing.T) {
 	}
 }
 
+// follow starts copyLog following l's file at path and returns its output
+// and the channel of its end.
+func follow(ctx context.Context, path string, l *containerLog, opts api.ContainerLogOpts, now time.Time) (*testutil.SyncBuffer, <-chan error) {
+	out := &testutil.SyncBuffer{}
+	done := make(chan error, 1)
+	opts.Follow = true
+	go func() { done <- copyLog(ctx, path, l, opts, now, out) }()
+	return out, done
+}
+
+func waitFollowed(t *testing.T, out *testutil.SyncBuffer, want string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("followed %q", want), func() bool { return out.String() == want })
+}
+
+func waitFollowEnded(t *testing.T, out *testutil.SyncBuffer, done <-chan error, want string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil || out.String() != want {
+			t.Errorf("follow ended with %v after %q, want %q", err, out.String(), want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("follow did not end; followed %q", out.String())
+	}
+}
+
+func writeLine(t *testing.T, l *containerLog, line string) {
+	t.Helper()
+	if _, err := l.writer(streamStdout).Write([]byte(line)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCopyLogFollowsUntilTheRunEnds(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "0.log")
 	l, err := createContainerLog(path, clocktesting.NewFakePassiveClock(logStart))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := &testutil.SyncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- copyLog(context.Background(), path, l, api.ContainerLogOpts{Follow: true}, logStart, out)
-	}()
-
-	waitFor := func(want string) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for out.String() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("followed %q, want %q", out.String(), want)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	l.writer(streamStdout).Write([]byte("first\n"))
-	waitFor("first\n")
-	l.writer(streamStdout).Write([]byte("second\n"))
-	waitFor("first\nsecond\n")
+	out, done := follow(context.Background(), path, l, api.ContainerLogOpts{}, logStart)
+	writeLine(t, l, "first\n")
+	waitFollowed(t, out, "first\n")
+	writeLine(t, l, "second\n")
+	waitFollowed(t, out, "first\nsecond\n")
 	select {
 	case err := <-done:
 		t.Fatalf("follow ended early: %v", err)
 	default:
 	}
-	l.writer(streamStdout).Write([]byte("last\n"))
+	writeLine(t, l, "last\n")
 	l.close()
-	select {
-	case err := <-done:
-		if err != nil || out.String() != "first\nsecond\nlast\n" {
-			t.Errorf("follow ended with %v after %q", err, out.String())
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("follow did not end with the run")
-	}
+	waitFollowEnded(t, out, done, "first\nsecond\nlast\n")
 
 	// A follower stops when its client goes away.
 	l2, _ := createContainerLog(filepath.Join(t.TempDir(), "1.log"), clocktesting.NewFakePassiveClock(logStart))
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { done <- copyLog(ctx, path, l2, api.ContainerLogOpts{Follow: true}, logStart, out) }()
+	out, done = follow(ctx, path, l2, api.ContainerLogOpts{}, logStart)
+	waitFollowed(t, out, "first\nsecond\nlast\n")
 	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("follow did not end with its context")
+	waitFollowEnded(t, out, done, "first\nsecond\nlast\n")
+}
+
+// Since, tail and limit bytes hold while following too.
+func TestCopyLogFollowsWithOptions(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(logStart)
+	path := filepath.Join(t.TempDir(), "0.log")
+	l, err := createContainerLog(path, clk)
+	if err != nil {
+		t.Fatal(err)
 	}
+	writeLine(t, l, "old\n")
+	clk.SetTime(logStart.Add(10 * time.Second))
+	writeLine(t, l, "recent\n")
+	since, sinceDone := follow(context.Background(), path, l, api.ContainerLogOpts{SinceTime: logStart.Add(5 * time.Second)}, logStart)
+	tail, tailDone := follow(context.Background(), path, l, api.ContainerLogOpts{Tail: 1}, logStart)
+	limited, limitedDone := follow(context.Background(), path, l, api.ContainerLogOpts{LimitBytes: 13}, logStart)
+	waitFollowed(t, since, "recent\n")
+	waitFollowed(t, tail, "recent\n")
+	waitFollowed(t, limited, "old\nrecent\n")
+
+	// The byte limit ends a follow while the run goes on.
+	writeLine(t, l, "new\n")
+	waitFollowEnded(t, limited, limitedDone, "old\nrecent\nne")
+	waitFollowed(t, since, "recent\nnew\n")
+	waitFollowed(t, tail, "recent\nnew\n")
+	l.close()
+	waitFollowEnded(t, since, sinceDone, "recent\nnew\n")
+	waitFollowEnded(t, tail, tailDone, "recent\nnew\n")
 }
 
 func TestTerminationMessage(t *testing.T) {
