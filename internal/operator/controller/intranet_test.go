@@ -133,14 +133,7 @@ func TestIntranetPass(t *testing.T) {
 			}
 		}
 	}
-	tests := []struct {
-		name   string
-		job    *paddlev1.PaddleJob
-		others []client.Object
-		pods   func(*paddlev1.PaddleJob) []*corev1.Pod
-		want   passWant
-		check  func(*testing.T, passResult)
-	}{
+	runPassCases(t, []passCase{
 		{
 			name:  "Host: the port ranges are recorded before the pods are created with them",
 			job:   job(paddlev1.IntranetHost),
@@ -209,19 +202,7 @@ func TestIntranetPass(t *testing.T) {
 				}
 			},
 		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var pods []*corev1.Pod
-			if tc.pods != nil {
-				pods = tc.pods(tc.job)
-			}
-			f := newFixture(t, Options{}, append(objects(tc.job, pods...), tc.others...)...)
-			got := f.reconcile(t, tc.job)
-			tc.want.check(t, got)
-			tc.check(t, got)
-		})
-	}
+	})
 }
 
 // TestHostPortsNotRecorded covers the passes whose write-ahead record of the

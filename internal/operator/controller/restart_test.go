@@ -168,13 +168,7 @@ func TestRestartPass(t *testing.T) {
 		at := metav1.NewMicroTime(t0.Add(-ago))
 		return paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobRunning, RestartCount: count, LastRestartTime: &at}
 	}
-	tests := []struct {
-		name       string
-		job        *paddlev1.PaddleJob
-		pods       func(*paddlev1.PaddleJob) []*corev1.Pod
-		want       passWant
-		wantStatus func(*testing.T, paddlev1.PaddleJobStatus)
-	}{
+	runPassCases(t, []passCase{
 		{
 			name: "a worker failing under OnFailure is counted, then deleted",
 			job:  onFailure().Obj(),
@@ -185,11 +179,11 @@ func TestRestartPass(t *testing.T) {
 				}
 			},
 			want: passWant{deleted: []string{"rs-worker-1"}},
-			wantStatus: func(t *testing.T, st paddlev1.PaddleJobStatus) {
+			check: checkStatus(func(t *testing.T, st paddlev1.PaddleJobStatus) {
 				if st.RestartCount != 1 || !slices.Equal(st.RecreatingPods, []string{"rs-worker-1-uid"}) || st.LastRestartTime == nil || !st.LastRestartTime.Equal(ptr.To(metav1.NewMicroTime(t0))) {
 					t.Errorf("restart not recorded ahead: count %d, recreating %v, last %v", st.RestartCount, st.RecreatingPods, st.LastRestartTime)
 				}
-			},
+			}),
 		},
 		{
 			name: "the replacement waits for the restart backoff",
@@ -243,23 +237,13 @@ func TestRestartPass(t *testing.T) {
 				}
 			},
 			want: passWant{deleted: []string{"rs-worker-1"}},
-			wantStatus: func(t *testing.T, st paddlev1.PaddleJobStatus) {
+			check: checkStatus(func(t *testing.T, st paddlev1.PaddleJobStatus) {
 				if st.RestartCount != 1 {
 					t.Errorf("restart count %d, want 1: the failure was counted before", st.RestartCount)
 				}
-			},
+			}),
 		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, Options{}, objects(tc.job, tc.pods(tc.job)...)...)
-			got := f.reconcile(t, tc.job)
-			tc.want.check(t, got)
-			if tc.wantStatus != nil {
-				tc.wantStatus(t, got.job.Status)
-			}
-		})
-	}
+	})
 }
 
 func TestEvaluateFailuresOfAJobRestartedAsAWhole(t *testing.T) {
