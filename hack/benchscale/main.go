@@ -201,24 +201,9 @@ func run(ctx context.Context, cfg *config) (err error) {
 		}
 	}()
 	rep.ControlPlane = cp.Description
-	h := &harness{cfg: cfg, countResources: map[string]bool{}}
-	for _, r := range strings.Split(cfg.countResources, ",") {
-		if r = strings.TrimSpace(r); r != "" {
-			h.countResources[r] = true
-		}
-	}
-	if cp.Started {
-		h.cpPIDs = childPIDs(os.Getpid(), "kube-apiserver", "etcd")
-	}
-	if h.c, err = newClients(cp.Config, clientSettings{
-		CreatorQPS: float32(cfg.clientQPS), CreatorBurst: cfg.clientBurst, KubeletQPS: float32(cfg.kubeletQPS),
-	}); err != nil {
+	h, err := newHarness(ctx, cfg, cp)
+	if err != nil {
 		return err
-	}
-	if _, err := scrapeRequestTotals(ctx, h.c.admin); err != nil {
-		warnf("request counts unavailable: %v", err)
-	} else {
-		h.metricsOK = true
 	}
 
 	obsCtx, stopObs := context.WithCancel(ctx)
@@ -247,39 +232,94 @@ func run(ctx context.Context, cfg *config) (err error) {
 			warnf("%v", stopErr)
 		}
 	}()
-	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	err = h.op.waitReady(readyCtx)
-	cancel()
-	if err != nil {
+	if err := h.waitForAFirstJob(ctx); err != nil {
 		return err
-	}
-	logf("warming up: one job until Running...")
-	if err := h.runWarmup(ctx, cfg.timeout); err != nil {
-		return fmt.Errorf("the controller did not run a first job: %w", err)
 	}
 	rep.Settings = describeHarness(cfg, fake)
 
 	h.runSuite(ctx, scenarios, &rep)
 	if cfg.requestCosts > 0 && cp.Started && rep.Failure == "" {
-		if err := h.op.stop(30 * time.Second); err != nil {
-			warnf("%v", err)
-		}
-		logf("request costs: each kind %d times...", cfg.requestCosts)
-		rep.CostRequests = cfg.requestCosts
-		if rep.Costs, err = h.measureRequestCosts(ctx, cfg.requestCosts, h.samplePod); err != nil {
-			warnf("request costs: %v", err)
-		}
+		h.addRequestCosts(ctx, &rep)
 	}
-	var out strings.Builder
-	formatReport(&out, rep)
-	fmt.Print(out.String())
-	if cfg.out != "" {
-		if werr := os.WriteFile(cfg.out, []byte(out.String()), 0o644); werr != nil {
-			return fmt.Errorf("writing --out: %w", werr)
-		}
+	if err := printReport(rep, cfg.out); err != nil {
+		return err
 	}
 	if rep.Failure != "" {
 		return fmt.Errorf("%s (operator log: %s)", rep.Failure, opCfg.LogPath)
+	}
+	return nil
+}
+
+// newHarness makes the harness's clients to the control plane cp, the
+// resources it counts, and the control plane's process IDs when this
+// command started it; it notes whether the API server's request counts can
+// be read.
+func newHarness(ctx context.Context, cfg *config, cp *controlPlane) (*harness, error) {
+	h := &harness{cfg: cfg, countResources: map[string]bool{}}
+	for _, r := range strings.Split(cfg.countResources, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			h.countResources[r] = true
+		}
+	}
+	if cp.Started {
+		h.cpPIDs = childPIDs(os.Getpid(), "kube-apiserver", "etcd")
+	}
+	var err error
+	if h.c, err = newClients(cp.Config, clientSettings{
+		CreatorQPS: float32(cfg.clientQPS), CreatorBurst: cfg.clientBurst, KubeletQPS: float32(cfg.kubeletQPS),
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := scrapeRequestTotals(ctx, h.c.admin); err != nil {
+		warnf("request counts unavailable: %v", err)
+	} else {
+		h.metricsOK = true
+	}
+	return h, nil
+}
+
+// waitForAFirstJob waits for the controller to be ready, then for it to
+// run a warm-up job until Running, so that the scenarios measure a warm
+// controller.
+func (h *harness) waitForAFirstJob(ctx context.Context) error {
+	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	err := h.op.waitReady(readyCtx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	logf("warming up: one job until Running...")
+	if err := h.runWarmup(ctx, h.cfg.timeout); err != nil {
+		return fmt.Errorf("the controller did not run a first job: %w", err)
+	}
+	return nil
+}
+
+// addRequestCosts stops the controller, so that it sends no request of its
+// own, then measures what each kind of request costs the control plane
+// into rep; a failed measure is a warning, not a failed report.
+func (h *harness) addRequestCosts(ctx context.Context, rep *report) {
+	if err := h.op.stop(30 * time.Second); err != nil {
+		warnf("%v", err)
+	}
+	logf("request costs: each kind %d times...", h.cfg.requestCosts)
+	rep.CostRequests = h.cfg.requestCosts
+	var err error
+	if rep.Costs, err = h.measureRequestCosts(ctx, h.cfg.requestCosts, h.samplePod); err != nil {
+		warnf("request costs: %v", err)
+	}
+}
+
+// printReport prints rep on stdout and, when outPath is set, writes the
+// same text there.
+func printReport(rep report, outPath string) error {
+	var out strings.Builder
+	formatReport(&out, rep)
+	fmt.Print(out.String())
+	if outPath != "" {
+		if err := os.WriteFile(outPath, []byte(out.String()), 0o644); err != nil {
+			return fmt.Errorf("writing --out: %w", err)
+		}
 	}
 	return nil
 }

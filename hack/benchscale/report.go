@@ -171,6 +171,21 @@ func secs(v float64) string { return fmt.Sprintf("%.2f", v) }
 
 // formatReport writes the report as markdown.
 func formatReport(w io.Writer, rep report) {
+	formatSettings(w, rep)
+	formatScenarioTable(w, rep.Rows)
+	formatDetailsTable(w, rep.Rows)
+	if rep.Runs > 1 {
+		formatEveryRun(w, rep.Rows)
+	}
+	formatRequestCosts(w, rep.CostRequests, rep.Costs)
+	if rep.Failure != "" {
+		fmt.Fprintf(w, "\n**Stopped early:** %s\n", rep.Failure)
+	}
+}
+
+// formatSettings writes the report's opening: the machine, the control
+// plane, the controller, the harness and what each number is.
+func formatSettings(w io.Writer, rep report) {
 	fmt.Fprintf(w, "Measured %s on %s (%d CPUs), %.1f GiB memory, Linux %s, %s; load average at start %s.\n\n",
 		rep.Date.UTC().Format("2006-01-02 15:04 MST"), orUnknown(rep.Machine.CPUModel), rep.Machine.CPUs,
 		rep.Machine.MemoryGiB, orUnknown(rep.Machine.Kernel), rep.Machine.Go, orUnknown(rep.Machine.LoadAvg))
@@ -182,11 +197,15 @@ func formatReport(w io.Writer, rep report) {
 		runs = fmt.Sprintf("median of %d runs", rep.Runs)
 	}
 	fmt.Fprintf(w, "- each number: %s; ratio = operator time to all pods created / direct creation time\n\n", runs)
+}
 
+// formatScenarioTable writes the main table: per scenario, the operator's
+// time to create every pod against the direct reference, and its costs.
+func formatScenarioTable(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "| scenario | pods | operator: all pods created (s) | direct (s) | ratio | all jobs Running (s) | writes/job | requests/job | operator CPU (s) | peak RSS (MiB) |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	lifetimePeak := false
-	for _, rw := range rep.Rows {
+	for _, rw := range rows {
 		created := medianOf(rw.Runs, func(r runResult) float64 { return seconds(r.AllCreated) })
 		direct := medianOf(rw.Runs, func(r runResult) float64 { return seconds(r.Direct) })
 		ratio := "n/a"
@@ -214,11 +233,15 @@ func formatReport(w io.Writer, rep report) {
 	if lifetimePeak {
 		fmt.Fprintln(w, "\n\\* the peak could not be reset before the scenario (/proc/<pid>/clear_refs): peak over the operator's life so far.")
 	}
+}
 
+// formatDetailsTable writes the second table: the control plane's and the
+// harness's CPU, pod sizes and the operator's requests per job.
+func formatDetailsTable(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "\nDetails, from the first create to every job Running: when the last job create returned; the CPU time of the control plane (when the harness started it) and of the harness itself (clients, watches, fake kubelet); the control plane's CPU time during the direct reference; the size of a pod (JSON, status included; the largest of 50) of the operator and of the direct reference; the operator's requests per job by verb and resource.")
 	fmt.Fprintln(w, "\n| scenario | jobs created (s) | kube-apiserver CPU (s) | etcd CPU (s) | harness CPU (s) | direct: kube-apiserver CPU (s) | pod size, operator / direct (KiB) | operator requests per job |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|")
-	for _, rw := range rep.Rows {
+	for _, rw := range rows {
 		cpu := func(name string, of func(runResult) map[string]time.Duration) string {
 			for _, r := range rw.Runs {
 				if _, ok := of(r)[name]; !ok {
@@ -243,21 +266,18 @@ func formatReport(w io.Writer, rep report) {
 			secs(medianOf(rw.Runs, func(r runResult) float64 { return seconds(r.HarnessCPU) })),
 			cpu("kube-apiserver", directCPU), sizes, reqs)
 	}
+}
 
-	if rep.Runs > 1 {
-		fmt.Fprintln(w, "\nEvery run (operator all created / direct / all Running, seconds):")
-		fmt.Fprintln(w)
-		for _, rw := range rep.Rows {
-			var parts []string
-			for _, r := range rw.Runs {
-				parts = append(parts, fmt.Sprintf("%s / %s / %s", secs(seconds(r.AllCreated)), secs(seconds(r.Direct)), secs(seconds(r.Running))))
-			}
-			fmt.Fprintf(w, "- %s: %s\n", rw.Scenario.Name, strings.Join(parts, "; "))
+// formatEveryRun lists each run's times when there are several.
+func formatEveryRun(w io.Writer, rows []row) {
+	fmt.Fprintln(w, "\nEvery run (operator all created / direct / all Running, seconds):")
+	fmt.Fprintln(w)
+	for _, rw := range rows {
+		var parts []string
+		for _, r := range rw.Runs {
+			parts = append(parts, fmt.Sprintf("%s / %s / %s", secs(seconds(r.AllCreated)), secs(seconds(r.Direct)), secs(seconds(r.Running))))
 		}
-	}
-	formatRequestCosts(w, rep.CostRequests, rep.Costs)
-	if rep.Failure != "" {
-		fmt.Fprintf(w, "\n**Stopped early:** %s\n", rep.Failure)
+		fmt.Fprintf(w, "- %s: %s\n", rw.Scenario.Name, strings.Join(parts, "; "))
 	}
 }
 

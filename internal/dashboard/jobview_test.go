@@ -72,27 +72,7 @@ func TestJobStreamShowsTheJobItsPodsEventsAndCurves(t *testing.T) {
 
 	var v JobView
 	s.waitFor(t, "job", &v, func() bool { return v.Exists })
-	if v.Row.Phase != "Running" || v.UID != "uid-wd" {
-		t.Errorf("job %+v", v.Row)
-	}
-	var conds []string
-	for _, c := range v.Conditions {
-		conds = append(conds, c.Type)
-	}
-	if !slices.Equal(conds, []string{"Created", "Running"}) {
-		t.Errorf("conditions %v, want in the order they happened", conds)
-	}
-	var pods []string
-	for _, p := range v.Pods {
-		pods = append(pods, fmt.Sprintf("%s %s %s %s restarts=%d", p.Name, p.State, p.Node, p.IP, p.Restarts))
-	}
-	if want := []string{"wd-ps-0 Running node-1 10.0.0.5 restarts=0", "wd-worker-0 Running node-1 10.0.0.6 restarts=2"}; !slices.Equal(pods, want) {
-		t.Errorf("pods\n %v\nwant %v", pods, want)
-	}
-	// The restarts: an earlier one from its event, the latest from the status.
-	if len(v.Restarts) != 2 || !v.Restarts[0].Equal(t0.Add(2*time.Minute)) || !v.Restarts[1].Equal(t0.Add(4*time.Minute)) {
-		t.Errorf("restarts %v, want at +2m (event) and +4m (status)", v.Restarts)
-	}
+	checkRunningWDView(t, v, t0)
 
 	var events []EventRow
 	s.waitFor(t, "events", &events, func() bool { return true })
@@ -124,6 +104,35 @@ func TestJobStreamShowsTheJobItsPodsEventsAndCurves(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.waitFor(t, "job", &v, func() bool { return v.Row.Phase == "Completed" })
+}
+
+// checkRunningWDView checks the view of the running job wd of
+// TestJobStreamShowsTheJobItsPodsEventsAndCurves, created at t0: its phase
+// and UID, its conditions in the order they happened, its two pods, and
+// its restarts, the earlier one from its event (+2m), the latest from the
+// status (+4m).
+func checkRunningWDView(t *testing.T, v JobView, t0 time.Time) {
+	t.Helper()
+	if v.Row.Phase != "Running" || v.UID != "uid-wd" {
+		t.Errorf("job %+v", v.Row)
+	}
+	var conds []string
+	for _, c := range v.Conditions {
+		conds = append(conds, c.Type)
+	}
+	if !slices.Equal(conds, []string{"Created", "Running"}) {
+		t.Errorf("conditions %v, want in the order they happened", conds)
+	}
+	var pods []string
+	for _, p := range v.Pods {
+		pods = append(pods, fmt.Sprintf("%s %s %s %s restarts=%d", p.Name, p.State, p.Node, p.IP, p.Restarts))
+	}
+	if want := []string{"wd-ps-0 Running node-1 10.0.0.5 restarts=0", "wd-worker-0 Running node-1 10.0.0.6 restarts=2"}; !slices.Equal(pods, want) {
+		t.Errorf("pods\n %v\nwant %v", pods, want)
+	}
+	if len(v.Restarts) != 2 || !v.Restarts[0].Equal(t0.Add(2*time.Minute)) || !v.Restarts[1].Equal(t0.Add(4*time.Minute)) {
+		t.Errorf("restarts %v, want at +2m (event) and +4m (status)", v.Restarts)
+	}
 }
 
 // A job that does not exist yet is shown as soon as it does.

@@ -27,7 +27,7 @@ import (
 func TestCLIVerbsLikeKubectl(t *testing.T) {
 	ns := newNamespace(t)
 	env := []string{"KUBECONFIG=" + cluster.Kubeconfig()}
-	cli := func(args ...string) (string, string, int) { return paddlejobCLI(t, env, append(args, "-n", ns)...) }
+	var cli cliVerb = func(args ...string) (string, string, int) { return paddlejobCLI(t, env, append(args, "-n", ns)...) }
 
 	// Job a's worker says hello and waits; its first run fails, so its
 	// container restarts in place (OnFailure, scope Pod): HOME outlives it.
@@ -47,86 +47,29 @@ func TestCLIVerbsLikeKubectl(t *testing.T) {
 		return len(cs) == 1 && cs[0].RestartCount == 1 && cs[0].State.Running != nil, statusLine(p)
 	})
 
-	if out, _, code := cli("get", "-l", "team=ranking", "-o", "name"); code != 0 || out != "paddlejob.batch.paddlepaddle.org/a\n" {
-		t.Errorf("get -l team=ranking -o name: exit %d: %q", code, out)
-	}
-	if out, _, code := cli("get", "-o", "jsonpath={range .items[*]}{.metadata.name}={.spec.worker.replicas};{end}"); code != 0 || out != "a=1;b=1;" {
-		t.Errorf("get -o jsonpath: exit %d: %q", code, out)
-	}
-	if out, _, code := cli("get", "b", "-o", "jsonpath={.metadata.labels.team}"); code != 0 || out != "search" {
-		t.Errorf("get b -o jsonpath: exit %d: %q", code, out)
-	}
-
-	// Logs: the previous run, timestamps, since.
-	if out, _, code := cli("logs", "a", "worker-0", "--previous"); code != 0 || strings.TrimSpace(out) != "first run" {
-		t.Errorf("logs --previous: exit %d: %q", code, out)
-	}
-	out, _, code := cli("logs", "a", "--timestamps")
-	if code != 0 || !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z second run\n$`).MatchString(out) {
-		t.Errorf("logs --timestamps: exit %d: %q", code, out)
-	}
-	if out, _, code := cli("logs", "b", "--since-time", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)); code != 0 || out != "" {
-		t.Errorf("logs --since-time in the future: exit %d: %q", code, out)
-	}
-	if out, _, code := cli("logs", "b", "--since", "1h"); code != 0 || out != "hello from b\n" {
-		t.Errorf("logs --since 1h: exit %d: %q", code, out)
-	}
+	checkGetSelectsAndPrints(t, cli)
+	checkLogsOfRunsAndTimes(t, cli)
 
 	// Events of a job and its pods: the operator's and the node's.
-	out, _, code = cli("events", "a")
+	out, _, code := cli("events", "a")
 	if code != 0 || !regexp.MustCompile(`(?m)\sNormal\s+SuccessfulCreatePod\s+paddlejob/a\s`).MatchString(out) ||
 		!regexp.MustCompile(`(?m)\spod/a-worker-0\s`).MatchString(out) || strings.Contains(out, "paddlejob/b") {
 		t.Errorf("events a: exit %d:\n%s", code, out)
 	}
 
 	// get -w prints b's changes as they come: suspend and resume it.
-	watch := exec.Command(filepath.Join(binDir, "paddlejob"), "get", "b", "-w", "-n", ns, "-o", "jsonpath={.status.phase}{\"\\n\"}")
-	watch.Env = append(os.Environ(), env...)
-	stdout, err := watch.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := watch.Start(); err != nil {
-		t.Fatal(err)
-	}
-	phases := make(chan string, 100)
-	go func() {
-		for sc := bufio.NewScanner(stdout); sc.Scan(); {
-			phases <- sc.Text()
-		}
-		close(phases)
-	}()
-	waitPhase := func(want string) {
-		t.Helper()
-		timeout := time.After(2 * time.Minute)
-		var seen []string
-		for {
-			select {
-			case p, ok := <-phases:
-				if !ok {
-					t.Fatalf("get -w ended; it printed %v", seen)
-				}
-				seen = append(seen, p)
-				if p == want {
-					return
-				}
-			case <-timeout:
-				t.Fatalf("get -w printed %v, not %s", seen, want)
-			}
-		}
-	}
-	waitPhase("Running")
+	watch := watchPhase(t, env, ns, "b")
+	watch.waitFor(t, "Running")
 	if out, _, code := cli("suspend", "b"); code != 0 || !strings.Contains(out, "PaddleJob "+ns+"/b suspended in context") {
 		t.Errorf("suspend: exit %d: %s", code, out)
 	}
-	waitPhase("Suspended")
+	watch.waitFor(t, "Suspended")
 	waitPods(t, ns, "b")
 	if out, _, code := cli("resume", "b"); code != 0 || !strings.Contains(out, "resumed") {
 		t.Errorf("resume: exit %d: %s", code, out)
 	}
-	waitPhase("Running")
-	_ = watch.Process.Signal(syscall.SIGINT)
-	_ = watch.Wait()
+	watch.waitFor(t, "Running")
+	watch.stop()
 
 	// Completion of job names, as the shell asks for it.
 	// The word being completed comes last.
@@ -150,6 +93,104 @@ func TestCLIVerbsLikeKubectl(t *testing.T) {
 	if out, _, code := cli("delete", "--all"); code != 0 || !strings.Contains(out, "No PaddleJobs to delete") {
 		t.Errorf("delete --all with none: exit %d: %s", code, out)
 	}
+}
+
+// cliVerb runs the paddlejob CLI with args in the test's namespace and
+// returns its stdout, its stderr and its exit code.
+type cliVerb func(args ...string) (stdout, stderr string, code int)
+
+// checkGetSelectsAndPrints checks get of TestCLIVerbsLikeKubectl's jobs a
+// (team=ranking) and b (team=search): by label selector as names, and as
+// jsonpath, of the list and of one job.
+func checkGetSelectsAndPrints(t *testing.T, cli cliVerb) {
+	t.Helper()
+	if out, _, code := cli("get", "-l", "team=ranking", "-o", "name"); code != 0 || out != "paddlejob.batch.paddlepaddle.org/a\n" {
+		t.Errorf("get -l team=ranking -o name: exit %d: %q", code, out)
+	}
+	if out, _, code := cli("get", "-o", "jsonpath={range .items[*]}{.metadata.name}={.spec.worker.replicas};{end}"); code != 0 || out != "a=1;b=1;" {
+		t.Errorf("get -o jsonpath: exit %d: %q", code, out)
+	}
+	if out, _, code := cli("get", "b", "-o", "jsonpath={.metadata.labels.team}"); code != 0 || out != "search" {
+		t.Errorf("get b -o jsonpath: exit %d: %q", code, out)
+	}
+}
+
+// checkLogsOfRunsAndTimes checks logs of TestCLIVerbsLikeKubectl's jobs:
+// a's previous run, a's current run with timestamps, and b's since a time
+// to come (nothing) and since an hour ago.
+func checkLogsOfRunsAndTimes(t *testing.T, cli cliVerb) {
+	t.Helper()
+	if out, _, code := cli("logs", "a", "worker-0", "--previous"); code != 0 || strings.TrimSpace(out) != "first run" {
+		t.Errorf("logs --previous: exit %d: %q", code, out)
+	}
+	out, _, code := cli("logs", "a", "--timestamps")
+	if code != 0 || !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z second run\n$`).MatchString(out) {
+		t.Errorf("logs --timestamps: exit %d: %q", code, out)
+	}
+	if out, _, code := cli("logs", "b", "--since-time", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)); code != 0 || out != "" {
+		t.Errorf("logs --since-time in the future: exit %d: %q", code, out)
+	}
+	if out, _, code := cli("logs", "b", "--since", "1h"); code != 0 || out != "hello from b\n" {
+		t.Errorf("logs --since 1h: exit %d: %q", code, out)
+	}
+}
+
+// phaseWatch is `paddlejob get NAME -w` printing the job's phase at each
+// change, line by line into phases.
+type phaseWatch struct {
+	cmd    *exec.Cmd
+	phases chan string
+}
+
+// watchPhase starts `paddlejob get name -w` in namespace ns with env.
+func watchPhase(t *testing.T, env []string, ns, name string) *phaseWatch {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "paddlejob"), "get", name, "-w", "-n", ns, "-o", "jsonpath={.status.phase}{\"\\n\"}")
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &phaseWatch{cmd: cmd, phases: make(chan string, 100)}
+	go func() {
+		for sc := bufio.NewScanner(stdout); sc.Scan(); {
+			w.phases <- sc.Text()
+		}
+		close(w.phases)
+	}()
+	return w
+}
+
+// waitFor waits, two minutes at most, for the watch to print the phase
+// want; it fails the test, naming what it printed, if the watch ends or
+// the time is up first.
+func (w *phaseWatch) waitFor(t *testing.T, want string) {
+	t.Helper()
+	timeout := time.After(2 * time.Minute)
+	var seen []string
+	for {
+		select {
+		case p, ok := <-w.phases:
+			if !ok {
+				t.Fatalf("get -w ended; it printed %v", seen)
+			}
+			seen = append(seen, p)
+			if p == want {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("get -w printed %v, not %s", seen, want)
+		}
+	}
+}
+
+// stop interrupts the watch, as Ctrl-C does, and waits for it to end.
+func (w *phaseWatch) stop() {
+	_ = w.cmd.Process.Signal(syscall.SIGINT)
+	_ = w.cmd.Wait()
 }
 
 func podNamesOf(pods []corev1.Pod) []string {

@@ -94,14 +94,7 @@ func TestDashboard(t *testing.T) {
 
 	// What Paddle reported, from worker 0's own log: a line per pass, then
 	// its final line with the test AUC.
-	log := podLog(t, job.Namespace, worker0)
-	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
-	last := lines[len(lines)-1]
-	evaluated := len(regexp.MustCompile(`(?m)^pass \d+/\d+: `).FindAllString(log, -1))
-	m := regexp.MustCompile(`^final: trainer=0 trainers=2 test_auc=(\d\.\d{4}) `).FindStringSubmatch(last)
-	if m == nil || evaluated < passes {
-		t.Fatalf("worker 0's log ends %q after %d passes: want its final line, after %d passes", last, evaluated, passes)
-	}
+	last, auc, evaluated := finalAUCOfWorker0(t, job.Namespace, worker0, passes)
 
 	// The followed log reaches the program's last line, and ends with the
 	// container.
@@ -112,22 +105,49 @@ func TestDashboard(t *testing.T) {
 	// The AUC curve: a point for each pass evaluated (and the untrained
 	// model's first), once the operator has written the history, ending at
 	// the AUC the program printed.
-	waitPage(t, page, fmt.Sprintf("the AUC curve has at least %d points", evaluated), 2*time.Minute,
-		fmt.Sprintf(`Number(document.querySelector('figure[data-metric=auc]')?.dataset.points) >= %d`, evaluated))
-	shown := evaluate[string](t, page, `[...document.querySelectorAll('figure[data-metric=auc] td[data-value]')].map(td => td.dataset.value).join(' ')`)
-	values := strings.Fields(shown)
-	final, err := strconv.ParseFloat(values[len(values)-1], 64)
-	if err != nil || fmt.Sprintf("%.4f", final) != m[1] {
-		t.Errorf("the AUC curve %v ends at %s, want the AUC worker 0 printed, %s", values, values[len(values)-1], m[1])
-	}
-	points := evaluate[int](t, page, `Number(document.querySelector('figure[data-metric=auc]').dataset.points)`)
-	t.Logf("the AUC curve has %d points for %d passes evaluated, ending at %.4f; the log's last line: %s", points, evaluated, final, last)
+	checkAUCCurve(t, page, evaluated, auc, last)
 	screenshot(t, page, "dashboard-job.png")
 	do(t, page, "show the curves by step", chromedp.Click(`input[name=xmode][value=step]`),
 		chromedp.WaitVisible(`figure[data-metric=auc] .plot canvas`))
 	do(t, page, "scroll to the log", chromedp.ScrollIntoView(`pre[data-testid=log]`))
 	logShot := screenshotOf(t, page, `section.log`)
 	saveScreenshot(t, "dashboard-log.png", logShot)
+}
+
+// finalAUCOfWorker0 reads what Paddle reported in the log of worker 0
+// (pod), a line per pass, then its final line with the test AUC, and
+// returns that last line, the AUC it printed (4 decimals) and the number
+// of passes evaluated; it fails the test unless the log ends with the
+// final line after at least passes passes.
+func finalAUCOfWorker0(t *testing.T, ns, pod string, passes int) (last, auc string, evaluated int) {
+	t.Helper()
+	log := podLog(t, ns, pod)
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	last = lines[len(lines)-1]
+	evaluated = len(regexp.MustCompile(`(?m)^pass \d+/\d+: `).FindAllString(log, -1))
+	m := regexp.MustCompile(`^final: trainer=0 trainers=2 test_auc=(\d\.\d{4}) `).FindStringSubmatch(last)
+	if m == nil || evaluated < passes {
+		t.Fatalf("worker 0's log ends %q after %d passes: want its final line, after %d passes", last, evaluated, passes)
+	}
+	return last, m[1], evaluated
+}
+
+// checkAUCCurve waits for the job page's AUC curve to have a point for
+// each pass evaluated (and the untrained model's first), once the
+// operator has written the history, and checks that it ends at auc, the
+// AUC the program printed on its last line.
+func checkAUCCurve(t *testing.T, page context.Context, evaluated int, auc, last string) {
+	t.Helper()
+	waitPage(t, page, fmt.Sprintf("the AUC curve has at least %d points", evaluated), 2*time.Minute,
+		fmt.Sprintf(`Number(document.querySelector('figure[data-metric=auc]')?.dataset.points) >= %d`, evaluated))
+	shown := evaluate[string](t, page, `[...document.querySelectorAll('figure[data-metric=auc] td[data-value]')].map(td => td.dataset.value).join(' ')`)
+	values := strings.Fields(shown)
+	final, err := strconv.ParseFloat(values[len(values)-1], 64)
+	if err != nil || fmt.Sprintf("%.4f", final) != auc {
+		t.Errorf("the AUC curve %v ends at %s, want the AUC worker 0 printed, %s", values, values[len(values)-1], auc)
+	}
+	points := evaluate[int](t, page, `Number(document.querySelector('figure[data-metric=auc]').dataset.points)`)
+	t.Logf("the AUC curve has %d points for %d passes evaluated, ending at %.4f; the log's last line: %s", points, evaluated, final, last)
 }
 
 // BenchmarkDashboardJobs1000 measures the jobs page of `paddlejob

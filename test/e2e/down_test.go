@@ -30,18 +30,7 @@ func TestUpAndDownKeepTheUsersKubeconfig(t *testing.T) {
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	// The user's own contexts: one current, pointing at a port nothing
-	// listens on (no traffic leaves the machine).
-	user := clientcmdapi.NewConfig()
-	for _, name := range []string{"prod", "staging"} {
-		user.Clusters[name] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
-		user.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "token-of-" + name}
-		user.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "team-" + name}
-	}
-	user.CurrentContext = "prod"
-	if err := clientcmd.WriteToFile(*user, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	writeUsersKubeconfig(t, kubeconfig)
 	paddlejob := func(args ...string) (string, error) {
 		cmd := exec.Command(filepath.Join(binDir, "paddlejob"), args...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBEBUILDER_ASSETS="+os.Getenv("KUBEBUILDER_ASSETS"))
@@ -87,18 +76,7 @@ func TestUpAndDownKeepTheUsersKubeconfig(t *testing.T) {
 	if _, err := paddlejob("down", "--home", home); err != nil {
 		t.Fatal(err)
 	}
-	if left := processesMentioning(home); len(left) > 0 {
-		t.Errorf("processes left after down:\n%s", strings.Join(left, "\n"))
-	}
-	for _, port := range ports.All() {
-		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 200*time.Millisecond); err == nil {
-			c.Close()
-			t.Errorf("port %d still listens after down", port)
-		}
-	}
-	if _, err := os.Stat(home); !os.IsNotExist(err) {
-		t.Errorf("the state directory %s is still there", home)
-	}
+	checkDownLeftNothing(t, home, ports.All())
 	after, err := clientcmd.LoadFromFile(kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +92,41 @@ func TestUpAndDownKeepTheUsersKubeconfig(t *testing.T) {
 	}
 	if again, _ := clientcmd.LoadFromFile(kubeconfig); again.CurrentContext != "prod" || len(again.Contexts) != 2 {
 		t.Errorf("the failed delete changed the kubeconfig: %+v", again.Contexts)
+	}
+}
+
+// writeUsersKubeconfig writes at path the user's own contexts, prod and
+// staging: prod current, both pointing at a port nothing listens on (no
+// traffic leaves the machine).
+func writeUsersKubeconfig(t *testing.T, path string) {
+	t.Helper()
+	user := clientcmdapi.NewConfig()
+	for _, name := range []string{"prod", "staging"} {
+		user.Clusters[name] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+		user.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "token-of-" + name}
+		user.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "team-" + name}
+	}
+	user.CurrentContext = "prod"
+	if err := clientcmd.WriteToFile(*user, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkDownLeftNothing checks that after down no process mentions the
+// cluster's home, none of its ports listens, and home is gone.
+func checkDownLeftNothing(t *testing.T, home string, ports []int) {
+	t.Helper()
+	if left := processesMentioning(home); len(left) > 0 {
+		t.Errorf("processes left after down:\n%s", strings.Join(left, "\n"))
+	}
+	for _, port := range ports {
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 200*time.Millisecond); err == nil {
+			c.Close()
+			t.Errorf("port %d still listens after down", port)
+		}
+	}
+	if _, err := os.Stat(home); !os.IsNotExist(err) {
+		t.Errorf("the state directory %s is still there", home)
 	}
 }
 

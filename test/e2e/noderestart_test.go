@@ -32,110 +32,126 @@ func TestNodeRestarts(t *testing.T) {
 	calm := parseCollective(t, "calm-worker-0", logs["calm-worker-0"])
 
 	t.Run("the node is killed mid-job", func(t *testing.T) {
-		job := restartableResNet(t, "killed")
-		job.Namespace = newNamespace(t)
-		failures := recordFailedPods(t, job.Namespace)
-		createJob(t, job)
-		waitLog(t, job.Namespace, "killed-worker-0", regexp.MustCompile(`epoch 2/\d+: `))
-		started := podUIDs(t, job)
-		killNode(t)
-
-		got, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
-		if err != nil {
-			dumpJob(t, job.Namespace, job.Name)
-			t.Fatal(err)
-		}
-		mustComplete(t, got)
-		checkNodeRestartFailures(t, failures(), started)
-		if got.Status.RestartCount != int32(len(started)) {
-			t.Errorf("restartCount %d, want %d: one per pod the restart failed", got.Status.RestartCount, len(started))
-		}
-		for name, uid := range podUIDs(t, got) {
-			if uid == started[name] {
-				t.Errorf("%s was not recreated", name)
-			}
-		}
-		checkResumedJob(t, got, calm)
+		checkNodeKilledMidJob(t, calm)
 	})
-
-	// The endpoints change during a node restart: a pod waiting for them when
-	// the node is killed runs again on its own address, while its peer,
-	// recreated meanwhile, gets a new one; the waiting pod gets the new
-	// version and Paddle sees the new addresses. The template's scheduling
-	// gate lets the test place each pod when it wants (the operator's
-	// recreations carry the gate too).
 	t.Run("the job's endpoints change during a node restart", func(t *testing.T) {
-		job := restartableResNet(t, "moved")
-		job.Spec.Worker.Template.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "e2e.paddlejob.io/hold"}}
-		job.Namespace = newNamespace(t)
-		failures := recordFailedPods(t, job.Namespace)
-		createJob(t, job)
-		w0, w1 := "moved-worker-0", "moved-worker-1"
-		ungate(t, job.Namespace, w0)
-		ungate(t, job.Namespace, w1)
-		waitLog(t, job.Namespace, w0, regexp.MustCompile(`epoch 1/\d+: `))
-		firstVersion := endpointsVersion(t, job)
-		started := podUIDs(t, job)
-
-		// The first restart fails both pods; they are recreated, gated.
-		killNode(t)
-		recreated := waitRecreated(t, job, started)
-		checkNodeRestartFailures(t, failures(), started)
-
-		// Worker 0 is placed and waits for endpoints worker 1 cannot have
-		// while it is gated.
-		ungate(t, job.Namespace, w0)
-		waiting := waitForEndpointsWait(t, job.Namespace, w0)
-		t.Logf("%s waits for the endpoints on %s", w0, waiting.Status.PodIP)
-
-		// The second restart comes while it waits; worker 1 is placed
-		// meanwhile.
-		killNode(t, func() { ungate(t, job.Namespace, w1) })
-
-		got, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
-		if err != nil {
-			dumpJob(t, job.Namespace, job.Name)
-			t.Fatal(err)
-		}
-		mustComplete(t, got)
-		if got.Status.RestartCount != int32(len(started)) {
-			t.Errorf("restartCount %d, want %d: the first restart failed both pods, the second none", got.Status.RestartCount, len(started))
-		}
-		pods := map[string]corev1.Pod{}
-		final, err := pj.Pods(context.Background(), got.Namespace, got.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range final {
-			pods[p.Name] = p
-		}
-		if p := pods[w0]; p.UID != recreated[w0] || p.Status.PodIP != waiting.Status.PodIP {
-			t.Errorf("%s after the second restart: uid %s on %s; want it run again (uid %s) on its own address %s",
-				w0, p.UID, p.Status.PodIP, recreated[w0], waiting.Status.PodIP)
-		}
-		if _, failed := failures()[recreated[w0]]; failed {
-			t.Errorf("%s, waiting when the node restarted, was failed", w0)
-		}
-		if pods[w1].Status.PodIP == pods[w0].Status.PodIP {
-			t.Errorf("%s got %s's address %s", w1, w0, pods[w1].Status.PodIP)
-		}
-		if v := endpointsVersion(t, got); v == firstVersion || pods[w0].Annotations[paddlev1.AnnotationEndpoints] != v {
-			t.Errorf("endpoints version %q (first %q); %s was given %q", v, firstVersion, w0, pods[w0].Annotations[paddlev1.AnnotationEndpoints])
-		}
-		logs := checkResumedJob(t, got, calm)
-		// What Paddle was told: each rank's endpoint is on its pod's new
-		// address.
-		for _, pod := range []string{w0, w1} {
-			ms := rankLine.FindAllStringSubmatch(logs[pod], -1)
-			if len(ms) == 0 {
-				continue // checkResumedJob reported it
-			}
-			m := ms[len(ms)-1] // the last start
-			if !strings.HasPrefix(m[3], pods[pod].Status.PodIP+":") {
-				t.Errorf("%s: Paddle says rank %s is at %s, want an endpoint on %s", pod, m[1], m[3], pods[pod].Status.PodIP)
-			}
-		}
+		checkEndpointsChangeDuringANodeRestart(t, calm)
 	})
+}
+
+// checkNodeKilledMidJob kills the node while a job trains: every pod the
+// restart failed is counted and recreated, and the job resumes to learn
+// what the calm run learned.
+func checkNodeKilledMidJob(t *testing.T, calm collectiveReport) {
+	job := restartableResNet(t, "killed")
+	job.Namespace = newNamespace(t)
+	failures := recordFailedPods(t, job.Namespace)
+	createJob(t, job)
+	waitLog(t, job.Namespace, "killed-worker-0", regexp.MustCompile(`epoch 2/\d+: `))
+	started := podUIDs(t, job)
+	killNode(t)
+
+	got, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
+	if err != nil {
+		dumpJob(t, job.Namespace, job.Name)
+		t.Fatal(err)
+	}
+	mustComplete(t, got)
+	checkNodeRestartFailures(t, failures(), started)
+	if got.Status.RestartCount != int32(len(started)) {
+		t.Errorf("restartCount %d, want %d: one per pod the restart failed", got.Status.RestartCount, len(started))
+	}
+	for name, uid := range podUIDs(t, got) {
+		if uid == started[name] {
+			t.Errorf("%s was not recreated", name)
+		}
+	}
+	checkResumedJob(t, got, calm)
+}
+
+// checkEndpointsChangeDuringANodeRestart: the endpoints change during a
+// node restart. A pod waiting for them when the node is killed runs again
+// on its own address, while its peer, recreated meanwhile, gets a new one;
+// the waiting pod gets the new version and Paddle sees the new addresses.
+// The template's scheduling gate lets the test place each pod when it
+// wants (the operator's recreations carry the gate too).
+func checkEndpointsChangeDuringANodeRestart(t *testing.T, calm collectiveReport) {
+	job := restartableResNet(t, "moved")
+	job.Spec.Worker.Template.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "e2e.paddlejob.io/hold"}}
+	job.Namespace = newNamespace(t)
+	failures := recordFailedPods(t, job.Namespace)
+	createJob(t, job)
+	w0, w1 := "moved-worker-0", "moved-worker-1"
+	ungate(t, job.Namespace, w0)
+	ungate(t, job.Namespace, w1)
+	waitLog(t, job.Namespace, w0, regexp.MustCompile(`epoch 1/\d+: `))
+	firstVersion := endpointsVersion(t, job)
+	started := podUIDs(t, job)
+
+	// The first restart fails both pods; they are recreated, gated.
+	killNode(t)
+	recreated := waitRecreated(t, job, started)
+	checkNodeRestartFailures(t, failures(), started)
+
+	// Worker 0 is placed and waits for endpoints worker 1 cannot have
+	// while it is gated.
+	ungate(t, job.Namespace, w0)
+	waiting := waitForEndpointsWait(t, job.Namespace, w0)
+	t.Logf("%s waits for the endpoints on %s", w0, waiting.Status.PodIP)
+
+	// The second restart comes while it waits; worker 1 is placed
+	// meanwhile.
+	killNode(t, func() { ungate(t, job.Namespace, w1) })
+
+	got, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
+	if err != nil {
+		dumpJob(t, job.Namespace, job.Name)
+		t.Fatal(err)
+	}
+	mustComplete(t, got)
+	if got.Status.RestartCount != int32(len(started)) {
+		t.Errorf("restartCount %d, want %d: the first restart failed both pods, the second none", got.Status.RestartCount, len(started))
+	}
+	pods := map[string]corev1.Pod{}
+	final, err := pj.Pods(context.Background(), got.Namespace, got.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range final {
+		pods[p.Name] = p
+	}
+	if p := pods[w0]; p.UID != recreated[w0] || p.Status.PodIP != waiting.Status.PodIP {
+		t.Errorf("%s after the second restart: uid %s on %s; want it run again (uid %s) on its own address %s",
+			w0, p.UID, p.Status.PodIP, recreated[w0], waiting.Status.PodIP)
+	}
+	if _, failed := failures()[recreated[w0]]; failed {
+		t.Errorf("%s, waiting when the node restarted, was failed", w0)
+	}
+	if pods[w1].Status.PodIP == pods[w0].Status.PodIP {
+		t.Errorf("%s got %s's address %s", w1, w0, pods[w1].Status.PodIP)
+	}
+	if v := endpointsVersion(t, got); v == firstVersion || pods[w0].Annotations[paddlev1.AnnotationEndpoints] != v {
+		t.Errorf("endpoints version %q (first %q); %s was given %q", v, firstVersion, w0, pods[w0].Annotations[paddlev1.AnnotationEndpoints])
+	}
+	logs := checkResumedJob(t, got, calm)
+	checkRanksOnTheirPodsAddresses(t, logs, pods, w0, w1)
+}
+
+// checkRanksOnTheirPodsAddresses checks what Paddle was told, from the
+// pods' logs: each rank's endpoint, at its last start, is on its pod's
+// address now.
+func checkRanksOnTheirPodsAddresses(t *testing.T, logs map[string]string, pods map[string]corev1.Pod, names ...string) {
+	t.Helper()
+	for _, pod := range names {
+		ms := rankLine.FindAllStringSubmatch(logs[pod], -1)
+		if len(ms) == 0 {
+			continue // checkResumedJob reported it
+		}
+		m := ms[len(ms)-1] // the last start
+		if !strings.HasPrefix(m[3], pods[pod].Status.PodIP+":") {
+			t.Errorf("%s: Paddle says rank %s is at %s, want an endpoint on %s", pod, m[1], m[3], pods[pod].Status.PodIP)
+		}
+	}
 }
 
 // restartableResNet is the collective example with restartPolicy ExitCode,

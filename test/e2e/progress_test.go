@@ -38,42 +38,8 @@ func TestProgressOfWideAndDeep(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
 	defer cancel()
-	var (
-		seen         []int32 // distinct percents, in the order observed
-		aucBeforeEnd string
-		etaSeen      bool
-		done         *paddlev1.PaddleJob
-	)
-	for done == nil {
-		got, err := pj.Get(ctx, job.Namespace, job.Name)
-		if err != nil {
-			dumpJob(t, job.Namespace, job.Name)
-			t.Fatalf("waiting for the job: %v", err)
-		}
-		if p := got.Status.Progress; p != nil && p.Percent != nil {
-			if len(seen) == 0 || seen[len(seen)-1] != *p.Percent {
-				seen = append(seen, *p.Percent)
-			}
-			etaSeen = etaSeen || (p.EstimatedSecondsRemaining != nil && *p.Percent < 100)
-			if !got.Status.IsFinished() {
-				for _, m := range p.Metrics {
-					if m.Name == "auc" && aucBeforeEnd == "" {
-						aucBeforeEnd = m.Value
-					}
-				}
-			}
-		}
-		if got.Status.IsFinished() {
-			done = got
-			break
-		}
-		select {
-		case <-ctx.Done():
-			dumpJob(t, job.Namespace, job.Name)
-			t.Fatalf("the job did not finish within %s; progress seen %v", jobTimeout, seen)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	watched := watchProgressUntilFinished(t, ctx, job)
+	seen, aucBeforeEnd, etaSeen, done := watched.percents, watched.aucBeforeEnd, watched.etaSeen, watched.done
 	elapsed := time.Since(start)
 	mustComplete(t, done)
 	writes := apiStatusWrites(t) - writesBefore
@@ -116,6 +82,68 @@ func TestProgressOfWideAndDeep(t *testing.T) {
 	t.Logf("status writes: %d over %s (%.1f a minute, bound %d)", writes, elapsed.Round(time.Second), perMinute, bound)
 
 	// The metric history: every pass's AUC, within a flush interval.
+	hist := waitForAUCHistory(t, ctx, job, passes)
+	if loss := series(hist, "loss"); len(loss) < passes {
+		t.Errorf("the history has %d loss points, want at least %d", len(loss), passes)
+	}
+	names := []string{}
+	for _, s := range hist.Metrics {
+		names = append(names, s.Name)
+	}
+	t.Logf("history: %s; AUC per pass %v", strings.Join(names, ", "), series(hist, "auc"))
+}
+
+// progressWatched is what the job's status showed of its progress while
+// it ran.
+type progressWatched struct {
+	percents     []int32 // distinct percents, in the order observed
+	aucBeforeEnd string  // the first AUC shown before the job finished
+	etaSeen      bool    // a time remaining was shown before 100%
+	done         *paddlev1.PaddleJob
+}
+
+// watchProgressUntilFinished reads the job's status until it finishes,
+// recording the progress it shows; it fails the test when ctx ends first.
+func watchProgressUntilFinished(t *testing.T, ctx context.Context, job *paddlev1.PaddleJob) progressWatched {
+	t.Helper()
+	var w progressWatched
+	for {
+		got, err := pj.Get(ctx, job.Namespace, job.Name)
+		if err != nil {
+			dumpJob(t, job.Namespace, job.Name)
+			t.Fatalf("waiting for the job: %v", err)
+		}
+		if p := got.Status.Progress; p != nil && p.Percent != nil {
+			if len(w.percents) == 0 || w.percents[len(w.percents)-1] != *p.Percent {
+				w.percents = append(w.percents, *p.Percent)
+			}
+			w.etaSeen = w.etaSeen || (p.EstimatedSecondsRemaining != nil && *p.Percent < 100)
+			if !got.Status.IsFinished() {
+				for _, m := range p.Metrics {
+					if m.Name == "auc" && w.aucBeforeEnd == "" {
+						w.aucBeforeEnd = m.Value
+					}
+				}
+			}
+		}
+		if got.Status.IsFinished() {
+			w.done = got
+			return w
+		}
+		select {
+		case <-ctx.Done():
+			dumpJob(t, job.Namespace, job.Name)
+			t.Fatalf("the job did not finish within %s; progress seen %v", jobTimeout, w.percents)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// waitForAUCHistory waits, a history flush interval and 15s at most, for
+// the job's metric history to hold an AUC point for each of its passes,
+// and returns it.
+func waitForAUCHistory(t *testing.T, ctx context.Context, job *paddlev1.PaddleJob, passes int) progress.History {
+	t.Helper()
 	deadline := time.Now().Add(progress.DefaultHistoryFlush + 15*time.Second)
 	var hist progress.History
 	for {
@@ -125,7 +153,7 @@ func TestProgressOfWideAndDeep(t *testing.T) {
 				t.Fatal(err)
 			}
 			if n := len(series(hist, "auc")); n >= passes {
-				break
+				return hist
 			}
 		} else if !apierrors.IsNotFound(err) {
 			t.Fatal(err)
@@ -135,14 +163,6 @@ func TestProgressOfWideAndDeep(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	if loss := series(hist, "loss"); len(loss) < passes {
-		t.Errorf("the history has %d loss points, want at least %d", len(loss), passes)
-	}
-	names := []string{}
-	for _, s := range hist.Metrics {
-		names = append(names, s.Name)
-	}
-	t.Logf("history: %s; AUC per pass %v", strings.Join(names, ", "), series(hist, "auc"))
 }
 
 func series(h progress.History, name string) [][2]float64 {

@@ -228,25 +228,7 @@ func gangWaitsForRoom(t testing.TB, st *localcluster.State, schedulerName string
 	ctx := context.Background()
 	ns := newNamespace(t)
 	cs := pj.Clientset()
-	blocker := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "blocker", Namespace: ns},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36", Command: []string{"sleep", "3600"},
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(blockerCPU)}}}},
-			TerminationGracePeriodSeconds: new(int64),
-		},
-	}
-	if _, err := cs.CoreV1().Pods(ns).Create(ctx, blocker, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.CoreV1().Pods(ns).Delete(ctx, "blocker", metav1.DeleteOptions{}) })
-	poll(t, time.Minute, "the blocker runs", func() (bool, string) {
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, "blocker", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return started(p), string(p.Status.Phase)
-	})
+	startBlocker(t, ns)
 
 	job := testutil.MakePaddleJob("gang", ns).Workers(gangPods).Image("busybox:1.36").
 		Command(paddlev1.ReplicaWorker, "sh", "-c", "echo started; sleep 2").Obj()
@@ -256,44 +238,7 @@ func gangWaitsForRoom(t testing.TB, st *localcluster.State, schedulerName string
 	createJob(t, job)
 
 	// The scheduler has seen the group and turned it down...
-	dyn := dynamicClient(t, st)
-	switch schedulerName {
-	case localcluster.VolcanoSchedulerName:
-		// Volcano keeps the group Pending (not Inqueue) and says why; the
-		// operator creates no pod before it is Inqueue.
-		poll(t, time.Minute, "Volcano turns the group down", func() (bool, string) {
-			pg, err := dyn.Resource(podGroups).Namespace(ns).Get(ctx, job.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			phase, _, _ := unstructured.NestedString(pg.Object, "status", "phase")
-			conds, _, _ := unstructured.NestedSlice(pg.Object, "status", "conditions")
-			for _, c := range conds {
-				c := c.(map[string]any)
-				if c["type"] == "Unschedulable" && c["status"] == "True" && phase == "Pending" {
-					return true, fmt.Sprint(c["message"])
-				}
-			}
-			return false, fmt.Sprintf("phase %q, conditions %v", phase, conds)
-		})
-	default:
-		// Coscheduling has every pod of the group unschedulable.
-		poll(t, time.Minute, "Coscheduling turns every pod down", func() (bool, string) {
-			pods, err := pj.Pods(ctx, ns, job.Name)
-			if err != nil {
-				return false, err.Error()
-			}
-			var states []string
-			for _, p := range pods {
-				for _, c := range p.Status.Conditions {
-					if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-						states = append(states, p.Name+": "+c.Message)
-					}
-				}
-			}
-			return len(states) == gangPods, strings.Join(states, "; ")
-		})
-	}
+	waitForTheGangTurnedDown(t, dynamicClient(t, st), ns, job.Name, schedulerName, podGroups)
 	// ...and no pod of it holds the node.
 	pods, err := pj.Pods(ctx, ns, job.Name)
 	if err != nil {
@@ -326,25 +271,7 @@ func gangWaitsForRoom(t testing.TB, st *localcluster.State, schedulerName string
 	if len(pods) != gangPods {
 		t.Fatalf("%d pods after completion, want %d (cleanPodPolicy Never)", len(pods), gangPods)
 	}
-	var bound []time.Time
-	for _, p := range pods {
-		if by := scheduledBy(t, ns, p.Name); by != schedulerName {
-			t.Errorf("%s was scheduled by %q, want %q", p.Name, by, schedulerName)
-		}
-		scheduled := false
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
-				scheduled = true
-				if c.LastTransitionTime.Time.Before(freed.Truncate(time.Second)) {
-					t.Errorf("%s was bound at %s, before the blocker was deleted at %s", p.Name, c.LastTransitionTime, freed)
-				}
-			}
-		}
-		if !scheduled {
-			t.Errorf("%s has no PodScheduled condition", p.Name)
-		}
-		bound = append(bound, scheduledAt(t, ns, p.Name))
-	}
+	bound := checkBoundByAfter(t, ns, pods, schedulerName, freed)
 	return slices.MaxFunc(bound, time.Time.Compare).Sub(slices.MinFunc(bound, time.Time.Compare)), completed
 }
 

@@ -47,128 +47,156 @@ func TestYourOwnProgram(t *testing.T) {
 	}
 
 	t.Run("parameter server", func(t *testing.T) {
-		ns := newNamespace(t)
-		_, errOut, code := paddlejobCLI(t, env, "run", "-f", filepath.Join(dir, "job-ps.yaml"), "--build-context", dir, "-n", ns)
-		// The first run adds the image: the node restarts to read the Dockerfile.
-		if code != 0 || !strings.Contains(errOut, "image my-ctr:v1: the local node runs it from the build context "+dir+" (the node restarted to read its Dockerfile)") ||
-			!strings.Contains(errOut, "PaddleJob "+ns+"/my-ctr-ps completed") {
-			dumpJob(t, ns, "my-ctr-ps")
-			t.Fatalf("paddlejob run: exit %d\n%s", code, errOut)
-		}
-		logRestarts(t, ns, "my-ctr-ps")
-		for rank := 0; rank < 2; rank++ {
-			log := podLog(t, ns, fmt.Sprintf("my-ctr-ps-worker-%d", rank))
-			if !strings.Contains(log, fmt.Sprintf("role=TRAINER mode=ps rank=%d world_size=2 servers=2", rank)) {
-				t.Errorf("trainer %d does not say who it was:\n%s", rank, log)
-			}
-		}
-		checkModel(t, filepath.Join(dir, "output", "ps"), podLog(t, ns, "my-ctr-ps-worker-0"))
+		runYourPSProgram(t, env, dir)
 	})
 
 	t.Run("collective", func(t *testing.T) {
-		ns := newNamespace(t)
-		_, errOut, code := paddlejobCLI(t, env, "run", "-f", filepath.Join(dir, "job-collective.yaml"), "--build-context", dir, "-n", ns)
-		// The same image and Dockerfile: no restart.
-		if code != 0 || !strings.Contains(errOut, "image my-ctr:v1: the local node runs it from the build context "+dir+" (as before") ||
-			!strings.Contains(errOut, "PaddleJob "+ns+"/my-ctr-collective completed") {
-			dumpJob(t, ns, "my-ctr-collective")
-			t.Fatalf("paddlejob run: exit %d\n%s", code, errOut)
-		}
-		logs := map[string]string{}
-		for rank := 0; rank < 2; rank++ {
-			pod := fmt.Sprintf("my-ctr-collective-worker-%d", rank)
-			logs[pod] = podLog(t, ns, pod)
-		}
-		for rank := 0; rank < 2; rank++ {
-			if !strings.Contains(strings.Join([]string{logs["my-ctr-collective-worker-0"], logs["my-ctr-collective-worker-1"]}, "\n"),
-				fmt.Sprintf("role=TRAINER mode=collective rank=%d world_size=2", rank)) {
-				t.Errorf("no process says it was rank %d of 2:\n%v", rank, logs)
-			}
-		}
-		checkModel(t, filepath.Join(dir, "output", "collective"), logs["my-ctr-collective-worker-0"]+logs["my-ctr-collective-worker-1"])
+		runYourCollectiveProgram(t, env, dir)
 	})
 
 	t.Run("a job larger than the machine says why it is Pending", func(t *testing.T) {
-		ns := newNamespace(t)
-		node, err := pj.Clientset().CoreV1().Nodes().Get(context.Background(), localcluster.NodeName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cpus := node.Status.Allocatable.Cpu().Value()
-		want := fmt.Sprintf("needs %d CPU, the node has %d", cpus+3, cpus)
-		job := filepath.Join(t.TempDir(), "big.yaml")
-		if err := os.WriteFile(job, []byte(strings.ReplaceAll(bigJob, "CPUS", strconv.FormatInt(cpus+3, 10))), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		// run shows the reason as soon as the scheduler gives up on the
-		// pods; interrupted then, it leaves the job running (exit 130).
-		cmd := exec.Command(filepath.Join(binDir, "paddlejob"), "run", "-f", job, "-n", ns)
-		cmd.Env = append(os.Environ(), env...)
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var seen []string
-		found := ""
-		for sc := bufio.NewScanner(stderr); sc.Scan(); {
-			seen = append(seen, sc.Text())
-			if strings.Contains(sc.Text(), want) && found == "" {
-				found = sc.Text()
-				_ = cmd.Process.Signal(syscall.SIGINT)
-			}
-		}
-		err = cmd.Wait()
-		if found == "" {
-			t.Fatalf("paddlejob run never said %q (%v):\n%s", want, err, strings.Join(seen, "\n"))
-		}
-		if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(strings.Join(seen, "\n"), "stopped watching; PaddleJob "+ns+"/big keeps running") {
-			t.Errorf("interrupted, paddlejob run ended with %d:\n%s", code, strings.Join(seen, "\n"))
-		}
-		t.Logf("paddlejob run said: %s", found)
-		// Both pods ask for more than the node has: the hint makes room for both.
-		hint := fmt.Sprintf("paddlejob down; paddlejob up --capacity cpu=%d", 2*(cpus+3))
-		for _, args := range [][]string{{"get", "big"}, {"get"}, {"describe", "big"}} {
-			out, errOut, code := paddlejobCLI(t, env, append(args, "-n", ns)...)
-			if code != 0 || !strings.Contains(out, "Pending ps-0, worker-0: "+want) || !strings.Contains(out, hint) {
-				t.Errorf("paddlejob %s: exit %d, want %q and %q:\n%s%s", strings.Join(args, " "), code, want, hint, out, errOut)
-			}
-		}
+		checkABigJobSaysWhyItIsPending(t, env)
 	})
 
 	t.Run("validate says offline what the cluster says", func(t *testing.T) {
-		ns := newNamespace(t)
-		good := mustRead(t, "examples/jobs/resnet.yaml")
-		for name, manifest := range map[string]string{
-			"an unknown field":      strings.Replace(good, "cleanPodPolicy: Never", "cleanPodPolicy: Never\n  foo: bar", 1),
-			"an enum":               strings.Replace(good, "cleanPodPolicy: Never", "cleanPodPolicy: Sometimes", 1),
-			"a CEL rule":            strings.Replace(good, "name: resnet", "name: ResNet", 1),
-			"the webhook":           strings.Replace(good, "- name: paddle", "- name: wait-for-endpoints", 1),
-			"the webhook's env":     strings.Replace(good, "- name: PADDLE_CHECKPOINT_DIR", "- name: PADDLE_TRAINER_ID\n                value: \"1\"\n              - name: PADDLE_CHECKPOINT_DIR", 1),
-			"replicas out of range": strings.Replace(good, "replicas: 2", "replicas: 10001", 1),
-		} {
-			file := filepath.Join(t.TempDir(), "job.yaml")
-			if err := os.WriteFile(file, []byte(manifest), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			offline, _, code := paddlejobCLI(t, env, "validate", "-f", file)
-			server, _, serverCode := paddlejobCLI(t, env, "validate", "-f", file, "--server", "-n", ns)
-			if code != 1 || serverCode != 1 {
-				t.Errorf("%s: validate exits %d offline, %d with --server; want 1", name, code, serverCode)
-			}
-			// The field errors, as the API server or the webhook words them.
-			for _, e := range fieldErrors(server) {
-				if !strings.Contains(offline, e) {
-					t.Errorf("%s: the cluster says %q, validate offline does not:\noffline: %s\nserver:  %s", name, e, offline, server)
-				}
-			}
-			if len(fieldErrors(server)) == 0 {
-				t.Errorf("%s: no field error from the cluster: %s", name, server)
+		checkValidateOfflineSaysWhatTheClusterSays(t, env)
+	})
+}
+
+// runYourPSProgram runs the parameter-server job of the program init
+// wrote in dir, building its image from dir: the node restarts to read the
+// Dockerfile, each trainer says who it was, and the model learned.
+func runYourPSProgram(t *testing.T, env []string, dir string) {
+	ns := newNamespace(t)
+	_, errOut, code := paddlejobCLI(t, env, "run", "-f", filepath.Join(dir, "job-ps.yaml"), "--build-context", dir, "-n", ns)
+	// The first run adds the image: the node restarts to read the Dockerfile.
+	if code != 0 || !strings.Contains(errOut, "image my-ctr:v1: the local node runs it from the build context "+dir+" (the node restarted to read its Dockerfile)") ||
+		!strings.Contains(errOut, "PaddleJob "+ns+"/my-ctr-ps completed") {
+		dumpJob(t, ns, "my-ctr-ps")
+		t.Fatalf("paddlejob run: exit %d\n%s", code, errOut)
+	}
+	logRestarts(t, ns, "my-ctr-ps")
+	for rank := 0; rank < 2; rank++ {
+		log := podLog(t, ns, fmt.Sprintf("my-ctr-ps-worker-%d", rank))
+		if !strings.Contains(log, fmt.Sprintf("role=TRAINER mode=ps rank=%d world_size=2 servers=2", rank)) {
+			t.Errorf("trainer %d does not say who it was:\n%s", rank, log)
+		}
+	}
+	checkModel(t, filepath.Join(dir, "output", "ps"), podLog(t, ns, "my-ctr-ps-worker-0"))
+}
+
+// runYourCollectiveProgram runs the collective job of the same program
+// and image (no node restart): each rank of 2 says who it was, and the
+// model learned.
+func runYourCollectiveProgram(t *testing.T, env []string, dir string) {
+	ns := newNamespace(t)
+	_, errOut, code := paddlejobCLI(t, env, "run", "-f", filepath.Join(dir, "job-collective.yaml"), "--build-context", dir, "-n", ns)
+	// The same image and Dockerfile: no restart.
+	if code != 0 || !strings.Contains(errOut, "image my-ctr:v1: the local node runs it from the build context "+dir+" (as before") ||
+		!strings.Contains(errOut, "PaddleJob "+ns+"/my-ctr-collective completed") {
+		dumpJob(t, ns, "my-ctr-collective")
+		t.Fatalf("paddlejob run: exit %d\n%s", code, errOut)
+	}
+	logs := map[string]string{}
+	for rank := 0; rank < 2; rank++ {
+		pod := fmt.Sprintf("my-ctr-collective-worker-%d", rank)
+		logs[pod] = podLog(t, ns, pod)
+	}
+	for rank := 0; rank < 2; rank++ {
+		if !strings.Contains(strings.Join([]string{logs["my-ctr-collective-worker-0"], logs["my-ctr-collective-worker-1"]}, "\n"),
+			fmt.Sprintf("role=TRAINER mode=collective rank=%d world_size=2", rank)) {
+			t.Errorf("no process says it was rank %d of 2:\n%v", rank, logs)
+		}
+	}
+	checkModel(t, filepath.Join(dir, "output", "collective"), logs["my-ctr-collective-worker-0"]+logs["my-ctr-collective-worker-1"])
+}
+
+// checkABigJobSaysWhyItIsPending runs a job asking for more CPU than the
+// node has: run says why it is Pending, and get and describe say it too,
+// with the capacity that makes room for it.
+func checkABigJobSaysWhyItIsPending(t *testing.T, env []string) {
+	ns := newNamespace(t)
+	node, err := pj.Clientset().CoreV1().Nodes().Get(context.Background(), localcluster.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpus := node.Status.Allocatable.Cpu().Value()
+	want := fmt.Sprintf("needs %d CPU, the node has %d", cpus+3, cpus)
+	job := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(job, []byte(strings.ReplaceAll(bigJob, "CPUS", strconv.FormatInt(cpus+3, 10))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// run shows the reason as soon as the scheduler gives up on the
+	// pods; interrupted then, it leaves the job running (exit 130).
+	cmd := exec.Command(filepath.Join(binDir, "paddlejob"), "run", "-f", job, "-n", ns)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	found := ""
+	for sc := bufio.NewScanner(stderr); sc.Scan(); {
+		seen = append(seen, sc.Text())
+		if strings.Contains(sc.Text(), want) && found == "" {
+			found = sc.Text()
+			_ = cmd.Process.Signal(syscall.SIGINT)
+		}
+	}
+	err = cmd.Wait()
+	if found == "" {
+		t.Fatalf("paddlejob run never said %q (%v):\n%s", want, err, strings.Join(seen, "\n"))
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(strings.Join(seen, "\n"), "stopped watching; PaddleJob "+ns+"/big keeps running") {
+		t.Errorf("interrupted, paddlejob run ended with %d:\n%s", code, strings.Join(seen, "\n"))
+	}
+	t.Logf("paddlejob run said: %s", found)
+	// Both pods ask for more than the node has: the hint makes room for both.
+	hint := fmt.Sprintf("paddlejob down; paddlejob up --capacity cpu=%d", 2*(cpus+3))
+	for _, args := range [][]string{{"get", "big"}, {"get"}, {"describe", "big"}} {
+		out, errOut, code := paddlejobCLI(t, env, append(args, "-n", ns)...)
+		if code != 0 || !strings.Contains(out, "Pending ps-0, worker-0: "+want) || !strings.Contains(out, hint) {
+			t.Errorf("paddlejob %s: exit %d, want %q and %q:\n%s%s", strings.Join(args, " "), code, want, hint, out, errOut)
+		}
+	}
+}
+
+// checkValidateOfflineSaysWhatTheClusterSays validates bad manifests
+// offline and with --server: both refuse, and offline says every field
+// error the cluster says.
+func checkValidateOfflineSaysWhatTheClusterSays(t *testing.T, env []string) {
+	ns := newNamespace(t)
+	good := mustRead(t, "examples/jobs/resnet.yaml")
+	for name, manifest := range map[string]string{
+		"an unknown field":      strings.Replace(good, "cleanPodPolicy: Never", "cleanPodPolicy: Never\n  foo: bar", 1),
+		"an enum":               strings.Replace(good, "cleanPodPolicy: Never", "cleanPodPolicy: Sometimes", 1),
+		"a CEL rule":            strings.Replace(good, "name: resnet", "name: ResNet", 1),
+		"the webhook":           strings.Replace(good, "- name: paddle", "- name: wait-for-endpoints", 1),
+		"the webhook's env":     strings.Replace(good, "- name: PADDLE_CHECKPOINT_DIR", "- name: PADDLE_TRAINER_ID\n                value: \"1\"\n              - name: PADDLE_CHECKPOINT_DIR", 1),
+		"replicas out of range": strings.Replace(good, "replicas: 2", "replicas: 10001", 1),
+	} {
+		file := filepath.Join(t.TempDir(), "job.yaml")
+		if err := os.WriteFile(file, []byte(manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		offline, _, code := paddlejobCLI(t, env, "validate", "-f", file)
+		server, _, serverCode := paddlejobCLI(t, env, "validate", "-f", file, "--server", "-n", ns)
+		if code != 1 || serverCode != 1 {
+			t.Errorf("%s: validate exits %d offline, %d with --server; want 1", name, code, serverCode)
+		}
+		// The field errors, as the API server or the webhook words them.
+		for _, e := range fieldErrors(server) {
+			if !strings.Contains(offline, e) {
+				t.Errorf("%s: the cluster says %q, validate offline does not:\noffline: %s\nserver:  %s", name, e, offline, server)
 			}
 		}
-	})
+		if len(fieldErrors(server)) == 0 {
+			t.Errorf("%s: no field error from the cluster: %s", name, server)
+		}
+	}
 }
 
 // bigJob asks for more CPUs than the node has, in each of its two pods.

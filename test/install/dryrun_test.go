@@ -117,54 +117,11 @@ func restrictedNamespace(name string) *unstructured.Unstructured {
 // the dry run checks only that they are well-formed objects of served kinds.
 func TestServerSideDryRun(t *testing.T) {
 	renderings := append(operatorRenderings(t), configPrometheus(t)) // rendered before the API server starts
-	env, err := testenv.Start(filepath.Join("testdata", "crds"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Log("stopping the control plane:", err)
-		}
-	})
-	rec := &warnings{}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.WarningHandler = rec
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), warnings: rec}
+	c := startCluster(t)
 
 	for _, r := range renderings {
 		t.Run(r.name, func(t *testing.T) {
-			// For real: the CRDs (envtest installed config/crd/bases already;
-			// the rendering's must apply over it) and the namespace.
-			namespaced := false
-			for _, o := range r.objs {
-				switch o.GetKind() {
-				case "CustomResourceDefinition":
-					c.apply(t, o)
-				case "Namespace":
-					ns := o.DeepCopy()
-					labels := ns.GetLabels()
-					if labels == nil {
-						labels = map[string]string{}
-					}
-					// Test only: warn about what enforce would refuse in pods.
-					labels["pod-security.kubernetes.io/warn"] = "restricted"
-					ns.SetLabels(labels)
-					c.apply(t, ns)
-					namespaced = namespaced || o.GetName() == r.namespace
-				}
-			}
-			if !namespaced {
-				c.apply(t, restrictedNamespace(r.namespace))
-			}
-			c.mapper.Reset()
+			c.applyCRDsAndNamespaces(t, r)
 			n := 0
 			for _, o := range r.objs {
 				if o.GetKind() == "CustomResourceDefinition" || o.GetKind() == "Namespace" {
@@ -213,4 +170,63 @@ func TestServerSideDryRun(t *testing.T) {
 			t.Fatalf("got %v, want a strict field validation error", err)
 		}
 	})
+}
+
+// startCluster starts a control plane with the CRDs of testdata/crds,
+// stopped when the test ends, and a dynamic client to it that records the
+// API server's warnings.
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	env, err := testenv.Start(filepath.Join("testdata", "crds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Log("stopping the control plane:", err)
+		}
+	})
+	rec := &warnings{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = rec
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), warnings: rec}
+}
+
+// applyCRDsAndNamespaces applies for real what the rendering's other
+// objects need: its CRDs (envtest installed config/crd/bases already; the
+// rendering's must apply over it) and its namespaces, each warning about
+// what the restricted Pod Security level would refuse; the rendering's
+// namespace when it does not create it.
+func (c *cluster) applyCRDsAndNamespaces(t *testing.T, r rendering) {
+	t.Helper()
+	namespaced := false
+	for _, o := range r.objs {
+		switch o.GetKind() {
+		case "CustomResourceDefinition":
+			c.apply(t, o)
+		case "Namespace":
+			ns := o.DeepCopy()
+			labels := ns.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			// Test only: warn about what enforce would refuse in pods.
+			labels["pod-security.kubernetes.io/warn"] = "restricted"
+			ns.SetLabels(labels)
+			c.apply(t, ns)
+			namespaced = namespaced || o.GetName() == r.namespace
+		}
+	}
+	if !namespaced {
+		c.apply(t, restrictedNamespace(r.namespace))
+	}
+	c.mapper.Reset()
 }

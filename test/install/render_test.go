@@ -143,7 +143,6 @@ func TestWebhooksAreTheGeneratedOnes(t *testing.T) {
 	}
 	for _, r := range operatorRenderings(t) {
 		t.Run(r.name, func(t *testing.T) {
-			ns := r.namespace
 			mgr := manager(t, r)
 			a := args(t, r)
 			var configs []string
@@ -153,13 +152,7 @@ func TestWebhooksAreTheGeneratedOnes(t *testing.T) {
 				}
 			}
 			if !r.webhook {
-				sameStrings(t, "webhook configurations", configs, nil)
-				if find(r.objs, "Service", ns, wopts.Service) != nil {
-					t.Errorf("the webhook is off but its Service %s is installed", wopts.Service)
-				}
-				if !slices.Contains(a, "--webhook-port=0") {
-					t.Errorf("the webhook is off but the operator's args %q do not turn it off", a)
-				}
+				checkWebhookIsOff(t, r, wopts, configs, a)
 				return
 			}
 			var wantConfigs []string
@@ -167,90 +160,130 @@ func TestWebhooksAreTheGeneratedOnes(t *testing.T) {
 				wantConfigs = append(wantConfigs, kind+" "+name)
 			}
 			sameStrings(t, "webhook configurations", configs, wantConfigs)
-
 			var certName string
 			if r.certManager {
-				certs := ofKind(r.objs, "Certificate")
-				if len(certs) != 1 {
-					t.Fatalf("cert-manager mode with %d Certificates", len(certs))
-				}
-				cert := certs[0]
-				certName = cert.GetName()
-				dns := slice(cert.Object, "spec", "dnsNames")
-				for _, host := range []string{wopts.Service + "." + ns + ".svc", wopts.Service + "." + ns + ".svc.cluster.local"} {
-					if !slices.Contains(dns, any(host)) {
-						t.Errorf("the Certificate's dnsNames %v lack %s", dns, host)
-					}
-				}
-				var volumeSecret string
-				for _, v := range slice(deployment(t, r).Object, "spec", "template", "spec", "volumes") {
-					if str(v, "name") == "webhook-certs" {
-						volumeSecret = str(v, "secret", "secretName")
-					}
-				}
-				if s := str(cert.Object, "spec", "secretName"); s == "" || s != volumeSecret {
-					t.Errorf("the Certificate's Secret %q is not the webhook-certs volume's %q", s, volumeSecret)
-				}
-				if issuer := str(cert.Object, "spec", "issuerRef", "name"); find(r.objs, "Issuer", ns, issuer) == nil {
-					t.Errorf("the Certificate's issuer %s is not installed", issuer)
-				}
-				if !slices.Contains(a, "--webhook-certs=external") {
-					t.Errorf("cert-manager mode, but the args %q lack --webhook-certs=external", a)
-				}
+				certName = checkWebhookCertificate(t, r, wopts, a)
 			}
-
-			// The webhook Service leads to the container's webhook port.
-			svc := mustFind(t, r, "Service", ns, wopts.Service)
-			ports := slice(svc.Object, "spec", "ports")
-			if len(ports) != 1 || str(ports[0], "targetPort") != "webhook" {
-				t.Fatalf("webhook Service ports %v: want one, to the container's webhook port", ports)
-			}
-			servicePort := nested(ports[0], "port")
-			selects(t, r, svc)
-			var webhookPort any
-			for _, p := range slice(mgr, "ports") {
-				if str(p, "name") == "webhook" {
-					webhookPort = nested(p, "containerPort")
-				}
-			}
-			if webhookPort == nil || !slices.Contains(a, fmt.Sprint("--webhook-port=", webhookPort)) {
-				t.Errorf("the container's webhook port %v is not the operator's --webhook-port (args %q)", webhookPort, a)
-			}
-
+			servicePort := checkWebhookService(t, r, wopts, mgr, a)
 			for kind, name := range names {
-				got := find(r.objs, kind, "", name)
-				if got == nil {
-					continue
-				}
-				var gen *unstructured.Unstructured
-				for _, g := range generated {
-					if g.GetKind() == kind {
-						gen = g
-					}
-				}
-				wantAnnotations := map[string]string{}
-				if r.certManager {
-					wantAnnotations["cert-manager.io/inject-ca-from"] = ns + "/" + certName
-				}
-				equal(t, kind+" annotations", stringMap(got.Object, "metadata", "annotations"), wantAnnotations)
-				gotHooks, genHooks := slice(got.Object, "webhooks"), slice(gen.Object, "webhooks")
-				if len(gotHooks) != len(genHooks) {
-					t.Errorf("%s: %d webhooks, generated %d", kind, len(gotHooks), len(genHooks))
-					continue
-				}
-				for i := range genHooks {
-					g, w := copyMap(gotHooks[i]), copyMap(genHooks[i])
-					wantService := map[string]any{"name": wopts.Service, "namespace": ns, "path": str(w, "clientConfig", "service", "path"), "port": servicePort}
-					if servicePort == int64(443) && nested(g, "clientConfig", "service", "port") == nil {
-						delete(wantService, "port") // the default
-					}
-					equal(t, kind+" webhook "+str(w, "name")+" clientConfig", g["clientConfig"], map[string]any{"service": wantService})
-					delete(g, "clientConfig")
-					delete(w, "clientConfig")
-					equal(t, kind+" webhook "+str(w, "name"), g, w)
+				if got := find(r.objs, kind, "", name); got != nil {
+					checkWebhooksAreGenerated(t, r, wopts, got, generated, servicePort, certName)
 				}
 			}
 		})
+	}
+}
+
+// checkWebhookIsOff checks a rendering without the webhook: no webhook
+// configuration (configs), no webhook Service, and the operator's args a
+// turn the webhook off.
+func checkWebhookIsOff(t *testing.T, r rendering, wopts operator.WebhookOptions, configs, a []string) {
+	t.Helper()
+	sameStrings(t, "webhook configurations", configs, nil)
+	if find(r.objs, "Service", r.namespace, wopts.Service) != nil {
+		t.Errorf("the webhook is off but its Service %s is installed", wopts.Service)
+	}
+	if !slices.Contains(a, "--webhook-port=0") {
+		t.Errorf("the webhook is off but the operator's args %q do not turn it off", a)
+	}
+}
+
+// checkWebhookCertificate checks the cert-manager rendering's one
+// Certificate: it names the webhook Service's hosts, its Secret is the
+// webhook-certs volume's, its Issuer is installed, and the operator's args
+// a leave the certificates to it. It returns the Certificate's name.
+func checkWebhookCertificate(t *testing.T, r rendering, wopts operator.WebhookOptions, a []string) string {
+	t.Helper()
+	ns := r.namespace
+	certs := ofKind(r.objs, "Certificate")
+	if len(certs) != 1 {
+		t.Fatalf("cert-manager mode with %d Certificates", len(certs))
+	}
+	cert := certs[0]
+	dns := slice(cert.Object, "spec", "dnsNames")
+	for _, host := range []string{wopts.Service + "." + ns + ".svc", wopts.Service + "." + ns + ".svc.cluster.local"} {
+		if !slices.Contains(dns, any(host)) {
+			t.Errorf("the Certificate's dnsNames %v lack %s", dns, host)
+		}
+	}
+	var volumeSecret string
+	for _, v := range slice(deployment(t, r).Object, "spec", "template", "spec", "volumes") {
+		if str(v, "name") == "webhook-certs" {
+			volumeSecret = str(v, "secret", "secretName")
+		}
+	}
+	if s := str(cert.Object, "spec", "secretName"); s == "" || s != volumeSecret {
+		t.Errorf("the Certificate's Secret %q is not the webhook-certs volume's %q", s, volumeSecret)
+	}
+	if issuer := str(cert.Object, "spec", "issuerRef", "name"); find(r.objs, "Issuer", ns, issuer) == nil {
+		t.Errorf("the Certificate's issuer %s is not installed", issuer)
+	}
+	if !slices.Contains(a, "--webhook-certs=external") {
+		t.Errorf("cert-manager mode, but the args %q lack --webhook-certs=external", a)
+	}
+	return cert.GetName()
+}
+
+// checkWebhookService checks that the webhook Service leads to the
+// webhook port of the manager container mgr, the one the operator's args
+// a serve on, and selects the operator's pods. It returns the Service's
+// port.
+func checkWebhookService(t *testing.T, r rendering, wopts operator.WebhookOptions, mgr map[string]any, a []string) any {
+	t.Helper()
+	svc := mustFind(t, r, "Service", r.namespace, wopts.Service)
+	ports := slice(svc.Object, "spec", "ports")
+	if len(ports) != 1 || str(ports[0], "targetPort") != "webhook" {
+		t.Fatalf("webhook Service ports %v: want one, to the container's webhook port", ports)
+	}
+	servicePort := nested(ports[0], "port")
+	selects(t, r, svc)
+	var webhookPort any
+	for _, p := range slice(mgr, "ports") {
+		if str(p, "name") == "webhook" {
+			webhookPort = nested(p, "containerPort")
+		}
+	}
+	if webhookPort == nil || !slices.Contains(a, fmt.Sprint("--webhook-port=", webhookPort)) {
+		t.Errorf("the container's webhook port %v is not the operator's --webhook-port (args %q)", webhookPort, a)
+	}
+	return servicePort
+}
+
+// checkWebhooksAreGenerated checks the rendering's webhook configuration
+// got against the generated one of its kind: the CA injection annotation
+// in cert-manager mode (from certName) and none otherwise, then each
+// webhook the same but for its clientConfig, which calls the webhook
+// Service on servicePort at the generated path.
+func checkWebhooksAreGenerated(t *testing.T, r rendering, wopts operator.WebhookOptions, got *unstructured.Unstructured,
+	generated []*unstructured.Unstructured, servicePort any, certName string) {
+	t.Helper()
+	kind := got.GetKind()
+	var gen *unstructured.Unstructured
+	for _, g := range generated {
+		if g.GetKind() == kind {
+			gen = g
+		}
+	}
+	wantAnnotations := map[string]string{}
+	if r.certManager {
+		wantAnnotations["cert-manager.io/inject-ca-from"] = r.namespace + "/" + certName
+	}
+	equal(t, kind+" annotations", stringMap(got.Object, "metadata", "annotations"), wantAnnotations)
+	gotHooks, genHooks := slice(got.Object, "webhooks"), slice(gen.Object, "webhooks")
+	if len(gotHooks) != len(genHooks) {
+		t.Errorf("%s: %d webhooks, generated %d", kind, len(gotHooks), len(genHooks))
+		return
+	}
+	for i := range genHooks {
+		g, w := copyMap(gotHooks[i]), copyMap(genHooks[i])
+		wantService := map[string]any{"name": wopts.Service, "namespace": r.namespace, "path": str(w, "clientConfig", "service", "path"), "port": servicePort}
+		if servicePort == int64(443) && nested(g, "clientConfig", "service", "port") == nil {
+			delete(wantService, "port") // the default
+		}
+		equal(t, kind+" webhook "+str(w, "name")+" clientConfig", g["clientConfig"], map[string]any{"service": wantService})
+		delete(g, "clientConfig")
+		delete(w, "clientConfig")
+		equal(t, kind+" webhook "+str(w, "name"), g, w)
 	}
 }
 

@@ -26,182 +26,196 @@ const worker = `
 
 // The API server itself rejects invalid jobs, with messages that name the
 // field and what is allowed — before the operator sees them.
+// invalidJob is a PaddleJob (the YAML after its apiVersion and kind) the
+// API server must refuse, and what its error must say.
+type invalidJob struct {
+	name string
+	yaml string
+	want []string // substrings of the error
+}
+
+// invalidJobs are the jobs the API server refuses, one rule broken each.
+var invalidJobs = []invalidJob{{
+	name: "unknown cleanPodPolicy",
+	yaml: "metadata: {name: a}\nspec:\n  cleanPodPolicy: Sometimes" + worker,
+	want: []string{"spec.cleanPodPolicy", `Unsupported value: "Sometimes"`, `"Always", "Never", "OnFailure", "OnCompletion"`},
+}, {
+	name: "negative replicas",
+	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: -1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
+	want: []string{"spec.worker.replicas", "should be greater than or equal to 1"},
+}, {
+	name: "unknown intranet",
+	yaml: "metadata: {name: a}\nspec:\n  intranet: Overlay" + worker,
+	want: []string{"spec.intranet", `"PodIP", "Service", "Host"`},
+}, {
+	name: "withGloo out of range",
+	yaml: "metadata: {name: a}\nspec:\n  withGloo: 3" + worker,
+	want: []string{"spec.withGloo", "less than or equal to 2"},
+}, {
+	name: "name too long for its pod names",
+	yaml: "metadata: {name: " + strings.Repeat("a", 52) + "}\nspec:" + worker,
+	want: []string{"metadata.name must be at most 51 characters"},
+}, {
+	name: "name that cannot name a Service",
+	yaml: "metadata: {name: 1job}\nspec:" + worker,
+	want: []string{"metadata.name must be a DNS-1035 label"},
+}, {
+	name: "ps without worker",
+	yaml: "metadata: {name: a}\nspec:\n  ps:\n    replicas: 1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
+	want: []string{"spec.worker is required"},
+}, {
+	name: "heter without ps",
+	yaml: "metadata: {name: a}\nspec:\n  heter:\n    replicas: 1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]" + worker,
+	want: []string{"spec.heter needs spec.ps and spec.worker"},
+}, {
+	name: "template without containers",
+	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 1\n    template:\n      spec:\n        containers: []",
+	want: []string{"spec.worker", "template.spec.containers must hold at least one container"},
+}, {
+	name: "restartPolicy Always never completes",
+	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 1\n    template:\n      spec:\n        restartPolicy: Always\n        containers: [{name: paddle, image: p}]",
+	want: []string{"spec.worker", "restartPolicy must be Never or OnFailure"},
+}, {
+	name: "cleanPolicy alias disagreeing with cleanPodPolicy",
+	yaml: "metadata: {name: a}\nspec:\n  cleanPodPolicy: Never\n  cleanPolicy: Always" + worker,
+	want: []string{"spec.cleanPolicy is a deprecated alias of spec.cleanPodPolicy"},
+}, {
+	name: "activeDeadlineSeconds past what a time.Duration holds",
+	yaml: "metadata: {name: a}\nspec:\n  activeDeadlineSeconds: 9223372037" + worker,
+	want: []string{"spec.activeDeadlineSeconds", "less than or equal to 3153600000"},
+}, {
+	name: "negative backoffLimit",
+	yaml: "metadata: {name: a}\nspec:\n  backoffLimit: -1" + worker,
+	want: []string{"spec.backoffLimit", "greater than or equal to 0"},
+}, {
+	name: "activeDeadlineSeconds of 0",
+	yaml: "metadata: {name: a}\nspec:\n  activeDeadlineSeconds: 0" + worker,
+	want: []string{"spec.activeDeadlineSeconds", "greater than or equal to 1"},
+}, {
+	name: "negative ttlSecondsAfterFinished",
+	yaml: "metadata: {name: a}\nspec:\n  ttlSecondsAfterFinished: -5" + worker,
+	want: []string{"spec.ttlSecondsAfterFinished", "greater than or equal to 0"},
+}, {
+	name: "negative withGloo",
+	yaml: "metadata: {name: a}\nspec:\n  withGloo: -1" + worker,
+	want: []string{"spec.withGloo", "greater than or equal to 0"},
+}, {
+	name: "negative elastic level",
+	yaml: "metadata: {name: a}\nspec:\n  elastic: -1" + worker,
+	want: []string{"spec.elastic", "greater than or equal to 0"},
+}, {
+	name: "more workers than a job may have",
+	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 10001\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
+	want: []string{"spec.worker.replicas", "less than or equal to 10000"},
+}, {
+	name: "unknown restartPolicy of a role",
+	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 2\n    restartPolicy: Always\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
+	want: []string{"spec.worker.restartPolicy", `"Never", "OnFailure", "ExitCode"`},
+}, {
+	name: "retryableExitCodes without restartPolicy ExitCode",
+	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 2\n    retryableExitCodes: [137]\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
+	want: []string{"spec.worker", "retryableExitCodes needs restartPolicy ExitCode"},
+}, {
+	name: "elastic requests above limits",
+	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 2\n    requests: 3\n    limits: 2\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
+	want: []string{"spec.worker", "requests (minimal replicas) must not exceed limits"},
+}, {
+	name: "replicas above the elastic limits",
+	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 4\n    limits: 3\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
+	want: []string{"spec.worker.replicas is above spec.worker.limits"},
+}, {
+	name: "replicas below the elastic requests",
+	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 1\n    requests: 2\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
+	want: []string{"spec.worker.replicas is below spec.worker.requests"},
+}, {
+	name: "elastic parameter-server job",
+	yaml: "metadata: {name: a}\nspec:\n  elasticPolicy: {minReplicas: 1}\n  ps:\n    replicas: 1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]" + worker,
+	want: []string{"elastic training", "is collective only", "remove spec.ps, or the elastic fields"},
+}, {
+	name: "parameter-server job with paddle-operator's worker.limits",
+	yaml: "metadata: {name: a}\nspec:\n  ps:\n    replicas: 1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]\n  worker:\n    replicas: 2\n    limits: 3\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
+	want: []string{"is collective only"},
+}, {
+	name: "elasticPolicy minReplicas above maxReplicas",
+	yaml: "metadata: {name: a}\nspec:\n  elasticPolicy: {minReplicas: 3, maxReplicas: 2}" + worker,
+	want: []string{"spec.elasticPolicy", "elasticPolicy.minReplicas must not exceed elasticPolicy.maxReplicas"},
+}, {
+	name: "replicas below elasticPolicy.minReplicas",
+	yaml: "metadata: {name: a}\nspec:\n  elasticPolicy: {minReplicas: 3}" + worker,
+	want: []string{"spec.worker.replicas is below spec.elasticPolicy.minReplicas"},
+}, {
+	name: "replicas above elasticPolicy.maxReplicas",
+	yaml: "metadata: {name: a}\nspec:\n  elasticPolicy: {maxReplicas: 1}" + worker,
+	want: []string{"spec.worker.replicas is above spec.elasticPolicy.maxReplicas"},
+}, {
+	name: "elasticPolicy minReplicas of 0",
+	yaml: "metadata: {name: a}\nspec:\n  elasticPolicy: {minReplicas: 0}" + worker,
+	want: []string{"spec.elasticPolicy.minReplicas", "greater than or equal to 1"},
+}, {
+	name: "elasticPolicy timeoutSeconds of 0",
+	yaml: "metadata: {name: a}\nspec:\n  elasticPolicy: {timeoutSeconds: 0}" + worker,
+	want: []string{"spec.elasticPolicy.timeoutSeconds", "greater than or equal to 1"},
+}, {
+	name: "schedulingPolicy minAvailable of 0",
+	yaml: "metadata: {name: a}\nspec:\n  schedulingPolicy: {minAvailable: 0}" + worker,
+	want: []string{"spec.schedulingPolicy.minAvailable", "greater than or equal to 1"},
+}, {
+	name: "cleanPodPolicy in the wrong case",
+	yaml: "metadata: {name: a}\nspec:\n  cleanPodPolicy: always" + worker,
+	want: []string{"spec.cleanPodPolicy", `Unsupported value: "always"`},
+}, {
+	name: "hostNetwork on workers in PodIP intranet",
+	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 2\n    template:\n      spec:\n        hostNetwork: true\n        containers: [{name: paddle, image: p}]",
+	want: []string{"spec.worker.template.spec.hostNetwork may be true only with spec.intranet: Host"},
+}, {
+	name: "hostNetwork on a pserver in Service intranet",
+	yaml: "metadata: {name: a}\nspec:\n  intranet: Service\n  ps:\n    replicas: 1\n    template:\n      spec:\n        hostNetwork: true\n        containers: [{name: paddle, image: p}]" + worker,
+	want: []string{"spec.ps.template.spec.hostNetwork may be true only with spec.intranet: Host"},
+}, {
+	name: "hostNetwork on a heter trainer",
+	yaml: "metadata: {name: a}\nspec:\n  ps:\n    replicas: 1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]\n  heter:\n    replicas: 1\n    template:\n      spec:\n        hostNetwork: true\n        containers: [{name: paddle, image: p}]" + worker,
+	want: []string{"spec.heter.template.spec.hostNetwork may be true only with spec.intranet: Host"},
+}, {
+	name: "unknown field, with kubectl's strict field validation",
+	yaml: "metadata: {name: a}\nspec:\n  cleanPodPolcy: Never" + worker,
+	want: []string{`unknown field "spec.cleanPodPolcy"`},
+}}
+
 func TestInvalidJobsAreRejectedByTheAPIServer(t *testing.T) {
 	ns := newNamespace(t)
-	tests := []struct {
-		name string
-		yaml string
-		want []string // substrings of the error
-	}{{
-		name: "unknown cleanPodPolicy",
-		yaml: "metadata: {name: a}\nspec:\n  cleanPodPolicy: Sometimes" + worker,
-		want: []string{"spec.cleanPodPolicy", `Unsupported value: "Sometimes"`, `"Always", "Never", "OnFailure", "OnCompletion"`},
-	}, {
-		name: "negative replicas",
-		yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: -1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
-		want: []string{"spec.worker.replicas", "should be greater than or equal to 1"},
-	}, {
-		name: "unknown intranet",
-		yaml: "metadata: {name: a}\nspec:\n  intranet: Overlay" + worker,
-		want: []string{"spec.intranet", `"PodIP", "Service", "Host"`},
-	}, {
-		name: "withGloo out of range",
-		yaml: "metadata: {name: a}\nspec:\n  withGloo: 3" + worker,
-		want: []string{"spec.withGloo", "less than or equal to 2"},
-	}, {
-		name: "name too long for its pod names",
-		yaml: "metadata: {name: " + strings.Repeat("a", 52) + "}\nspec:" + worker,
-		want: []string{"metadata.name must be at most 51 characters"},
-	}, {
-		name: "name that cannot name a Service",
-		yaml: "metadata: {name: 1job}\nspec:" + worker,
-		want: []string{"metadata.name must be a DNS-1035 label"},
-	}, {
-		name: "ps without worker",
-		yaml: "metadata: {name: a}\nspec:\n  ps:\n    replicas: 1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
-		want: []string{"spec.worker is required"},
-	}, {
-		name: "heter without ps",
-		yaml: "metadata: {name: a}\nspec:\n  heter:\n    replicas: 1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]" + worker,
-		want: []string{"spec.heter needs spec.ps and spec.worker"},
-	}, {
-		name: "template without containers",
-		yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 1\n    template:\n      spec:\n        containers: []",
-		want: []string{"spec.worker", "template.spec.containers must hold at least one container"},
-	}, {
-		name: "restartPolicy Always never completes",
-		yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 1\n    template:\n      spec:\n        restartPolicy: Always\n        containers: [{name: paddle, image: p}]",
-		want: []string{"spec.worker", "restartPolicy must be Never or OnFailure"},
-	}, {
-		name: "cleanPolicy alias disagreeing with cleanPodPolicy",
-		yaml: "metadata: {name: a}\nspec:\n  cleanPodPolicy: Never\n  cleanPolicy: Always" + worker,
-		want: []string{"spec.cleanPolicy is a deprecated alias of spec.cleanPodPolicy"},
-	}, {
-		name: "activeDeadlineSeconds past what a time.Duration holds",
-		yaml: "metadata: {name: a}\nspec:\n  activeDeadlineSeconds: 9223372037" + worker,
-		want: []string{"spec.activeDeadlineSeconds", "less than or equal to 3153600000"},
-	}, {
-		name: "negative backoffLimit",
-		yaml: "metadata: {name: a}\nspec:\n  backoffLimit: -1" + worker,
-		want: []string{"spec.backoffLimit", "greater than or equal to 0"},
-	}, {
-		name: "activeDeadlineSeconds of 0",
-		yaml: "metadata: {name: a}\nspec:\n  activeDeadlineSeconds: 0" + worker,
-		want: []string{"spec.activeDeadlineSeconds", "greater than or equal to 1"},
-	}, {
-		name: "negative ttlSecondsAfterFinished",
-		yaml: "metadata: {name: a}\nspec:\n  ttlSecondsAfterFinished: -5" + worker,
-		want: []string{"spec.ttlSecondsAfterFinished", "greater than or equal to 0"},
-	}, {
-		name: "negative withGloo",
-		yaml: "metadata: {name: a}\nspec:\n  withGloo: -1" + worker,
-		want: []string{"spec.withGloo", "greater than or equal to 0"},
-	}, {
-		name: "negative elastic level",
-		yaml: "metadata: {name: a}\nspec:\n  elastic: -1" + worker,
-		want: []string{"spec.elastic", "greater than or equal to 0"},
-	}, {
-		name: "more workers than a job may have",
-		yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 10001\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
-		want: []string{"spec.worker.replicas", "less than or equal to 10000"},
-	}, {
-		name: "unknown restartPolicy of a role",
-		yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 2\n    restartPolicy: Always\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
-		want: []string{"spec.worker.restartPolicy", `"Never", "OnFailure", "ExitCode"`},
-	}, {
-		name: "retryableExitCodes without restartPolicy ExitCode",
-		yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 2\n    retryableExitCodes: [137]\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
-		want: []string{"spec.worker", "retryableExitCodes needs restartPolicy ExitCode"},
-	}, {
-		name: "elastic requests above limits",
-		yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 2\n    requests: 3\n    limits: 2\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
-		want: []string{"spec.worker", "requests (minimal replicas) must not exceed limits"},
-	}, {
-		name: "replicas above the elastic limits",
-		yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 4\n    limits: 3\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
-		want: []string{"spec.worker.replicas is above spec.worker.limits"},
-	}, {
-		name: "replicas below the elastic requests",
-		yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 1\n    requests: 2\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
-		want: []string{"spec.worker.replicas is below spec.worker.requests"},
-	}, {
-		name: "elastic parameter-server job",
-		yaml: "metadata: {name: a}\nspec:\n  elasticPolicy: {minReplicas: 1}\n  ps:\n    replicas: 1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]" + worker,
-		want: []string{"elastic training", "is collective only", "remove spec.ps, or the elastic fields"},
-	}, {
-		name: "parameter-server job with paddle-operator's worker.limits",
-		yaml: "metadata: {name: a}\nspec:\n  ps:\n    replicas: 1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]\n  worker:\n    replicas: 2\n    limits: 3\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
-		want: []string{"is collective only"},
-	}, {
-		name: "elasticPolicy minReplicas above maxReplicas",
-		yaml: "metadata: {name: a}\nspec:\n  elasticPolicy: {minReplicas: 3, maxReplicas: 2}" + worker,
-		want: []string{"spec.elasticPolicy", "elasticPolicy.minReplicas must not exceed elasticPolicy.maxReplicas"},
-	}, {
-		name: "replicas below elasticPolicy.minReplicas",
-		yaml: "metadata: {name: a}\nspec:\n  elasticPolicy: {minReplicas: 3}" + worker,
-		want: []string{"spec.worker.replicas is below spec.elasticPolicy.minReplicas"},
-	}, {
-		name: "replicas above elasticPolicy.maxReplicas",
-		yaml: "metadata: {name: a}\nspec:\n  elasticPolicy: {maxReplicas: 1}" + worker,
-		want: []string{"spec.worker.replicas is above spec.elasticPolicy.maxReplicas"},
-	}, {
-		name: "elasticPolicy minReplicas of 0",
-		yaml: "metadata: {name: a}\nspec:\n  elasticPolicy: {minReplicas: 0}" + worker,
-		want: []string{"spec.elasticPolicy.minReplicas", "greater than or equal to 1"},
-	}, {
-		name: "elasticPolicy timeoutSeconds of 0",
-		yaml: "metadata: {name: a}\nspec:\n  elasticPolicy: {timeoutSeconds: 0}" + worker,
-		want: []string{"spec.elasticPolicy.timeoutSeconds", "greater than or equal to 1"},
-	}, {
-		name: "schedulingPolicy minAvailable of 0",
-		yaml: "metadata: {name: a}\nspec:\n  schedulingPolicy: {minAvailable: 0}" + worker,
-		want: []string{"spec.schedulingPolicy.minAvailable", "greater than or equal to 1"},
-	}, {
-		name: "cleanPodPolicy in the wrong case",
-		yaml: "metadata: {name: a}\nspec:\n  cleanPodPolicy: always" + worker,
-		want: []string{"spec.cleanPodPolicy", `Unsupported value: "always"`},
-	}, {
-		name: "hostNetwork on workers in PodIP intranet",
-		yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 2\n    template:\n      spec:\n        hostNetwork: true\n        containers: [{name: paddle, image: p}]",
-		want: []string{"spec.worker.template.spec.hostNetwork may be true only with spec.intranet: Host"},
-	}, {
-		name: "hostNetwork on a pserver in Service intranet",
-		yaml: "metadata: {name: a}\nspec:\n  intranet: Service\n  ps:\n    replicas: 1\n    template:\n      spec:\n        hostNetwork: true\n        containers: [{name: paddle, image: p}]" + worker,
-		want: []string{"spec.ps.template.spec.hostNetwork may be true only with spec.intranet: Host"},
-	}, {
-		name: "hostNetwork on a heter trainer",
-		yaml: "metadata: {name: a}\nspec:\n  ps:\n    replicas: 1\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]\n  heter:\n    replicas: 1\n    template:\n      spec:\n        hostNetwork: true\n        containers: [{name: paddle, image: p}]" + worker,
-		want: []string{"spec.heter.template.spec.hostNetwork may be true only with spec.intranet: Host"},
-	}, {
-		name: "unknown field, with kubectl's strict field validation",
-		yaml: "metadata: {name: a}\nspec:\n  cleanPodPolcy: Never" + worker,
-		want: []string{`unknown field "spec.cleanPodPolcy"`},
-	}}
-	if len(tests) < 30 {
-		t.Errorf("%d invalid jobs: keep at least 30", len(tests))
+	if len(invalidJobs) < 30 {
+		t.Errorf("%d invalid jobs: keep at least 30", len(invalidJobs))
 	}
-	for _, tc := range tests {
+	for _, tc := range invalidJobs {
 		t.Run(tc.name, func(t *testing.T) {
-			obj := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte("apiVersion: batch.paddlepaddle.org/v1\nkind: PaddleJob\n"+tc.yaml), &obj.Object); err != nil {
-				t.Fatal(err)
-			}
-			obj.SetNamespace(ns)
-			err := k8s.Create(ctx(t), obj, client.FieldValidation("Strict"))
-			if err == nil {
-				t.Fatalf("the API server accepted it")
-			}
-			t.Logf("rejected: %v", err)
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q\ndoes not say %q", err, w)
-				}
-			}
-			// Refused before anything was stored.
-			if err := k8s.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: obj.GetName()}, &paddlev1.PaddleJob{}); !isNotFound(err) {
-				t.Errorf("the job was stored: get says %v", err)
-			}
+			tc.checkRefused(t, ns)
 		})
+	}
+}
+
+// checkRefused creates the job in namespace ns with strict field
+// validation and checks that the API server refuses it, saying every
+// substring wanted, before anything is stored.
+func (tc invalidJob) checkRefused(t *testing.T, ns string) {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte("apiVersion: batch.paddlepaddle.org/v1\nkind: PaddleJob\n"+tc.yaml), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	obj.SetNamespace(ns)
+	err := k8s.Create(ctx(t), obj, client.FieldValidation("Strict"))
+	if err == nil {
+		t.Fatalf("the API server accepted it")
+	}
+	t.Logf("rejected: %v", err)
+	for _, w := range tc.want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q\ndoes not say %q", err, w)
+		}
+	}
+	// Refused before anything was stored.
+	if err := k8s.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: obj.GetName()}, &paddlev1.PaddleJob{}); !isNotFound(err) {
+		t.Errorf("the job was stored: get says %v", err)
 	}
 }
 

@@ -45,14 +45,7 @@ func TestElasticPass(t *testing.T) {
 			}
 		}
 	}
-	tests := []struct {
-		name  string
-		job   *paddlev1.PaddleJob
-		opts  Options
-		pods  func(*paddlev1.PaddleJob) []*corev1.Pod
-		want  passWant
-		check func(*testing.T, passResult)
-	}{
+	runPassCases(t, []passCase{
 		{
 			name:  "the workers rendezvous in the job's etcd between its bounds",
 			job:   elastic(2, "http://etcd.ns:2379"),
@@ -77,21 +70,7 @@ func TestElasticPass(t *testing.T) {
 			},
 			want: passWant{deleted: []string{"el-worker-1"}, phase: paddlev1.PaddleJobRunning},
 		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var pods []*corev1.Pod
-			if tc.pods != nil {
-				pods = tc.pods(tc.job)
-			}
-			f := newFixture(t, tc.opts, objects(tc.job, pods...)...)
-			got := f.reconcile(t, tc.job)
-			tc.want.check(t, got)
-			if tc.check != nil {
-				tc.check(t, got)
-			}
-		})
-	}
+	})
 }
 
 // Paddle's launcher clears the etcd keys under /paddle/<PADDLE_JOB_ID>, a

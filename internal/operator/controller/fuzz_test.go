@@ -31,22 +31,7 @@ func FuzzPodsAndEnv(f *testing.F) {
 		if len(name) > paddlev1.MaxJobNameLength || len(validation.IsDNS1035Label(name)) > 0 {
 			t.Skip()
 		}
-		// Pod building is linear in the pods: keep each run small.
-		w := testutil.MakePaddleJob(name, "ns").UID("fuzz-uid").Workers(int32(workers%200) + 1).
-			Intranet([]paddlev1.Intranet{paddlev1.IntranetPodIP, paddlev1.IntranetService, paddlev1.IntranetHost}[intranet%3])
-		if ps%8 > 0 {
-			w = w.PS(int32(ps % 8))
-			if heter%4 > 0 {
-				w = w.Heter(int32(heter % 4))
-			}
-		}
-		if gloo {
-			w = w.WithGloo(1)
-		}
-		job := w.Obj()
-		if gpus != 0 {
-			job.Spec.Worker.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{gpuResource: *resource.NewQuantity(gpus, resource.DecimalSI)}
-		}
+		job := fuzzedJob(name, workers, ps, heter, gpus, intranet, gloo)
 		if errs := NewValidator(Options{}).Validate(job); len(errs) > 0 {
 			return // refused with a message, not built
 		}
@@ -92,22 +77,51 @@ func FuzzPodsAndEnv(f *testing.F) {
 			}
 			topo[s.rt] = append(topo[s.rt], member{Host: "255.255.255.255", Ports: ports})
 		}
-
-		// The job variables at their longest, as the ConfigMap publishes them.
-		for name, value := range jobEnv(&job.Spec, longestTopology(&job.Spec, job.Name)) {
-			if _, isList := listRoles[name]; !isList {
-				if n := len(name) + len(value) + 2; n > MaxEnvStringBytes {
-					t.Fatalf("%s is %d bytes", name, n)
-				}
-			}
-		}
-		env, _ := endpointSizes(&job.Spec, job.Name)
-		for _, v := range env {
-			if v.Bytes > MaxEnvStringBytes {
-				t.Fatalf("%s reaches %d bytes in the environment, past the kernel's %d, and Validate let it through", v.Name, v.Bytes, MaxEnvStringBytes)
-			}
-		}
+		checkJobEnvFitsTheKernel(t, job)
 	})
+}
+
+// fuzzedJob is the job of one fuzz input: 1 to 200 workers, up to 7
+// pservers and, with them, up to 3 heter workers, a GPU limit when gpus is
+// not 0, one of the three intranet modes, Gloo or not. Pod building is
+// linear in the pods: each run stays small.
+func fuzzedJob(name string, workers, ps, heter uint16, gpus int64, intranet uint8, gloo bool) *paddlev1.PaddleJob {
+	w := testutil.MakePaddleJob(name, "ns").UID("fuzz-uid").Workers(int32(workers%200) + 1).
+		Intranet([]paddlev1.Intranet{paddlev1.IntranetPodIP, paddlev1.IntranetService, paddlev1.IntranetHost}[intranet%3])
+	if ps%8 > 0 {
+		w = w.PS(int32(ps % 8))
+		if heter%4 > 0 {
+			w = w.Heter(int32(heter % 4))
+		}
+	}
+	if gloo {
+		w = w.WithGloo(1)
+	}
+	job := w.Obj()
+	if gpus != 0 {
+		job.Spec.Worker.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{gpuResource: *resource.NewQuantity(gpus, resource.DecimalSI)}
+	}
+	return job
+}
+
+// checkJobEnvFitsTheKernel checks that each job variable, at its longest
+// as the ConfigMap publishes it, and each endpoint list in the pods'
+// environment fits in the kernel's limit on one environment string.
+func checkJobEnvFitsTheKernel(t *testing.T, job *paddlev1.PaddleJob) {
+	t.Helper()
+	for name, value := range jobEnv(&job.Spec, longestTopology(&job.Spec, job.Name)) {
+		if _, isList := listRoles[name]; !isList {
+			if n := len(name) + len(value) + 2; n > MaxEnvStringBytes {
+				t.Fatalf("%s is %d bytes", name, n)
+			}
+		}
+	}
+	env, _ := endpointSizes(&job.Spec, job.Name)
+	for _, v := range env {
+		if v.Bytes > MaxEnvStringBytes {
+			t.Fatalf("%s reaches %d bytes in the environment, past the kernel's %d, and Validate let it through", v.Name, v.Bytes, MaxEnvStringBytes)
+		}
+	}
 }
 
 // checkPod checks one built pod: DNS-valid names, its ports unique within

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/testutil"
@@ -126,29 +127,24 @@ func TestGangPass(t *testing.T) {
 		return testutil.MakePaddleJob("gj", "ns").UID("gj-uid").Workers(2).Intranet(paddlev1.IntranetService).
 			SchedulingPolicy(paddlev1.SchedulingPolicy{Queue: "training"})
 	}
-	volcanoGroup := func(job *paddlev1.PaddleJob, phase string) *unstructured.Unstructured {
-		pg := newPodGroup(job, GangVolcano)
-		if phase != "" {
-			pg.Object["status"] = map[string]any{"phase": phase}
-		}
-		return pg
+	// serves makes the cluster serve the PodGroup kinds named (the
+	// discovery the reconciler does at start).
+	serves := func(kinds map[string]bool) func(*fixture) {
+		return func(f *fixture) { f.r.podGroupKinds = kinds }
 	}
-	tests := []struct {
-		name     string
-		job      *paddlev1.PaddleJob
-		opts     Options
-		served   map[string]bool
-		admitted string // the phase of an existing Volcano PodGroup; "" for none
-		want     passWant
-		wantPods func(*testing.T, passResult)
-	}{
+	// admittedByVolcano is a job whose Volcano PodGroup exists, in phase
+	// Inqueue: admitted.
+	admittedByVolcano := withPolicy().Obj()
+	admittedGroup := newPodGroup(admittedByVolcano, GangVolcano)
+	admittedGroup.Object["status"] = map[string]any{"phase": "Inqueue"}
+	runPassCases(t, []passCase{
 		{
-			name:   "Volcano: the PodGroup is created and the pods wait for its admission",
-			job:    withPolicy().Obj(),
-			served: map[string]bool{GangVolcano: true},
+			name:  "Volcano: the PodGroup is created and the pods wait for its admission",
+			job:   withPolicy().Obj(),
+			setup: serves(map[string]bool{GangVolcano: true}),
 			want: passWant{phase: paddlev1.PaddleJobPending,
 				conditions: map[string]wantCondition{paddlev1.JobPodGroupAdmitted: {metav1.ConditionFalse, ReasonWaitingForPodGroup}}},
-			wantPods: func(t *testing.T, got passResult) {
+			check: func(t *testing.T, got passResult) {
 				pg := podGroupObject(PodGroupGVKs[GangVolcano])
 				if err := got.client.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "gj"}, pg); err != nil {
 					t.Fatalf("no PodGroup: %v", err)
@@ -159,12 +155,12 @@ func TestGangPass(t *testing.T) {
 			},
 		},
 		{
-			name:     "Volcano admitted the group: the pods are created in it",
-			job:      withPolicy().Obj(),
-			served:   map[string]bool{GangVolcano: true},
-			admitted: "Inqueue",
-			want:     passWant{created: []string{"gj-worker-0", "gj-worker-1"}, requeue: expectationTimeout},
-			wantPods: func(t *testing.T, got passResult) {
+			name:   "Volcano admitted the group: the pods are created in it",
+			job:    admittedByVolcano,
+			others: []client.Object{admittedGroup},
+			setup:  serves(map[string]bool{GangVolcano: true}),
+			want:   passWant{created: []string{"gj-worker-0", "gj-worker-1"}, requeue: expectationTimeout},
+			check: func(t *testing.T, got passResult) {
 				for _, p := range got.pods {
 					if p.Spec.SchedulerName != VolcanoSchedulerName || p.Annotations[volcanoGroupAnnotation] != "gj" {
 						t.Errorf("pod %s: scheduler %q, group %q; want volcano's, gj", p.Name, p.Spec.SchedulerName, p.Annotations[volcanoGroupAnnotation])
@@ -173,9 +169,9 @@ func TestGangPass(t *testing.T) {
 			},
 		},
 		{
-			name:   "the cluster serves no PodGroups: the job waits, saying so",
-			job:    withPolicy().Obj(),
-			served: map[string]bool{},
+			name:  "the cluster serves no PodGroups: the job waits, saying so",
+			job:   withPolicy().Obj(),
+			setup: serves(map[string]bool{}),
 			want: passWant{phase: paddlev1.PaddleJobPending,
 				conditions: map[string]wantCondition{paddlev1.JobPodGroupAdmitted: {metav1.ConditionFalse, ReasonWaitingForPodGroup}}},
 		},
@@ -184,7 +180,7 @@ func TestGangPass(t *testing.T) {
 			job:  withPolicy().SchedulerName(paddlev1.ReplicaWorker, corev1.DefaultSchedulerName).Obj(),
 			opts: Options{GangScheduler: GangNone},
 			want: passWant{created: []string{"gj-worker-0", "gj-worker-1"}, requeue: expectationTimeout},
-			wantPods: func(t *testing.T, got passResult) {
+			check: func(t *testing.T, got passResult) {
 				for _, p := range got.pods {
 					if p.Spec.SchedulerName != corev1.DefaultSchedulerName || p.Annotations[volcanoGroupAnnotation] != "" {
 						t.Errorf("pod %s: scheduler %q, group %q; want default-scheduler, none", p.Name, p.Spec.SchedulerName, p.Annotations[volcanoGroupAnnotation])
@@ -192,20 +188,5 @@ func TestGangPass(t *testing.T) {
 				}
 			},
 		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			objs := objects(tc.job)
-			if tc.admitted != "" {
-				objs = append(objs, volcanoGroup(tc.job, tc.admitted))
-			}
-			f := newFixture(t, tc.opts, objs...)
-			f.r.podGroupKinds = tc.served
-			got := f.reconcile(t, tc.job)
-			tc.want.check(t, got)
-			if tc.wantPods != nil {
-				tc.wantPods(t, got)
-			}
-		})
-	}
+	})
 }

@@ -91,99 +91,115 @@ func TestNewPodKeepsTheUsersPorts(t *testing.T) {
 	}
 }
 
-func TestIntranetPass(t *testing.T) {
-	job := func(intranet paddlev1.Intranet) *paddlev1.PaddleJob {
-		return testutil.MakePaddleJob("ij", "ns").UID("ij-uid").Workers(2).Intranet(intranet).Obj()
+// intranetJob is a two-worker job on the intranet mode given.
+func intranetJob(intranet paddlev1.Intranet) *paddlev1.PaddleJob {
+	return testutil.MakePaddleJob("ij", "ns").UID("ij-uid").Workers(2).Intranet(intranet).Obj()
+}
+
+// podWithDefaultPorts is a pod of j created earlier with the default port
+// range.
+func podWithDefaultPorts(j *paddlev1.PaddleJob, i int) *testutil.PodWrapper {
+	return testutil.MakePod(j, paddlev1.ReplicaWorker, i).Annotation(paddlev1.AnnotationPorts, "23000-23002")
+}
+
+// otherHostJob is a job in another namespace, in phase, that holds the
+// host ports 24000-24002.
+func otherHostJob(phase paddlev1.PaddleJobPhase) *paddlev1.PaddleJob {
+	return testutil.MakePaddleJob("other", "elsewhere").UID("other-uid").Workers(1).Intranet(paddlev1.IntranetHost).
+		Status(paddlev1.PaddleJobStatus{Phase: phase, HostPorts: []paddlev1.HostPortRange{{Pod: "other-worker-0", Ports: "24000-24002"}}}).Obj()
+}
+
+// intranetEndpoints is the job's endpoints ConfigMap after the pass; nil
+// when there is none.
+func intranetEndpoints(t *testing.T, got passResult) *corev1.ConfigMap {
+	t.Helper()
+	var cm corev1.ConfigMap
+	err := got.client.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "ij-endpoints"}, &cm)
+	if apierrors.IsNotFound(err) {
+		return nil
 	}
-	// withPorts is a pod created earlier with the default range.
-	withPorts := func(j *paddlev1.PaddleJob, i int) *testutil.PodWrapper {
-		return testutil.MakePod(j, paddlev1.ReplicaWorker, i).Annotation(paddlev1.AnnotationPorts, "23000-23002")
+	if err != nil {
+		t.Fatal(err)
 	}
-	otherJob := func(phase paddlev1.PaddleJobPhase) *paddlev1.PaddleJob {
-		return testutil.MakePaddleJob("other", "elsewhere").UID("other-uid").Workers(1).Intranet(paddlev1.IntranetHost).
-			Status(paddlev1.PaddleJobStatus{Phase: phase, HostPorts: []paddlev1.HostPortRange{{Pod: "other-worker-0", Ports: "24000-24002"}}}).Obj()
-	}
-	endpoints := func(t *testing.T, got passResult) *corev1.ConfigMap {
-		t.Helper()
-		var cm corev1.ConfigMap
-		err := got.client.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "ij-endpoints"}, &cm)
-		if apierrors.IsNotFound(err) {
-			return nil
+	return &cm
+}
+
+// hostPortsAre checks that the job recorded exactly the host port ranges
+// want ("pod=ports", in order) and created each pod on the host network
+// with its recorded ports.
+func hostPortsAre(want ...string) func(*testing.T, passResult) {
+	return func(t *testing.T, got passResult) {
+		var recorded []string
+		for _, h := range got.job.Status.HostPorts {
+			recorded = append(recorded, h.Pod+"="+h.Ports)
 		}
-		if err != nil {
-			t.Fatal(err)
+		if !slices.Equal(recorded, want) {
+			t.Errorf("recorded host ports %v, want %v", recorded, want)
 		}
-		return &cm
-	}
-	hostPortsAre := func(want ...string) func(*testing.T, passResult) {
-		return func(t *testing.T, got passResult) {
-			var recorded []string
-			for _, h := range got.job.Status.HostPorts {
-				recorded = append(recorded, h.Pod+"="+h.Ports)
-			}
-			if !slices.Equal(recorded, want) {
-				t.Errorf("recorded host ports %v, want %v", recorded, want)
-			}
-			for _, w := range want {
-				name, ports, _ := strings.Cut(w, "=")
-				p := got.pods[name]
-				if p == nil || p.Annotations[paddlev1.AnnotationPorts] != ports || !p.Spec.HostNetwork || p.Spec.Containers[0].Ports[0].HostPort != p.Spec.Containers[0].Ports[0].ContainerPort {
-					t.Errorf("pod %s not created on the host network with its recorded ports %s: %+v", name, ports, p)
-				}
+		for _, w := range want {
+			name, ports, _ := strings.Cut(w, "=")
+			p := got.pods[name]
+			if p == nil || p.Annotations[paddlev1.AnnotationPorts] != ports || !p.Spec.HostNetwork || p.Spec.Containers[0].Ports[0].HostPort != p.Spec.Containers[0].Ports[0].ContainerPort {
+				t.Errorf("pod %s not created on the host network with its recorded ports %s: %+v", name, ports, p)
 			}
 		}
 	}
-	tests := []struct {
-		name   string
-		job    *paddlev1.PaddleJob
-		others []client.Object
-		pods   func(*paddlev1.PaddleJob) []*corev1.Pod
-		want   passWant
-		check  func(*testing.T, passResult)
-	}{
+}
+
+// TestHostIntranetPass: on the host network each pod gets a port range no
+// running job holds, recorded in the status before the pod is created.
+func TestHostIntranetPass(t *testing.T) {
+	runPassCases(t, []passCase{
 		{
 			name:  "Host: the port ranges are recorded before the pods are created with them",
-			job:   job(paddlev1.IntranetHost),
+			job:   intranetJob(paddlev1.IntranetHost),
 			want:  passWant{created: []string{"ij-worker-0", "ij-worker-1"}, requeue: expectationTimeout},
 			check: hostPortsAre("ij-worker-0=24000-24002", "ij-worker-1=24003-24005"),
 		},
 		{
 			name:   "Host: a running job's ranges are not handed out again",
-			job:    job(paddlev1.IntranetHost),
-			others: []client.Object{otherJob(paddlev1.PaddleJobRunning)},
+			job:    intranetJob(paddlev1.IntranetHost),
+			others: []client.Object{otherHostJob(paddlev1.PaddleJobRunning)},
 			want:   passWant{created: []string{"ij-worker-0", "ij-worker-1"}, requeue: expectationTimeout},
 			check:  hostPortsAre("ij-worker-0=24003-24005", "ij-worker-1=24006-24008"),
 		},
 		{
 			name:   "Host: a finished job's ranges are free again",
-			job:    job(paddlev1.IntranetHost),
-			others: []client.Object{otherJob(paddlev1.PaddleJobCompleted)},
+			job:    intranetJob(paddlev1.IntranetHost),
+			others: []client.Object{otherHostJob(paddlev1.PaddleJobCompleted)},
 			want:   passWant{created: []string{"ij-worker-0", "ij-worker-1"}, requeue: expectationTimeout},
 			check:  hostPortsAre("ij-worker-0=24000-24002", "ij-worker-1=24003-24005"),
 		},
+	})
+}
+
+// TestPodIPIntranetPass: the endpoints wait for every pod's IP, then are
+// published and the pods released.
+func TestPodIPIntranetPass(t *testing.T) {
+	runPassCases(t, []passCase{
 		{
 			name: "PodIP: nothing is published while a pod has no IP",
-			job:  job(paddlev1.IntranetPodIP),
+			job:  intranetJob(paddlev1.IntranetPodIP),
 			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
-				return []*corev1.Pod{withPorts(j, 0).Pending("10.0.0.1").Obj(), withPorts(j, 1).Pending("").Obj()}
+				return []*corev1.Pod{podWithDefaultPorts(j, 0).Pending("10.0.0.1").Obj(), podWithDefaultPorts(j, 1).Pending("").Obj()}
 			},
 			want: passWant{phase: paddlev1.PaddleJobStarting,
 				conditions: map[string]wantCondition{paddlev1.JobRunning: {metav1.ConditionFalse, ReasonWaitingForPodIPs}}},
 			check: func(t *testing.T, got passResult) {
-				if cm := endpoints(t, got); cm != nil {
+				if cm := intranetEndpoints(t, got); cm != nil {
 					t.Errorf("endpoints published before every pod has an IP: %v", cm.Data)
 				}
 			},
 		},
 		{
 			name: "PodIP: once every pod has an IP the lists are published and the pods released",
-			job:  job(paddlev1.IntranetPodIP),
+			job:  intranetJob(paddlev1.IntranetPodIP),
 			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
-				return []*corev1.Pod{withPorts(j, 0).Pending("10.0.0.1").Obj(), withPorts(j, 1).Pending("10.0.0.2").Obj()}
+				return []*corev1.Pod{podWithDefaultPorts(j, 0).Pending("10.0.0.1").Obj(), podWithDefaultPorts(j, 1).Pending("10.0.0.2").Obj()}
 			},
 			want: passWant{phase: paddlev1.PaddleJobStarting},
 			check: func(t *testing.T, got passResult) {
-				cm := endpoints(t, got)
+				cm := intranetEndpoints(t, got)
 				if cm == nil || cm.Data[envTrainerEndpoints] != "10.0.0.1:23000,10.0.0.2:23000" {
 					t.Fatalf("endpoints ConfigMap %v, want the workers' IPs", cm)
 				}
@@ -194,12 +210,19 @@ func TestIntranetPass(t *testing.T) {
 				}
 			},
 		},
+	})
+}
+
+// TestServiceIntranetPass: the Service DNS names are known before the
+// pods, which start at once.
+func TestServiceIntranetPass(t *testing.T) {
+	runPassCases(t, []passCase{
 		{
 			name: "Service: the DNS names are published before the pods, which do not wait",
-			job:  job(paddlev1.IntranetService),
+			job:  intranetJob(paddlev1.IntranetService),
 			want: passWant{created: []string{"ij-worker-0", "ij-worker-1"}, requeue: expectationTimeout},
 			check: func(t *testing.T, got passResult) {
-				if cm := endpoints(t, got); cm == nil || cm.Data[envTrainerEndpoints] != "ij-worker-0.ij:23000,ij-worker-1.ij:23000" {
+				if cm := intranetEndpoints(t, got); cm == nil || cm.Data[envTrainerEndpoints] != "ij-worker-0.ij:23000,ij-worker-1.ij:23000" {
 					t.Errorf("endpoints ConfigMap %v, want the workers' DNS names", cm)
 				}
 				for _, p := range got.pods {
@@ -209,19 +232,7 @@ func TestIntranetPass(t *testing.T) {
 				}
 			},
 		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var pods []*corev1.Pod
-			if tc.pods != nil {
-				pods = tc.pods(tc.job)
-			}
-			f := newFixture(t, Options{}, append(objects(tc.job, pods...), tc.others...)...)
-			got := f.reconcile(t, tc.job)
-			tc.want.check(t, got)
-			tc.check(t, got)
-		})
-	}
+	})
 }
 
 // TestHostPortsNotRecorded covers the passes whose write-ahead record of the

@@ -19,6 +19,55 @@ import (
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
+// failuresCase is a job's restart settings, its pods, and what
+// evaluateFailures must decide of them.
+type failuresCase struct {
+	name         string
+	policy       paddlev1.RestartPolicy
+	retryable    []int32
+	backoffLimit int32
+	recorded     int32
+	counted      []string
+	pods         []*corev1.Pod
+	wantFatal    string // reason, "" for none
+	wantMsg      string
+	wantRecreate []string
+	wantRestarts int32
+}
+
+// check evaluates the failures of the case's job: the job fails with the
+// reason and message wanted, or else the pods to recreate and the restarts
+// counted are the ones wanted.
+func (tc failuresCase) check(t *testing.T) {
+	t.Helper()
+	job := testutil.MakePaddleJob("j", "ns").Workers(4).Obj()
+	job.Spec.Worker.RestartPolicy = tc.policy
+	job.Spec.Worker.RetryableExitCodes = tc.retryable
+	job.Spec.BackoffLimit = &tc.backoffLimit
+	job.Status.RestartCount = tc.recorded
+	job.Status.RecreatingPods = tc.counted
+	f := evaluateFailures(job, tc.pods)
+	switch {
+	case tc.wantFatal == "" && f.fatal != nil:
+		t.Fatalf("job failed: %+v", f.fatal)
+	case tc.wantFatal != "" && (f.fatal == nil || f.fatal.Reason != tc.wantFatal || !strings.Contains(f.fatal.Message, tc.wantMsg)):
+		t.Fatalf("fatal = %+v; want %s containing %q", f.fatal, tc.wantFatal, tc.wantMsg)
+	}
+	if tc.wantFatal != "" {
+		return
+	}
+	var names []string
+	for _, p := range f.recreate {
+		names = append(names, p.Name)
+	}
+	if diff := cmp.Diff(tc.wantRecreate, names); diff != "" {
+		t.Errorf("recreate (-want +got):\n%s", diff)
+	}
+	if f.restarts != tc.wantRestarts {
+		t.Errorf("restarts = %d, want %d", f.restarts, tc.wantRestarts)
+	}
+}
+
 func TestEvaluateFailures(t *testing.T) {
 	pod := func(name string, state func(*testutil.PodWrapper) *testutil.PodWrapper, restarts int32) *corev1.Pod {
 		rt, idx := paddlev1.ReplicaWorker, 0
@@ -40,19 +89,7 @@ func TestEvaluateFailures(t *testing.T) {
 		w.Status.Phase, w.Status.Reason, w.Status.Message = corev1.PodFailed, "Evicted", "The node was low on resource: memory."
 		return w
 	}
-	tests := []struct {
-		name         string
-		policy       paddlev1.RestartPolicy
-		retryable    []int32
-		backoffLimit int32
-		recorded     int32
-		counted      []string
-		pods         []*corev1.Pod
-		wantFatal    string // reason, "" for none
-		wantMsg      string
-		wantRecreate []string
-		wantRestarts int32
-	}{{
+	for _, tc := range []failuresCase{{
 		name: "Never: a failure fails the job", policy: paddlev1.RestartPolicyNever, backoffLimit: 6,
 		pods:      []*corev1.Pod{pod("j-worker-0", run, 0), pod("j-worker-1", exit(137), 0)},
 		wantFatal: ReasonPodFailed, wantMsg: `pod j-worker-1: container "paddle" exited with code 137`,
@@ -92,36 +129,8 @@ func TestEvaluateFailures(t *testing.T) {
 		name: "backoffLimit 0 fails on the first retry", policy: paddlev1.RestartPolicyExitCode, backoffLimit: 0,
 		pods:      []*corev1.Pod{pod("j-worker-1", exit(143), 0)},
 		wantFatal: ReasonBackoffLimitExceeded,
-	}}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			job := testutil.MakePaddleJob("j", "ns").Workers(4).Obj()
-			job.Spec.Worker.RestartPolicy = tc.policy
-			job.Spec.Worker.RetryableExitCodes = tc.retryable
-			job.Spec.BackoffLimit = &tc.backoffLimit
-			job.Status.RestartCount = tc.recorded
-			job.Status.RecreatingPods = tc.counted
-			f := evaluateFailures(job, tc.pods)
-			switch {
-			case tc.wantFatal == "" && f.fatal != nil:
-				t.Fatalf("job failed: %+v", f.fatal)
-			case tc.wantFatal != "" && (f.fatal == nil || f.fatal.Reason != tc.wantFatal || !strings.Contains(f.fatal.Message, tc.wantMsg)):
-				t.Fatalf("fatal = %+v; want %s containing %q", f.fatal, tc.wantFatal, tc.wantMsg)
-			}
-			if tc.wantFatal != "" {
-				return
-			}
-			var names []string
-			for _, p := range f.recreate {
-				names = append(names, p.Name)
-			}
-			if diff := cmp.Diff(tc.wantRecreate, names); diff != "" {
-				t.Errorf("recreate (-want +got):\n%s", diff)
-			}
-			if f.restarts != tc.wantRestarts {
-				t.Errorf("restarts = %d, want %d", f.restarts, tc.wantRestarts)
-			}
-		})
+	}} {
+		t.Run(tc.name, tc.check)
 	}
 }
 
@@ -160,24 +169,25 @@ func TestRestartBackoff(t *testing.T) {
 	}
 }
 
+// onFailureJob is a two-worker job whose workers restart on failure.
+func onFailureJob() *testutil.JobWrapper {
+	return testutil.MakePaddleJob("rs", "ns").UID("rs-uid").Workers(2).RestartPolicy(paddlev1.ReplicaWorker, corev1.RestartPolicyOnFailure)
+}
+
+// restartedStatus is the status of a running job restarted count times,
+// the last one ago.
+func restartedStatus(count int32, ago time.Duration) paddlev1.PaddleJobStatus {
+	at := metav1.NewMicroTime(t0.Add(-ago))
+	return paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobRunning, RestartCount: count, LastRestartTime: &at}
+}
+
+// TestRestartPass: a failed pod the restart policy restarts is counted
+// once, deleted, and recreated after the backoff.
 func TestRestartPass(t *testing.T) {
-	onFailure := func() *testutil.JobWrapper {
-		return testutil.MakePaddleJob("rs", "ns").UID("rs-uid").Workers(2).RestartPolicy(paddlev1.ReplicaWorker, corev1.RestartPolicyOnFailure)
-	}
-	restarted := func(count int32, ago time.Duration) paddlev1.PaddleJobStatus {
-		at := metav1.NewMicroTime(t0.Add(-ago))
-		return paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobRunning, RestartCount: count, LastRestartTime: &at}
-	}
-	tests := []struct {
-		name       string
-		job        *paddlev1.PaddleJob
-		pods       func(*paddlev1.PaddleJob) []*corev1.Pod
-		want       passWant
-		wantStatus func(*testing.T, paddlev1.PaddleJobStatus)
-	}{
+	runPassCases(t, []passCase{
 		{
 			name: "a worker failing under OnFailure is counted, then deleted",
-			job:  onFailure().Obj(),
+			job:  onFailureJob().Obj(),
 			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
 				return []*corev1.Pod{
 					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
@@ -185,15 +195,15 @@ func TestRestartPass(t *testing.T) {
 				}
 			},
 			want: passWant{deleted: []string{"rs-worker-1"}},
-			wantStatus: func(t *testing.T, st paddlev1.PaddleJobStatus) {
+			check: checkStatus(func(t *testing.T, st paddlev1.PaddleJobStatus) {
 				if st.RestartCount != 1 || !slices.Equal(st.RecreatingPods, []string{"rs-worker-1-uid"}) || st.LastRestartTime == nil || !st.LastRestartTime.Equal(ptr.To(metav1.NewMicroTime(t0))) {
 					t.Errorf("restart not recorded ahead: count %d, recreating %v, last %v", st.RestartCount, st.RecreatingPods, st.LastRestartTime)
 				}
-			},
+			}),
 		},
 		{
 			name: "the replacement waits for the restart backoff",
-			job:  onFailure().Status(restarted(1, 2*time.Second)).Obj(),
+			job:  onFailureJob().Status(restartedStatus(1, 2*time.Second)).Obj(),
 			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
 				return []*corev1.Pod{testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj()}
 			},
@@ -202,12 +212,36 @@ func TestRestartPass(t *testing.T) {
 		},
 		{
 			name: "after the backoff the replacement is created",
-			job:  onFailure().Status(restarted(1, 6*time.Second)).Obj(),
+			job:  onFailureJob().Status(restartedStatus(1, 6*time.Second)).Obj(),
 			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
 				return []*corev1.Pod{testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj()}
 			},
 			want: passWant{created: []string{"rs-worker-1"}, requeue: expectationTimeout},
 		},
+		{
+			name: "a pod counted already is only deleted, not counted again",
+			job: onFailureJob().Status(paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobRunning, RestartCount: 1,
+				RecreatingPods: []string{"rs-worker-1-uid"}, LastRestartTime: ptr.To(metav1.NewMicroTime(t0))}).Obj(),
+			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
+				return []*corev1.Pod{
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 137).Obj(),
+				}
+			},
+			want: passWant{deleted: []string{"rs-worker-1"}},
+			check: checkStatus(func(t *testing.T, st paddlev1.PaddleJobStatus) {
+				if st.RestartCount != 1 {
+					t.Errorf("restart count %d, want 1: the failure was counted before", st.RestartCount)
+				}
+			}),
+		},
+	})
+}
+
+// TestRestartPassFailsTheJob: a failure the policy does not restart, or
+// one restart too many, fails the job and stops its other pods.
+func TestRestartPassFailsTheJob(t *testing.T) {
+	runPassCases(t, []passCase{
 		{
 			name: "a failure under Never fails the job and stops its other pods",
 			job:  testutil.MakePaddleJob("rs", "ns").UID("rs-uid").Workers(2).Obj(),
@@ -222,7 +256,7 @@ func TestRestartPass(t *testing.T) {
 		},
 		{
 			name: "a restart past backoffLimit fails the job",
-			job:  onFailure().BackoffLimit(1).Status(restarted(1, time.Minute)).Obj(),
+			job:  onFailureJob().BackoffLimit(1).Status(restartedStatus(1, time.Minute)).Obj(),
 			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
 				return []*corev1.Pod{
 					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
@@ -232,33 +266,72 @@ func TestRestartPass(t *testing.T) {
 			want: passWant{deleted: []string{"rs-worker-0"}, phase: paddlev1.PaddleJobFailed,
 				conditions: map[string]wantCondition{paddlev1.JobFailed: {metav1.ConditionTrue, ReasonBackoffLimitExceeded}}},
 		},
-		{
-			name: "a pod counted already is only deleted, not counted again",
-			job: onFailure().Status(paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobRunning, RestartCount: 1,
-				RecreatingPods: []string{"rs-worker-1-uid"}, LastRestartTime: ptr.To(metav1.NewMicroTime(t0))}).Obj(),
-			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
-				return []*corev1.Pod{
-					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
-					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 137).Obj(),
-				}
-			},
-			want: passWant{deleted: []string{"rs-worker-1"}},
-			wantStatus: func(t *testing.T, st paddlev1.PaddleJobStatus) {
-				if st.RestartCount != 1 {
-					t.Errorf("restart count %d, want 1: the failure was counted before", st.RestartCount)
-				}
-			},
-		},
+	})
+}
+
+// runningOrFailedPod is the pod of job's role rt and index i, running
+// when code is 0, else failed with that exit code.
+func runningOrFailedPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, i int, code int32) *corev1.Pod {
+	w := testutil.MakePod(job, rt, i)
+	if code == 0 {
+		return w.Running(fmt.Sprintf("10.0.0.%d", i+1)).Obj()
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, Options{}, objects(tc.job, tc.pods(tc.job)...)...)
-			got := f.reconcile(t, tc.job)
-			tc.want.check(t, got)
-			if tc.wantStatus != nil {
-				tc.wantStatus(t, got.job.Status)
-			}
-		})
+	return w.Failed("paddle", code).Obj()
+}
+
+// wholeJobRestartCase is a job, the exit codes of its failed pods, and
+// whether evaluateFailures fails it, restarts it as a whole, or recreates
+// pods alone.
+type wholeJobRestartCase struct {
+	name        string
+	job         *paddlev1.PaddleJob
+	codes       map[string]int32 // failed pods' exit codes by "<role>-<index>"
+	wantFatal   string
+	wantJob     string // the restart cause's message, "" for no restart of the whole job
+	wantPods    []string
+	wantCounted int32
+}
+
+// check builds the job's pods, running or failed with their codes, and
+// checks evaluateFailures' decision: a failed job restarts nothing; else
+// the restart of the whole job, the pods recreated alone and the restarts
+// counted are the ones wanted.
+func (tc wholeJobRestartCase) check(t *testing.T) {
+	t.Helper()
+	var pods []*corev1.Pod
+	for _, rt := range paddlev1.ReplicaTypes {
+		for i := 0; i < tc.job.Spec.ReplicaCount(rt); i++ {
+			pods = append(pods, runningOrFailedPod(tc.job, rt, i, tc.codes[fmt.Sprintf("%s-%d", rt, i)]))
+		}
+	}
+	f := evaluateFailures(tc.job, pods)
+	if tc.wantFatal != "" {
+		if f.fatal == nil || f.fatal.Reason != tc.wantFatal {
+			t.Fatalf("fatal = %+v, want reason %s", f.fatal, tc.wantFatal)
+		}
+		if f.restarting() {
+			t.Errorf("a failed job restarts pods: %+v", f)
+		}
+		return
+	}
+	if f.fatal != nil {
+		t.Fatalf("job failed: %+v", f.fatal)
+	}
+	switch {
+	case tc.wantJob == "" && f.restartJob != nil:
+		t.Errorf("the whole job restarts: %+v", f.restartJob)
+	case tc.wantJob != "" && (f.restartJob == nil || f.restartJob.reason != ReasonPodFailed || !strings.HasPrefix(f.restartJob.message, tc.wantJob)):
+		t.Errorf("restart of the whole job %+v, want reason %s and a message starting %q", f.restartJob, ReasonPodFailed, tc.wantJob)
+	}
+	var names []string
+	for _, p := range f.recreate {
+		names = append(names, p.Name)
+	}
+	if !slices.Equal(names, tc.wantPods) {
+		t.Errorf("recreated alone %v, want %v", names, tc.wantPods)
+	}
+	if f.restarts != tc.wantCounted {
+		t.Errorf("restarts %d, want %d", f.restarts, tc.wantCounted)
 	}
 }
 
@@ -268,22 +341,7 @@ func TestEvaluateFailuresOfAJobRestartedAsAWhole(t *testing.T) {
 			RolePolicy(paddlev1.ReplicaPS, paddlev1.RestartPolicyExitCode).
 			RolePolicy(paddlev1.ReplicaWorker, paddlev1.RestartPolicyExitCode)
 	}
-	pod := func(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, i int, code int32) *corev1.Pod {
-		w := testutil.MakePod(job, rt, i)
-		if code == 0 {
-			return w.Running(fmt.Sprintf("10.0.0.%d", i+1)).Obj()
-		}
-		return w.Failed("paddle", code).Obj()
-	}
-	tests := []struct {
-		name        string
-		job         *paddlev1.PaddleJob
-		codes       map[string]int32 // failed pods' exit codes by "<role>-<index>"
-		wantFatal   string
-		wantJob     string // the restart cause's message, "" for no restart of the whole job
-		wantPods    []string
-		wantCounted int32
-	}{{
+	for _, tc := range []wholeJobRestartCase{{
 		name: "a parameter server killed by SIGSEGV restarts every pod, once", job: psJob().Obj(),
 		codes:   map[string]int32{"ps-1": 139},
 		wantJob: `pod j-ps-1: container "paddle" exited with code 139 (signal SIGSEGV, Error)`, wantCounted: 1,
@@ -311,45 +369,8 @@ func TestEvaluateFailuresOfAJobRestartedAsAWhole(t *testing.T) {
 		name: "a collective job recreates the failed pod alone", job: testutil.MakePaddleJob("j", "ns").Workers(3).RolePolicy(paddlev1.ReplicaWorker, paddlev1.RestartPolicyExitCode).Obj(),
 		codes:    map[string]int32{"worker-1": 137},
 		wantPods: []string{"j-worker-1"}, wantCounted: 1,
-	}}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var pods []*corev1.Pod
-			for _, rt := range paddlev1.ReplicaTypes {
-				for i := 0; i < tc.job.Spec.ReplicaCount(rt); i++ {
-					pods = append(pods, pod(tc.job, rt, i, tc.codes[fmt.Sprintf("%s-%d", rt, i)]))
-				}
-			}
-			f := evaluateFailures(tc.job, pods)
-			if tc.wantFatal != "" {
-				if f.fatal == nil || f.fatal.Reason != tc.wantFatal {
-					t.Fatalf("fatal = %+v, want reason %s", f.fatal, tc.wantFatal)
-				}
-				if f.restarting() {
-					t.Errorf("a failed job restarts pods: %+v", f)
-				}
-				return
-			}
-			if f.fatal != nil {
-				t.Fatalf("job failed: %+v", f.fatal)
-			}
-			switch {
-			case tc.wantJob == "" && f.restartJob != nil:
-				t.Errorf("the whole job restarts: %+v", f.restartJob)
-			case tc.wantJob != "" && (f.restartJob == nil || f.restartJob.reason != ReasonPodFailed || !strings.HasPrefix(f.restartJob.message, tc.wantJob)):
-				t.Errorf("restart of the whole job %+v, want reason %s and a message starting %q", f.restartJob, ReasonPodFailed, tc.wantJob)
-			}
-			var names []string
-			for _, p := range f.recreate {
-				names = append(names, p.Name)
-			}
-			if !slices.Equal(names, tc.wantPods) {
-				t.Errorf("recreated alone %v, want %v", names, tc.wantPods)
-			}
-			if f.restarts != tc.wantCounted {
-				t.Errorf("restarts %d, want %d", f.restarts, tc.wantCounted)
-			}
-		})
+	}} {
+		t.Run(tc.name, tc.check)
 	}
 }
 

@@ -93,18 +93,7 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 	st.RecreatingPods = keepPresent(st.RecreatingPods, obs.podUIDs)
 	st.HostPorts = keepDesiredPorts(job, st.HostPorts)
 
-	byRole := map[paddlev1.ReplicaType][]*corev1.Pod{}
-	for _, p := range obs.pods {
-		rt, _, _ := podIndex(p)
-		byRole[rt] = append(byRole[rt], p)
-	}
-	for _, rt := range paddlev1.ReplicaTypes {
-		if job.Spec.Replicas(rt) == nil {
-			st.SetReplicaStatus(rt, nil)
-			continue
-		}
-		st.SetReplicaStatus(rt, countPods(byRole[rt], job.Spec.ReplicaCount(rt)))
-	}
+	setReplicaStatuses(&st, job, obs.pods)
 	if st.StartTime == nil {
 		// The job starts when first seen active, pods or not: a job whose
 		// pods cannot be created still meets its activeDeadlineSeconds.
@@ -122,6 +111,33 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 	}
 
 	setPodGroupCondition(&st, obs.gang, obs.podGroupWaiting, now)
+	setCreatedCondition(&st, job, obs, now)
+	setRunningCondition(&st, job, obs, now)
+	return st
+}
+
+// setReplicaStatuses counts the observed pods of each replica type into
+// st; a type the job does not have gets no status.
+func setReplicaStatuses(st *paddlev1.PaddleJobStatus, job *paddlev1.PaddleJob, pods []*corev1.Pod) {
+	byRole := map[paddlev1.ReplicaType][]*corev1.Pod{}
+	for _, p := range pods {
+		rt, _, _ := podIndex(p)
+		byRole[rt] = append(byRole[rt], p)
+	}
+	for _, rt := range paddlev1.ReplicaTypes {
+		if job.Spec.Replicas(rt) == nil {
+			st.SetReplicaStatus(rt, nil)
+			continue
+		}
+		st.SetReplicaStatus(rt, countPods(byRole[rt], job.Spec.ReplicaCount(rt)))
+	}
+}
+
+// setCreatedCondition sets the Created condition and the phase from how
+// many of the job's pods exist: Pending while some are missing, saying why
+// none is being created when a spec change or the gang scheduler holds
+// them, Starting once all exist.
+func setCreatedCondition(st *paddlev1.PaddleJobStatus, job *paddlev1.PaddleJob, obs observed, now metav1.Time) {
 	desired := job.Spec.TotalReplicas()
 	if len(obs.pods) < desired {
 		st.Phase = paddlev1.PaddleJobPending
@@ -132,41 +148,48 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 		case obs.podGroupWaiting != "":
 			reason, msg = ReasonWaitingForPodGroup, msg+"; "+obs.podGroupWaiting
 		}
-		setCondition(&st, now, paddlev1.JobCreated, metav1.ConditionFalse, reason, msg)
+		setCondition(st, now, paddlev1.JobCreated, metav1.ConditionFalse, reason, msg)
 	} else {
-		setCondition(&st, now, paddlev1.JobCreated, metav1.ConditionTrue, ReasonPodsCreated,
+		setCondition(st, now, paddlev1.JobCreated, metav1.ConditionTrue, ReasonPodsCreated,
 			fmt.Sprintf("all %d pods exist", desired))
 		st.Phase = paddlev1.PaddleJobStarting
 	}
+}
 
+// setRunningCondition sets the Running condition: true, with the phase
+// Running, once every pod exists and runs; otherwise false, with what the
+// job waits for, first the pods of a restart that must stop, then the
+// restart backoff, the pods' addresses, the servers, and last the pods
+// not running yet.
+func setRunningCondition(st *paddlev1.PaddleJobStatus, job *paddlev1.PaddleJob, obs observed, now metav1.Time) {
+	desired := job.Spec.TotalReplicas()
 	notRunning := podsNotRunning(obs.pods)
 	switch {
 	case len(obs.pods) == desired && len(notRunning) == 0:
 		st.Phase = paddlev1.PaddleJobRunning
-		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionTrue, ReasonAllPodsRunning,
+		setCondition(st, now, paddlev1.JobRunning, metav1.ConditionTrue, ReasonAllPodsRunning,
 			fmt.Sprintf("all %d pods are running", desired))
-		markRestarted(&st, now)
+		markRestarted(st, now)
 	case len(obs.stopping) > 0:
-		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonStoppingPods,
+		setCondition(st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonStoppingPods,
 			"restarting: waiting for "+listNames(obs.stopping)+" to stop")
 	case obs.backoff > 0:
-		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonRestartBackoff,
+		setCondition(st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonRestartBackoff,
 			fmt.Sprintf("recreating failed pods after a %s backoff (restart %d of at most %d)",
 				obs.backoff.Round(time.Second), st.RestartCount, job.Spec.BackoffLimitOrDefault()))
 	case len(obs.missingHosts) > 0:
-		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForPodIPs,
+		setCondition(st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForPodIPs,
 			"training starts once every pod has an IP; waiting for "+listNames(obs.missingHosts))
 	case len(obs.waitingForServers) > 0:
-		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForServers,
+		setCondition(st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForServers,
 			"trainers start once every server accepts connections; waiting for "+listNames(obs.waitingForServers)+" to be Ready")
 	default:
 		msg := "waiting for pods to be created"
 		if len(notRunning) > 0 {
 			msg = "waiting for " + listNames(notRunning)
 		}
-		setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForPods, msg)
+		setCondition(st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForPods, msg)
 	}
-	return st
 }
 
 // finish moves the status to a terminal phase with its condition.

@@ -46,49 +46,117 @@ func failed(code int32) func(*testutil.PodWrapper) *testutil.PodWrapper {
 	return func(w *testutil.PodWrapper) *testutil.PodWrapper { return w.Scheduled("n").Failed("paddle", code) }
 }
 
-func TestNextStatus(t *testing.T) {
-	now := metav1.NewTime(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
+// statusTime is the time nextStatus is given in its table tests.
+var statusTime = metav1.NewTime(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
+
+// statusPSJob is the PS job (two pservers, two workers, generation 3) of
+// nextStatus's table tests.
+func statusPSJob() *paddlev1.PaddleJob {
 	ps := testutil.MakePaddleJob("wd", "ns").PS(2).Workers(2).Obj()
 	ps.Generation = 3
+	return ps
+}
 
-	type cond struct {
-		status metav1.ConditionStatus
-		reason string
-		msg    string // substring
+// podStates sets the state of a job's pods by name (podsOf); a pod not
+// named does not exist.
+type podStates = map[string]func(*testutil.PodWrapper) *testutil.PodWrapper
+
+// statusCondition is a condition nextStatus must set; msg is a substring
+// of its message.
+type statusCondition struct {
+	status metav1.ConditionStatus
+	reason string
+	msg    string
+}
+
+// nextStatusCase is a job, what was observed of it, and the status
+// nextStatus must compute.
+type nextStatusCase struct {
+	name       string
+	job        *paddlev1.PaddleJob
+	states     podStates
+	missing    []string
+	invalid    string
+	wantPhase  paddlev1.PaddleJobPhase
+	wantMode   paddlev1.PaddleJobMode
+	wantConds  map[string]statusCondition
+	wantWorker *paddlev1.ReplicaStatus
+}
+
+// check computes the status of tc's job and checks the phase, the mode, the
+// observed generation, the conditions, the worker counts, and that the
+// completion time is set exactly when the job finished and the start time
+// exactly when the job is valid.
+func (tc nextStatusCase) check(t *testing.T) {
+	t.Helper()
+	now := statusTime
+	obs := observed{pods: podsOf(tc.job, tc.states), missingHosts: tc.missing, invalid: tc.invalid}
+	obs.fatal = evaluateFailures(tc.job, obs.pods).fatal
+	st := nextStatus(tc.job, obs, now)
+	if st.Phase != tc.wantPhase || st.Mode != tc.wantMode {
+		t.Errorf("phase, mode = %s, %s; want %s, %s", st.Phase, st.Mode, tc.wantPhase, tc.wantMode)
 	}
-	tests := []struct {
-		name       string
-		job        *paddlev1.PaddleJob
-		states     map[string]func(*testutil.PodWrapper) *testutil.PodWrapper
-		missing    []string
-		invalid    string
-		wantPhase  paddlev1.PaddleJobPhase
-		wantMode   paddlev1.PaddleJobMode
-		wantConds  map[string]cond
-		wantWorker *paddlev1.ReplicaStatus
-	}{{
+	if st.ObservedGeneration != tc.job.Generation {
+		t.Errorf("observedGeneration = %d, want %d", st.ObservedGeneration, tc.job.Generation)
+	}
+	for typ, want := range tc.wantConds {
+		c := meta.FindStatusCondition(st.Conditions, typ)
+		if c == nil {
+			t.Errorf("condition %s missing; have %+v", typ, st.Conditions)
+			continue
+		}
+		if c.Status != want.status || c.Reason != want.reason || !strings.Contains(c.Message, want.msg) {
+			t.Errorf("condition %s = %s/%s %q; want %s/%s containing %q", typ, c.Status, c.Reason, c.Message, want.status, want.reason, want.msg)
+		}
+	}
+	if tc.wantWorker != nil && *st.Worker != *tc.wantWorker {
+		t.Errorf("worker status = %+v, want %+v", *st.Worker, *tc.wantWorker)
+	}
+	finished := tc.wantPhase == paddlev1.PaddleJobCompleted || tc.wantPhase == paddlev1.PaddleJobFailed
+	if finished != (st.CompletionTime != nil) {
+		t.Errorf("completionTime = %v for phase %s", st.CompletionTime, st.Phase)
+	}
+	// A valid job starts when first seen active, pods or not.
+	if (obs.invalid == "") != (st.StartTime != nil) {
+		t.Errorf("startTime = %v for a job invalid because %q", st.StartTime, obs.invalid)
+	}
+}
+
+// runNextStatusCases runs each case as a subtest.
+func runNextStatusCases(t *testing.T, cases []nextStatusCase) {
+	for _, c := range cases {
+		t.Run(c.name, c.check)
+	}
+}
+
+// TestNextStatusWhilePodsStartAndRun: a job stays Pending until every pod
+// exists, Starting until every pod runs, then Running; one worker done is
+// not the end.
+func TestNextStatusWhilePodsStartAndRun(t *testing.T) {
+	ps := statusPSJob()
+	runNextStatusCases(t, []nextStatusCase{{
 		name:      "no pods yet",
 		job:       ps,
 		wantPhase: paddlev1.PaddleJobPending, wantMode: paddlev1.PaddleJobModePS,
-		wantConds: map[string]cond{
+		wantConds: map[string]statusCondition{
 			paddlev1.JobCreated: {metav1.ConditionFalse, ReasonCreatingPods, "0 of 4 pods exist"},
 			paddlev1.JobRunning: {metav1.ConditionFalse, ReasonWaitingForPods, "waiting for pods to be created"},
 		},
 	}, {
 		name:      "some pods created",
 		job:       ps,
-		states:    map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{"wd-ps-0": unscheduled, "wd-worker-0": unscheduled},
+		states:    podStates{"wd-ps-0": unscheduled, "wd-worker-0": unscheduled},
 		wantPhase: paddlev1.PaddleJobPending, wantMode: paddlev1.PaddleJobModePS,
-		wantConds: map[string]cond{paddlev1.JobCreated: {metav1.ConditionFalse, ReasonCreatingPods, "2 of 4 pods exist"}},
+		wantConds: map[string]statusCondition{paddlev1.JobCreated: {metav1.ConditionFalse, ReasonCreatingPods, "2 of 4 pods exist"}},
 	}, {
 		name: "all created, waiting for pod IPs",
 		job:  ps,
-		states: map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{
+		states: podStates{
 			"wd-ps-0": starting, "wd-ps-1": unscheduled, "wd-worker-0": starting, "wd-worker-1": starting,
 		},
 		missing:   []string{"wd-ps-1"},
 		wantPhase: paddlev1.PaddleJobStarting, wantMode: paddlev1.PaddleJobModePS,
-		wantConds: map[string]cond{
+		wantConds: map[string]statusCondition{
 			paddlev1.JobCreated: {metav1.ConditionTrue, ReasonPodsCreated, "all 4 pods exist"},
 			paddlev1.JobRunning: {metav1.ConditionFalse, ReasonWaitingForPodIPs, "waiting for wd-ps-1"},
 		},
@@ -96,102 +164,82 @@ func TestNextStatus(t *testing.T) {
 	}, {
 		name: "all running",
 		job:  ps,
-		states: map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{
+		states: podStates{
 			"wd-ps-0": running("1.1.1.1"), "wd-ps-1": running("1.1.1.2"), "wd-worker-0": running("1.1.1.3"), "wd-worker-1": running("1.1.1.4"),
 		},
 		wantPhase: paddlev1.PaddleJobRunning, wantMode: paddlev1.PaddleJobModePS,
-		wantConds:  map[string]cond{paddlev1.JobRunning: {metav1.ConditionTrue, ReasonAllPodsRunning, "all 4 pods are running"}},
+		wantConds:  map[string]statusCondition{paddlev1.JobRunning: {metav1.ConditionTrue, ReasonAllPodsRunning, "all 4 pods are running"}},
 		wantWorker: &paddlev1.ReplicaStatus{Running: 2, Ready: "2/2"},
 	}, {
 		name: "one worker done, the rest running: still running",
 		job:  ps,
-		states: map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{
+		states: podStates{
 			"wd-ps-0": running("1.1.1.1"), "wd-ps-1": running("1.1.1.2"), "wd-worker-0": succeeded, "wd-worker-1": running("1.1.1.4"),
 		},
 		wantPhase: paddlev1.PaddleJobRunning, wantMode: paddlev1.PaddleJobModePS,
 		wantWorker: &paddlev1.ReplicaStatus{Running: 1, Succeeded: 1, Ready: "1/2"},
 	}, {
+		name:      "single-worker job",
+		job:       testutil.MakePaddleJob("s", "ns").Workers(1).Obj(),
+		states:    podStates{"s-worker-0": running("1.1.1.1")},
+		wantPhase: paddlev1.PaddleJobRunning, wantMode: paddlev1.PaddleJobModeSingle,
+	}})
+}
+
+// TestNextStatusFinishesWhenWorkersSucceedOrAPodFails: every worker
+// succeeded completes the job; a pod failure fails it, naming the pod.
+func TestNextStatusFinishesWhenWorkersSucceedOrAPodFails(t *testing.T) {
+	ps := statusPSJob()
+	runNextStatusCases(t, []nextStatusCase{{
 		name: "PS job completes when every worker succeeded, pservers still running",
 		job:  ps,
-		states: map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{
+		states: podStates{
 			"wd-ps-0": running("1.1.1.1"), "wd-ps-1": running("1.1.1.2"), "wd-worker-0": succeeded, "wd-worker-1": succeeded,
 		},
 		wantPhase: paddlev1.PaddleJobCompleted, wantMode: paddlev1.PaddleJobModePS,
-		wantConds: map[string]cond{
+		wantConds: map[string]statusCondition{
 			paddlev1.JobSucceeded: {metav1.ConditionTrue, ReasonWorkersSucceeded, "all 2 workers succeeded"},
 			paddlev1.JobRunning:   {metav1.ConditionFalse, ReasonJobFinished, "the job completed"},
 		},
 	}, {
 		name: "a worker's non-zero exit fails the job, naming pod, container and code",
 		job:  ps,
-		states: map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{
+		states: podStates{
 			"wd-ps-0": running("1.1.1.1"), "wd-ps-1": running("1.1.1.2"), "wd-worker-0": running("1.1.1.3"), "wd-worker-1": failed(3),
 		},
 		wantPhase: paddlev1.PaddleJobFailed, wantMode: paddlev1.PaddleJobModePS,
-		wantConds: map[string]cond{
+		wantConds: map[string]statusCondition{
 			paddlev1.JobFailed: {metav1.ConditionTrue, ReasonPodFailed, `pod wd-worker-1: container "paddle" exited with code 3 (Error)`},
 		},
 	}, {
 		name: "a pserver failure fails the job",
 		job:  ps,
-		states: map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{
+		states: podStates{
 			"wd-ps-0": running("1.1.1.1"), "wd-ps-1": failed(137), "wd-worker-0": running("1.1.1.3"), "wd-worker-1": running("1.1.1.4"),
 		},
 		wantPhase: paddlev1.PaddleJobFailed, wantMode: paddlev1.PaddleJobModePS,
-		wantConds: map[string]cond{
+		wantConds: map[string]statusCondition{
 			paddlev1.JobFailed: {metav1.ConditionTrue, ReasonPodFailed, `pod wd-ps-1: container "paddle" exited with code 137`},
 		},
 	}, {
 		name:      "collective job completes when all workers succeed",
 		job:       testutil.MakePaddleJob("r", "ns").Workers(2).Obj(),
-		states:    map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{"r-worker-0": succeeded, "r-worker-1": succeeded},
+		states:    podStates{"r-worker-0": succeeded, "r-worker-1": succeeded},
 		wantPhase: paddlev1.PaddleJobCompleted, wantMode: paddlev1.PaddleJobModeCollective,
-	}, {
-		name:      "single-worker job",
-		job:       testutil.MakePaddleJob("s", "ns").Workers(1).Obj(),
-		states:    map[string]func(*testutil.PodWrapper) *testutil.PodWrapper{"s-worker-0": running("1.1.1.1")},
-		wantPhase: paddlev1.PaddleJobRunning, wantMode: paddlev1.PaddleJobModeSingle,
-	}, {
+	}})
+}
+
+// TestNextStatusFailsAnInvalidSpec: an invalid spec fails the job before
+// any pod.
+func TestNextStatusFailsAnInvalidSpec(t *testing.T) {
+	ps := statusPSJob()
+	runNextStatusCases(t, []nextStatusCase{{
 		name:      "an invalid spec fails the job before any pod",
 		job:       ps,
 		invalid:   "spec.worker.template: container name reserved",
 		wantPhase: paddlev1.PaddleJobFailed, wantMode: paddlev1.PaddleJobModePS,
-		wantConds: map[string]cond{paddlev1.JobFailed: {metav1.ConditionTrue, ReasonInvalidSpec, "container name reserved"}},
-	}}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			obs := observed{pods: podsOf(tc.job, tc.states), missingHosts: tc.missing, invalid: tc.invalid}
-			obs.fatal = evaluateFailures(tc.job, obs.pods).fatal
-			st := nextStatus(tc.job, obs, now)
-			if st.Phase != tc.wantPhase || st.Mode != tc.wantMode {
-				t.Errorf("phase, mode = %s, %s; want %s, %s", st.Phase, st.Mode, tc.wantPhase, tc.wantMode)
-			}
-			if st.ObservedGeneration != tc.job.Generation {
-				t.Errorf("observedGeneration = %d, want %d", st.ObservedGeneration, tc.job.Generation)
-			}
-			for typ, want := range tc.wantConds {
-				c := meta.FindStatusCondition(st.Conditions, typ)
-				if c == nil {
-					t.Errorf("condition %s missing; have %+v", typ, st.Conditions)
-					continue
-				}
-				if c.Status != want.status || c.Reason != want.reason || !strings.Contains(c.Message, want.msg) {
-					t.Errorf("condition %s = %s/%s %q; want %s/%s containing %q", typ, c.Status, c.Reason, c.Message, want.status, want.reason, want.msg)
-				}
-			}
-			if tc.wantWorker != nil && *st.Worker != *tc.wantWorker {
-				t.Errorf("worker status = %+v, want %+v", *st.Worker, *tc.wantWorker)
-			}
-			finished := tc.wantPhase == paddlev1.PaddleJobCompleted || tc.wantPhase == paddlev1.PaddleJobFailed
-			if finished != (st.CompletionTime != nil) {
-				t.Errorf("completionTime = %v for phase %s", st.CompletionTime, st.Phase)
-			}
-			// A valid job starts when first seen active, pods or not.
-			if (obs.invalid == "") != (st.StartTime != nil) {
-				t.Errorf("startTime = %v for a job invalid because %q", st.StartTime, obs.invalid)
-			}
-		})
-	}
+		wantConds: map[string]statusCondition{paddlev1.JobFailed: {metav1.ConditionTrue, ReasonInvalidSpec, "container name reserved"}},
+	}})
 }
 
 func TestTerminalPhaseIsKept(t *testing.T) {

@@ -20,13 +20,7 @@ func TestSuspendPass(t *testing.T) {
 	job := func(suspend bool, st paddlev1.PaddleJobStatus) *paddlev1.PaddleJob {
 		return testutil.MakePaddleJob("sp", "ns").UID("sp-uid").Workers(2).Intranet(paddlev1.IntranetService).Suspend(suspend).Status(st).Obj()
 	}
-	tests := []struct {
-		name       string
-		job        *paddlev1.PaddleJob
-		pods       func(*paddlev1.PaddleJob) []*corev1.Pod
-		want       passWant
-		wantStatus func(*testing.T, paddlev1.PaddleJobStatus)
-	}{
+	runPassCases(t, []passCase{
 		{
 			name: "suspending deletes the pods and keeps the host ports",
 			job:  job(true, running),
@@ -41,14 +35,14 @@ func TestSuspendPass(t *testing.T) {
 					paddlev1.JobSuspended: {metav1.ConditionTrue, ReasonSuspended},
 					paddlev1.JobRunning:   {metav1.ConditionFalse, ReasonSuspended},
 				}},
-			wantStatus: func(t *testing.T, st paddlev1.PaddleJobStatus) {
+			check: checkStatus(func(t *testing.T, st paddlev1.PaddleJobStatus) {
 				if st.StartTime != nil {
 					t.Errorf("start time %v kept: the deadline must count from the resume", st.StartTime)
 				}
 				if len(st.HostPorts) != 1 || st.HostPorts[0] != hostPorts[0] {
 					t.Errorf("host ports %v, want %v kept for the resume", st.HostPorts, hostPorts)
 				}
-			},
+			}),
 		},
 		{
 			name: "a pod already being deleted is not deleted again",
@@ -75,21 +69,11 @@ func TestSuspendPass(t *testing.T) {
 			},
 			want: passWant{phase: paddlev1.PaddleJobStarting,
 				conditions: map[string]wantCondition{paddlev1.JobSuspended: {metav1.ConditionFalse, ReasonResumed}}},
-			wantStatus: func(t *testing.T, st paddlev1.PaddleJobStatus) {
+			check: checkStatus(func(t *testing.T, st paddlev1.PaddleJobStatus) {
 				if st.StartTime == nil || !st.StartTime.Time.Equal(t0) {
 					t.Errorf("start time %v, want the resume's %v", st.StartTime, t0)
 				}
-			},
+			}),
 		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, Options{}, objects(tc.job, tc.pods(tc.job)...)...)
-			got := f.reconcile(t, tc.job)
-			tc.want.check(t, got)
-			if tc.wantStatus != nil {
-				tc.wantStatus(t, got.job.Status)
-			}
-		})
-	}
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -158,18 +159,8 @@ func TestHistoryWriterNeverTakesOverAnotherConfigMap(t *testing.T) {
 				}
 			}
 			rec := events.NewFakeRecorder(10)
-			store := NewStore(Options{ReportRate: 100, ReportBurst: 100, HistoryFlush: time.Second})
-			now := time.Unix(1_700_000_000, 0)
-			store.now = func() time.Time { return now }
-			w := &HistoryWriter{Store: store, Client: c, Reader: c, Recorder: rec}
 			// Two reports, two flushes: one event at most.
-			for i := range 2 {
-				if err := store.Put(job, uid, "prometheus-worker-0", 0, Report{Metrics: Metrics{{"loss", 0.7 - float64(i)/10}}}); err != nil {
-					t.Fatal(err)
-				}
-				w.flush(t.Context())
-				now = now.Add(time.Minute)
-			}
+			flushTwoLossReports(t, c, rec, job, uid)
 
 			var after corev1.ConfigMap
 			if err := c.Get(t.Context(), key, &after); err != nil {
@@ -186,20 +177,44 @@ func TestHistoryWriterNeverTakesOverAnotherConfigMap(t *testing.T) {
 			} else if !equality.Semantic.DeepEqual(before, after) {
 				t.Errorf("the ConfigMap changed:\n%+v\nwant\n%+v", after, before)
 			}
-			close(rec.Events)
-			var got []string
-			for e := range rec.Events {
-				got = append(got, e)
-			}
-			if len(got) != len(tc.events) {
-				t.Fatalf("events %q, want %d", got, len(tc.events))
-			}
-			for i := range got {
-				if !strings.HasPrefix(got[i], tc.events[i]) {
-					t.Errorf("event %q, want %q...", got[i], tc.events[i])
-				}
-			}
+			checkEventPrefixes(t, rec, tc.events)
 		})
+	}
+}
+
+// flushTwoLossReports has a history writer on client c put two loss
+// reports of the job's worker 0, a minute apart, flushing after each.
+func flushTwoLossReports(t *testing.T, c client.Client, rec events.EventRecorder, job types.NamespacedName, uid types.UID) {
+	t.Helper()
+	store := NewStore(Options{ReportRate: 100, ReportBurst: 100, HistoryFlush: time.Second})
+	now := time.Unix(1_700_000_000, 0)
+	store.now = func() time.Time { return now }
+	w := &HistoryWriter{Store: store, Client: c, Reader: c, Recorder: rec}
+	for i := range 2 {
+		if err := store.Put(job, uid, "prometheus-worker-0", 0, Report{Metrics: Metrics{{"loss", 0.7 - float64(i)/10}}}); err != nil {
+			t.Fatal(err)
+		}
+		w.flush(t.Context())
+		now = now.Add(time.Minute)
+	}
+}
+
+// checkEventPrefixes checks that rec recorded exactly len(want) events,
+// each starting with its want; it closes rec.
+func checkEventPrefixes(t *testing.T, rec *events.FakeRecorder, want []string) {
+	t.Helper()
+	close(rec.Events)
+	var got []string
+	for e := range rec.Events {
+		got = append(got, e)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("events %q, want %d", got, len(want))
+	}
+	for i := range got {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("event %q, want %q...", got[i], want[i])
+		}
 	}
 }
 

@@ -86,22 +86,29 @@ func TestCertificateRenewalAcrossReplicas(t *testing.T) {
 		}
 	}
 
-	// The webhook configuration trusts the bundle once injected; only then
-	// is the replica ready.
-	if a.TrustedCheck(nil) == nil {
+	checkReadyOnceTheWebhookTrustsTheBundle(t, c, a, renewedCA)
+}
+
+// checkReadyOnceTheWebhookTrustsTheBundle checks that the replica m is not
+// ready before the webhook configuration "v" trusts its CA bundle, that
+// injecting the bundle puts it there, and that m is ready then.
+func checkReadyOnceTheWebhookTrustsTheBundle(t *testing.T, c client.Client, m *CertManager, bundle []byte) {
+	t.Helper()
+	ctx := context.Background()
+	if m.TrustedCheck(nil) == nil {
 		t.Error("ready before the webhook configurations trust its certificate")
 	}
-	if err := a.InjectCABundle(ctx, renewedCA); err != nil {
+	if err := m.InjectCABundle(ctx, bundle); err != nil {
 		t.Fatal(err)
 	}
 	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "v"}, got); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got.Webhooks[0].ClientConfig.CABundle, renewedCA) {
+	if !bytes.Equal(got.Webhooks[0].ClientConfig.CABundle, bundle) {
 		t.Error("the webhook configuration does not hold the renewed CA bundle")
 	}
-	if err := a.TrustedCheck(nil); err != nil {
+	if err := m.TrustedCheck(nil); err != nil {
 		t.Errorf("not ready once trusted: %v", err)
 	}
 }

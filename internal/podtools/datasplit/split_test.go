@@ -23,14 +23,7 @@ func stringSources(contents ...string) []Source {
 
 func TestSplit(t *testing.T) {
 	seven := "l0\nl1\nl2\nl3\nl4\nl5\nl6\n"
-	tests := []struct {
-		name      string
-		inputs    []string
-		parts     int
-		mode      Mode
-		want      []string
-		wantLines []int64
-	}{
+	tests := []splitCase{
 		{
 			name: "round-robin deals line g to part g mod N", inputs: []string{seven}, parts: 3, mode: RoundRobin,
 			want:      []string{"l0\nl3\nl6\n", "l1\nl4\n", "l2\nl5\n"},
@@ -78,33 +71,49 @@ func TestSplit(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			bufs := make([]*bytes.Buffer, tt.parts)
-			writers := make([]io.Writer, tt.parts)
-			for i := range bufs {
-				bufs[i] = &bytes.Buffer{}
-				writers[i] = bufs[i]
-			}
-			stats, err := split(stringSources(tt.inputs...), tt.mode, DefaultMaxLineBytes, writers)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			var lines []int64
-			for i, b := range bufs {
-				got = append(got, b.String())
-				lines = append(lines, stats[i].Lines)
-				if stats[i].Bytes != int64(b.Len()) {
-					t.Errorf("part %d: %d bytes counted, %d written", i, stats[i].Bytes, b.Len())
-				}
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("parts = %q, want %q", got, tt.want)
-			}
-			if !reflect.DeepEqual(lines, tt.wantLines) {
-				t.Errorf("line counts = %v, want %v", lines, tt.wantLines)
-			}
-		})
+		t.Run(tt.name, tt.check)
+	}
+}
+
+// splitCase is inputs split into parts in a mode, and the parts and line
+// counts wanted.
+type splitCase struct {
+	name      string
+	inputs    []string
+	parts     int
+	mode      Mode
+	want      []string
+	wantLines []int64
+}
+
+// check splits the inputs into in-memory parts and checks each part's
+// text, its line count, and that its byte count is what was written.
+func (tt splitCase) check(t *testing.T) {
+	t.Helper()
+	bufs := make([]*bytes.Buffer, tt.parts)
+	writers := make([]io.Writer, tt.parts)
+	for i := range bufs {
+		bufs[i] = &bytes.Buffer{}
+		writers[i] = bufs[i]
+	}
+	stats, err := split(stringSources(tt.inputs...), tt.mode, DefaultMaxLineBytes, writers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var lines []int64
+	for i, b := range bufs {
+		got = append(got, b.String())
+		lines = append(lines, stats[i].Lines)
+		if stats[i].Bytes != int64(b.Len()) {
+			t.Errorf("part %d: %d bytes counted, %d written", i, stats[i].Bytes, b.Len())
+		}
+	}
+	if !reflect.DeepEqual(got, tt.want) {
+		t.Errorf("parts = %q, want %q", got, tt.want)
+	}
+	if !reflect.DeepEqual(lines, tt.wantLines) {
+		t.Errorf("line counts = %v, want %v", lines, tt.wantLines)
 	}
 }
 

@@ -150,24 +150,32 @@ func TestFleetEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			id, err := trainerID(order, netip.MustParseAddr(tt.self))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := envMap(t, job.env(tt.role, id))
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("env =\n  %v\nwant\n  %v", got, tt.want)
-			}
-			// What PaddleCloudRoleMaker does with them.
-			self := got["POD_IP"] + ":" + got["PADDLE_PORT"]
-			list := got["PADDLE_PSERVERS_IP_PORT_LIST"]
-			if tt.role == roleTrainer {
-				list = got["PADDLE_TRAINER_ENDPOINTS"]
-			}
-			if idx := strings.Split(list, ",")[id]; idx != self {
-				t.Errorf("entry %d of the %s list is %s, want POD_IP:PADDLE_PORT %s", id, tt.role, idx, self)
-			}
+			checkFleetEnvOf(t, job, order, tt.role, netip.MustParseAddr(tt.self), tt.want)
 		})
+	}
+}
+
+// checkFleetEnvOf checks the environment job gives the pod of IP self in
+// role: exactly want, and its own POD_IP:PADDLE_PORT at its trainer ID in
+// its role's list, as PaddleCloudRoleMaker reads them.
+func checkFleetEnvOf(t *testing.T, job fleetJob, order []netip.Addr, role string, self netip.Addr, want map[string]string) {
+	t.Helper()
+	id, err := trainerID(order, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := envMap(t, job.env(role, id))
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("env =\n  %v\nwant\n  %v", got, want)
+	}
+	// What PaddleCloudRoleMaker does with them.
+	endpoint := got["POD_IP"] + ":" + got["PADDLE_PORT"]
+	list := got["PADDLE_PSERVERS_IP_PORT_LIST"]
+	if role == roleTrainer {
+		list = got["PADDLE_TRAINER_ENDPOINTS"]
+	}
+	if idx := strings.Split(list, ",")[id]; idx != endpoint {
+		t.Errorf("entry %d of the %s list is %s, want POD_IP:PADDLE_PORT %s", id, role, idx, endpoint)
 	}
 }
 

@@ -22,17 +22,42 @@ func TestParseMode(t *testing.T) {
 	}
 }
 
+// resolveCommandsCase is a mode, the command flags and the arguments after
+// --, and the commands resolveCommands must resolve, or its error.
+type resolveCommandsCase struct {
+	name        string
+	mode        Mode
+	pserverCmd  string
+	trainerCmd  string
+	extra       []string
+	wantPServer []string
+	wantTrainer []string
+	wantErr     string
+}
+
+// check resolves the case's commands: an error containing wantErr, or the
+// pserver and trainer commands wanted.
+func (tt resolveCommandsCase) check(t *testing.T) {
+	t.Helper()
+	got, err := resolveCommands(tt.mode, tt.pserverCmd, tt.trainerCmd, tt.extra)
+	if tt.wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Fatalf("resolveCommands() error = %v, want one containing %q", err, tt.wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.pserver, tt.wantPServer) || !reflect.DeepEqual(got.trainer, tt.wantTrainer) {
+		t.Errorf("resolveCommands() = pserver %q, trainer %q; want %q, %q", got.pserver, got.trainer, tt.wantPServer, tt.wantTrainer)
+	}
+}
+
+// TestResolveCommands: the commands each mode resolves for the pservers and
+// the trainers from the flags and the arguments after --.
 func TestResolveCommands(t *testing.T) {
-	tests := []struct {
-		name        string
-		mode        Mode
-		pserverCmd  string
-		trainerCmd  string
-		extra       []string
-		wantPServer []string
-		wantTrainer []string
-		wantErr     string
-	}{
+	for _, tt := range []resolveCommandsCase{
 		{
 			name:        "fleet: the program after -- serves both roles, arguments unchanged",
 			mode:        ModeFleet,
@@ -66,6 +91,30 @@ func TestResolveCommands(t *testing.T) {
 			wantTrainer: []string{"true"},
 		},
 		{
+			name:        "legacy: paddle pserver and paddle train",
+			mode:        ModeLegacyFlags,
+			extra:       []string{"--num_passes=10"},
+			wantPServer: []string{"paddle", "pserver"},
+			wantTrainer: []string{"paddle", "train"},
+		},
+		{
+			name:        "legacy: own commands",
+			mode:        ModeLegacyFlags,
+			pserverCmd:  "/opt/paddle/bin/paddle_pserver_main",
+			trainerCmd:  `/opt/paddle/bin/paddle_trainer "--use_gpu=0"`,
+			wantPServer: []string{"/opt/paddle/bin/paddle_pserver_main"},
+			wantTrainer: []string{"/opt/paddle/bin/paddle_trainer", "--use_gpu=0"},
+		},
+	} {
+		t.Run(tt.name, tt.check)
+	}
+}
+
+// TestResolveCommandsRefuses: no program, a pserver command without a
+// trainer command, a blank command or a bad quote is an error naming it.
+func TestResolveCommandsRefuses(t *testing.T) {
+	for _, tt := range []resolveCommandsCase{
+		{
 			name:    "fleet: no program",
 			mode:    ModeFleet,
 			wantErr: "no program to run",
@@ -84,42 +133,12 @@ func TestResolveCommands(t *testing.T) {
 			wantErr:    "--trainer-cmd: the command is empty",
 		},
 		{
-			name:        "legacy: paddle pserver and paddle train",
-			mode:        ModeLegacyFlags,
-			extra:       []string{"--num_passes=10"},
-			wantPServer: []string{"paddle", "pserver"},
-			wantTrainer: []string{"paddle", "train"},
-		},
-		{
-			name:        "legacy: own commands",
-			mode:        ModeLegacyFlags,
-			pserverCmd:  "/opt/paddle/bin/paddle_pserver_main",
-			trainerCmd:  `/opt/paddle/bin/paddle_trainer "--use_gpu=0"`,
-			wantPServer: []string{"/opt/paddle/bin/paddle_pserver_main"},
-			wantTrainer: []string{"/opt/paddle/bin/paddle_trainer", "--use_gpu=0"},
-		},
-		{
 			name:       "legacy: an unterminated quote",
 			mode:       ModeLegacyFlags,
 			pserverCmd: "paddle 'pserver",
 			wantErr:    "--pserver-cmd:",
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolveCommands(tt.mode, tt.pserverCmd, tt.trainerCmd, tt.extra)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("resolveCommands() error = %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got.pserver, tt.wantPServer) || !reflect.DeepEqual(got.trainer, tt.wantTrainer) {
-				t.Errorf("resolveCommands() = pserver %q, trainer %q; want %q, %q", got.pserver, got.trainer, tt.wantPServer, tt.wantTrainer)
-			}
-		})
+	} {
+		t.Run(tt.name, tt.check)
 	}
 }
