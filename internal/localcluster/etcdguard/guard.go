@@ -44,9 +44,10 @@ func (rawCodec) Unmarshal(data []byte, v any) error {
 	return nil
 }
 
-// Dial connects to the real etcd at target (a gRPC target such as
-// unix:///path/to/socket), lazily: a call made while etcd restarts waits for
-// it, as a client of etcd itself would.
+// Dial connects to the etcd at target (a gRPC target such as
+// unix:///path/to/socket), lazily and reconnecting: a call made while etcd
+// is down fails at once with Unavailable, as it would against etcd itself,
+// and python-etcd3 and Paddle's launcher retry it.
 func Dial(target string) (*grpc.ClientConn, error) {
 	return grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
