@@ -47,7 +47,7 @@ func (rawCodec) Unmarshal(data []byte, v any) error {
 // Dial connects to the etcd at target (a gRPC target such as
 // unix:///path/to/socket), lazily and reconnecting: a call made while etcd
 // is down fails at once with Unavailable, as it would against etcd itself,
-// and python-etcd3 and Paddle's launcher retry it.
+// and Paddle's launcher retries it (its ETCDClient retries every call).
 func Dial(target string) (*grpc.ClientConn, error) {
 	return grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
