@@ -23,6 +23,7 @@ import (
 const (
 	componentEtcd              = "etcd"
 	componentElasticEtcd       = "elastic-etcd"
+	componentElasticEtcdGuard  = "elastic-etcd-guard"
 	componentAPIServer         = "kube-apiserver"
 	componentControllerManager = "kube-controller-manager"
 	componentScheduler         = "kube-scheduler"
@@ -86,6 +87,7 @@ func (b *boot) run(ctx context.Context) (*State, error) {
 	}{
 		{componentEtcd, b.startEtcd},
 		{componentElasticEtcd, b.startElasticEtcd},
+		{componentElasticEtcdGuard, b.startElasticEtcdGuard},
 		{componentAPIServer, b.startAPIServer},
 		{"PaddleJob CRD and operator RBAC", b.install},
 		{componentControllerManager, b.startControllerManager},

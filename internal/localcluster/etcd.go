@@ -3,10 +3,12 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/paddlejob/paddlejob/internal/localcluster/etcdguard"
 	"github.com/paddlejob/paddlejob/internal/pki"
 )
 
@@ -19,8 +21,13 @@ import (
 //     can read their members or forge raft messages;
 //   - the control plane etcd's client listener takes TLS only, from a
 //     client certificate of the etcd CA: the API server's;
-//   - the elastic etcd's client listener is plain HTTP, as Paddle's elastic
-//     launcher dials it without credentials (docs/local-cluster.md).
+//   - the elastic etcd's client listener is a Unix socket in the cluster's
+//     home, which pods do not see. Paddle's elastic launcher dials etcd
+//     without credentials, so pods get the elastic etcd guard instead
+//     (etcdguard): a plain gRPC port that forwards the key-value, watch and
+//     lease calls of elastic training and refuses the rest — membership,
+//     maintenance, authentication — before they reach etcd
+//     (docs/local-cluster.md).
 //
 // The etcd CA is not the cluster's CA: the controller manager signs
 // approved CertificateSigningRequests with the cluster's, and such a
@@ -97,20 +104,37 @@ func etcdArgs(l layout, bins string, ports Ports) []string {
 	)
 }
 
-// elasticEtcdArgs are the elastic etcd's command line.
+// elasticEtcdArgs are the elastic etcd's command line. It serves clients
+// on its socket only; the URL it advertises is its guard's, the one its
+// clients are given.
 func elasticEtcdArgs(l layout, bins string, ports Ports) []string {
-	client := elasticEtcdURL(ports)
 	args := []string{filepath.Join(bins, "etcd"),
 		"--name=elastic", "--data-dir=" + l.elasticEtcdData(),
-		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-client-urls=unix://" + elasticEtcdSocket(l), "--advertise-client-urls=" + elasticEtcdURL(ports),
 	}
 	args = append(args, peerArgs(l, "elastic", elasticEtcdPeerName, ports.ElasticEtcdPeer)...)
 	return append(args, "--listen-metrics-urls=", "--unsafe-no-fsync", "--log-level=warn")
 }
 
-// elasticEtcdURL is the elastic etcd's client URL, given to elastic jobs.
+// elasticEtcdURL is the elastic etcd guard's URL, given to elastic jobs as
+// the elastic etcd's.
 func elasticEtcdURL(ports Ports) string {
 	return fmt.Sprintf("http://127.0.0.1:%d", ports.ElasticEtcd)
+}
+
+// elasticEtcdSocket is where the elastic etcd serves clients: the cluster's
+// home, which the node hides from every pod.
+func elasticEtcdSocket(l layout) string { return filepath.Join(l.home, "elastic-etcd.sock") }
+
+// maxSocketPath is the longest path a Unix socket may have (sun_path holds
+// 108 bytes, the last a NUL).
+const maxSocketPath = 107
+
+// elasticEtcdGuardArgs are the guard's command line: this program's hidden
+// elastic-etcd-guard command, on the port elastic jobs are given.
+func elasticEtcdGuardArgs(l layout, executable string, ports Ports) []string {
+	return []string{executable, "elastic-etcd-guard",
+		"--listen=127.0.0.1:" + itoa(ports.ElasticEtcd), "--etcd=unix://" + elasticEtcdSocket(l)}
 }
 
 func (b *boot) startEtcd(ctx context.Context) error {
@@ -119,11 +143,37 @@ func (b *boot) startEtcd(ctx context.Context) error {
 }
 
 // startElasticEtcd starts the etcd of Paddle's elastic rendezvous: jobs'
-// pods reach its client port without credentials, so it is not the
+// pods reach it, through its guard, without credentials, so it is not the
 // cluster's own store.
 func (b *boot) startElasticEtcd(ctx context.Context) error {
+	socket := elasticEtcdSocket(b.l)
+	if len(socket) > maxSocketPath {
+		return fmt.Errorf("the elastic etcd's socket %s is %d bytes long, more than a Unix socket's %d: give the cluster a shorter home (PADDLEJOB_HOME)",
+			socket, len(socket), maxSocketPath)
+	}
 	return b.launch(ctx, componentElasticEtcd, elasticEtcdArgs(b.l, b.bins, b.st.Ports), nil, 30*time.Second,
-		func() error { return dialTLS(b.st.Ports.ElasticEtcd) })
+		func() error { return dialUnix(socket) })
+}
+
+// startElasticEtcdGuard starts the elastic etcd's guard, ready once a call
+// through it reaches etcd.
+func (b *boot) startElasticEtcdGuard(ctx context.Context) error {
+	addr := "127.0.0.1:" + itoa(b.st.Ports.ElasticEtcd)
+	return b.launch(ctx, componentElasticEtcdGuard, elasticEtcdGuardArgs(b.l, b.opts.Executable, b.st.Ports), nil, 30*time.Second,
+		func() error {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			return etcdguard.Ready(ctx, addr)
+		})
+}
+
+// dialUnix reports whether something accepts connections on socket.
+func dialUnix(socket string) error {
+	c, err := net.DialTimeout("unix", socket, time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 // etcdPeersUseTLS reports whether the cluster in l was started with the
@@ -133,3 +183,7 @@ func etcdPeersUseTLS(l layout) bool {
 	_, err := os.Stat(filepath.Join(l.pki(), etcdCAName+".crt"))
 	return err == nil
 }
+
+// ElasticEtcdSocket is where the cluster's elastic etcd serves clients, for
+// tests that ask etcd itself, behind its guard.
+func (s *State) ElasticEtcdSocket() string { return elasticEtcdSocket(layout{s.Home}) }

@@ -115,8 +115,9 @@ func flagValue(args []string, name string) (string, bool) {
 
 // Both etcds listen to their peers in TLS only, requiring a client
 // certificate of the etcd CA in their own peer's name; the control plane
-// etcd's clients need a certificate of the etcd CA; the elastic etcd's
-// client URL, the one plain listener, is what elastic jobs are given.
+// etcd's clients need a certificate of the etcd CA; the elastic etcd serves
+// clients on a socket in the hidden home, and its guard listens on the URL
+// elastic jobs are given.
 func TestEtcdArgsRequirePeerCertificates(t *testing.T) {
 	l := layout{"/home/u/.paddlejob"}
 	ports := Ports{EtcdClient: 40001, EtcdPeer: 40002, ElasticEtcd: 40003, ElasticEtcdPeer: 40004}
@@ -163,8 +164,17 @@ func TestEtcdArgsRequirePeerCertificates(t *testing.T) {
 		t.Errorf("control plane etcd: no --client-cert-auth in %v", etcd)
 	}
 	elastic := elasticEtcdArgs(l, "/bins", ports)
-	if got, _ := flagValue(elastic, "listen-client-urls"); got != elasticEtcdURL(ports) || got != "http://127.0.0.1:40003" {
-		t.Errorf("elastic etcd: --listen-client-urls=%q, want %q, the URL elastic jobs are given", got, elasticEtcdURL(ports))
+	if got, _ := flagValue(elastic, "listen-client-urls"); got != "unix:///home/u/.paddlejob/elastic-etcd.sock" {
+		t.Errorf("elastic etcd: --listen-client-urls=%q, want its socket in the cluster's home, which pods do not see", got)
+	}
+	if got, _ := flagValue(elastic, "advertise-client-urls"); got != elasticEtcdURL(ports) || got != "http://127.0.0.1:40003" {
+		t.Errorf("elastic etcd: --advertise-client-urls=%q, want %q, its guard's URL, which elastic jobs are given", got, elasticEtcdURL(ports))
+	}
+	guard := elasticEtcdGuardArgs(l, "/bin/paddlejob", ports)
+	for flag, value := range map[string]string{"listen": "127.0.0.1:40003", "etcd": "unix:///home/u/.paddlejob/elastic-etcd.sock"} {
+		if got, ok := flagValue(guard, flag); !ok || got != value {
+			t.Errorf("elastic etcd guard: --%s=%q, want %q", flag, got, value)
+		}
 	}
 	if got, _ := flagValue(elastic, "listen-metrics-urls"); got != "" {
 		t.Errorf("elastic etcd: --listen-metrics-urls=%q opens another listener", got)

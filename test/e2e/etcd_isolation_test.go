@@ -2,9 +2,16 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,10 +24,9 @@ import (
 //     message — a heartbeat from a member that does not exist, at a term
 //     long past, which an open peer port takes (204) and ignores;
 //   - the control plane etcd's client port, without a client certificate;
-//   - the elastic etcd's client port, which must stay open: Paddle's elastic
-//     launcher in the pods dials it without credentials. Its answer shows
-//     the pod reaches the machine's loopback ports at all, so the refusals
-//     above are the listeners', not the network's.
+//   - the elastic etcd's client socket, in the cluster's home, which the
+//     pod does not see, and the JSON gateway etcd serves beside gRPC, which
+//     the elastic etcd's guard does not (it serves gRPC alone).
 //
 // Any answer from etcd itself (its X-Etcd-Cluster-Id header, or a success)
 // counts as OPEN.
@@ -59,10 +65,10 @@ def attempt(url, data=None, headers=None):
         return False, "%s: %s" % (type(e).__name__, e), None
 
 failed = False
-def report(name, answered, how, want_open=False):
+def report(name, answered, how):
     global failed
     print("%s %s (%s)" % ("OPEN" if answered else "REFUSED", name, how), flush=True)
-    if answered != want_open:
+    if answered:
         failed = True
 
 for etcd, port in (("etcd", os.environ["ETCD_PEER"]), ("elastic-etcd", os.environ["ELASTIC_ETCD_PEER"])):
@@ -88,52 +94,188 @@ for scheme in ("http", "https"):
     answered, how, _ = attempt("%s://127.0.0.1:%s/version" % (scheme, os.environ["ETCD_CLIENT"]))
     report("etcd-client-%s" % scheme, answered, how)
 
-answered, how, body = attempt("http://127.0.0.1:%s/version" % os.environ["ELASTIC_ETCD_CLIENT"])
-report("elastic-etcd-client", answered, how + (": " + body.decode() if body else ""), want_open=True)
+try:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(os.environ["ELASTIC_ETCD_SOCKET"])
+    report("elastic-etcd-socket", True, "connected")
+except OSError as e:
+    report("elastic-etcd-socket", False, "%s: %s" % (type(e).__name__, e))
+
+answered, how, _ = attempt("http://127.0.0.1:%s/v3/cluster/member/list" % os.environ["ELASTIC_ETCD_CLIENT"], data=b"{}")
+report("elastic-etcd-gateway", answered, how)
+sys.exit(1 if failed else 0)
+`
+
+// elasticEtcdProbe is a pod's use of the elastic etcd with python-etcd3,
+// the client Paddle's elastic launcher uses, at the address elastic jobs
+// are given (the guard's): the rendezvous calls work, each printed OK or
+// FAILED; the cluster-wide calls are refused, each printed with the gRPC
+// status it ended with.
+const elasticEtcdProbe = `
+import io, os, sys, threading
+import etcd3, grpc
+from etcd3 import etcdrpc
+
+client = etcd3.client(host="127.0.0.1", port=int(os.environ["ELASTIC_ETCD_CLIENT"]))
+failed = False
+def report(name, ok, how):
+    global failed
+    print("%s %s (%s)" % ("OK" if ok else "FAILED", name, how), flush=True)
+    failed = failed or not ok
+
+client.put("probe/rank0", b"10.0.0.1")
+value, _ = client.get("probe/rank0")
+report("put-get", value == b"10.0.0.1", repr(value))
+
+seen = threading.Event()
+def on_watch(response):
+    if any(e.value == b"joined" for e in response.events):
+        seen.set()
+watch = client.add_watch_prefix_callback("probe/nodes/", on_watch)
+client.put("probe/nodes/pod-1", b"joined")
+report("watch", seen.wait(60), "saw the put" if seen.is_set() else "no event in 60s")
+client.cancel_watch(watch)
+
+lease = client.lease(30)
+client.put("probe/beat", b"pod-0", lease=lease)
+refreshed = lease.refresh()
+report("lease", refreshed and refreshed[0].TTL > 0 and lease.remaining_ttl > 0, "TTL %d" % lease.remaining_ttl)
+
+def refused(name, call):
+    global failed
+    try:
+        call()
+        print("ANSWERED %s" % name, flush=True)
+        failed = True
+    except grpc.RpcError as e:
+        print("%s %s (%s)" % (e.code().name, name, e.details()), flush=True)
+        failed = failed or e.code() != grpc.StatusCode.PERMISSION_DENIED
+    except Exception as e:  # python-etcd3 turns some statuses into its own errors
+        print("ERROR %s (%s: %s)" % (name, type(e).__name__, e), flush=True)
+        failed = True
+
+refused("member-add", lambda: client.add_member(["http://127.0.0.1:1"]))
+refused("member-list", lambda: list(client.members))
+refused("snapshot", lambda: client.snapshot(io.BytesIO()))
+refused("auth-enable", lambda: etcdrpc.AuthStub(client.channel).AuthEnable(etcdrpc.AuthEnableRequest(), 10))
+refused("move-leader", lambda: client.maintenancestub.MoveLeader(etcdrpc.MoveLeaderRequest(targetID=1), 10))
+refused("status", lambda: client.status())
 sys.exit(1 if failed else 0)
 `
 
 // A pod — a sandboxed process of this machine, with no credentials — can
 // neither talk to either etcd's peer port (read its members, forge a raft
-// message) nor to the control plane etcd's client port, while the elastic
-// etcd's client port, which elastic training needs, stays reachable.
+// message) nor to the control plane etcd's client port nor to the elastic
+// etcd's own socket. Through the elastic etcd's guard, at the address
+// elastic jobs are given, it makes the calls of Paddle's rendezvous with
+// python-etcd3 (put, get, watch, lease), while adding a member, taking a
+// snapshot, enabling authentication, moving the leader are refused with
+// PERMISSION_DENIED; etcd, asked on its socket, has the same members after.
 func TestEtcdRefusesPodsWithoutCredentials(t *testing.T) {
 	ns := newNamespace(t)
 	ports := cluster.Ports
-	env := map[string]int{"ETCD_PEER": ports.EtcdPeer, "ELASTIC_ETCD_PEER": ports.ElasticEtcdPeer,
-		"ETCD_CLIENT": ports.EtcdClient, "ELASTIC_ETCD_CLIENT": ports.ElasticEtcd}
+	membersBefore := elasticEtcdMembers(t)
+	env := map[string]string{"ETCD_PEER": strconv.Itoa(ports.EtcdPeer), "ELASTIC_ETCD_PEER": strconv.Itoa(ports.ElasticEtcdPeer),
+		"ETCD_CLIENT": strconv.Itoa(ports.EtcdClient), "ELASTIC_ETCD_CLIENT": strconv.Itoa(ports.ElasticEtcd),
+		"ELASTIC_ETCD_SOCKET": cluster.ElasticEtcdSocket(),
+		// python-etcd3's generated code needs the pure-Python protobuf.
+		"PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"}
+	for name, value := range env {
+		if value == "0" || value == "" {
+			t.Fatalf("the cluster's state has no port for %s: %+v", name, ports)
+		}
+	}
+	probes := map[string]string{"etcd-probe": etcdProbe, "elastic-etcd-probe": elasticEtcdProbe}
+	for name, script := range probes {
+		createProbePod(t, ns, name, script, env)
+	}
+	logs := map[string]string{}
+	for name := range probes {
+		phase := awaitPodEnd(t, ns, name).Status.Phase
+		logs[name] = podLog(t, ns, name)
+		t.Logf("%s reports:\n%s", name, logs[name])
+		if phase != corev1.PodSucceeded {
+			t.Errorf("%s ended %s", name, phase)
+		}
+	}
+	var refused []string
+	for _, etcd := range []string{"etcd", "elastic-etcd"} {
+		refused = append(refused, "REFUSED "+etcd+"-peer-members-http", "REFUSED "+etcd+"-peer-members-https", "REFUSED "+etcd+"-peer-forged-raft")
+	}
+	refused = append(refused, "REFUSED etcd-client-http", "REFUSED etcd-client-https", "REFUSED elastic-etcd-socket", "REFUSED elastic-etcd-gateway")
+	wantLines(t, logs["etcd-probe"], refused)
+	wantLines(t, logs["elastic-etcd-probe"], []string{"OK put-get", "OK watch", "OK lease",
+		"PERMISSION_DENIED member-add", "PERMISSION_DENIED member-list", "PERMISSION_DENIED snapshot",
+		"PERMISSION_DENIED auth-enable", "PERMISSION_DENIED move-leader", "PERMISSION_DENIED status"})
+	if membersAfter := elasticEtcdMembers(t); !slices.Equal(membersAfter, membersBefore) {
+		t.Errorf("the elastic etcd's members changed: %v before the probes, %v after", membersBefore, membersAfter)
+	}
+}
+
+// createProbePod runs script with the Paddle 3.0.0 image's Python in a pod
+// of ns, with env.
+func createProbePod(t *testing.T, ns, name, script string, env map[string]string) {
+	t.Helper()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "etcd-probe", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
-				Name: "probe", Image: "paddlepaddle/paddle:3.0.0", Command: []string{"python3", "-c", etcdProbe},
+				Name: "probe", Image: "paddlepaddle/paddle:3.0.0", Command: []string{"python3", "-c", script},
 			}},
 		},
 	}
-	for name, port := range env {
-		if port == 0 {
-			t.Fatalf("the cluster's state has no port for %s: %+v", name, ports)
-		}
-		pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: name, Value: strconv.Itoa(port)})
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: k, Value: env[k]})
 	}
 	if _, err := pj.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	phase := awaitPodEnd(t, ns, pod.Name).Status.Phase
-	log := podLog(t, ns, pod.Name)
-	t.Logf("the probe reports:\n%s", log)
-	var want []string
-	for _, etcd := range []string{"etcd", "elastic-etcd"} {
-		want = append(want, "REFUSED "+etcd+"-peer-members-http", "REFUSED "+etcd+"-peer-members-https", "REFUSED "+etcd+"-peer-forged-raft")
-	}
-	want = append(want, "REFUSED etcd-client-http", "REFUSED etcd-client-https", "OPEN elastic-etcd-client")
-	for _, line := range want {
+}
+
+// wantLines checks that log reports each of lines (a probe prints
+// "<verdict> <name> (<how>)").
+func wantLines(t *testing.T, log string, lines []string) {
+	t.Helper()
+	for _, line := range lines {
 		if !strings.Contains(log, line+" (") {
 			t.Errorf("the probe did not report %q", line)
 		}
 	}
-	if phase != corev1.PodSucceeded {
-		t.Errorf("the probe pod ended %s: a pod without credentials reached etcd", phase)
+}
+
+// elasticEtcdMembers are the elastic etcd's members (name and peer URLs),
+// as etcd itself reports them on its socket, through its JSON gateway.
+func elasticEtcdMembers(t *testing.T) []string {
+	t.Helper()
+	socket := cluster.ElasticEtcdSocket()
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+		},
+	}}
+	resp, err := client.Post("http://elastic-etcd/v3/cluster/member/list", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatalf("asking the elastic etcd on %s for its members: %v", socket, err)
 	}
+	defer resp.Body.Close()
+	var list struct {
+		Members []struct {
+			ID        string   `json:"ID"`
+			Name      string   `json:"name"`
+			PeerURLs  []string `json:"peerURLs"`
+			IsLearner bool     `json:"isLearner"`
+		} `json:"members"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the elastic etcd's member list: %s, %v", resp.Status, err)
+	}
+	var members []string
+	for _, m := range list.Members {
+		members = append(members, fmt.Sprintf("%s %s %v learner=%t", m.ID, m.Name, m.PeerURLs, m.IsLearner))
+	}
+	if len(members) == 0 {
+		t.Fatal("the elastic etcd lists no member")
+	}
+	return members
 }
