@@ -55,12 +55,9 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 	if err := r.checkPaddle(c, entry, env); err != nil {
 		return processSpec{}, err
 	}
-	argv, err := containerArgv(c.spec, entry, known)
+	argv, err := containerCommand(c.spec, entry, known, env)
 	if err != nil {
-		return processSpec{}, &waitError{reason: reasonCreateError, err: err}
-	}
-	for i := range argv {
-		argv[i] = expandVars(argv[i], env.lookup)
+		return processSpec{}, err
 	}
 
 	wd := c.spec.WorkingDir
@@ -71,23 +68,8 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 	if err != nil {
 		return processSpec{}, err
 	}
-	// The command is looked up on the container's PATH (the image's, unless
-	// the container sets its own) as the sandbox will see it.
-	path, _ := env.lookup("PATH")
-	argv[0] = resolveCommand(argv[0], path, mounts)
-	// An absolute command outside the sandbox's roots and mounts: its file
-	// alone is bound, never its directory.
-	if needsCommandBind(argv[0], mounts) {
-		// A missing one is bound to nothing: the start fails, a StartError
-		// naming it, as with a container runtime.
-		m, err := r.deps.hostPaths.openCommand(argv[0])
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return processSpec{}, err
-		}
-		if err == nil {
-			keep(m)
-			mounts = append(mounts, m)
-		}
+	if mounts, err = r.bindCommand(argv, env, mounts, keep); err != nil {
+		return processSpec{}, err
 	}
 
 	user, err := sandboxUser(pod, c.spec, r.deps.sandbox.asRoot)
@@ -99,23 +81,20 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 		return processSpec{}, &waitError{reason: reasonCreateError, err: err}
 	}
 	keep(mount{File: seccomp})
-	// Every run in a group of its own: the container's limits, the node's
-	// defaults for the rest (limits.go).
-	limits := r.deps.sandbox.limits.limitsOf(c.spec)
-	cgroup, err := r.deps.cgroups.create(fmt.Sprintf("%s-%s-%d", r.uid, c.spec.Name, c.runs), limits, hasLimits(c.spec))
+	cgroup, log, err := r.runCgroupAndLog(c)
 	if err != nil {
-		return processSpec{}, &waitError{reason: reasonCreateError, err: err}
-	}
-
-	log, err := r.newRunLog(c)
-	if err != nil {
-		if cgroup != nil {
-			cgroup.remove()
-		}
 		return processSpec{}, err
 	}
 
-	sandbox := sandboxSpec{
+	sandbox := r.sandboxOf(bwrap, argv, wd, mounts, user, seccomp)
+	args := bwrapArgs(r.deps.hostFS, sandbox)
+	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log, Cgroup: cgroup, Files: sandboxFiles(sandbox), Opened: opened}, nil
+}
+
+// sandboxOf is the sandbox one run of the pod's container starts in: the
+// pod's hostname and hosts files, the node's hidden paths and size limits.
+func (r *podRuntime) sandboxOf(bwrap string, argv []string, wd string, mounts []mount, user sandboxIdentity, seccomp *os.File) sandboxSpec {
+	return sandboxSpec{
 		Hostname:     r.hostname,
 		HostsFile:    r.hostsPath(),
 		HostnameFile: r.hostnamePath(),
@@ -132,8 +111,64 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 		User:             user,
 		Seccomp:          seccomp,
 	}
-	args := bwrapArgs(r.deps.hostFS, sandbox)
-	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log, Cgroup: cgroup, Files: sandboxFiles(sandbox), Opened: opened}, nil
+}
+
+// containerCommand is the container's command line with $(VAR) references
+// expanded from its environment; a command that cannot be worked out keeps
+// the container waiting as CreateContainerError.
+func containerCommand(spec *corev1.Container, entry ImageEntry, known bool, env *envList) ([]string, error) {
+	argv, err := containerArgv(spec, entry, known)
+	if err != nil {
+		return nil, &waitError{reason: reasonCreateError, err: err}
+	}
+	for i := range argv {
+		argv[i] = expandVars(argv[i], env.lookup)
+	}
+	return argv, nil
+}
+
+// bindCommand resolves argv[0] on the container's PATH (the image's, unless
+// the container sets its own) as the sandbox will see it. An absolute
+// command outside the sandbox's roots and mounts gets its file alone bound,
+// never its directory, so the sandbox sees no more of the host than it runs.
+// keep records the file opened, for the caller to close.
+func (r *podRuntime) bindCommand(argv []string, env *envList, mounts []mount, keep func(...mount)) ([]mount, error) {
+	path, _ := env.lookup("PATH")
+	argv[0] = resolveCommand(argv[0], path, mounts)
+	if !needsCommandBind(argv[0], mounts) {
+		return mounts, nil
+	}
+	// A missing one is bound to nothing: the start fails, a StartError
+	// naming it, as with a container runtime.
+	m, err := r.deps.hostPaths.openCommand(argv[0])
+	if errors.Is(err, fs.ErrNotExist) {
+		return mounts, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	keep(m)
+	return append(mounts, m), nil
+}
+
+// runCgroupAndLog makes the run's cgroup and log file. Every run has a
+// group of its own: the container's limits, the node's defaults for the
+// rest (limits.go). The cgroup is removed again if the log cannot be made,
+// so a waiting container leaves no group behind.
+func (r *podRuntime) runCgroupAndLog(c *containerRun) (*containerCgroup, *containerLog, error) {
+	limits := r.deps.sandbox.limits.limitsOf(c.spec)
+	cgroup, err := r.deps.cgroups.create(fmt.Sprintf("%s-%s-%d", r.uid, c.spec.Name, c.runs), limits, hasLimits(c.spec))
+	if err != nil {
+		return nil, nil, &waitError{reason: reasonCreateError, err: err}
+	}
+	log, err := r.newRunLog(c)
+	if err != nil {
+		if cgroup != nil {
+			cgroup.remove()
+		}
+		return nil, nil, err
+	}
+	return cgroup, log, nil
 }
 
 // containerMounts are a container's mounts: the image's files, its

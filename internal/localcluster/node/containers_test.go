@@ -1,276 +1,18 @@
 package node
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"testing/fstest"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
 
-// These tests run a podRuntime's container loop on a fake clock and a fake
-// process starter: no process is started and no test waits for real time to
-// pass. A test moves the clock and then polls for what the loop does.
-
-// fakeProcess is a container "process" that exits when the test says, or
-// when signalled as a real one would be.
-type fakeProcess struct {
-	// honorsTERM makes SIGTERM end the process (exit code 143).
-	honorsTERM bool
-
-	mu      sync.Mutex
-	signals []syscall.Signal
-	done    chan struct{}
-	code    int32
-}
-
-func (p *fakeProcess) exited() <-chan struct{} { return p.done }
-
-func (p *fakeProcess) exitCode() int32 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.code
-}
-
-func (p *fakeProcess) signal(sig syscall.Signal) {
-	p.mu.Lock()
-	p.signals = append(p.signals, sig)
-	p.mu.Unlock()
-	switch {
-	case sig == syscall.SIGKILL:
-		p.exit(128 + int32(syscall.SIGKILL))
-	case sig == syscall.SIGTERM && p.honorsTERM:
-		p.exit(128 + int32(syscall.SIGTERM))
-	}
-}
-
-// exit ends the process with code, unless it has ended already.
-func (p *fakeProcess) exit(code int32) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	p.code = code
-	close(p.done)
-}
-
-func (p *fakeProcess) receivedSignals() []syscall.Signal {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]syscall.Signal(nil), p.signals...)
-}
-
-// fakeStarter records the processes the loop starts, in order.
-type fakeStarter struct {
-	honorsTERM bool
-
-	mu      sync.Mutex
-	started []*fakeProcess
-	specs   []processSpec
-}
-
-func (s *fakeStarter) start(spec processSpec) (containerProcess, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := &fakeProcess{honorsTERM: s.honorsTERM, done: make(chan struct{})}
-	s.started = append(s.started, p)
-	s.specs = append(s.specs, spec)
-	return p, nil
-}
-
-func (s *fakeStarter) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.started)
-}
-
-// process is the i-th process started (from 0).
-func (s *fakeStarter) process(i int) *fakeProcess {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.started[i]
-}
-
-// podFixture runs one pod on fakes.
-type podFixture struct {
-	t     *testing.T
-	clock *clocktesting.FakeClock
-	procs *fakeStarter
-	r     *podRuntime
-
-	mu       sync.Mutex
-	last     *corev1.Pod
-	released []types.UID
-	// inAPI is the pod the API holds, as the node's cache would see it.
-	inAPI *corev1.Pod
-}
-
-var fixtureStart = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// runPod starts a pod's runtime on a fake clock and procs, and stops it at
-// the end of the test.
-func runPod(t *testing.T, pod *corev1.Pod, procs *fakeStarter) *podFixture {
-	t.Helper()
-	images, err := LoadImageTable("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return runPodWithImages(t, pod, procs, images)
-}
-
-// runPodWithImages is runPod with an image table of the test's.
-func runPodWithImages(t *testing.T, pod *corev1.Pod, procs *fakeStarter, images *ImageTable) *podFixture {
-	t.Helper()
-	f := &podFixture{t: t, clock: clocktesting.NewFakeClock(fixtureStart), procs: procs}
-	f.inAPI = pod.DeepCopy()
-	f.inAPI.Status = corev1.PodStatus{}
-	deps := &podDeps{
-		log:       logr.Discard(),
-		clock:     f.clock,
-		recorder:  record.NewFakeRecorder(1000),
-		processes: procs,
-		images:    images,
-		setUpVolume: func(_ context.Context, _, _ string, v *corev1.Volume) (podVolume, error) {
-			return podVolume{}, fmt.Errorf("volume %s: these tests have none", v.Name)
-		},
-		hosts: &hostsFiles{log: logr.Discard()},
-		release: func(uid types.UID) {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			f.released = append(f.released, uid)
-		},
-		apiPod: func(string, string, types.UID) *corev1.Pod {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			return f.inAPI
-		},
-		notify: func(p *corev1.Pod) {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			f.last = p
-		},
-		bwrapPath:   func() (string, error) { return "/usr/bin/bwrap", nil },
-		podsDir:     t.TempDir(),
-		nodeIP:      "127.0.0.1",
-		hostname:    "node",
-		defaultPath: standardPath,
-		// The containers use no image files: the host file system is not read.
-		hostFS: fstest.MapFS{},
-	}
-	f.r = newPodRuntime(deps, pod, "127.1.0.100", nil)
-	deps.hosts.pods = func() []*podRuntime { return []*podRuntime{f.r} }
-	go f.r.run()
-	t.Cleanup(func() {
-		// A fake process always exits on SIGKILL, which a zero grace
-		// period sends at once.
-		f.r.stop(0, false)
-		select {
-		case <-f.r.done:
-		case <-time.After(10 * time.Second):
-			t.Error("the pod's runtime did not end after a stop")
-		}
-	})
-	return f
-}
-
-// status is the latest container status the runtime reported for name.
-func (f *podFixture) status(name string) (corev1.ContainerStatus, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.last == nil {
-		return corev1.ContainerStatus{}, false
-	}
-	for _, s := range append(append([]corev1.ContainerStatus(nil), f.last.Status.InitContainerStatuses...), f.last.Status.ContainerStatuses...) {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return corev1.ContainerStatus{}, false
-}
-
-func (f *podFixture) phase() corev1.PodPhase {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.last == nil {
-		return ""
-	}
-	return f.last.Status.Phase
-}
-
-// eventually polls cond until it holds, failing the test after 10s of real
-// time (the loop's goroutines only need to be scheduled).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not reached within 10s: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// waitStarted waits until the loop has started n processes and returns the
-// latest.
-func (f *podFixture) waitStarted(n int) *fakeProcess {
-	f.t.Helper()
-	eventually(f.t, fmt.Sprintf("%d container runs started", n), func() bool { return f.procs.count() >= n })
-	if got := f.procs.count(); got != n {
-		f.t.Fatalf("%d container runs started, want %d", got, n)
-	}
-	return f.procs.process(n - 1)
-}
-
-// waitBackingOff waits until the container waits in CrashLoopBackOff on the
-// clock, and returns its status.
-func (f *podFixture) waitBackingOff(container string) corev1.ContainerStatus {
-	f.t.Helper()
-	var s corev1.ContainerStatus
-	eventually(f.t, container+" waiting in CrashLoopBackOff on the clock", func() bool {
-		var ok bool
-		s, ok = f.status(container)
-		return ok && s.State.Waiting != nil && s.State.Waiting.Reason == reasonCrashLoopBackOff && f.clock.HasWaiters()
-	})
-	return s
-}
-
-// waitDone waits until the pod's runtime has ended: no container will run
-// again.
-func (f *podFixture) waitDone() {
-	f.t.Helper()
-	eventually(f.t, "the pod's runtime ends", func() bool {
-		select {
-		case <-f.r.done:
-			return true
-		default:
-			return false
-		}
-	})
-}
-
-func crashPod(policy corev1.RestartPolicy) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "crash", UID: "uid-crash"},
-		Spec: corev1.PodSpec{
-			RestartPolicy: policy,
-			Containers:    []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"sh", "-c", "exit"}}},
-		},
-	}
-}
+// These tests run a podRuntime's container loop on the fake clock and fake
+// process starter of podfixture_test.go.
 
 // TestContainerRestartsAsRestartPolicySays: a container that exits is run
 // again after a back-off, or not, as the pod's restartPolicy says; an init
@@ -431,19 +173,7 @@ func TestStopDuringBackOffStartsNothing(t *testing.T) {
 // deletionGracePeriodSeconds, else terminationGracePeriodSeconds, else 30s)
 // is over; a later stop can shorten it, not lengthen it.
 func TestGracePeriod(t *testing.T) {
-	tests := []struct {
-		name             string
-		terminationGrace *int64
-		deletionGrace    *int64
-		honorsTERM       bool
-		restartPolicy    corev1.RestartPolicy
-		// then, when set, is a second stop that long after the first.
-		then      time.Duration
-		thenGrace time.Duration
-		// wantKillAt is when SIGKILL is due, after the first stop; zero
-		// when SIGTERM ends the container.
-		wantKillAt time.Duration
-	}{
+	tests := []gracePeriodCase{
 		{name: "SIGTERM ends a container that honors it", terminationGrace: ptr.To[int64](30), honorsTERM: true},
 		{name: "SIGKILL after terminationGracePeriodSeconds", terminationGrace: ptr.To[int64](10), wantKillAt: 10 * time.Second},
 		{name: "the API's default grace period is 30s", wantKillAt: 30 * time.Second},
@@ -454,66 +184,87 @@ func TestGracePeriod(t *testing.T) {
 		{name: "a stopped container is not restarted under Always", restartPolicy: corev1.RestartPolicyAlways, terminationGrace: ptr.To[int64](5), wantKillAt: 5 * time.Second},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			policy := tc.restartPolicy
-			if policy == "" {
-				policy = corev1.RestartPolicyNever
-			}
-			pod := crashPod(policy)
-			pod.Spec.TerminationGracePeriodSeconds = tc.terminationGrace
-			f := runPod(t, pod, &fakeStarter{honorsTERM: tc.honorsTERM})
-			p := f.waitStarted(1)
-			eventually(t, "the container is reported running", func() bool {
-				s, ok := f.status("main")
-				return ok && s.State.Running != nil
-			})
+		t.Run(tc.name, func(t *testing.T) { checkGracePeriod(t, tc) })
+	}
+}
 
-			// As the Provider does when the pod is deleted.
-			deleted := pod.DeepCopy()
-			deleted.DeletionGracePeriodSeconds = tc.deletionGrace
-			f.r.stop(gracePeriod(deleted), false)
-			eventually(t, "SIGTERM sent", func() bool { return len(p.receivedSignals()) >= 1 })
-			if sig := p.receivedSignals()[0]; sig != syscall.SIGTERM {
-				t.Fatalf("first signal %v, want SIGTERM", sig)
-			}
+// gracePeriodCase is one pod stopped once, or twice, and what it receives.
+type gracePeriodCase struct {
+	name             string
+	terminationGrace *int64
+	deletionGrace    *int64
+	honorsTERM       bool
+	restartPolicy    corev1.RestartPolicy
+	// then, when set, is a second stop that long after the first.
+	then      time.Duration
+	thenGrace time.Duration
+	// wantKillAt is when SIGKILL is due, after the first stop; zero
+	// when SIGTERM ends the container.
+	wantKillAt time.Duration
+}
 
-			wantKill := !tc.honorsTERM
-			if wantKill && tc.wantKillAt > 0 {
-				// awaitExit waits on the clock for the grace period to end.
-				eventually(t, "the grace period timer set", f.clock.HasWaiters)
-				elapsed := time.Duration(0)
-				if tc.then > 0 {
-					f.clock.Step(tc.then)
-					elapsed = tc.then
-					f.r.stop(tc.thenGrace, false)
-					// The loop re-arms its timer for the new deadline.
-					eventually(t, "the grace period timer re-armed", f.clock.HasWaiters)
-				}
-				f.clock.Step(tc.wantKillAt - elapsed - time.Nanosecond)
-				if sigs := p.receivedSignals(); len(sigs) != 1 {
-					t.Fatalf("signals %v a nanosecond before the grace period ends, want SIGTERM alone", sigs)
-				}
-				f.clock.Step(time.Nanosecond)
-			}
-			f.waitDone()
+// checkGracePeriod runs a pod, stops it as the Provider does when the pod
+// is deleted, and checks the signals, when SIGKILL comes (not a nanosecond
+// early), the exit code, and that the container is not run again.
+func checkGracePeriod(t *testing.T, tc gracePeriodCase) {
+	t.Helper()
+	policy := tc.restartPolicy
+	if policy == "" {
+		policy = corev1.RestartPolicyNever
+	}
+	pod := crashPod(policy)
+	pod.Spec.TerminationGracePeriodSeconds = tc.terminationGrace
+	f := runPod(t, pod, &fakeStarter{honorsTERM: tc.honorsTERM})
+	p := f.waitStarted(1)
+	eventually(t, "the container is reported running", func() bool {
+		s, ok := f.status("main")
+		return ok && s.State.Running != nil
+	})
 
-			want := []syscall.Signal{syscall.SIGTERM}
-			wantCode := int32(143)
-			if wantKill {
-				want = append(want, syscall.SIGKILL)
-				wantCode = 137
-			}
-			if got := p.receivedSignals(); fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("signals %v, want %v", got, want)
-			}
-			s, _ := f.status("main")
-			if s.State.Terminated == nil || s.State.Terminated.ExitCode != wantCode {
-				t.Errorf("state %+v, want terminated with exit code %d", s.State, wantCode)
-			}
-			if got := f.procs.count(); got != 1 {
-				t.Errorf("%d runs, want 1: a stopped container is not run again", got)
-			}
-		})
+	// As the Provider does when the pod is deleted.
+	deleted := pod.DeepCopy()
+	deleted.DeletionGracePeriodSeconds = tc.deletionGrace
+	f.r.stop(gracePeriod(deleted), false)
+	eventually(t, "SIGTERM sent", func() bool { return len(p.receivedSignals()) >= 1 })
+	if sig := p.receivedSignals()[0]; sig != syscall.SIGTERM {
+		t.Fatalf("first signal %v, want SIGTERM", sig)
+	}
+
+	wantKill := !tc.honorsTERM
+	if wantKill && tc.wantKillAt > 0 {
+		// awaitExit waits on the clock for the grace period to end.
+		eventually(t, "the grace period timer set", f.clock.HasWaiters)
+		elapsed := time.Duration(0)
+		if tc.then > 0 {
+			f.clock.Step(tc.then)
+			elapsed = tc.then
+			f.r.stop(tc.thenGrace, false)
+			// The loop re-arms its timer for the new deadline.
+			eventually(t, "the grace period timer re-armed", f.clock.HasWaiters)
+		}
+		f.clock.Step(tc.wantKillAt - elapsed - time.Nanosecond)
+		if sigs := p.receivedSignals(); len(sigs) != 1 {
+			t.Fatalf("signals %v a nanosecond before the grace period ends, want SIGTERM alone", sigs)
+		}
+		f.clock.Step(time.Nanosecond)
+	}
+	f.waitDone()
+
+	want := []syscall.Signal{syscall.SIGTERM}
+	wantCode := int32(143)
+	if wantKill {
+		want = append(want, syscall.SIGKILL)
+		wantCode = 137
+	}
+	if got := p.receivedSignals(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("signals %v, want %v", got, want)
+	}
+	s, _ := f.status("main")
+	if s.State.Terminated == nil || s.State.Terminated.ExitCode != wantCode {
+		t.Errorf("state %+v, want terminated with exit code %d", s.State, wantCode)
+	}
+	if got := f.procs.count(); got != 1 {
+		t.Errorf("%d runs, want 1: a stopped container is not run again", got)
 	}
 }
 

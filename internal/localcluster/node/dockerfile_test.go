@@ -131,99 +131,9 @@ func testContext(t *testing.T, dockerfile string, files map[string]string) strin
 func noBase(string) (ImageEntry, bool, error) { return ImageEntry{}, false, nil }
 
 func TestBuildContext(t *testing.T) {
-	files := map[string]string{
-		"train.py": "print(1)", "model.py": "m", "package/a.txt": "a", "package/sub/b.txt": "b", "data.csv": "1,2",
-	}
-	type result struct {
-		entry    ImageEntry
-		warnings int
-	}
-	// F is a file of the context, in the results.
-	tests := []struct {
-		name       string
-		dockerfile string
-		want       func(ctx string) result
-	}{
-		{"a paddlejob image context", `# Written by paddlejob image context.
-FROM paddlepaddle/paddle
-COPY package/ /example/
-WORKDIR /example
-ENTRYPOINT ["python", "train.py"]
-`, func(ctx string) result {
-			return result{entry: ImageEntry{
-				Command: []string{"python", "train.py"}, WorkingDir: "/example",
-				Files: []ImageFile{{Source: filepath.Join(ctx, "package"), Path: "/example"}},
-			}}
-		}},
-		{"files, relative paths, shell forms, ENV forms", `FROM base
-WORKDIR /wide_and_deep
-ADD . /wide_and_deep
-COPY train.py model.py lib/
-COPY data.csv data/train.csv
-WORKDIR sub
-COPY ["train.py", "./"]
-ENV PYTHONUNBUFFERED=1 HOME_DIR="/root/a b"
-ENV GREETING hello   world
-ENV PATH=/opt/venv/bin:$PATH LEVEL=${MISSING:-3}
-CMD python train.py --epochs 2
-`, func(ctx string) result {
-			return result{entry: ImageEntry{
-				Args:       []string{"/bin/sh", "-c", "python train.py --epochs 2"},
-				WorkingDir: "/wide_and_deep/sub",
-				Env: map[string]string{"PYTHONUNBUFFERED": "1", "HOME_DIR": "/root/a b", "GREETING": "hello   world",
-					"PATH": "/opt/venv/bin:" + os.Getenv("PATH"), "LEVEL": "3"},
-				Files: []ImageFile{
-					{Source: ctx, Path: "/wide_and_deep"},
-					{Source: filepath.Join(ctx, "train.py"), Path: "/wide_and_deep/lib/train.py"},
-					{Source: filepath.Join(ctx, "model.py"), Path: "/wide_and_deep/lib/model.py"},
-					{Source: filepath.Join(ctx, "data.csv"), Path: "/wide_and_deep/data/train.csv"},
-					{Source: filepath.Join(ctx, "train.py"), Path: "/wide_and_deep/sub/train.py"},
-				},
-			}}
-		}},
-		{"a file copied onto a directory of the image goes into it", `FROM base
-COPY package /app
-COPY train.py /app/sub
-COPY train.py /usr
-`, func(ctx string) result {
-			return result{entry: ImageEntry{Env: map[string]string{}, Files: []ImageFile{
-				{Source: filepath.Join(ctx, "package"), Path: "/app"},
-				{Source: filepath.Join(ctx, "train.py"), Path: "/app/sub/train.py"},
-				{Source: filepath.Join(ctx, "train.py"), Path: "/usr/train.py"},
-			}}}
-		}},
-		{"globs, ARGs, ignored instructions, RUN warned", `ARG BASE=paddle
-FROM ${BASE}:2.6 AS build
-ARG DIR=/srv
-LABEL maintainer="me"
-EXPOSE 6170
-USER nobody
-VOLUME /data
-HEALTHCHECK CMD true
-STOPSIGNAL SIGINT
-RUN pip install -r requirements.txt
-COPY --chown=1000:1000 *.py $DIR/
-ENTRYPOINT python
-`, func(ctx string) result {
-			return result{warnings: 1, entry: ImageEntry{Env: map[string]string{},
-				Command: []string{"/bin/sh", "-c", "python"},
-				Files: []ImageFile{
-					{Source: filepath.Join(ctx, "model.py"), Path: "/srv/model.py"},
-					{Source: filepath.Join(ctx, "train.py"), Path: "/srv/train.py"},
-				}}}
-		}},
-		{"SHELL changes the shell form; CMD before ENTRYPOINT is kept", `FROM base
-SHELL ["/bin/bash", "-lc"]
-CMD ["--epochs", "3"]
-ENTRYPOINT exec python train.py
-`, func(string) result {
-			return result{entry: ImageEntry{Env: map[string]string{},
-				Command: []string{"/bin/bash", "-lc", "exec python train.py"}, Args: []string{"--epochs", "3"}}}
-		}},
-	}
-	for _, tc := range tests {
+	for _, tc := range buildContextCases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testContext(t, tc.dockerfile, files)
+			ctx := testContext(t, tc.dockerfile, buildContextFiles)
 			got, warnings, err := buildContext(ctx, noBase)
 			if err != nil {
 				t.Fatal(err)
@@ -240,6 +150,103 @@ ENTRYPOINT exec python train.py
 			}
 		})
 	}
+}
+
+// buildContextFiles are the files of every buildContextCases context.
+var buildContextFiles = map[string]string{
+	"train.py": "print(1)", "model.py": "m", "package/a.txt": "a", "package/sub/b.txt": "b", "data.csv": "1,2",
+}
+
+// buildContextResult is what buildContext makes of a Dockerfile: the image
+// entry and how many warnings.
+type buildContextResult struct {
+	entry    ImageEntry
+	warnings int
+}
+
+// buildContextCases are Dockerfiles TestBuildContext builds; want is given
+// the context's directory, where the image's files come from.
+var buildContextCases = []struct {
+	name       string
+	dockerfile string
+	want       func(ctx string) buildContextResult
+}{
+	{"a paddlejob image context", `# Written by paddlejob image context.
+FROM paddlepaddle/paddle
+COPY package/ /example/
+WORKDIR /example
+ENTRYPOINT ["python", "train.py"]
+`, func(ctx string) buildContextResult {
+		return buildContextResult{entry: ImageEntry{
+			Command: []string{"python", "train.py"}, WorkingDir: "/example",
+			Files: []ImageFile{{Source: filepath.Join(ctx, "package"), Path: "/example"}},
+		}}
+	}},
+	{"files, relative paths, shell forms, ENV forms", `FROM base
+WORKDIR /wide_and_deep
+ADD . /wide_and_deep
+COPY train.py model.py lib/
+COPY data.csv data/train.csv
+WORKDIR sub
+COPY ["train.py", "./"]
+ENV PYTHONUNBUFFERED=1 HOME_DIR="/root/a b"
+ENV GREETING hello   world
+ENV PATH=/opt/venv/bin:$PATH LEVEL=${MISSING:-3}
+CMD python train.py --epochs 2
+`, func(ctx string) buildContextResult {
+		return buildContextResult{entry: ImageEntry{
+			Args:       []string{"/bin/sh", "-c", "python train.py --epochs 2"},
+			WorkingDir: "/wide_and_deep/sub",
+			Env: map[string]string{"PYTHONUNBUFFERED": "1", "HOME_DIR": "/root/a b", "GREETING": "hello   world",
+				"PATH": "/opt/venv/bin:" + os.Getenv("PATH"), "LEVEL": "3"},
+			Files: []ImageFile{
+				{Source: ctx, Path: "/wide_and_deep"},
+				{Source: filepath.Join(ctx, "train.py"), Path: "/wide_and_deep/lib/train.py"},
+				{Source: filepath.Join(ctx, "model.py"), Path: "/wide_and_deep/lib/model.py"},
+				{Source: filepath.Join(ctx, "data.csv"), Path: "/wide_and_deep/data/train.csv"},
+				{Source: filepath.Join(ctx, "train.py"), Path: "/wide_and_deep/sub/train.py"},
+			},
+		}}
+	}},
+	{"a file copied onto a directory of the image goes into it", `FROM base
+COPY package /app
+COPY train.py /app/sub
+COPY train.py /usr
+`, func(ctx string) buildContextResult {
+		return buildContextResult{entry: ImageEntry{Env: map[string]string{}, Files: []ImageFile{
+			{Source: filepath.Join(ctx, "package"), Path: "/app"},
+			{Source: filepath.Join(ctx, "train.py"), Path: "/app/sub/train.py"},
+			{Source: filepath.Join(ctx, "train.py"), Path: "/usr/train.py"},
+		}}}
+	}},
+	{"globs, ARGs, ignored instructions, RUN warned", `ARG BASE=paddle
+FROM ${BASE}:2.6 AS build
+ARG DIR=/srv
+LABEL maintainer="me"
+EXPOSE 6170
+USER nobody
+VOLUME /data
+HEALTHCHECK CMD true
+STOPSIGNAL SIGINT
+RUN pip install -r requirements.txt
+COPY --chown=1000:1000 *.py $DIR/
+ENTRYPOINT python
+`, func(ctx string) buildContextResult {
+		return buildContextResult{warnings: 1, entry: ImageEntry{Env: map[string]string{},
+			Command: []string{"/bin/sh", "-c", "python"},
+			Files: []ImageFile{
+				{Source: filepath.Join(ctx, "model.py"), Path: "/srv/model.py"},
+				{Source: filepath.Join(ctx, "train.py"), Path: "/srv/train.py"},
+			}}}
+	}},
+	{"SHELL changes the shell form; CMD before ENTRYPOINT is kept", `FROM base
+SHELL ["/bin/bash", "-lc"]
+CMD ["--epochs", "3"]
+ENTRYPOINT exec python train.py
+`, func(string) buildContextResult {
+		return buildContextResult{entry: ImageEntry{Env: map[string]string{},
+			Command: []string{"/bin/bash", "-lc", "exec python train.py"}, Args: []string{"--epochs", "3"}}}
+	}},
 }
 
 func TestBuildContextRUNWarning(t *testing.T) {

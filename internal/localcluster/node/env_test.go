@@ -90,88 +90,7 @@ func TestContainerEnv(t *testing.T) {
 	}
 	addrs := podAddresses{PodIPs: []string{"127.0.1.5"}, HostIPs: []string{"127.0.0.1"}}
 	allocatable := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi")}
-	field := func(p string) *corev1.EnvVarSource {
-		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: p}}
-	}
-	res := func(r, divisor string) *corev1.EnvVarSource {
-		s := &corev1.ResourceFieldSelector{Resource: r}
-		if divisor != "" {
-			s.Divisor = resource.MustParse(divisor)
-		}
-		return &corev1.EnvVarSource{ResourceFieldRef: s}
-	}
-	cmKey := func(name, key string, optional bool) *corev1.EnvVarSource {
-		return &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key, Optional: ptr.To(optional)}}
-	}
-	secretKey := func(name, key string, optional bool) *corev1.EnvVarSource {
-		return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key, Optional: ptr.To(optional)}}
-	}
-	tests := []struct {
-		name    string
-		env     []corev1.EnvVar
-		envFrom []corev1.EnvFromSource
-		want    []envVar
-		wantErr string
-	}{
-		{
-			name: "values and expansion of earlier variables",
-			env:  []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "$(A)-$(C)"}, {Name: "C", Value: "3"}, {Name: "A", Value: "$(A)$(A)"}},
-			want: []envVar{{"A", "11"}, {"B", "1-$(C)"}, {"C", "3"}},
-		},
-		{
-			name: "field refs",
-			env: []corev1.EnvVar{
-				{Name: "NAME", ValueFrom: field("metadata.name")}, {Name: "NS", ValueFrom: field("metadata.namespace")},
-				{Name: "UID", ValueFrom: field("metadata.uid")}, {Name: "ROLE", ValueFrom: field("metadata.labels['role']")},
-				{Name: "VER", ValueFrom: field("metadata.annotations['version']")}, {Name: "NODE", ValueFrom: field("spec.nodeName")},
-				{Name: "SA", ValueFrom: field("spec.serviceAccountName")}, {Name: "IP", ValueFrom: field("status.podIP")},
-				{Name: "IPS", ValueFrom: field("status.podIPs")}, {Name: "HOST", ValueFrom: field("status.hostIP")},
-				{Name: "HOSTS", ValueFrom: field("status.hostIPs")}, {Name: "LABELS", ValueFrom: field("metadata.labels")},
-			},
-			want: []envVar{{"NAME", "trainer-0"}, {"NS", "ml"}, {"UID", "uid-1"}, {"ROLE", "worker"}, {"VER", "3"},
-				{"NODE", "node-a"}, {"SA", "trainer"}, {"IP", "127.0.1.5"}, {"IPS", "127.0.1.5"}, {"HOST", "127.0.0.1"},
-				{"HOSTS", "127.0.0.1"}, {"LABELS", "app=\"paddle\"\nrole=\"worker\""}},
-		},
-		{
-			name: "resource field refs with divisors and node defaults",
-			env: []corev1.EnvVar{
-				{Name: "CPU", ValueFrom: res("limits.cpu", "")}, {Name: "CPU_M", ValueFrom: res("limits.cpu", "1m")},
-				{Name: "REQ_CPU", ValueFrom: res("requests.cpu", "")}, {Name: "MEM_MI", ValueFrom: res("limits.memory", "1Mi")},
-				{Name: "REQ_MEM", ValueFrom: res("requests.memory", "")},
-			},
-			want: []envVar{{"CPU", "2"}, {"CPU_M", "1500"}, {"REQ_CPU", "1"}, {"MEM_MI", "1024"}, {"REQ_MEM", "0"}},
-		},
-		{
-			name: "configMap and secret keys, optional ones left out",
-			env: []corev1.EnvVar{
-				{Name: "LR", ValueFrom: cmKey("cfg", "lr", false)}, {Name: "TOKEN", ValueFrom: secretKey("sec", "token", false)},
-				{Name: "NOKEY", ValueFrom: cmKey("cfg", "missing", true)}, {Name: "NOCM", ValueFrom: cmKey("absent", "x", true)},
-				{Name: "NOSECRET", ValueFrom: secretKey("absent", "x", true)},
-			},
-			want: []envVar{{"LR", "0.1"}, {"TOKEN", "t0k"}},
-		},
-		{
-			name: "envFrom with prefix, env overrides",
-			envFrom: []corev1.EnvFromSource{
-				{Prefix: "CFG_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
-				{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "sec"}}},
-				{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Optional: ptr.To(true)}},
-			},
-			env:  []corev1.EnvVar{{Name: "CFG_lr", Value: "0.5"}, {Name: "X", Value: "$(CFG_epochs)"}},
-			want: []envVar{{"CFG_epochs", "5"}, {"CFG_lr", "0.5"}, {"token", "t0k"}, {"X", "5"}},
-		},
-		{name: "missing configMap", env: []corev1.EnvVar{{Name: "X", ValueFrom: cmKey("absent", "k", false)}}, wantErr: `configmap "absent" not found`},
-		{name: "missing configMap key", env: []corev1.EnvVar{{Name: "X", ValueFrom: cmKey("cfg", "k", false)}}, wantErr: "couldn't find key k in ConfigMap ml/cfg"},
-		{name: "missing secret", env: []corev1.EnvVar{{Name: "X", ValueFrom: secretKey("absent", "k", false)}}, wantErr: `secret "absent" not found`},
-		{name: "missing secret key", env: []corev1.EnvVar{{Name: "X", ValueFrom: secretKey("sec", "k", false)}}, wantErr: "couldn't find key k in Secret ml/sec"},
-		{
-			name:    "missing envFrom configMap",
-			envFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}}}},
-			wantErr: `configmap "absent" not found`,
-		},
-		{name: "unsupported field", env: []corev1.EnvVar{{Name: "X", ValueFrom: field("spec.schedulerName")}}, wantErr: "unsupported field path"},
-	}
-	for _, tc := range tests {
+	for _, tc := range containerEnvCases {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := envPod()
 			c := &pod.Spec.Containers[0]
@@ -195,4 +114,94 @@ func TestContainerEnv(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The sources TestContainerEnv's variables come from.
+
+func envFieldRef(p string) *corev1.EnvVarSource {
+	return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: p}}
+}
+
+func envResourceRef(r, divisor string) *corev1.EnvVarSource {
+	s := &corev1.ResourceFieldSelector{Resource: r}
+	if divisor != "" {
+		s.Divisor = resource.MustParse(divisor)
+	}
+	return &corev1.EnvVarSource{ResourceFieldRef: s}
+}
+
+func envConfigMapKeyRef(name, key string, optional bool) *corev1.EnvVarSource {
+	return &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key, Optional: ptr.To(optional)}}
+}
+
+func envSecretKeyRef(name, key string, optional bool) *corev1.EnvVarSource {
+	return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key, Optional: ptr.To(optional)}}
+}
+
+// containerEnvCases are envPod's container with these env and envFrom, on a
+// node whose objects and addresses TestContainerEnv gives.
+var containerEnvCases = []struct {
+	name    string
+	env     []corev1.EnvVar
+	envFrom []corev1.EnvFromSource
+	want    []envVar
+	wantErr string
+}{
+	{
+		name: "values and expansion of earlier variables",
+		env:  []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "$(A)-$(C)"}, {Name: "C", Value: "3"}, {Name: "A", Value: "$(A)$(A)"}},
+		want: []envVar{{"A", "11"}, {"B", "1-$(C)"}, {"C", "3"}},
+	},
+	{
+		name: "field refs",
+		env: []corev1.EnvVar{
+			{Name: "NAME", ValueFrom: envFieldRef("metadata.name")}, {Name: "NS", ValueFrom: envFieldRef("metadata.namespace")},
+			{Name: "UID", ValueFrom: envFieldRef("metadata.uid")}, {Name: "ROLE", ValueFrom: envFieldRef("metadata.labels['role']")},
+			{Name: "VER", ValueFrom: envFieldRef("metadata.annotations['version']")}, {Name: "NODE", ValueFrom: envFieldRef("spec.nodeName")},
+			{Name: "SA", ValueFrom: envFieldRef("spec.serviceAccountName")}, {Name: "IP", ValueFrom: envFieldRef("status.podIP")},
+			{Name: "IPS", ValueFrom: envFieldRef("status.podIPs")}, {Name: "HOST", ValueFrom: envFieldRef("status.hostIP")},
+			{Name: "HOSTS", ValueFrom: envFieldRef("status.hostIPs")}, {Name: "LABELS", ValueFrom: envFieldRef("metadata.labels")},
+		},
+		want: []envVar{{"NAME", "trainer-0"}, {"NS", "ml"}, {"UID", "uid-1"}, {"ROLE", "worker"}, {"VER", "3"},
+			{"NODE", "node-a"}, {"SA", "trainer"}, {"IP", "127.0.1.5"}, {"IPS", "127.0.1.5"}, {"HOST", "127.0.0.1"},
+			{"HOSTS", "127.0.0.1"}, {"LABELS", "app=\"paddle\"\nrole=\"worker\""}},
+	},
+	{
+		name: "resource field refs with divisors and node defaults",
+		env: []corev1.EnvVar{
+			{Name: "CPU", ValueFrom: envResourceRef("limits.cpu", "")}, {Name: "CPU_M", ValueFrom: envResourceRef("limits.cpu", "1m")},
+			{Name: "REQ_CPU", ValueFrom: envResourceRef("requests.cpu", "")}, {Name: "MEM_MI", ValueFrom: envResourceRef("limits.memory", "1Mi")},
+			{Name: "REQ_MEM", ValueFrom: envResourceRef("requests.memory", "")},
+		},
+		want: []envVar{{"CPU", "2"}, {"CPU_M", "1500"}, {"REQ_CPU", "1"}, {"MEM_MI", "1024"}, {"REQ_MEM", "0"}},
+	},
+	{
+		name: "configMap and secret keys, optional ones left out",
+		env: []corev1.EnvVar{
+			{Name: "LR", ValueFrom: envConfigMapKeyRef("cfg", "lr", false)}, {Name: "TOKEN", ValueFrom: envSecretKeyRef("sec", "token", false)},
+			{Name: "NOKEY", ValueFrom: envConfigMapKeyRef("cfg", "missing", true)}, {Name: "NOCM", ValueFrom: envConfigMapKeyRef("absent", "x", true)},
+			{Name: "NOSECRET", ValueFrom: envSecretKeyRef("absent", "x", true)},
+		},
+		want: []envVar{{"LR", "0.1"}, {"TOKEN", "t0k"}},
+	},
+	{
+		name: "envFrom with prefix, env overrides",
+		envFrom: []corev1.EnvFromSource{
+			{Prefix: "CFG_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "sec"}}},
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Optional: ptr.To(true)}},
+		},
+		env:  []corev1.EnvVar{{Name: "CFG_lr", Value: "0.5"}, {Name: "X", Value: "$(CFG_epochs)"}},
+		want: []envVar{{"CFG_epochs", "5"}, {"CFG_lr", "0.5"}, {"token", "t0k"}, {"X", "5"}},
+	},
+	{name: "missing configMap", env: []corev1.EnvVar{{Name: "X", ValueFrom: envConfigMapKeyRef("absent", "k", false)}}, wantErr: `configmap "absent" not found`},
+	{name: "missing configMap key", env: []corev1.EnvVar{{Name: "X", ValueFrom: envConfigMapKeyRef("cfg", "k", false)}}, wantErr: "couldn't find key k in ConfigMap ml/cfg"},
+	{name: "missing secret", env: []corev1.EnvVar{{Name: "X", ValueFrom: envSecretKeyRef("absent", "k", false)}}, wantErr: `secret "absent" not found`},
+	{name: "missing secret key", env: []corev1.EnvVar{{Name: "X", ValueFrom: envSecretKeyRef("sec", "k", false)}}, wantErr: "couldn't find key k in Secret ml/sec"},
+	{
+		name:    "missing envFrom configMap",
+		envFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}}}},
+		wantErr: `configmap "absent" not found`,
+	},
+	{name: "unsupported field", env: []corev1.EnvVar{{Name: "X", ValueFrom: envFieldRef("spec.schedulerName")}}, wantErr: "unsupported field path"},
 }

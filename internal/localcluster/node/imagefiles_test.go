@@ -47,13 +47,7 @@ func imageHost() fstest.MapFS {
 }
 
 func TestContainersGetPrivateCopiesOfTheImageFiles(t *testing.T) {
-	src := t.TempDir()
-	writeTestFile(t, filepath.Join(src, "train.py"), "print('train')", 0o644)
-	writeTestFile(t, filepath.Join(src, "run.sh"), "#!/bin/sh\n", 0o755)
-	writeTestFile(t, filepath.Join(src, "conf/model.yaml"), "layers: 3", 0o444)
-	if err := os.Symlink("conf/model.yaml", filepath.Join(src, "model.yaml")); err != nil {
-		t.Fatal(err)
-	}
+	src := imageSourceDir(t)
 	extra := filepath.Join(t.TempDir(), "extra.txt")
 	writeTestFile(t, extra, "extra", 0o644)
 	entry := ImageEntry{Files: []ImageFile{
@@ -80,26 +74,7 @@ func TestContainersGetPrivateCopiesOfTheImageFiles(t *testing.T) {
 
 	a := filepath.Join(rootA, "wide_and_deep")
 	b := filepath.Join(rootB, "wide_and_deep")
-	if got := readTestFile(t, filepath.Join(a, "conf/extra.txt")); got != "extra" {
-		t.Errorf("the later file merged into the directory: %q", got)
-	}
-	if link, err := os.Readlink(filepath.Join(a, "model.yaml")); err != nil || link != "conf/model.yaml" {
-		t.Errorf("symlink copied as %q, %v", link, err)
-	}
-	if st, err := os.Stat(filepath.Join(a, "run.sh")); err != nil || st.Mode().Perm() != 0o755 {
-		t.Errorf("run.sh: %v, %v; want mode 0755", st.Mode(), err)
-	}
-	if st, err := os.Stat(filepath.Join(a, "conf/model.yaml")); err != nil || st.Mode().Perm() != 0o644 {
-		t.Errorf("a read-only file is copied owner-writable: %v, %v", st.Mode(), err)
-	}
-	srcInfo, _ := os.Stat(filepath.Join(src, "train.py"))
-	copyInfo, _ := os.Stat(filepath.Join(a, "train.py"))
-	if os.SameFile(srcInfo, copyInfo) || copyInfo.Sys().(*syscall.Stat_t).Nlink != 1 {
-		t.Error("the copy is a hard link of the source")
-	}
-	if !copyInfo.ModTime().Equal(srcInfo.ModTime()) {
-		t.Errorf("modification time %v, want the source's %v", copyInfo.ModTime(), srcInfo.ModTime())
-	}
+	checkImageCopy(t, src, a)
 
 	// A container writes next to its code, as paddle.distributed.launch
 	// does with ./log, and changes a file of the image.
@@ -134,6 +109,47 @@ func TestContainersGetPrivateCopiesOfTheImageFiles(t *testing.T) {
 	}
 	if err := removeTree(pod); err != nil {
 		t.Errorf("removing the pod's directory: %v", err)
+	}
+}
+
+// imageSourceDir is an image's files on the host: a script, an executable,
+// a read-only file in a subdirectory and a symlink to it.
+func imageSourceDir(t *testing.T) string {
+	t.Helper()
+	src := t.TempDir()
+	writeTestFile(t, filepath.Join(src, "train.py"), "print('train')", 0o644)
+	writeTestFile(t, filepath.Join(src, "run.sh"), "#!/bin/sh\n", 0o755)
+	writeTestFile(t, filepath.Join(src, "conf/model.yaml"), "layers: 3", 0o444)
+	if err := os.Symlink("conf/model.yaml", filepath.Join(src, "model.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// checkImageCopy checks a container's copy of imageSourceDir's files (with
+// extra.txt merged into conf/): symlinks kept as links, modes kept but
+// owner-writable, modification times kept, and no hard link to the source.
+func checkImageCopy(t *testing.T, src, copyDir string) {
+	t.Helper()
+	if got := readTestFile(t, filepath.Join(copyDir, "conf/extra.txt")); got != "extra" {
+		t.Errorf("the later file merged into the directory: %q", got)
+	}
+	if link, err := os.Readlink(filepath.Join(copyDir, "model.yaml")); err != nil || link != "conf/model.yaml" {
+		t.Errorf("symlink copied as %q, %v", link, err)
+	}
+	if st, err := os.Stat(filepath.Join(copyDir, "run.sh")); err != nil || st.Mode().Perm() != 0o755 {
+		t.Errorf("run.sh: %v, %v; want mode 0755", st.Mode(), err)
+	}
+	if st, err := os.Stat(filepath.Join(copyDir, "conf/model.yaml")); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("a read-only file is copied owner-writable: %v, %v", st.Mode(), err)
+	}
+	srcInfo, _ := os.Stat(filepath.Join(src, "train.py"))
+	copyInfo, _ := os.Stat(filepath.Join(copyDir, "train.py"))
+	if os.SameFile(srcInfo, copyInfo) || copyInfo.Sys().(*syscall.Stat_t).Nlink != 1 {
+		t.Error("the copy is a hard link of the source")
+	}
+	if !copyInfo.ModTime().Equal(srcInfo.ModTime()) {
+		t.Errorf("modification time %v, want the source's %v", copyInfo.ModTime(), srcInfo.ModTime())
 	}
 }
 

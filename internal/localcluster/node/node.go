@@ -145,12 +145,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	images, ipRange, capacity, serviceCIDRs, stateDir := in.images, in.ipRange, in.capacity, in.serviceCIDRs, cfg.StateDir
 
-	restCfg := rest.CopyConfig(cfg.RESTConfig)
-	// Every pod's status changes go through this client: the default rate
-	// limit would delay them by seconds on a busy node.
-	restCfg.QPS, restCfg.Burst = 100, 200
-	restCfg.UserAgent = "paddlejob-node/" + cfg.NodeName
-	client, err := kubernetes.NewForConfig(restCfg)
+	client, err := nodeClient(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -206,16 +201,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 
-	cert, err := servingCertificate(cfg.TLSCertFile, cfg.TLSKeyFile, stateDir, cfg.NodeIP, cfg.NodeName, cfg.Clock.Now())
-	if err != nil {
-		return nil, err
-	}
-	tlsConfig, err := serverTLSConfig(cert, cfg.ClientCAFile)
-	if err != nil {
-		return nil, err
-	}
-	n.server, err = listenKubelet(net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.KubeletPort)), tlsConfig, cfg.Log)
-	if err != nil {
+	if n.server, err = openKubeletAPI(cfg); err != nil {
 		return nil, err
 	}
 
@@ -224,6 +210,30 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// nodeClient is the node's API client. Every pod's status changes go
+// through it: the default rate limit would delay them by seconds on a busy
+// node.
+func nodeClient(cfg Config) (kubernetes.Interface, error) {
+	restCfg := rest.CopyConfig(cfg.RESTConfig)
+	restCfg.QPS, restCfg.Burst = 100, 200
+	restCfg.UserAgent = "paddlejob-node/" + cfg.NodeName
+	return kubernetes.NewForConfig(restCfg)
+}
+
+// openKubeletAPI opens the kubelet API port in New, so a port in use or a
+// bad certificate fails the node before it registers.
+func openKubeletAPI(cfg Config) (*kubeletServer, error) {
+	cert, err := servingCertificate(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.StateDir, cfg.NodeIP, cfg.NodeName, cfg.Clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	tlsConfig, err := serverTLSConfig(cert, cfg.ClientCAFile)
+	if err != nil {
+		return nil, err
+	}
+	return listenKubelet(net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.KubeletPort)), tlsConfig, cfg.Log)
 }
 
 func withDefaults(cfg Config) Config {

@@ -57,35 +57,10 @@ func indexOf(args []string, want ...string) int {
 }
 
 func TestBwrapArgs(t *testing.T) {
-	spec := sandboxSpec{
-		Hostname: "worker-0", HostsFile: "/state/pod/etc/hosts", HostnameFile: "/state/pod/etc/hostname",
-		Mounts: []mount{
-			{Source: "/state/pod/volumes/data/sub", Target: "/data/sub", ReadOnly: false},
-			{Source: "/state/pod/volumes/data", Target: "/data", ReadOnly: false},
-			{Source: "/state/pod/volumes/cfg", Target: "/etc/paddlejob", ReadOnly: true},
-			// buildProcess adds the command's file (needsCommandBind).
-			{Source: "/tmp/build/trainer", Target: "/tmp/build/trainer", ReadOnly: true},
-		},
-		WorkingDir: "/workspace",
-		Argv:       []string{"/tmp/build/trainer", "--epochs", "1"},
-	}
-	args := bwrapArgs(hostTree(), spec)
+	args := bwrapArgs(hostTree(), bwrapTestSpec())
 
 	t.Run("namespaces: own PID, UTS, IPC and cgroup, the host's network", func(t *testing.T) {
-		for _, want := range [][]string{{"--unshare-pid"}, {"--unshare-uts"}, {"--unshare-ipc"}, {"--unshare-cgroup-try"},
-			{"--hostname", "worker-0"}, {"--die-with-parent"}, {"--new-session"}} {
-			if !hasArgs(args, want...) {
-				t.Errorf("missing %q in %q", want, args)
-			}
-		}
-		for _, a := range args {
-			if a == "--unshare-net" || a == "--unshare-all" {
-				t.Errorf("the network must be shared: %q", args)
-			}
-		}
-		if hasArgs(args, "--cap-drop", "ALL") {
-			t.Error("capabilities dropped although the spec keeps them (a non-root node has none)")
-		}
+		checkSandboxNamespaces(t, args)
 	})
 	t.Run("system roots read-only, symlinks kept, no homes", func(t *testing.T) {
 		for _, want := range [][]string{
@@ -144,6 +119,44 @@ func TestBwrapArgs(t *testing.T) {
 			t.Errorf("args end in %q", tail)
 		}
 	})
+}
+
+// bwrapTestSpec is a worker's sandbox with nested volumes, a read-only
+// one, and a command outside every root (its file bound alone).
+func bwrapTestSpec() sandboxSpec {
+	return sandboxSpec{
+		Hostname: "worker-0", HostsFile: "/state/pod/etc/hosts", HostnameFile: "/state/pod/etc/hostname",
+		Mounts: []mount{
+			{Source: "/state/pod/volumes/data/sub", Target: "/data/sub", ReadOnly: false},
+			{Source: "/state/pod/volumes/data", Target: "/data", ReadOnly: false},
+			{Source: "/state/pod/volumes/cfg", Target: "/etc/paddlejob", ReadOnly: true},
+			// buildProcess adds the command's file (needsCommandBind).
+			{Source: "/tmp/build/trainer", Target: "/tmp/build/trainer", ReadOnly: true},
+		},
+		WorkingDir: "/workspace",
+		Argv:       []string{"/tmp/build/trainer", "--epochs", "1"},
+	}
+}
+
+// checkSandboxNamespaces checks that the sandbox has its own PID, UTS, IPC
+// and cgroup namespaces and session, shares the host's network, and keeps
+// the capabilities the spec does not drop.
+func checkSandboxNamespaces(t *testing.T, args []string) {
+	t.Helper()
+	for _, want := range [][]string{{"--unshare-pid"}, {"--unshare-uts"}, {"--unshare-ipc"}, {"--unshare-cgroup-try"},
+		{"--hostname", "worker-0"}, {"--die-with-parent"}, {"--new-session"}} {
+		if !hasArgs(args, want...) {
+			t.Errorf("missing %q in %q", want, args)
+		}
+	}
+	for _, a := range args {
+		if a == "--unshare-net" || a == "--unshare-all" {
+			t.Errorf("the network must be shared: %q", args)
+		}
+	}
+	if hasArgs(args, "--cap-drop", "ALL") {
+		t.Error("capabilities dropped although the spec keeps them (a non-root node has none)")
+	}
 }
 
 func TestBwrapArgsPlainCases(t *testing.T) {

@@ -138,7 +138,75 @@ func TestServiceProxy(t *testing.T) {
 	ns := n.namespace(t)
 	ctx := context.Background()
 	services := n.client.CoreV1().Services(ns)
+	b := startServiceBackends(t, n, ns)
+	byNumber := net.JoinHostPort(b.echo.Spec.ClusterIP, "8080")
+	byName := net.JoinHostPort(b.echo.Spec.ClusterIP, "8081")
+	webhookAddr := net.JoinHostPort(b.webhook.Spec.ClusterIP, "9443")
 
+	t.Run("round trip and round robin", func(t *testing.T) { checkRoundRobin(t, byNumber) })
+
+	t.Run("target port by name", func(t *testing.T) {
+		reply, err := testutil.Exchange(byName, "named")
+		if err != nil || !strings.HasSuffix(reply, ": named") {
+			t.Fatalf("got %q, %v", reply, err)
+		}
+	})
+
+	t.Run("large transfer both ways", func(t *testing.T) {
+		payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+		reply, err := testutil.Exchange(byNumber, string(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, body, _ := strings.Cut(reply, ": ")
+		if body != string(payload) {
+			t.Fatalf("got %d bytes back, want %d", len(body), len(payload))
+		}
+	})
+
+	t.Run("TLS through the proxy", func(t *testing.T) {
+		checkWebhookCall(t, webhookAddr, b.caPool, "tls."+ns+".svc")
+	})
+
+	t.Run("a terminating pod gets no connections", func(t *testing.T) {
+		if err := n.client.CoreV1().Pods(ns).Delete(ctx, "echo-b", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitServed(t, byNumber, func(string) bool {
+			for range 4 {
+				if reply, err := testutil.Exchange(byNumber, "x"); err != nil || reply != "echo-a: x" {
+					return false
+				}
+			}
+			return true
+		})
+	})
+
+	t.Run("no ready backend", func(t *testing.T) { checkNoReadyBackend(t, services) })
+
+	t.Run("node shutdown closes listeners and connections", func(t *testing.T) {
+		checkShutdownClosesProxy(t, stopNode, byNumber, []string{byNumber, byName, webhookAddr})
+	})
+}
+
+// serviceBackendPods are TestServiceProxy's Services and what a client of
+// the TLS one trusts.
+type serviceBackendPods struct {
+	// echo has ports 8080 (target by number), 8081 (by name) and a UDP
+	// port the proxy leaves alone, in front of echo-a and echo-b.
+	echo *corev1.Service
+	// webhook is "tls", port 9443, in front of an HTTPS pod whose
+	// certificate names tls.<namespace>.svc.
+	webhook *corev1.Service
+	caPool  *x509.CertPool
+}
+
+// startServiceBackends creates the backend pods and their Services and waits
+// for the pods to run.
+func startServiceBackends(t *testing.T, n *testNode, ns string) serviceBackendPods {
+	t.Helper()
+	ctx := context.Background()
+	services := n.client.CoreV1().Services(ns)
 	ca, caPool := newTestCA(t)
 	certPEM, keyPEM := ca.serverCert(t, "tls."+ns+".svc")
 	if _, err := n.client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
@@ -170,144 +238,120 @@ func TestServiceProxy(t *testing.T) {
 	if !strings.HasPrefix(echo.Spec.ClusterIP, "127.") {
 		t.Fatalf("cluster IP %s is not a loopback address", echo.Spec.ClusterIP)
 	}
-	byNumber := net.JoinHostPort(echo.Spec.ClusterIP, "8080")
-	byName := net.JoinHostPort(echo.Spec.ClusterIP, "8081")
 	for _, name := range []string{"echo-a", "echo-b", "tls"} {
 		n.waitPhase(t, ns, name, corev1.PodRunning)
 	}
+	return serviceBackendPods{echo: echo, webhook: webhook, caPool: caPool}
+}
 
-	t.Run("round trip and round robin", func(t *testing.T) {
-		// The pods are Ready as soon as they run, a moment before they
-		// listen (probes are not run): wait for both to answer.
-		waitServed(t, byNumber, func(reply string) bool { return strings.HasPrefix(reply, "echo-a: ") })
-		waitServed(t, byNumber, func(reply string) bool { return strings.HasPrefix(reply, "echo-b: ") })
-		seen := map[string]int{}
-		for i := range 6 {
-			msg := "ping " + strconv.Itoa(i)
-			reply, err := testutil.Exchange(byNumber, msg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pod, got, _ := strings.Cut(reply, ": ")
-			if got != msg {
-				t.Fatalf("sent %q, got %q", msg, reply)
-			}
-			seen[pod]++
-		}
-		if seen["echo-a"] != 3 || seen["echo-b"] != 3 {
-			t.Errorf("connections per pod %v, want 3 each", seen)
-		}
-	})
-
-	t.Run("target port by name", func(t *testing.T) {
-		reply, err := testutil.Exchange(byName, "named")
-		if err != nil || !strings.HasSuffix(reply, ": named") {
-			t.Fatalf("got %q, %v", reply, err)
-		}
-	})
-
-	t.Run("large transfer both ways", func(t *testing.T) {
-		payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
-		reply, err := testutil.Exchange(byNumber, string(payload))
+// checkRoundRobin checks that six connections to addr reach echo-a and
+// echo-b three times each, every message coming back whole.
+func checkRoundRobin(t *testing.T, addr string) {
+	t.Helper()
+	// The pods are Ready as soon as they run, a moment before they
+	// listen (probes are not run): wait for both to answer.
+	waitServed(t, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-a: ") })
+	waitServed(t, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-b: ") })
+	seen := map[string]int{}
+	for i := range 6 {
+		msg := "ping " + strconv.Itoa(i)
+		reply, err := testutil.Exchange(addr, msg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, body, _ := strings.Cut(reply, ": ")
-		if body != string(payload) {
-			t.Fatalf("got %d bytes back, want %d", len(body), len(payload))
+		pod, got, _ := strings.Cut(reply, ": ")
+		if got != msg {
+			t.Fatalf("sent %q, got %q", msg, reply)
 		}
-	})
+		seen[pod]++
+	}
+	if seen["echo-a"] != 3 || seen["echo-b"] != 3 {
+		t.Errorf("connections per pod %v, want 3 each", seen)
+	}
+}
 
-	t.Run("TLS through the proxy", func(t *testing.T) {
-		addr := net.JoinHostPort(webhook.Spec.ClusterIP, "9443")
-		// As the API server calls a webhook: to the cluster IP, verifying
-		// the name <service>.<namespace>.svc.
-		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-			TLSClientConfig:   &tls.Config{RootCAs: caPool, ServerName: "tls." + ns + ".svc"},
-			DisableKeepAlives: true,
-		}}
-		var body string
-		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-			resp, err := client.Post("https://"+addr+"/validate", "text/plain", strings.NewReader("review"))
-			if err != nil {
-				return false, nil
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			body = string(b)
-			return err == nil, nil
-		})
+// checkWebhookCall calls addr as the API server calls a webhook: to the
+// cluster IP, verifying the name <service>.<namespace>.svc.
+func checkWebhookCall(t *testing.T, addr string, caPool *x509.CertPool, serverName string) {
+	t.Helper()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: caPool, ServerName: serverName},
+		DisableKeepAlives: true,
+	}}
+	var body string
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		resp, err := client.Post("https://"+addr+"/validate", "text/plain", strings.NewReader("review"))
 		if err != nil {
-			t.Fatalf("no HTTPS answer through %s", addr)
+			return false, nil
 		}
-		if want := "tls over TLS: POST /validate review"; body != want {
-			t.Errorf("got %q, want %q", body, want)
-		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		body = string(b)
+		return err == nil, nil
 	})
+	if err != nil {
+		t.Fatalf("no HTTPS answer through %s", addr)
+	}
+	if want := "tls over TLS: POST /validate review"; body != want {
+		t.Errorf("got %q, want %q", body, want)
+	}
+}
 
-	t.Run("a terminating pod gets no connections", func(t *testing.T) {
-		if err := n.client.CoreV1().Pods(ns).Delete(ctx, "echo-b", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
+// checkNoReadyBackend creates a Service no pod serves: its listener opens,
+// closes every connection, and closes once the Service is deleted.
+func checkNoReadyBackend(t *testing.T, services serviceClient) {
+	t.Helper()
+	ctx := context.Background()
+	createService(t, services, "nobody", map[string]string{"app": "nobody"},
+		corev1.ServicePort{Name: "http", Port: 8080})
+	nobody, err := services.Get(ctx, "nobody", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort(nobody.Spec.ClusterIP, "8080")
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,
+			func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+			t.Fatalf("%s: not within 10s", what)
 		}
-		waitServed(t, byNumber, func(string) bool {
-			for range 4 {
-				if reply, err := testutil.Exchange(byNumber, "x"); err != nil || reply != "echo-a: x" {
-					return false
-				}
-			}
-			return true
-		})
-	})
+	}
+	waitFor("listener opened", func() bool { return testutil.Listening(addr) })
+	start := time.Now()
+	reply, err := testutil.Exchange(addr, "anyone?")
+	if err == nil {
+		t.Fatalf("got %q, want the connection closed", reply)
+	}
+	t.Logf("no backend: %v after %s", err, time.Since(start).Round(time.Microsecond))
 
-	t.Run("no ready backend", func(t *testing.T) {
-		createService(t, services, "nobody", map[string]string{"app": "nobody"},
-			corev1.ServicePort{Name: "http", Port: 8080})
-		nobody, err := services.Get(ctx, "nobody", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := net.JoinHostPort(nobody.Spec.ClusterIP, "8080")
-		waitFor := func(what string, cond func() bool) {
-			t.Helper()
-			if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,
-				func(context.Context) (bool, error) { return cond(), nil }); err != nil {
-				t.Fatalf("%s: not within 10s", what)
-			}
-		}
-		waitFor("listener opened", func() bool { return testutil.Listening(addr) })
-		start := time.Now()
-		reply, err := testutil.Exchange(addr, "anyone?")
-		if err == nil {
-			t.Fatalf("got %q, want the connection closed", reply)
-		}
-		t.Logf("no backend: %v after %s", err, time.Since(start).Round(time.Microsecond))
+	if err := services.Delete(ctx, "nobody", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("listener closed after the Service was deleted", func() bool { return !testutil.Listening(addr) })
+}
 
-		if err := services.Delete(ctx, "nobody", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
+// checkShutdownClosesProxy stops the node while a connection to addr is
+// open: the connection ends and no listener is left open.
+func checkShutdownClosesProxy(t *testing.T, stopNode func(), addr string, listeners []string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "pending"); err != nil {
+		t.Fatal(err)
+	}
+	stopNode()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("reading an open connection after the node stopped: %v", err)
+	}
+	for _, l := range listeners {
+		if testutil.Listening(l) {
+			t.Errorf("%s still listens after the node stopped", l)
 		}
-		waitFor("listener closed after the Service was deleted", func() bool { return !testutil.Listening(addr) })
-	})
-
-	t.Run("node shutdown closes listeners and connections", func(t *testing.T) {
-		c, err := net.Dial("tcp", byNumber)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if _, err := io.WriteString(c, "pending"); err != nil {
-			t.Fatal(err)
-		}
-		stopNode()
-		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if _, err := io.ReadAll(c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
-			t.Errorf("reading an open connection after the node stopped: %v", err)
-		}
-		for _, addr := range []string{byNumber, byName, net.JoinHostPort(webhook.Spec.ClusterIP, "9443")} {
-			if testutil.Listening(addr) {
-				t.Errorf("%s still listens after the node stopped", addr)
-			}
-		}
-	})
+	}
 }
 
 // backendProcessPod is a pod running this test binary as a backend.
@@ -332,9 +376,14 @@ func backendProcessPod(t *testing.T, n *testNode, ns, name, mode string) *corev1
 	return pod
 }
 
-func createService(t *testing.T, services interface {
+// serviceClient is the part of a namespace's Services client the tests use.
+type serviceClient interface {
 	Create(context.Context, *corev1.Service, metav1.CreateOptions) (*corev1.Service, error)
-}, name string, selector map[string]string, ports ...corev1.ServicePort) *corev1.Service {
+	Get(context.Context, string, metav1.GetOptions) (*corev1.Service, error)
+	Delete(context.Context, string, metav1.DeleteOptions) error
+}
+
+func createService(t *testing.T, services serviceClient, name string, selector map[string]string, ports ...corev1.ServicePort) *corev1.Service {
 	t.Helper()
 	s, err := services.Create(context.Background(), &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name},

@@ -21,14 +21,45 @@ func TestVolumes(t *testing.T) {
 	t.Parallel()
 	n := sharedNode(t)
 	ns := n.namespace(t)
+	createVolumeSources(t, n, ns)
+	hostDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(hostDir, "in-host-dir"), []byte("from the host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pod := volumesPod(n, ns, hostDir)
+	created := n.create(t, pod)
+	got := n.waitPod(t, ns, "volumes", 30*time.Second, "completion", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	})
+	log := n.logs(t, ns, "volumes", "main", "")
+	want := strings.Join([]string{
+		"from-writer", "from-peer", "from the host", "alpha", "600", "alpha", "pw", `role="worker"`,
+		"betapwvolumes", "from the PV", "alpha", "",
+	}, "\n")
+	if got.Status.Phase != corev1.PodSucceeded || log != want {
+		t.Fatalf("%s\nlog:\n%s\nwant:\n%s", describeStatus(got), log, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(hostDir, "from-pod")); err != nil || string(b) != "written-by-pod\n" {
+		t.Errorf("hostPath file written by the pod: %q, %v", b, err)
+	}
+	subFile := filepath.Join(n.podDir(created), "volumes", "shared", "sub", "dir", "file")
+	if b, err := os.ReadFile(subFile); err != nil || string(b) != "subpath\n" {
+		t.Errorf("subPath file: %q, %v", b, err)
+	}
+}
+
+// createVolumeSources creates what volumesPod's volumes come from: the
+// default service account, ConfigMap conf, Secret sec, and claim, bound to
+// a hostPath PersistentVolume holding dataset.
+func createVolumeSources(t *testing.T, n *testNode, ns string) {
+	t.Helper()
 	ctx := context.Background()
 	var err error
-	hostDir := t.TempDir()
-	pvDir := t.TempDir()
 	// No controller manager runs here to create the service account a token is issued for.
 	if _, err := n.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	pvDir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(pvDir, "dataset"), []byte("from the PV\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +95,12 @@ func TestVolumes(t *testing.T) {
 	pvc.Status.Phase = corev1.ClaimBound
 	_, err = n.client.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, pvc, metav1.UpdateOptions{})
 	noErr(t, err)
+}
 
+// volumesPod mounts a volume of every kind the node supports, subPaths and
+// read-only mounts included, and prints what it reads from each; an init
+// container and a second container share an emptyDir with it.
+func volumesPod(n *testNode, ns, hostDir string) *corev1.Pod {
 	script := strings.Join([]string{
 		"set -e",
 		"cat /shared/from-writer",
@@ -87,9 +123,6 @@ func TestVolumes(t *testing.T) {
 	pod := n.shellPod(ns, "volumes", script)
 	pod.Labels = map[string]string{"role": "worker"}
 	pod.Spec.ServiceAccountName = "default" // for the token projection
-	if err := os.WriteFile(filepath.Join(hostDir, "in-host-dir"), []byte("from the host\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	pod.Spec.Volumes = []corev1.Volume{
 		{Name: "shared", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: hostDir, Type: ptr.To(corev1.HostPathDirectory)}}},
@@ -132,25 +165,7 @@ func TestVolumes(t *testing.T) {
 		{Name: "data", MountPath: "/data"},
 	}
 	pod.Spec.Containers = append(pod.Spec.Containers, peer)
-	created := n.create(t, pod)
-	got := n.waitPod(t, ns, "volumes", 30*time.Second, "completion", func(p *corev1.Pod) bool {
-		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-	})
-	log := n.logs(t, ns, "volumes", "main", "")
-	want := strings.Join([]string{
-		"from-writer", "from-peer", "from the host", "alpha", "600", "alpha", "pw", `role="worker"`,
-		"betapwvolumes", "from the PV", "alpha", "",
-	}, "\n")
-	if got.Status.Phase != corev1.PodSucceeded || log != want {
-		t.Fatalf("%s\nlog:\n%s\nwant:\n%s", describeStatus(got), log, want)
-	}
-	if b, err := os.ReadFile(filepath.Join(hostDir, "from-pod")); err != nil || string(b) != "written-by-pod\n" {
-		t.Errorf("hostPath file written by the pod: %q, %v", b, err)
-	}
-	subFile := filepath.Join(n.podDir(created), "volumes", "shared", "sub", "dir", "file")
-	if b, err := os.ReadFile(subFile); err != nil || string(b) != "subpath\n" {
-		t.Errorf("subPath file: %q, %v", b, err)
-	}
+	return pod
 }
 
 // TestProjectedVolumeFollowsAnnotationsAndConfigMaps plays the operator's

@@ -245,14 +245,7 @@ func TestEnsureConcurrentInstallsOnce(t *testing.T) {
 }
 
 func TestEnsureFailures(t *testing.T) {
-	tests := []struct {
-		name    string
-		fake    fake
-		wantIs  error
-		want    []string
-		wantLog bool // the error names the install's log
-		noPip   bool // pip must not have run
-	}{
+	tests := []ensureFailureCase{
 		{
 			name: "index unreachable", fake: fake{pipFails: true, pipOut: pipRefused}, wantIs: ErrIndexUnreachable,
 			want:    []string{"cannot reach the Python package index to install the Paddle runtime: pip says:", "Connection refused", "No matching distribution found for paddlepaddle==3.0.0"},
@@ -305,40 +298,55 @@ func TestEnsureFailures(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			base, cache := tempDir(t), tempDir(t)
-			python, pipCount := tt.fake.write(t, base)
-			_, err := Ensure(context.Background(), Options{CacheDir: cache, Python: python})
-			if err == nil {
-				t.Fatal("Ensure succeeded")
-			}
-			t.Log(err)
-			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
-				t.Errorf("error %q is not %v", err, tt.wantIs)
-			}
-			for _, s := range tt.want {
-				if !strings.Contains(err.Error(), s) {
-					t.Errorf("error lacks %q:\n%s", s, err)
-				}
-			}
-			root := filepath.Join(cache, "paddle-runtime")
-			if tt.wantLog {
-				logs, _ := filepath.Glob(filepath.Join(root, "*.log"))
-				if len(logs) != 1 || !strings.Contains(err.Error(), logs[0]) {
-					t.Errorf("error does not name the install log %v:\n%s", logs, err)
-				}
-			}
-			if tt.noPip && pipInstalls(t, pipCount) != 0 {
-				t.Error("pip ran though the interpreter was refused up front")
-			}
-			// Nothing half-built stays where a later Ensure would look.
-			entries, _ := os.ReadDir(root)
-			for _, e := range entries {
-				if e.Name() != ".lock" && !strings.HasSuffix(e.Name(), ".log") {
-					t.Errorf("a failed install left %s in the cache", e.Name())
-				}
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkEnsureFails(t, tt) })
+	}
+}
+
+// ensureFailureCase is a way Python or pip fails, and what the error says.
+type ensureFailureCase struct {
+	name    string
+	fake    fake
+	wantIs  error
+	want    []string
+	wantLog bool // the error names the install's log
+	noPip   bool // pip must not have run
+}
+
+// checkEnsureFails checks Ensure's error, the log it names, that pip did not
+// run when it must not, and that nothing half-built is left in the cache.
+func checkEnsureFails(t *testing.T, tt ensureFailureCase) {
+	t.Helper()
+	base, cache := tempDir(t), tempDir(t)
+	python, pipCount := tt.fake.write(t, base)
+	_, err := Ensure(context.Background(), Options{CacheDir: cache, Python: python})
+	if err == nil {
+		t.Fatal("Ensure succeeded")
+	}
+	t.Log(err)
+	if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+		t.Errorf("error %q is not %v", err, tt.wantIs)
+	}
+	for _, s := range tt.want {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error lacks %q:\n%s", s, err)
+		}
+	}
+	root := filepath.Join(cache, "paddle-runtime")
+	if tt.wantLog {
+		logs, _ := filepath.Glob(filepath.Join(root, "*.log"))
+		if len(logs) != 1 || !strings.Contains(err.Error(), logs[0]) {
+			t.Errorf("error does not name the install log %v:\n%s", logs, err)
+		}
+	}
+	if tt.noPip && pipInstalls(t, pipCount) != 0 {
+		t.Error("pip ran though the interpreter was refused up front")
+	}
+	// Nothing half-built stays where a later Ensure would look.
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		if e.Name() != ".lock" && !strings.HasSuffix(e.Name(), ".log") {
+			t.Errorf("a failed install left %s in the cache", e.Name())
+		}
 	}
 }
 

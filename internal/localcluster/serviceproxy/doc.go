@@ -6,8 +6,9 @@
 // hold loopback addresses): a connection's backends are looked up in the
 // node's pod cache when it arrives.
 //
-// proxy.go holds the listener set worked out from the Services, the choice
-// of backends, and the Proxy that keeps listeners open and pipes
-// connections. The end-to-end test with real pods behind a Service is the
-// node's (internal/localcluster/node, TestServiceProxy).
+// cidrs.go holds the cluster IPs the node serves; services.go the listener
+// set worked out from the Services and the choice of backends; proxy.go the
+// Proxy that keeps listeners open and pipes connections. The end-to-end
+// test with real pods behind a Service is the node's
+// (internal/localcluster/node, TestServiceProxy).
 package serviceproxy

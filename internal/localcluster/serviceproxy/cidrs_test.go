@@ -1,0 +1,48 @@
+package serviceproxy
+
+import (
+	"testing"
+)
+
+func loopbackOnly(t testing.TB) func(string) bool {
+	t.Helper()
+	cidrs, err := ParseCIDRs(DefaultCIDR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cidrs.Contains
+}
+
+func TestParseServiceCIDRs(t *testing.T) {
+	tests := []struct {
+		in      string
+		wantErr bool
+		in4     []string
+		out     []string
+	}{
+		{in: "127.0.0.0/8", in4: []string{"127.0.0.1", "127.64.0.10", "::ffff:127.1.2.3"}, out: []string{"10.0.0.1", "::1", "None", "", "junk"}},
+		{in: "127.64.0.1/16", in4: []string{"127.64.200.1"}, out: []string{"127.65.0.1"}},
+		{in: "127.0.0.0/8, ::1/128", in4: []string{"::1", "127.0.0.2"}, out: []string{"::2"}},
+		{in: "", wantErr: true},
+		{in: "127.0.0.1", wantErr: true},
+		{in: "10.0.0.0/33", wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			c, err := ParseCIDRs(tc.in)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want error %v", err, tc.wantErr)
+			}
+			for _, ip := range tc.in4 {
+				if !c.Contains(ip) {
+					t.Errorf("%s not in %s", ip, tc.in)
+				}
+			}
+			for _, ip := range tc.out {
+				if c.Contains(ip) {
+					t.Errorf("%s in %s", ip, tc.in)
+				}
+			}
+		})
+	}
+}
