@@ -96,11 +96,7 @@ const glooSharedPath = "/gloo-shared"
 func shareGlooDirectory(t *testing.T, job *paddlev1.PaddleJob) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
-		spec := &job.Spec.Replicas(rt).Template.Spec
-		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "gloo", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}}})
-		c := &spec.Containers[0]
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "gloo", MountPath: glooSharedPath})
+	for _, c := range mountHostDir(job, "gloo", dir, glooSharedPath, false) {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "PADDLE_GLOO_FS_PATH", Value: glooSharedPath})
 	}
 	return dir
@@ -174,12 +170,8 @@ func glooJob(t *testing.T, level int32) *paddlev1.PaddleJob {
 	}
 	job := testutil.MakePaddleJob("gloo", "").PS(2).Workers(2).WithGloo(level).
 		Image("registry.baidubce.com/paddle-operator/demo-wide-and-deep:v1").Obj()
-	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
-		spec := &job.Spec.Replicas(rt).Template.Spec
-		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "program", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}}})
-		c := &spec.Containers[0]
+	for _, c := range mountHostDir(job, "program", dir, filepath.Dir(glooProgramPath), true) {
 		c.Command = []string{"python3", glooProgramPath}
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "program", MountPath: filepath.Dir(glooProgramPath), ReadOnly: true})
 	}
 	return job
 }

@@ -298,17 +298,27 @@ func TestParameterServerModes(t *testing.T) {
 	}
 }
 
+// mountHostDir mounts a host directory at path in the Paddle container of
+// every pserver and worker of a job, and returns those containers.
+func mountHostDir(job *paddlev1.PaddleJob, volume, dir, path string, readOnly bool) []*corev1.Container {
+	var out []*corev1.Container
+	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
+		spec := &job.Spec.Replicas(rt).Template.Spec
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}}})
+		c := &spec.Containers[0]
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: path, ReadOnly: readOnly})
+		out = append(out, c)
+	}
+	return out
+}
+
 // launchEveryPod makes every container of a job start with Paddle's
 // launcher, logging per pod into a directory of the host, which it returns.
 func launchEveryPod(t *testing.T, job *paddlev1.PaddleJob) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
-		spec := &job.Spec.Replicas(rt).Template.Spec
-		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "logs", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}}})
-		c := &spec.Containers[0]
+	for _, c := range mountHostDir(job, "logs", dir, "/logs", false) {
 		c.Command = []string{"python3", "-m", "paddle.distributed.launch", "train.py"}
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "logs", MountPath: "/logs"})
 		c.Env = append(c.Env,
 			corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 			corev1.EnvVar{Name: "PADDLE_LOG_DIR", Value: "/logs/$(POD_NAME)"})
