@@ -45,7 +45,7 @@ func TestKilledComponentsComeBack(t *testing.T) {
 
 	// The node last: its pods die with it, and it reports them Failed
 	// (NodeRestarted, exit code 137) when it comes back.
-	for _, name := range []string{"paddlejob-operator", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd", "paddlejob-node"} {
+	for _, name := range []string{"paddlejob-operator", "elastic-etcd-guard", "elastic-etcd", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd", "paddlejob-node"} {
 		before := component(t, o, name)
 		if before.PID == 0 || before.State != "running" {
 			t.Fatalf("%s is not running: %+v", name, before)
