@@ -12,6 +12,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // A hung trainer of seed 001's Job — stopped with SIGSTOP as it starts, so
@@ -76,27 +78,25 @@ func stopFirstTrainer(t *testing.T, ns, job string) string {
 	isTrainer := func(args []string) bool {
 		return slices.ContainsFunc(args, func(a string) bool { return strings.HasSuffix(a, "train.py") })
 	}
-	deadline := time.Now().Add(jobTimeout)
-	for time.Now().Before(deadline) {
-		pods, err := pj.Clientset().CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "job-name=" + job})
+	var stopped string
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, jobTimeout, true, func(ctx context.Context) (bool, error) {
+		pods, err := pj.Clientset().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job})
 		if err != nil {
-			t.Error(err)
-			return ""
+			return false, err
 		}
 		for _, p := range pods.Items {
 			pid := findPodProcessWithEnv(p.Name, []string{"TRAINING_ROLE=TRAINER"}, func(args []string) bool {
 				return len(args) > 1 && strings.HasPrefix(filepath.Base(args[0]), "python") && isTrainer(args)
 			})
-			if pid == 0 {
-				continue
+			if pid != 0 {
+				stopped = p.Name
+				return true, syscall.Kill(pid, syscall.SIGSTOP)
 			}
-			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-				t.Error(err)
-			}
-			return p.Name
 		}
-		time.Sleep(50 * time.Millisecond)
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("stopping a trainer of the Job: %v", err)
 	}
-	t.Error("no trainer of the Job ever ran")
-	return ""
+	return stopped
 }

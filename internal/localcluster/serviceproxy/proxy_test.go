@@ -1,6 +1,7 @@
 package serviceproxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -203,12 +205,9 @@ func checkStopClosesConnections(t *testing.T, f *proxyFixture, addr string) {
 	}
 	// Stop must close a connection that is piped to a backend: wait
 	// until the proxy has both ends.
-	deadline := time.Now().Add(5 * time.Second)
-	for f.proxy.openConns() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the proxy holds %d connections, want the client's and the backend's", f.proxy.openConns())
-		}
-		time.Sleep(time.Millisecond)
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true,
+		func(context.Context) (bool, error) { return f.proxy.openConns() >= 2, nil }); err != nil {
+		t.Fatalf("the proxy holds %d connections, want the client's and the backend's", f.proxy.openConns())
 	}
 	stopped := make(chan struct{})
 	go func() { f.proxy.Stop(); close(stopped) }()

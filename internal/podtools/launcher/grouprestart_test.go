@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilwait "k8s.io/apimachinery/pkg/util/wait"
 )
 
 func podWithUID(uid string) corev1.Pod {
@@ -93,14 +94,10 @@ func TestRestartRequestsAndStops(t *testing.T) {
 // Paddle trainer in a lost barrier) and trains on the next.
 const hangsOnce = `if [ -e hung ]; then echo trained; exit 0; fi; touch hung; echo hanging; exec sleep 60`
 
-// eventually polls cond until it holds, reporting false after runBound.
+// eventually reports whether cond came to hold within runBound.
 func eventually(cond func() bool) bool {
-	for deadline := time.Now().Add(runBound); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return true
+	return utilwait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, runBound, true,
+		func(context.Context) (bool, error) { return cond(), nil }) == nil
 }
 
 // peerNode plays another pod of the run: once a restart is requested it
