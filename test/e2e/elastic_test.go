@@ -91,15 +91,18 @@ func epochLines(t *testing.T, job *paddlev1.PaddleJob) map[string]bool {
 // seen, and returns it.
 func waitEpoch(t *testing.T, job *paddlev1.PaddleJob, seen map[string]bool, worldSize, minEpoch int) epochReport {
 	t.Helper()
-	deadline := time.Now().Add(jobTimeout)
-	for time.Now().Before(deadline) {
+	var rep epochReport
+	if _, ok := waitFor(jobTimeout, func() (bool, string) {
 		for line := range epochLines(t, job) {
 			if m := epochLine.FindStringSubmatch(line); m != nil && !seen[line] && atoi(m[5]) == worldSize && atoi(m[1]) >= minEpoch {
 				t.Logf("Paddle reports %q", line)
-				return epochReport{Epoch: atoi(m[1]), Of: atoi(m[2]), Loss: atof(m[3]), Accuracy: atof(m[4]), WorldSize: atoi(m[5])}
+				rep = epochReport{Epoch: atoi(m[1]), Of: atoi(m[2]), Loss: atof(m[3]), Accuracy: atof(m[4]), WorldSize: atoi(m[5])}
+				return true, ""
 			}
 		}
-		time.Sleep(time.Second)
+		return false, ""
+	}); ok {
+		return rep
 	}
 	dumpJob(t, job.Namespace, job.Name)
 	for pod, log := range elasticLogs(t, job) {

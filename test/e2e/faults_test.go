@@ -20,16 +20,16 @@ import (
 // waitLog waits until a pod's log matches.
 func waitLog(t *testing.T, ns, pod string, re *regexp.Regexp) {
 	t.Helper()
-	deadline := time.Now().Add(jobTimeout)
-	for time.Now().Before(deadline) {
-		if r, err := pj.Logs(context.Background(), ns, pod, client.LogOptions{}); err == nil {
-			b, _ := io.ReadAll(r)
-			r.Close()
-			if re.Match(b) {
-				return
-			}
+	if _, ok := waitFor(jobTimeout, func() (bool, string) {
+		r, err := pj.Logs(context.Background(), ns, pod, client.LogOptions{})
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(300 * time.Millisecond)
+		b, _ := io.ReadAll(r)
+		r.Close()
+		return re.Match(b), ""
+	}); ok {
+		return
 	}
 	dumpJob(t, ns, strings.Join(strings.Split(pod, "-")[:1], "-"))
 	t.Fatalf("%s never logged %q", pod, re)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -61,15 +62,14 @@ func newNamespace(t testing.TB) string {
 		t.Fatal(err)
 	}
 	// Pods cannot be created before the namespace's default service account.
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if _, err := pj.Clientset().CoreV1().ServiceAccounts(got.Name).Get(context.Background(), "default", metav1.GetOptions{}); err == nil {
-			return got.Name
+	poll(t, time.Minute, "the default service account of namespace "+got.Name, func() (bool, string) {
+		_, err := pj.Clientset().CoreV1().ServiceAccounts(got.Name).Get(context.Background(), "default", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("namespace %s has no default service account", got.Name)
-	return ""
+		return true, "created"
+	})
+	return got.Name
 }
 
 // progressDeadline is the progress deadline recoverable gives a job: above
@@ -243,9 +243,8 @@ func waitNoPods(t *testing.T, ns, name string) { t.Helper(); waitPods(t, ns, nam
 // waitPods waits until the job's pods are exactly those named.
 func waitPods(t *testing.T, ns, name string, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
 	var got []string
-	for time.Now().Before(deadline) {
+	if _, ok := waitFor(time.Minute, func() (bool, string) {
 		pods, err := pj.Pods(context.Background(), ns, name)
 		if err != nil {
 			t.Fatal(err)
@@ -254,22 +253,20 @@ func waitPods(t *testing.T, ns, name string, want ...string) {
 		for _, p := range pods {
 			got = append(got, p.Name)
 		}
-		if slices.Equal(got, want) {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
+		return slices.Equal(got, want), ""
+	}); !ok {
+		t.Errorf("the pods of %s are %v, want %v", name, got, want)
 	}
-	t.Errorf("the pods of %s are %v, want %v", name, got, want)
 }
 
 // followLogs follows the log of each named pod of a job from the moment its
 // container starts to its end, so that the logs of pods a finished job
 // deletes (its parameter servers, or every pod under cleanPodPolicy
-// OnCompletion) can still be checked; wait returns them once the job has
-// finished. A pod recreated meanwhile (the job restarted) is followed
+// OnCompletion) can still be checked; the function it returns waits for
+// the job to finish and returns them. A pod recreated meanwhile (the job restarted) is followed
 // again: the log returned is its last incarnation's, the one that ran to
 // the end.
-func followLogs(t *testing.T, job *paddlev1.PaddleJob, pods ...string) (wait func() map[string]string) {
+func followLogs(t *testing.T, job *paddlev1.PaddleJob, pods ...string) func() map[string]string {
 	t.Helper()
 	ns := job.Namespace
 	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
@@ -291,24 +288,21 @@ func followLogs(t *testing.T, job *paddlev1.PaddleJob, pods ...string) (wait fun
 				logs[pod] = last
 				mu.Unlock()
 			}()
-			for ctx.Err() == nil {
+			// Until the job is over and its pod's last run was read (or
+			// it never ran), or the test ends.
+			_ = wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
 				p, err := pj.Clientset().CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
-				switch {
-				case err == nil && p.UID != followed && started(p):
-					r, err := pj.Logs(ctx, ns, pod, client.LogOptions{Follow: true})
-					if err != nil {
-						break
+				if err == nil && p.UID != followed && started(p) {
+					if r, err := pj.Logs(ctx, ns, pod, client.LogOptions{Follow: true}); err == nil {
+						var buf bytes.Buffer
+						_, _ = io.Copy(&buf, r)
+						r.Close()
+						followed, last = p.UID, buf.String()
 					}
-					var buf bytes.Buffer
-					_, _ = io.Copy(&buf, r)
-					r.Close()
-					followed, last = p.UID, buf.String()
-					continue
-				case finished():
-					return // the job is over and its pod's last run was read (or it never ran)
+					return false, nil
 				}
-				time.Sleep(200 * time.Millisecond)
-			}
+				return finished(), nil
+			})
 		}()
 	}
 	return func() map[string]string {

@@ -201,16 +201,19 @@ func killLeader(t testing.TB, c *client.Client, leader string) (string, time.Dur
 // than not, and returns it.
 func waitLeader(t testing.TB, c *client.Client, not string) string {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
+	var holder string
+	poll(t, 2*time.Minute, fmt.Sprintf("an operator replica other than %q to lead", not), func() (bool, string) {
 		lease, err := c.Clientset().CoordinationV1().Leases(operatorNamespace).Get(context.Background(), leaseName, metav1.GetOptions{})
-		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" && *lease.Spec.HolderIdentity != not && leaseFresh(lease) {
-			return *lease.Spec.HolderIdentity
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("no operator replica leads (other than %q)", not)
-	return ""
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" || *lease.Spec.HolderIdentity == not || !leaseFresh(lease) {
+			return false, "the lease names no other live holder"
+		}
+		holder = *lease.Spec.HolderIdentity
+		return true, holder
+	})
+	return holder
 }
 
 // waitReplicasReady waits until n operator pods are Ready — what `kubectl

@@ -92,18 +92,21 @@ func runJob(t *testing.T, job *batchv1.Job, timeout time.Duration) *batchv1.Job 
 		bg := metav1.DeletePropagationBackground
 		_ = jobs.Delete(context.Background(), job.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
 	})
-	for time.Since(start) < timeout {
-		got, err := jobs.Get(context.Background(), job.Name, metav1.GetOptions{})
-		if err != nil {
+	var got *batchv1.Job
+	if _, ok := waitFor(timeout, func() (bool, string) {
+		var err error
+		if got, err = jobs.Get(context.Background(), job.Name, metav1.GetOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range got.Status.Conditions {
 			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
 				t.Logf("Job %s: %s after %s", job.Name, c.Type, time.Since(start).Round(100*time.Millisecond))
-				return got
+				return true, ""
 			}
 		}
-		time.Sleep(500 * time.Millisecond)
+		return false, ""
+	}); ok {
+		return got
 	}
 	dumpJobPods(t, job)
 	t.Fatalf("Job %s did not finish within %s", job.Name, timeout)

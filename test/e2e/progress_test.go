@@ -144,25 +144,20 @@ func watchProgressUntilFinished(t *testing.T, ctx context.Context, job *paddlev1
 // and returns it.
 func waitForAUCHistory(t *testing.T, ctx context.Context, job *paddlev1.PaddleJob, passes int) progress.History {
 	t.Helper()
-	deadline := time.Now().Add(progress.DefaultHistoryFlush + 15*time.Second)
 	var hist progress.History
-	for {
+	poll(t, progress.DefaultHistoryFlush+15*time.Second, fmt.Sprintf("%d AUC points in the history", passes), func() (bool, string) {
 		cm, err := pj.Clientset().CoreV1().ConfigMaps(job.Namespace).Get(ctx, progress.HistoryConfigMapName(job.Name), metav1.GetOptions{})
 		if err == nil {
 			if hist, err = progress.DecodeHistory(cm); err != nil {
 				t.Fatal(err)
 			}
-			if n := len(series(hist, "auc")); n >= passes {
-				return hist
-			}
 		} else if !apierrors.IsNotFound(err) {
 			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the history has %d AUC points, want %d: %+v", len(series(hist, "auc")), passes, hist)
-		}
-		time.Sleep(time.Second)
-	}
+		n := len(series(hist, "auc"))
+		return n >= passes, fmt.Sprintf("%d AUC points: %+v", n, hist)
+	})
+	return hist
 }
 
 func series(h progress.History, name string) [][2]float64 {

@@ -313,25 +313,6 @@ func scheduledBy(t testing.TB, ns, pod string) string {
 	return by
 }
 
-// poll waits until cond holds, failing with its last word after timeout.
-func poll(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for {
-		ok, msg := cond()
-		if ok {
-			t.Logf("%s: %s", what, msg)
-			return
-		}
-		last = msg
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting %s for %s: %s", timeout, what, last)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
 // Kueue, run by the local cluster, admits a plain batch/v1 Job sent to the
 // LocalQueue default (a subtest of TestKueue): its webhook suspends the Job at creation, the
 // manager makes it a Workload, admits it to the ClusterQueue and resumes
