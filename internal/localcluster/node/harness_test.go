@@ -126,10 +126,10 @@ func sharedNode(t testing.TB) *testNode {
 	return shared
 }
 
-// startNode runs a node for one test.
-func startNode(t testing.TB, cfg *rest.Config, name string, withClientCA bool) *testNode {
+// startNode runs a node for one test, its Config changed by configure.
+func startNode(t testing.TB, cfg *rest.Config, name string, withClientCA bool, configure ...func(*Config)) *testNode {
 	t.Helper()
-	n := newTestNode(t, cfg, name, withClientCA)
+	n := newTestNode(t, cfg, name, withClientCA, configure...)
 	t.Cleanup(func() {
 		n.stop()
 		<-n.stopped
@@ -148,7 +148,7 @@ func (n *testNode) removeState() {
 
 // newTestNode runs a node until stopped. withClientCA makes its kubelet API
 // require a client certificate.
-func newTestNode(t testing.TB, cfg *rest.Config, name string, withClientCA bool) *testNode {
+func newTestNode(t testing.TB, cfg *rest.Config, name string, withClientCA bool, configure ...func(*Config)) *testNode {
 	t.Helper()
 	stateDir, err := os.MkdirTemp("", "paddlejob-node-test-")
 	if err != nil {
@@ -178,6 +178,9 @@ func newTestNode(t testing.TB, cfg *rest.Config, name string, withClientCA bool)
 		caFile, clientCert := testClientCA(t, stateDir)
 		nodeCfg.ClientCAFile = caFile
 		httpClient.Transport.(*http.Transport).TLSClientConfig.Certificates = []tls.Certificate{clientCert}
+	}
+	for _, f := range configure {
+		f(&nodeCfg)
 	}
 	n, err := New(nodeCfg)
 	if err != nil {

@@ -1,16 +1,19 @@
 package node
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
+	"runtime"
 	"time"
 
+	"github.com/containerd/cgroups/v3"
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -28,85 +31,123 @@ import (
 // cpu and pids hierarchies. Where it can do neither, a container with limits
 // of its own is refused, saying why: its limits would be a promise the node
 // cannot keep; one without runs unlimited (a rootless node without
-// delegation).
+// delegation). The groups are made, joined, read and removed with
+// containerd's cgroups library.
 
 // cgroupsRoot is where the host mounts its cgroups.
 const cgroupsRoot = "/sys/fs/cgroup"
 
 // cgroupParent is where the node makes its containers' groups.
 type cgroupParent struct {
-	// v2 is the parent group in the unified hierarchy; empty in v1.
-	v2 string
-	// v1 are the parent groups by controller (memory, cpu, pids), in v1.
-	v1 map[string]string
+	// v2 is the parent group in the unified hierarchy; nil in v1.
+	v2 *cgroup2.Manager
+	// v2Dir is v2's directory.
+	v2Dir string
+	// v1 is the parent group in the memory, cpu and pids hierarchies, in v1.
+	v1 cgroup1.Cgroup
+	// v1Path is a path below the node's own group in each v1 hierarchy,
+	// v1Leaf the parent's, v1Hierarchy those hierarchies.
+	v1Path      func(suffix string) cgroup1.Path
+	v1Leaf      string
+	v1Hierarchy cgroup1.InitOpts
+	// home is the node's own group in v1, where the thread that starts a
+	// container returns (containerCgroup.start).
+	home cgroup1.Cgroup
+	// swap says whether the kernel accounts swap: then a container's swap
+	// is limited too (to none), else there is none to bypass the limit with.
+	swap bool
 	// unusable says why the node cannot limit resources; the rest is then
 	// empty.
 	unusable string
 }
 
+// v1Controllers are the cgroup v1 hierarchies a container's group is
+// in.
+var v1Controllers = []string{"memory", "cpu", "pids"}
+
 // detectCgroups finds where the node may make groups: root is the cgroup
 // mount, self the content of /proc/self/cgroup.
 func detectCgroups(root string, self []byte, nodeName string) *cgroupParent {
-	paths := map[string]string{} // controller ("" for v2) -> the node's group
-	for _, line := range strings.Split(strings.TrimSpace(string(self)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			paths[c] = parts[2]
-		}
+	own, unified, err := cgroups.ParseCgroupFromReaderUnified(bytes.NewReader(bytes.TrimSpace(self)))
+	if err != nil {
+		return &cgroupParent{unusable: fmt.Sprintf("reading /proc/self/cgroup: %v", err)}
 	}
 	leaf := "paddlejob-" + nodeName
 	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
-		// cgroup v2 alone: children get the controllers only where the
-		// node's group delegates them.
-		dir := filepath.Join(root, paths[""], leaf)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return &cgroupParent{unusable: fmt.Sprintf("cannot create cgroup %s: %v", dir, err)}
-		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory +cpu +pids"), 0o644); err != nil {
-			return &cgroupParent{unusable: fmt.Sprintf("cgroup v2: cannot enable the memory, cpu and pids controllers in %s (delegate them to the node's cgroup): %v", dir, err)}
-		}
-		return &cgroupParent{v2: dir}
+		return detectCgroup2(root, filepath.Join("/", unified, leaf))
 	}
-	p := &cgroupParent{v1: map[string]string{}}
-	for _, c := range []string{"memory", "cpu", "pids"} {
-		own, ok := paths[c]
-		if !ok {
+	return detectCgroup1(root, own, leaf)
+}
+
+// detectCgroup2 makes the node's parent group in cgroup v2, enabling the
+// memory, cpu and pids controllers for it in the node's group: that fails
+// unless the node's group may delegate them.
+func detectCgroup2(root, group string) *cgroupParent {
+	m, err := cgroup2.NewManager(root, group, &cgroup2.Resources{Memory: &cgroup2.Memory{}, CPU: &cgroup2.CPU{}, Pids: &cgroup2.Pids{}})
+	if err != nil {
+		return &cgroupParent{unusable: fmt.Sprintf("cgroup v2: cannot create %s with the memory, cpu and pids controllers (delegate them to the node's cgroup): %v", group, err)}
+	}
+	dir := filepath.Join(root, group)
+	_, noSwap := os.Stat(filepath.Join(dir, "memory.swap.max"))
+	return &cgroupParent{v2: m, v2Dir: dir, swap: noSwap == nil}
+}
+
+// detectCgroup1 makes the node's parent groups in the cgroup v1 memory, cpu
+// and pids hierarchies, below the node's own group in each (own).
+func detectCgroup1(root string, own map[string]string, leaf string) *cgroupParent {
+	for _, c := range v1Controllers {
+		if _, ok := own[c]; !ok {
 			return &cgroupParent{unusable: fmt.Sprintf("no cgroup v1 %s hierarchy in /proc/self/cgroup and no cgroup v2", c)}
 		}
-		dir := filepath.Join(root, c, own, leaf)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return &cgroupParent{unusable: fmt.Sprintf("cannot create cgroup %s: %v", dir, err)}
-		}
-		p.v1[c] = dir
 	}
+	p := &cgroupParent{
+		v1Leaf: leaf,
+		v1Path: func(suffix string) cgroup1.Path {
+			return func(c cgroup1.Name) (string, error) { return filepath.Join(own[string(c)], suffix), nil }
+		},
+		v1Hierarchy: cgroup1.WithHierarchy(func() ([]cgroup1.Subsystem, error) {
+			return []cgroup1.Subsystem{cgroup1.NewMemory(root), cgroup1.NewCpu(root), cgroup1.NewPids(root)}, nil
+		}),
+	}
+	var err error
+	if p.v1, err = cgroup1.New(p.v1Path(leaf), &specs.LinuxResources{}, p.v1Hierarchy); err != nil {
+		return &cgroupParent{unusable: fmt.Sprintf("cannot create cgroup %s: %v", leaf, err)}
+	}
+	// The thread that starts a container must be able to return here: try
+	// now, with a thread already here.
+	if p.home, err = cgroup1.Load(p.v1Path(""), p.v1Hierarchy); err == nil {
+		runtime.LockOSThread()
+		err = p.home.AddTask(cgroup1.Process{Pid: unix.Gettid()})
+		runtime.UnlockOSThread()
+	}
+	if err != nil {
+		_ = p.v1.Delete()
+		return &cgroupParent{unusable: fmt.Sprintf("cgroup v1: the node cannot move its threads into its own cgroups: %v", err)}
+	}
+	_, noSwap := os.Stat(filepath.Join(root, "memory", own["memory"], leaf, "memory.memsw.limit_in_bytes"))
+	p.swap = noSwap == nil
 	return p
 }
 
 // remove deletes the node's parent groups, once empty: the groups of its
 // containers are removed as each run ends.
 func (p *cgroupParent) remove() {
-	if p == nil {
-		return
-	}
-	dirs := slices.Collect(maps.Values(p.v1))
-	if p.v2 != "" {
-		dirs = append(dirs, p.v2)
-	}
-	for _, d := range dirs {
-		_ = os.Remove(d) // a group still holding a container's stays, harmlessly
+	switch {
+	case p == nil:
+	case p.v2 != nil:
+		_ = p.v2.Delete() // a group still holding a container's stays, harmlessly
+	case p.v1 != nil:
+		_ = p.v1.Delete()
 	}
 }
 
 // containerCgroup is the group of one run of a container.
 type containerCgroup struct {
-	// dirs are its directories: one in v2, memory's, cpu's and pids' in v1.
-	dirs []string
-	// memory is the directory holding its memory accounting.
-	memory string
-	v2     bool
+	// v2 is the group in cgroup v2, v2Dir its directory.
+	v2    *cgroup2.Manager
+	v2Dir string
+	// v1 is the group in cgroup v1, home the node's own group.
+	v1, home cgroup1.Cgroup
 }
 
 // hasLimits reports whether a container asks for limits the node enforces.
@@ -158,53 +199,22 @@ func (p *cgroupParent) create(name string, limits runLimits, own bool) (*contain
 		}
 		return nil, fmt.Errorf("the node cannot enforce resources.limits (%s): remove the memory and cpu limits, or run the node where it may create cgroups", p.unusable)
 	}
-	var writes [][2]string // file, value
-	g := &containerCgroup{}
-	if p.v2 != "" {
-		dir := filepath.Join(p.v2, name)
-		g.dirs, g.memory, g.v2 = []string{dir}, dir, true
-		if limits.memoryBytes > 0 {
-			writes = append(writes, [2]string{filepath.Join(dir, "memory.max"), strconv.FormatInt(limits.memoryBytes, 10)},
-				[2]string{filepath.Join(dir, "memory.swap.max"), "0"})
+	if p.v2 != nil {
+		g, err := p.v2.NewChild(name, limits.cgroup2(p.swap))
+		if err != nil {
+			return nil, fmt.Errorf("creating cgroup %s: %w", filepath.Join(p.v2Dir, name), err)
 		}
-		if limits.cpuMilli > 0 {
-			writes = append(writes, [2]string{filepath.Join(dir, "cpu.max"), fmt.Sprintf("%d %d", cfsQuota(limits.cpuMilli), cfsPeriod)})
-		}
-		if limits.pids > 0 {
-			writes = append(writes, [2]string{filepath.Join(dir, "pids.max"), strconv.FormatInt(limits.pids, 10)})
-		}
-	} else {
-		mem, cpu, pids := filepath.Join(p.v1["memory"], name), filepath.Join(p.v1["cpu"], name), filepath.Join(p.v1["pids"], name)
-		g.dirs, g.memory = []string{mem, cpu, pids}, mem
-		if limits.memoryBytes > 0 {
-			v := strconv.FormatInt(limits.memoryBytes, 10)
-			writes = append(writes, [2]string{filepath.Join(mem, "memory.limit_in_bytes"), v},
-				[2]string{filepath.Join(mem, "memory.memsw.limit_in_bytes"), v})
-		}
-		if limits.cpuMilli > 0 {
-			writes = append(writes, [2]string{filepath.Join(cpu, "cpu.cfs_period_us"), strconv.Itoa(cfsPeriod)},
-				[2]string{filepath.Join(cpu, "cpu.cfs_quota_us"), strconv.FormatInt(cfsQuota(limits.cpuMilli), 10)})
-		}
-		if limits.pids > 0 {
-			writes = append(writes, [2]string{filepath.Join(pids, "pids.max"), strconv.FormatInt(limits.pids, 10)})
-		}
+		return &containerCgroup{v2: g, v2Dir: filepath.Join(p.v2Dir, name)}, nil
 	}
-	for _, d := range g.dirs {
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			g.remove()
-			return nil, fmt.Errorf("creating cgroup %s: %w", d, err)
+	path := p.v1Path(filepath.Join(p.v1Leaf, name))
+	g, err := cgroup1.New(path, limits.cgroup1(p.swap), p.v1Hierarchy)
+	if err != nil {
+		if partial, lerr := cgroup1.Load(path, p.v1Hierarchy); lerr == nil {
+			_ = partial.Delete()
 		}
+		return nil, fmt.Errorf("creating cgroup %s: %w", name, err)
 	}
-	for _, w := range writes {
-		if err := os.WriteFile(w[0], []byte(w[1]), 0o644); err != nil {
-			if strings.Contains(w[0], "swap") || strings.Contains(w[0], "memsw") {
-				continue // no swap accounting: nothing to bypass the limit with
-			}
-			g.remove()
-			return nil, fmt.Errorf("setting %s to %s: %w", w[0], w[1], err)
-		}
-	}
-	return g, nil
+	return &containerCgroup{v1: g, home: p.home}, nil
 }
 
 // cfsPeriod is the CFS period of CPU limits, in µs, as the kubelet's.
@@ -214,48 +224,108 @@ const cfsPeriod = 100000
 // period the group may run, at least the kernel's 1 ms.
 func cfsQuota(milli int64) int64 { return max(milli*cfsPeriod/1000, 1000) }
 
-// enter is a shell script that moves itself into the group, then runs its
-// arguments: the sandbox starts inside the group, so every process of it is
-// limited from its first instruction. The directories are the node's own
-// (pod UIDs and container names), quoted.
-func (g *containerCgroup) enter() string {
-	var b strings.Builder
-	for _, d := range g.dirs {
-		fmt.Fprintf(&b, "echo $$ > '%s/cgroup.procs' || exit 125; ", d)
+// cgroup2 are the limits as cgroup v2 resources. The memory, cpu and pids
+// controllers are enabled even without a limit: the group's memory.events
+// tells an OOM kill.
+func (l runLimits) cgroup2(swap bool) *cgroup2.Resources {
+	r := &cgroup2.Resources{Memory: &cgroup2.Memory{}, CPU: &cgroup2.CPU{}, Pids: &cgroup2.Pids{Max: l.pids}}
+	if l.memoryBytes > 0 {
+		r.Memory.Max = &l.memoryBytes
+		if swap {
+			r.Memory.Swap = new(int64)
+		}
 	}
-	b.WriteString(`exec "$@"`)
-	return b.String()
+	if l.cpuMilli > 0 {
+		quota, period := cfsQuota(l.cpuMilli), uint64(cfsPeriod)
+		r.CPU.Max = cgroup2.NewCPUMax(&quota, &period)
+	}
+	return r
+}
+
+// cgroup1 are the limits as cgroup v1 resources; memory+swap is limited to
+// memory alone.
+func (l runLimits) cgroup1(swap bool) *specs.LinuxResources {
+	r := &specs.LinuxResources{}
+	if l.memoryBytes > 0 {
+		r.Memory = &specs.LinuxMemory{Limit: &l.memoryBytes}
+		if swap {
+			r.Memory.Swap = &l.memoryBytes
+		}
+	}
+	if l.cpuMilli > 0 {
+		quota, period := cfsQuota(l.cpuMilli), uint64(cfsPeriod)
+		r.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
+	}
+	if l.pids > 0 {
+		r.Pids = &specs.LinuxPids{Limit: &l.pids}
+	}
+	return r
+}
+
+// start starts cmd inside the group, from the spawner's locked thread
+// (runtime.go), so that the sandbox and everything it forks is limited from
+// its first instruction. In cgroup v2 the process is cloned into the group.
+// cgroup v1 has no such clone: a child starts in the groups of the thread
+// that forks it, so the thread joins the group, forks and goes home. (The Go
+// runtime never clones its own threads from a locked one, so none of them
+// is left in the group.)
+func (g *containerCgroup) start(cmd *exec.Cmd) error {
+	switch {
+	case g == nil:
+		return cmd.Start()
+	case g.v2 != nil:
+		dir, err := os.Open(g.v2Dir)
+		if err != nil {
+			return fmt.Errorf("opening cgroup: %w", err)
+		}
+		defer dir.Close()
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(dir.Fd())
+		return cmd.Start()
+	}
+	thread := cgroup1.Process{Pid: unix.Gettid()}
+	err := g.v1.AddTask(thread)
+	if err == nil {
+		err = cmd.Start()
+	} else {
+		err = fmt.Errorf("joining the container's cgroup: %w", err)
+	}
+	if herr := g.home.AddTask(thread); herr != nil {
+		// Never seen: detectCgroups tried the move. A process started
+		// from the wrong group is stopped rather than left running.
+		if err == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		return errors.Join(err, fmt.Errorf("returning to the node's cgroup: %w", herr))
+	}
+	return err
 }
 
 // oomKilled reports whether the kernel killed a process of the group for
 // exceeding its memory limit.
 func (g *containerCgroup) oomKilled() bool {
-	file := "memory.oom_control"
-	if g.v2 {
-		file = "memory.events"
+	if g.v2 != nil {
+		st, err := g.v2.Stat()
+		return err == nil && st.MemoryEvents != nil && st.MemoryEvents.OomKill > 0
 	}
-	data, err := os.ReadFile(filepath.Join(g.memory, file))
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "oom_kill" && f[1] != "0" {
-			return true
-		}
-	}
-	return false
+	st, err := g.v1.Stat(cgroup1.IgnoreNotExist)
+	return err == nil && st.MemoryOomControl != nil && st.MemoryOomControl.OomKill > 0
 }
 
 // remove deletes the group once its processes are gone (a cgroup with
 // processes cannot be removed; they end moments after the sandbox's init).
 func (g *containerCgroup) remove() {
-	for _, d := range g.dirs {
-		for i := 0; i < 20; i++ {
-			if err := os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
+	for i := 0; i < 20; i++ {
+		var err error
+		if g.v2 != nil {
+			err = g.v2.Delete()
+		} else {
+			err = g.v1.Delete()
 		}
+		if err == nil || errors.Is(err, os.ErrNotExist) || errors.Is(err, cgroup1.ErrCgroupDeleted) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

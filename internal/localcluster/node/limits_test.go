@@ -2,9 +2,15 @@ package node
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -22,42 +28,59 @@ func readTrim(t *testing.T, path string) string {
 	return strings.TrimSpace(string(data))
 }
 
+// fakeCgroup makes dir with empty files named as the kernel's.
+func fakeCgroup(t *testing.T, dir string, files ...string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 var testLimits = runLimits{memoryBytes: 64 << 20, cpuMilli: 500, pids: 300}
 
 func TestCgroupsV1(t *testing.T) {
 	root := t.TempDir()
-	for _, c := range []string{"memory", "cpu,cpuacct", "pids"} {
-		if err := os.MkdirAll(filepath.Join(root, c, "job"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mem, cpu, pids := filepath.Join(root, "memory/job/paddlejob-n1"), filepath.Join(root, "cpu/job/paddlejob-n1"), filepath.Join(root, "pids/paddlejob-n1")
+	fakeCgroup(t, filepath.Join(root, "memory/job"), "tasks")
+	fakeCgroup(t, filepath.Join(root, "cpu,cpuacct/job"), "tasks")
+	fakeCgroup(t, filepath.Join(root, "pids"), "tasks")
 	if err := os.Symlink("cpu,cpuacct", filepath.Join(root, "cpu")); err != nil {
 		t.Fatal(err)
 	}
+	fakeCgroup(t, mem, "memory.memsw.limit_in_bytes")
 	p := detectCgroups(root, []byte("8:pids:/\n4:memory:/job\n2:cpu,cpuacct:/job\n0::/\n"), "n1")
-	if p.unusable != "" || p.v1["memory"] != filepath.Join(root, "memory/job/paddlejob-n1") || p.v1["cpu"] != filepath.Join(root, "cpu/job/paddlejob-n1") {
+	if p.unusable != "" || !p.swap {
 		t.Fatalf("detected %+v", p)
 	}
-	if p.v1["pids"] != filepath.Join(root, "pids/paddlejob-n1") {
-		t.Fatalf("pids group %s", p.v1["pids"])
+	for _, d := range []string{mem, cpu, pids} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("the node's group: %v", err)
+		}
+	}
+	for _, d := range []string{mem, cpu, pids} {
+		fakeCgroup(t, filepath.Join(d, "uid-c-0"), "tasks", "memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "memory.oom_control", "memory.stat",
+			"cpu.cfs_period_us", "cpu.cfs_quota_us", "pids.max")
 	}
 	g, err := p.create("uid-c-0", testLimits, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, cpu, pids := filepath.Join(p.v1["memory"], "uid-c-0"), filepath.Join(p.v1["cpu"], "uid-c-0"), filepath.Join(p.v1["pids"], "uid-c-0")
+	mem, cpu, pids = filepath.Join(mem, "uid-c-0"), filepath.Join(cpu, "uid-c-0"), filepath.Join(pids, "uid-c-0")
 	if got := readTrim(t, filepath.Join(pids, "pids.max")); got != "300" {
 		t.Errorf("pids.max %s, want 300", got)
 	}
-	if got := readTrim(t, filepath.Join(mem, "memory.limit_in_bytes")); got != "67108864" {
-		t.Errorf("memory limit %s, want 67108864", got)
+	if got, sw := readTrim(t, filepath.Join(mem, "memory.limit_in_bytes")), readTrim(t, filepath.Join(mem, "memory.memsw.limit_in_bytes")); got != "67108864" || sw != got {
+		t.Errorf("memory limit %s, with swap %s, want 67108864 for both", got, sw)
 	}
 	if q, per := readTrim(t, filepath.Join(cpu, "cpu.cfs_quota_us")), readTrim(t, filepath.Join(cpu, "cpu.cfs_period_us")); q != "50000" || per != "100000" {
 		t.Errorf("cpu quota %s per %s, want 50000 per 100000", q, per)
 	}
-	if s := g.enter(); !strings.Contains(s, "echo $$ > '"+mem+"/cgroup.procs'") || !strings.Contains(s, cpu+"/cgroup.procs") || !strings.Contains(s, pids+"/cgroup.procs") || !strings.HasSuffix(s, `exec "$@"`) {
-		t.Errorf("enter script %q", s)
-	}
+	startFromThread(t, g, root, mem, cpu, pids)
 	if g.oomKilled() {
 		t.Error("OOM-killed before any kill")
 	}
@@ -67,48 +90,113 @@ func TestCgroupsV1(t *testing.T) {
 	if !g.oomKilled() {
 		t.Error("oom_kill 1 not seen as an OOM kill")
 	}
-	// The node's own groups go when it stops (here, once emptied of the
-	// container's plain files, which a real cgroup does not hold).
-	for _, d := range []string{mem, cpu, pids} {
-		if err := os.RemoveAll(d); err != nil {
-			t.Fatal(err)
+	// The groups go when the run ends, and the node's when it stops.
+	g.remove()
+	p.remove()
+	for _, d := range []string{mem, cpu, pids, filepath.Dir(mem), filepath.Dir(cpu), filepath.Dir(pids)} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("group %s is left: %v", d, err)
 		}
 	}
-	p.remove()
-	for _, d := range p.v1 {
-		if _, err := os.Stat(d); !os.IsNotExist(err) {
-			t.Errorf("the node's group %s is left: %v", d, err)
+}
+
+// startFromThread starts a process in a v1 group as the spawner does, from a
+// locked thread: the thread joined the group in every hierarchy (the child
+// was forked there), then went back to the node's own groups.
+func startFromThread(t *testing.T, g *containerCgroup, root string, groups ...string) {
+	t.Helper()
+	cmd := exec.Command("true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	var tid int
+	started := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tid = unix.Gettid()
+		started <- g.start(cmd)
+	}()
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	for _, d := range append(groups, filepath.Join(root, "memory/job"), filepath.Join(root, "cpu/job"), filepath.Join(root, "pids")) {
+		if got := readTrim(t, filepath.Join(d, "tasks")); got != strconv.Itoa(tid) {
+			t.Errorf("%s/tasks holds %q, want the spawning thread %d", d, got, tid)
 		}
 	}
 }
 
 func TestCgroupsV2(t *testing.T) {
 	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory pids"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fakeCgroup(t, root, "cgroup.controllers", "cgroup.subtree_control")
+	fakeCgroup(t, filepath.Join(root, "user.slice"), "cgroup.subtree_control")
+	parent := filepath.Join(root, "user.slice/paddlejob-n1")
+	fakeCgroup(t, parent, "cgroup.subtree_control")
 	p := detectCgroups(root, []byte("0::/user.slice\n"), "n1")
-	if p.unusable != "" || p.v2 != filepath.Join(root, "user.slice/paddlejob-n1") {
+	if p.unusable != "" || p.v2Dir != parent || p.swap {
 		t.Fatalf("detected %+v", p)
 	}
-	if got := readTrim(t, filepath.Join(p.v2, "cgroup.subtree_control")); got != "+memory +cpu +pids" {
-		t.Errorf("subtree_control %q", got)
+	// The node's group delegates the controllers to the parent, which
+	// delegates them to the containers' groups.
+	if got := readTrim(t, filepath.Join(root, "user.slice/cgroup.subtree_control")); got != "+cpu +memory +pids" {
+		t.Errorf("the node's subtree_control %q", got)
 	}
+	dir := filepath.Join(parent, "uid-c-0")
+	fakeCgroup(t, dir, "cpu.max", "pids.max")
 	g, err := p.create("uid-c-0", runLimits{cpuMilli: 2000, pids: 4096}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := readTrim(t, filepath.Join(p.v2, "uid-c-0", "cpu.max")); got != "200000 100000" {
+	if got := readTrim(t, filepath.Join(parent, "cgroup.subtree_control")); got != "+cpu +memory +pids" {
+		t.Errorf("the parent's subtree_control %q", got)
+	}
+	if got := readTrim(t, filepath.Join(dir, "cpu.max")); got != "200000 100000" {
 		t.Errorf("cpu.max %q", got)
 	}
-	if got := readTrim(t, filepath.Join(p.v2, "uid-c-0", "pids.max")); got != "4096" {
+	if got := readTrim(t, filepath.Join(dir, "pids.max")); got != "4096" {
 		t.Errorf("pids.max %q", got)
 	}
-	if _, err := os.Stat(filepath.Join(p.v2, "uid-c-0", "memory.max")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "memory.max")); err == nil {
 		t.Error("memory.max written without a memory limit")
 	}
-	if g.memory != filepath.Join(p.v2, "uid-c-0") {
-		t.Errorf("memory accounting read from %s", g.memory)
+	if g.oomKilled() {
+		t.Error("OOM-killed before any kill")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memory.events"), []byte("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !g.oomKilled() {
+		t.Error("oom_kill 1 in memory.events not seen as an OOM kill")
+	}
+	g.remove()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("group %s is left: %v", dir, err)
+	}
+	// With swap accounted, memory and swap are limited.
+	if err := os.WriteFile(filepath.Join(parent, "memory.swap.max"), []byte("max\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p = detectCgroups(root, []byte("0::/user.slice\n"), "n1")
+	fakeCgroup(t, filepath.Join(parent, "uid-c-1"), "memory.max", "memory.swap.max")
+	if _, err := p.create("uid-c-1", runLimits{memoryBytes: 64 << 20}, true); err != nil || !p.swap {
+		t.Fatalf("create: %v; detected swap %v", err, p.swap)
+	}
+	if m, sw := readTrim(t, filepath.Join(parent, "uid-c-1/memory.max")), readTrim(t, filepath.Join(parent, "uid-c-1/memory.swap.max")); m != "67108864" || sw != "0" {
+		t.Errorf("memory.max %q, memory.swap.max %q; want 67108864 and 0", m, sw)
+	}
+}
+
+// Where the node's group may not delegate the controllers (the kernel
+// refuses the write; here its file is missing), the node says so.
+func TestCgroupsV2NotDelegated(t *testing.T) {
+	root := t.TempDir()
+	fakeCgroup(t, root, "cgroup.controllers")
+	p := detectCgroups(root, []byte("0::/\n"), "n1")
+	if !strings.Contains(p.unusable, "delegate them to the node's cgroup") {
+		t.Errorf("unusable %q", p.unusable)
+	}
+	if _, err := os.Stat(filepath.Join(root, "paddlejob-n1")); !os.IsNotExist(err) {
+		t.Errorf("the unusable group is left: %v", err)
 	}
 }
 

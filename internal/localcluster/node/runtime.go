@@ -16,14 +16,16 @@ import (
 // spawner starts processes from one OS thread that lives as long as the node.
 // Processes are started with a parent-death signal, which Linux ties to the
 // thread that forked them: forking from a thread the Go runtime might retire
-// would kill a container for nothing.
+// would kill a container for nothing. The locked thread is also what a
+// container joins its cgroup through in cgroup v1 (containerCgroup.start).
 type spawner struct {
 	reqs chan spawnRequest
 }
 
 type spawnRequest struct {
-	cmd  *exec.Cmd
-	done chan error
+	cmd    *exec.Cmd
+	cgroup *containerCgroup
+	done   chan error
 }
 
 func newSpawner() *spawner {
@@ -33,15 +35,16 @@ func newSpawner() *spawner {
 		// with it.
 		runtime.LockOSThread()
 		for r := range s.reqs {
-			r.done <- r.cmd.Start()
+			r.done <- r.cgroup.start(r.cmd)
 		}
 	}()
 	return s
 }
 
-func (s *spawner) run(cmd *exec.Cmd) error {
+// run starts cmd in group (none when nil).
+func (s *spawner) run(cmd *exec.Cmd, group *containerCgroup) error {
 	done := make(chan error, 1)
-	s.reqs <- spawnRequest{cmd: cmd, done: done}
+	s.reqs <- spawnRequest{cmd: cmd, cgroup: group, done: done}
 	return <-done
 }
 
@@ -77,8 +80,8 @@ type processSpec struct {
 	Args  []string // bwrap's arguments, ending in the container's command
 	Env   []string
 	Log   *containerLog
-	// Cgroup, when set, holds the container's resource limits: the sandbox
-	// starts inside it.
+	// Cgroup, when set, holds the container's resource limits: bwrap starts
+	// inside it (containerCgroup.start).
 	Cgroup *containerCgroup
 	// Files are the mounts' descriptors bwrap binds, inherited after the
 	// info descriptor (sandboxFiles).
@@ -115,9 +118,6 @@ func startProcess(sp *spawner, spec processSpec) (*process, error) {
 	}
 	defer infoR.Close()
 	cmd := exec.Command(spec.Bwrap, spec.Args...)
-	if spec.Cgroup != nil {
-		cmd = exec.Command("/bin/sh", append([]string{"-c", spec.Cgroup.enter(), "sh", spec.Bwrap}, spec.Args...)...)
-	}
 	cmd.Env = spec.Env
 	cmd.Stdout = spec.Log.writer(streamStdout)
 	cmd.Stderr = spec.Log.writer(streamStderr)
@@ -125,7 +125,7 @@ func startProcess(sp *spawner, spec processSpec) (*process, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Output of processes that outlive the sandbox's init cannot hold up Wait.
 	cmd.WaitDelay = 2 * time.Second
-	err = sp.run(cmd)
+	err = sp.run(cmd, spec.Cgroup)
 	infoW.Close()
 	if err != nil {
 		return nil, fmt.Errorf("starting bwrap: %w", err)
