@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -298,7 +299,8 @@ subjects:
 
 // webhookConfigurations are the generated webhook configurations, calling
 // the operator — a process of this machine, not a pod behind a Service — at
-// its loopback URL, named as config/default names them.
+// its loopback URL and trusting the cluster's CA, which issues its
+// certificate (startOperator), named as config/default names them.
 func (b *boot) webhookConfigurations() ([]*unstructured.Unstructured, error) {
 	data, err := config.Manifests.ReadFile(config.WebhookFile)
 	if err != nil {
@@ -316,6 +318,7 @@ func (b *boot) webhookConfigurations() ([]*unstructured.Unstructured, error) {
 			path, _, _ := unstructured.NestedString(cc, "service", "path")
 			delete(cc, "service")
 			cc["url"] = fmt.Sprintf("https://127.0.0.1:%d%s", b.st.Ports.Webhook, path)
+			cc["caBundle"] = b.caBundle()
 		}
 		if err := unstructured.SetNestedSlice(o.Object, hooks, "webhooks"); err != nil {
 			return nil, err
@@ -357,13 +360,24 @@ func (b *boot) startScheduler(ctx context.Context) error {
 
 func (b *boot) startOperator(ctx context.Context) error {
 	probes := "127.0.0.1:" + itoa(b.st.Ports.OperatorProbes)
+	// The operator is a process of this machine, not a pod: no kubelet
+	// mounts its certificate Secret, so it serves a certificate of the
+	// cluster's CA, which its webhook configurations trust
+	// (webhookConfigurations), as the Kueue add-on does.
+	certDir := filepath.Join(b.l.home, "webhook-certs")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return err
+	}
+	if _, err := b.ca.issue(certDir, certSpec{name: "tls", Spec: pki.Spec{CommonName: "paddlejob-webhook", Server: true, Hosts: []string{"127.0.0.1"}}}); err != nil {
+		return err
+	}
 	return b.launch(ctx, componentOperator, []string{b.opts.Executable, "operator",
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probes,
 		"--elastic-etcd-endpoints=" + elasticEtcdURL(b.st.Ports),
 		// The node runs pods as processes of the host's network.
 		"--shared-pod-network",
-		"--webhook-host=127.0.0.1", "--webhook-port=" + itoa(b.st.Ports.Webhook), "--webhook-cert-hosts=127.0.0.1",
-		"--webhook-cert-dir=" + filepath.Join(b.l.home, "webhook-certs"), "--operator-namespace=" + operatorNS,
+		"--webhook-host=127.0.0.1", "--webhook-port=" + itoa(b.st.Ports.Webhook),
+		"--webhook-certs=external", "--webhook-cert-dir=" + certDir, "--operator-namespace=" + operatorNS,
 		// Pods are processes of this machine: they reach the operator's
 		// progress endpoint on the loopback address.
 		"--progress-bind-address=127.0.0.1:" + itoa(b.st.Ports.Progress),

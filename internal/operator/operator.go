@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	pjwebhook "github.com/paddlejob/paddlejob/internal/operator/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"go.uber.org/zap/zapcore"
@@ -188,7 +187,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		store = progress.NewStore(progress.Options{StatusInterval: o.Progress.StatusInterval, MaxBytes: o.Progress.MaxBytes})
 		o.Controller.Progress = controller.ProgressOptions{Store: store, URL: url}
 	}
-	webhookServer, certs, caPEM, err := o.Webhook.webhookServer(ctx, cfg)
+	webhookServer, certsReady, err := o.Webhook.webhookServer()
 	if err != nil {
 		return nil, err
 	}
@@ -227,11 +226,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		}
 	}
 	if webhookServer != nil {
-		if err := setupWebhook(mgr, certs, caPEM, r.Options); err != nil {
+		if err := o.Webhook.setupWebhook(mgr, certsReady, r.Options); err != nil {
 			return nil, fmt.Errorf("setting up the admission webhook: %w", err)
 		}
 	}
-	if err := addHealthChecks(mgr, webhookServer, certs); err != nil {
+	if err := addHealthChecks(mgr, webhookServer, certsReady, o.Webhook.CertDir); err != nil {
 		return nil, err
 	}
 	return mgr, nil
@@ -275,8 +274,9 @@ func (o *Options) cacheOptions(podGroupKinds map[string]bool, kueueServed bool) 
 
 // addHealthChecks: healthy once running; ready once the webhook serves
 // admission requests, which the API server makes only once it trusts the
-// certificate.
-func addHealthChecks(mgr ctrl.Manager, webhookServer webhook.Server, certs *pjwebhook.CertManager) error {
+// certificate: a self-issued one (certsReady not nil) must be in the cert
+// dir and its CA in the webhook configurations first.
+func addHealthChecks(mgr ctrl.Manager, webhookServer webhook.Server, certsReady <-chan struct{}, certDir string) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
@@ -287,8 +287,8 @@ func addHealthChecks(mgr ctrl.Manager, webhookServer webhook.Server, certs *pjwe
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return err
 	}
-	if certs != nil {
-		return mgr.AddReadyzCheck("webhook-ca", certs.TrustedCheck)
+	if certsReady != nil {
+		return mgr.AddReadyzCheck("webhook-certificate", certsInPlace(certsReady, certDir))
 	}
 	return nil
 }

@@ -4,14 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -21,7 +21,8 @@ import (
 
 // Ways the webhook's serving certificate is provided.
 const (
-	// CertsSelf: the operator issues and renews it (no cert-manager needed).
+	// CertsSelf: the operator issues and renews it (no cert-manager needed),
+	// with open-policy-agent/cert-controller's rotator (webhook/certs.go).
 	CertsSelf = "self"
 	// CertsExternal: something else (cert-manager) mounts it in the cert dir.
 	CertsExternal = "external"
@@ -38,7 +39,8 @@ type WebhookOptions struct {
 	// Service and Namespace name the webhook's Service (its DNS names go in
 	// the certificate) and where the certificate Secret lives.
 	Service, Namespace, Secret string
-	// ExtraHosts are further names or IPs for the certificate (a URL webhook's).
+	// ExtraHosts are further DNS names for the self-issued certificate (a
+	// URL webhook's host).
 	ExtraHosts []string
 	// ValidatingConfig and MutatingConfig receive the CA.
 	ValidatingConfig, MutatingConfig string
@@ -62,11 +64,11 @@ func (w *WebhookOptions) bindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&w.Port, "webhook-port", w.Port, "port of the admission webhook server; 0 disables the webhook")
 	fs.StringVar(&w.Host, "webhook-host", w.Host, "address the webhook server binds (default: all)")
 	fs.StringVar(&w.CertDir, "webhook-cert-dir", w.CertDir, "directory of the webhook's tls.crt and tls.key")
-	fs.StringVar(&w.Certs, "webhook-certs", w.Certs, "who provides the webhook's certificate: self (the operator issues and renews it) or external (cert-manager mounts it)")
+	fs.StringVar(&w.Certs, "webhook-certs", w.Certs, "who provides the webhook's certificate: self (the operator issues and renews it in the Secret --webhook-secret, which its pod mounts at --webhook-cert-dir) or external (cert-manager mounts it)")
 	fs.StringVar(&w.Service, "webhook-service", w.Service, "name of the webhook's Service")
 	fs.StringVar(&w.Namespace, "operator-namespace", w.Namespace, "namespace of the operator: its webhook Service and certificate Secret")
-	fs.StringVar(&w.Secret, "webhook-secret", w.Secret, "Secret holding the self-issued webhook certificate (the operator's Role grants get and update on paddlejob-webhook-certs only: grant them on another name too)")
-	fs.Func("webhook-cert-hosts", "extra comma-separated names or IPs for the self-issued certificate (a URL webhook's host)", func(v string) error {
+	fs.StringVar(&w.Secret, "webhook-secret", w.Secret, "Secret holding the self-issued webhook certificate; it must exist (config/ and the chart install paddlejob-webhook-certs, empty) and be mounted at --webhook-cert-dir. The operator's Role grants list, watch and update on paddlejob-webhook-certs only: grant them on another name too")
+	fs.Func("webhook-cert-hosts", "extra comma-separated DNS names for the self-issued certificate (a URL webhook's host)", func(v string) error {
 		w.ExtraHosts = strings.Split(v, ",")
 		return nil
 	})
@@ -84,39 +86,50 @@ func ownNamespace() string {
 	return "paddlejob-system"
 }
 
-// webhookServer prepares the webhook's certificate and returns its server,
-// or nil when the webhook is off.
-func (w WebhookOptions) webhookServer(ctx context.Context, cfg *rest.Config) (webhook.Server, *pjwebhook.CertManager, []byte, error) {
+// webhookServer returns the webhook's server, or nil when the webhook is
+// off. With self-issued certificates it starts serving only once the
+// rotator has put the certificate in place (certsReady, which the rotator
+// setupWebhook adds closes): the server reads it when it starts.
+func (w WebhookOptions) webhookServer() (webhook.Server, chan struct{}, error) {
 	if w.Port == 0 {
-		return nil, nil, nil, nil
+		return nil, nil, nil
 	}
-	var certs *pjwebhook.CertManager
-	var caPEM []byte
+	server := webhook.NewServer(webhook.Options{Host: w.Host, Port: w.Port, CertDir: w.CertDir})
 	switch w.Certs {
 	case CertsExternal:
+		return server, nil, nil
 	case CertsSelf:
-		c, err := client.New(cfg, client.Options{Scheme: Scheme})
-		if err != nil {
-			return nil, nil, nil, err
+		for _, h := range w.ExtraHosts {
+			if net.ParseIP(h) != nil {
+				return nil, nil, fmt.Errorf("--webhook-cert-hosts %q: an IP address, but the self-issued certificate names DNS names only: use a name (localhost) or --webhook-certs=external", h)
+			}
 		}
-		certs = &pjwebhook.CertManager{
-			Client: c, Namespace: w.Namespace, SecretName: w.Secret, CertDir: w.CertDir,
-			Hosts:            append(pjwebhook.ServiceHosts(w.Service, w.Namespace), w.ExtraHosts...),
-			ValidatingConfig: w.ValidatingConfig, MutatingConfig: w.MutatingConfig,
-		}
-		if caPEM, err = certs.Ensure(ctx); err != nil {
-			return nil, nil, nil, err
-		}
+		certsReady := make(chan struct{})
+		return serverAfter{Server: server, ready: certsReady}, certsReady, nil
 	default:
-		return nil, nil, nil, fmt.Errorf("--webhook-certs %q: want self or external", w.Certs)
+		return nil, nil, fmt.Errorf("--webhook-certs %q: want self or external", w.Certs)
 	}
-	return webhook.NewServer(webhook.Options{Host: w.Host, Port: w.Port, CertDir: w.CertDir}), certs, caPEM, nil
 }
 
-// setupWebhook registers the webhook and, with self-issued certificates,
-// keeps the webhook configurations trusting them. Every replica serves the
-// webhook, leader or not.
-func setupWebhook(mgr ctrl.Manager, certs *pjwebhook.CertManager, caPEM []byte, opts controller.Options) error {
+// serverAfter is a webhook server that starts once ready is closed.
+type serverAfter struct {
+	webhook.Server
+	ready <-chan struct{}
+}
+
+func (s serverAfter) Start(ctx context.Context) error {
+	select {
+	case <-s.ready:
+		return s.Server.Start(ctx)
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// setupWebhook registers the webhook and, with self-issued certificates
+// (certsReady not nil), the rotator that keeps them and closes certsReady
+// once they are in place. Every replica serves the webhook, leader or not.
+func (w WebhookOptions) setupWebhook(mgr ctrl.Manager, certsReady chan struct{}, opts controller.Options) error {
 	wh := &pjwebhook.PaddleJobWebhook{
 		Validator: controller.NewValidator(opts),
 		FirstPods: func(job *paddlev1.PaddleJob) map[paddlev1.ReplicaType]*corev1.Pod {
@@ -127,20 +140,28 @@ func setupWebhook(mgr ctrl.Manager, certs *pjwebhook.CertManager, caPEM []byte, 
 	if err := wh.Setup(mgr); err != nil {
 		return err
 	}
-	if certs == nil {
+	if certsReady == nil {
 		return nil
 	}
-	return mgr.Add(everyReplica(func(ctx context.Context) error {
-		if err := certs.KeepRenewed(ctx, caPEM, certCheckInterval); err != nil && ctx.Err() == nil {
-			return err
-		}
-		return nil
-	}))
+	certs := pjwebhook.Certs{
+		Namespace: w.Namespace, Secret: w.Secret, Service: w.Service, ExtraNames: w.ExtraHosts, CertDir: w.CertDir,
+		ValidatingConfig: w.ValidatingConfig, MutatingConfig: w.MutatingConfig,
+	}
+	return certs.Rotate(mgr, certsReady)
 }
 
-// certCheckInterval is how often a replica checks the self-issued
-// certificate: it is renewed 90 days before it expires.
-const certCheckInterval = time.Hour
+// certsInPlace is a readiness check: it fails until the self-issued
+// certificate is in the cert dir and the webhook configurations trust it.
+func certsInPlace(certsReady <-chan struct{}, certDir string) healthz.Checker {
+	return func(*http.Request) error {
+		select {
+		case <-certsReady:
+			return nil
+		default:
+			return fmt.Errorf("waiting for the webhook's certificate in %s (the Secret mounted there) and its CA in the webhook configurations", certDir)
+		}
+	}
+}
 
 // everyReplica is a runnable that runs whether or not this replica leads.
 type everyReplica func(context.Context) error

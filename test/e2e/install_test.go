@@ -1,15 +1,20 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -69,7 +74,8 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // On a cluster without the operator, the rendered config/default installs
 // it — a Deployment with its RBAC, run by the process node — and it runs a
-// job. Two replicas elect a leader; killing the leader mid-job leaves the
+// job. Both replicas serve the certificate the operator issued into the
+// Secret they mount, which the webhook configurations trust. Two replicas elect a leader; killing the leader mid-job leaves the
 // job to the other, which completes it without duplicate pods. The metrics
 // endpoint serves the job metrics, to authorized scrapers only. (How long
 // the failover takes is BenchmarkLeaderFailover's.)
@@ -79,6 +85,7 @@ func TestInstalledOperatorWithTwoReplicasSurvivesItsLeader(t *testing.T) {
 	leader := waitLeader(t, c, "")
 	t.Logf("leader: %s", leader)
 	waitReplicasReady(t, c, 2)
+	checkReplicasServeTheSecretsCertificate(t, c)
 
 	// A job through the installed operator (and its webhook, behind its Service).
 	ns := "default"
@@ -255,6 +262,55 @@ func waitReplicasReady(t testing.TB, c *client.Client, n int) {
 		conn.Close()
 		return true, ""
 	})
+}
+
+// checkReplicasServeTheSecretsCertificate checks that the operator issued
+// its webhook certificate into the Secret paddlejob-webhook-certs, that both
+// webhook configurations trust its CA, and that every operator pod serves
+// it, for the webhook Service's name.
+func checkReplicasServeTheSecretsCertificate(t *testing.T, c *client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	cs := c.Clientset()
+	secret, err := cs.CoreV1().Secrets(operatorNamespace).Get(ctx, "paddlejob-webhook-certs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := secret.Data["ca.crt"]
+	block, _ := pem.Decode(secret.Data[corev1.TLSCertKey])
+	if len(ca) == 0 || block == nil {
+		t.Fatalf("the Secret paddlejob-webhook-certs holds no CA or certificate (keys %v)", slices.Collect(maps.Keys(secret.Data)))
+	}
+	v, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "paddlejob-validating-webhook-configuration", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "paddlejob-mutating-webhook-configuration", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(v.Webhooks[0].ClientConfig.CABundle, ca) || !bytes.Equal(m.Webhooks[0].ClientConfig.CABundle, ca) {
+		t.Error("the webhook configurations do not trust the Secret's CA")
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca)
+	pods, err := cs.CoreV1().Pods(operatorNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=paddlejob-operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		addr := net.JoinHostPort(p.Status.PodIP, "9443")
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr,
+			&tls.Config{RootCAs: roots, ServerName: "paddlejob-webhook-service." + operatorNamespace + ".svc"})
+		if err != nil {
+			t.Errorf("pod %s's webhook: %v", p.Name, err)
+			continue
+		}
+		if !bytes.Equal(conn.ConnectionState().PeerCertificates[0].Raw, block.Bytes) {
+			t.Errorf("pod %s serves another certificate than the Secret's", p.Name)
+		}
+		conn.Close()
+	}
 }
 
 func leaseFresh(l *coordinationv1.Lease) bool {

@@ -163,6 +163,8 @@ func TestWebhooksAreTheGeneratedOnes(t *testing.T) {
 			var certName string
 			if r.certManager {
 				certName = checkWebhookCertificate(t, r, wopts, a)
+			} else {
+				checkSelfIssuedSecret(t, r, wopts, a)
 			}
 			servicePort := checkWebhookService(t, r, wopts, mgr, a)
 			for kind, name := range names {
@@ -186,42 +188,6 @@ func checkWebhookIsOff(t *testing.T, r rendering, wopts operator.WebhookOptions,
 	if !slices.Contains(a, "--webhook-port=0") {
 		t.Errorf("the webhook is off but the operator's args %q do not turn it off", a)
 	}
-}
-
-// checkWebhookCertificate checks the cert-manager rendering's one
-// Certificate: it names the webhook Service's hosts, its Secret is the
-// webhook-certs volume's, its Issuer is installed, and the operator's args
-// a leave the certificates to it. It returns the Certificate's name.
-func checkWebhookCertificate(t *testing.T, r rendering, wopts operator.WebhookOptions, a []string) string {
-	t.Helper()
-	ns := r.namespace
-	certs := ofKind(r.objs, "Certificate")
-	if len(certs) != 1 {
-		t.Fatalf("cert-manager mode with %d Certificates", len(certs))
-	}
-	cert := certs[0]
-	dns := slice(cert.Object, "spec", "dnsNames")
-	for _, host := range []string{wopts.Service + "." + ns + ".svc", wopts.Service + "." + ns + ".svc.cluster.local"} {
-		if !slices.Contains(dns, any(host)) {
-			t.Errorf("the Certificate's dnsNames %v lack %s", dns, host)
-		}
-	}
-	var volumeSecret string
-	for _, v := range slice(deployment(t, r).Object, "spec", "template", "spec", "volumes") {
-		if str(v, "name") == "webhook-certs" {
-			volumeSecret = str(v, "secret", "secretName")
-		}
-	}
-	if s := str(cert.Object, "spec", "secretName"); s == "" || s != volumeSecret {
-		t.Errorf("the Certificate's Secret %q is not the webhook-certs volume's %q", s, volumeSecret)
-	}
-	if issuer := str(cert.Object, "spec", "issuerRef", "name"); find(r.objs, "Issuer", ns, issuer) == nil {
-		t.Errorf("the Certificate's issuer %s is not installed", issuer)
-	}
-	if !slices.Contains(a, "--webhook-certs=external") {
-		t.Errorf("cert-manager mode, but the args %q lack --webhook-certs=external", a)
-	}
-	return cert.GetName()
 }
 
 // checkWebhookService checks that the webhook Service leads to the
@@ -326,6 +292,7 @@ func TestChartInstallsWhatConfigInstalls(t *testing.T) {
 			"Service " + operatorNS + "/paddlejob-progress",
 			"MutatingWebhookConfiguration.admissionregistration.k8s.io paddlejob-mutating-webhook-configuration",
 			"ValidatingWebhookConfiguration.admissionregistration.k8s.io paddlejob-validating-webhook-configuration",
+			"Secret " + operatorNS + "/paddlejob-webhook-certs",
 			"Role.rbac.authorization.k8s.io " + operatorNS + "/paddlejob-operator-leader-election",
 			"RoleBinding.rbac.authorization.k8s.io " + operatorNS + "/paddlejob-operator-leader-election",
 			"ClusterRole.rbac.authorization.k8s.io paddlejob-metrics-reader":

@@ -1,22 +1,19 @@
 // Package webhook tests the PaddleJob admission webhook through a real API
 // server: rejections and warnings as clients see them, defaults, and the
-// operator's self-issued serving certificate.
+// operator's self-issued serving certificate, which every test's requests
+// go through.
 package webhook
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,8 +25,6 @@ import (
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/kube"
-	"github.com/paddlejob/paddlejob/internal/operator"
-	pjwebhook "github.com/paddlejob/paddlejob/internal/operator/webhook"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
 	pjclient "github.com/paddlejob/paddlejob/pkg/client"
@@ -64,7 +59,7 @@ func (w *warningLog) take() []string {
 func TestMain(m *testing.M) {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	var err error
-	env, err = testenv.StartWith([]string{filepath.Join(testenv.RepoRoot(), "config", "webhook")})
+	env, err = testenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -75,34 +70,19 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	opts := operator.DefaultOptions()
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	wh := env.WebhookInstallOptions
-	opts.Webhook.Host, opts.Webhook.Port, opts.Webhook.CertDir = wh.LocalServingHost, wh.LocalServingPort, wh.LocalServingCertDir
-	opts.Webhook.Certs = operator.CertsExternal // envtest issued the certificate
-	mgr, err := operator.NewManager(ctx, env.Config, opts)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	go func() { _ = mgr.Start(ctx) }()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WarningHandler = warnings
+	var err error
 	if k8s, err = kube.NewClient(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// The webhook server starts with the manager.
-	deadline := time.Now().Add(time.Minute)
-	for mgr.GetWebhookServer().StartedChecker()(nil) != nil {
-		if time.Now().After(deadline) {
-			fmt.Fprintln(os.Stderr, "the webhook server did not start")
-			return 1
-		}
-		time.Sleep(50 * time.Millisecond)
+	stop, err := startOperator()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
+	defer stop()
 	return m.Run()
 }
 
@@ -317,83 +297,6 @@ func TestSchemaRefusesWhatItCan(t *testing.T) {
 		if err := k8s.Create(context.Background(), tc.job); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v\nwant %q", tc.job.Name, err, tc.want)
 		}
-	}
-}
-
-// Without cert-manager the operator issues its serving certificate, shares
-// it through a Secret, and makes the webhook configurations trust it.
-func TestSelfIssuedCertificates(t *testing.T) {
-	ctx := context.Background()
-	ns := newNamespace(t)
-	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "test-validating-" + ns},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name: "v.example.com", AdmissionReviewVersions: []string{"v1"}, SideEffects: ptrTo(admissionregistrationv1.SideEffectClassNone),
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "paddlejob-webhook-service", Path: ptrTo("/v")}},
-			Rules:        []admissionregistrationv1.RuleWithOperations{}, // matches nothing: only its caBundle matters here
-		}},
-	}
-	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "test-mutating-" + ns},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name: "m.example.com", AdmissionReviewVersions: []string{"v1"}, SideEffects: ptrTo(admissionregistrationv1.SideEffectClassNone),
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "paddlejob-webhook-service", Path: ptrTo("/m")}},
-			Rules:        []admissionregistrationv1.RuleWithOperations{},
-		}},
-	}
-	for _, cfg := range []client.Object{validating, mutating} {
-		if err := k8s.Create(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := t.TempDir()
-	m := &pjwebhook.CertManager{
-		Client: k8s, Namespace: ns, SecretName: "paddlejob-webhook-certs", CertDir: dir,
-		Hosts:            pjwebhook.ServiceHosts("paddlejob-webhook-service", ns),
-		ValidatingConfig: validating.Name, MutatingConfig: mutating.Name,
-	}
-	ca, err := m.Ensure(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := m.InjectCABundle(cctx, ca); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8s.Get(ctx, types.NamespacedName{Name: validating.Name}, validating); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8s.Get(ctx, types.NamespacedName{Name: mutating.Name}, mutating); err != nil {
-		t.Fatal(err)
-	}
-	if string(validating.Webhooks[0].ClientConfig.CABundle) != string(ca) || string(mutating.Webhooks[0].ClientConfig.CABundle) != string(ca) {
-		t.Error("the webhook configurations do not trust the CA")
-	}
-	// The serving certificate on disk is the CA's, for the Service's names.
-	certPEM, err := os.ReadFile(filepath.Join(dir, "tls.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, _ := pem.Decode(certPEM)
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca)
-	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "paddlejob-webhook-service." + ns + ".svc"}); err != nil {
-		t.Errorf("serving certificate: %v", err)
-	}
-	// A second replica reuses the Secret; a new host renews it.
-	again, err := m.Ensure(ctx)
-	if err != nil || string(again) != string(ca) {
-		t.Errorf("a second Ensure issued a new CA (%v)", err)
-	}
-	m.Hosts = append(m.Hosts, "127.0.0.1")
-	renewed, err := m.Ensure(ctx)
-	if err != nil || string(renewed) == string(ca) {
-		t.Errorf("a certificate missing a host was not renewed (%v)", err)
 	}
 }
 

@@ -86,8 +86,9 @@ or those files.
   - mutatingwebhookconfigurations
   - validatingwebhookconfigurations
   verbs:
-  - get
+  - list
   - update
+  - watch
 - apiGroups:
   - authentication.k8s.io
   resources:
@@ -147,19 +148,14 @@ or those files.
 {{- define "paddlejob.generated.roleRules" -}}
 - apiGroups:
   - ""
-  resources:
-  - secrets
-  verbs:
-  - create
-- apiGroups:
-  - ""
   resourceNames:
   - paddlejob-webhook-certs
   resources:
   - secrets
   verbs:
-  - get
+  - list
   - update
+  - watch
 {{- end }}
 
 {{/* The rules of the Role paddlejob-operator-leader-election (config/rbac/leader_election_role.yaml). */}}
