@@ -122,7 +122,7 @@ func shareWithUser(t *testing.T, dst, src string) string {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := copyTree(src, dst, nil); err != nil {
+	if err := copyTree(src, dst, nil, nil); err != nil {
 		t.Fatalf("sharing %s: %v", src, err)
 	}
 	return dst
@@ -131,8 +131,8 @@ func shareWithUser(t *testing.T, dst, src string) string {
 // copyTree copies the tree at src to dst (which must not exist): directories
 // made 0755, files hard-linked (copied across file systems), symlinks
 // copied, their targets moved where they lie in one of the directories
-// moves maps to a new place.
-func copyTree(src, dst string, moves map[string]string) error {
+// moves maps to a new place. The directories of leaveOut are copied empty.
+func copyTree(src, dst string, moves map[string]string, leaveOut []string) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -147,7 +147,13 @@ func copyTree(src, dst string, moves map[string]string) error {
 			if err := os.Mkdir(to, 0o755); err != nil {
 				return err
 			}
-			return os.Chmod(to, 0o755) // past the umask
+			if err := os.Chmod(to, 0o755); err != nil { // past the umask
+				return err
+			}
+			if slices.Contains(leaveOut, path) {
+				return filepath.SkipDir
+			}
+			return nil
 		case d.Type()&fs.ModeSymlink != 0:
 			target, err := os.Readlink(path)
 			if err != nil {

@@ -17,10 +17,10 @@ import (
 
 // paddleRuntimeForUser is the Paddle runtime the suite's clusters run on
 // (the default release's), as u can run it, for $PADDLEJOB_PADDLE_RUNTIME:
-// the runtime itself when the user can reach it, else a copy in dst. The
-// copy is what a user would make of a runtime installed by root: the venv and
-// the interpreter's prefix it links to (its host paths), moved together,
-// with the links and files that name their old places changed.
+// the runtime itself when the user can reach it, else a copy in dst: the
+// runtime moved, the venv and the interpreter's prefix it links to (its host
+// paths) together, with the links and files that name their old places
+// changed.
 func paddleRuntimeForUser(t *testing.T, u *normalUser, dst string) string {
 	t.Helper()
 	rt, err := paddleruntime.EnsureRelease(context.Background(), paddleruntime.Options{Log: io.Discard}, paddleruntime.DefaultRelease)
@@ -42,8 +42,18 @@ func paddleRuntimeForUser(t *testing.T, u *normalUser, dst string) string {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The venv has packages of its own, not the interpreter's: the
+	// interpreter's site-packages are left out.
+	var leaveOut []string
+	if v := strings.Split(rt.PythonVersion, "."); len(v) >= 2 {
+		for _, p := range rt.HostPaths {
+			if p != rt.Dir {
+				leaveOut = append(leaveOut, filepath.Join(p, "lib", "python"+v[0]+"."+v[1], "site-packages"))
+			}
+		}
+	}
 	for old, moved := range moves {
-		if err := copyTree(old, moved, moves); err != nil {
+		if err := copyTree(old, moved, moves, leaveOut); err != nil {
 			t.Fatalf("copying the Paddle runtime's %s: %v", old, err)
 		}
 	}
