@@ -15,6 +15,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/paddlejob/paddlejob/internal/localcluster"
 )
 
 // etcdProbe is what a pod without credentials tries against the cluster's
@@ -163,21 +165,22 @@ refused("status", lambda: client.status())
 sys.exit(1 if failed else 0)
 `
 
-// A pod — a sandboxed process of this machine, with no credentials — can
-// neither talk to either etcd's peer port (read its members, forge a raft
-// message) nor to the control plane etcd's client port nor to the elastic
-// etcd's own socket. Through the elastic etcd's guard, at the address
-// elastic jobs are given, it makes the calls of Paddle's rendezvous with
-// python-etcd3 (put, get, watch, lease), while adding a member, taking a
-// snapshot, enabling authentication, moving the leader are refused with
-// PERMISSION_DENIED; etcd, asked on its socket, has the same members after.
-func TestEtcdRefusesPodsWithoutCredentials(t *testing.T) {
+// probeEtcds: a pod — a sandboxed process of this machine, with no
+// credentials — can neither talk to either etcd's peer port (read its
+// members, forge a raft message) nor to the control plane etcd's client
+// port nor to the elastic etcd's own socket. Through the elastic etcd's
+// guard, at the address elastic jobs are given, it makes the calls of
+// Paddle's rendezvous with python-etcd3 (put, get, watch, lease), while
+// adding a member, taking a snapshot, enabling authentication, moving the
+// leader are refused with PERMISSION_DENIED; etcd, asked on its socket, has
+// the same members after. A check of checkSandbox.
+func probeEtcds(t *testing.T, st *localcluster.State) {
 	ns := newNamespace(t)
-	ports := cluster.Ports
-	membersBefore := elasticEtcdMembers(t)
+	ports := st.Ports
+	membersBefore := elasticEtcdMembers(t, st)
 	env := map[string]string{"ETCD_PEER": strconv.Itoa(ports.EtcdPeer), "ELASTIC_ETCD_PEER": strconv.Itoa(ports.ElasticEtcdPeer),
 		"ETCD_CLIENT": strconv.Itoa(ports.EtcdClient), "ELASTIC_ETCD_CLIENT": strconv.Itoa(ports.ElasticEtcd),
-		"ELASTIC_ETCD_SOCKET": cluster.ElasticEtcdSocket(),
+		"ELASTIC_ETCD_SOCKET": st.ElasticEtcdSocket(),
 		// python-etcd3's generated code needs the pure-Python protobuf.
 		"PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"}
 	for name, value := range env {
@@ -207,7 +210,7 @@ func TestEtcdRefusesPodsWithoutCredentials(t *testing.T) {
 	wantLines(t, logs["elastic-etcd-probe"], []string{"OK put-get", "OK watch", "OK lease",
 		"PERMISSION_DENIED member-add", "PERMISSION_DENIED member-list", "PERMISSION_DENIED snapshot",
 		"PERMISSION_DENIED auth-enable", "PERMISSION_DENIED move-leader", "PERMISSION_DENIED status"})
-	if membersAfter := elasticEtcdMembers(t); !slices.Equal(membersAfter, membersBefore) {
+	if membersAfter := elasticEtcdMembers(t, st); !slices.Equal(membersAfter, membersBefore) {
 		t.Errorf("the elastic etcd's members changed: %v before the probes, %v after", membersBefore, membersAfter)
 	}
 }
@@ -246,9 +249,9 @@ func wantLines(t *testing.T, log string, lines []string) {
 
 // elasticEtcdMembers are the elastic etcd's members (name and peer URLs),
 // as etcd itself reports them on its socket, through its JSON gateway.
-func elasticEtcdMembers(t *testing.T) []string {
+func elasticEtcdMembers(t *testing.T, st *localcluster.State) []string {
 	t.Helper()
-	socket := cluster.ElasticEtcdSocket()
+	socket := st.ElasticEtcdSocket()
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", socket)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,12 +20,9 @@ import (
 
 // What a pod is on the process node (docs/local-node.md#isolation): who it
 // runs as, what the kernel lets it do, how big its /tmp and /dev/shm are,
-// and how many processes it may have. Each is asked of the pod itself.
-func TestPodIsolation(t *testing.T) {
-	t.Run("identity, capabilities, system calls and tmpfs sizes", probeIdentity)
-	t.Run("runAsUser is honoured inside the user namespace", probeRunAsUser)
-	t.Run("a fork bomb stops at its pids limit and the cluster goes on", probeForkBomb)
-}
+// and how many processes it may have, each asked of the pod itself. The
+// probes are checks of checkSandbox, run on a root node's cluster and a
+// normal user's.
 
 // identityProbe reports the pod's uid and gid, its effective capabilities,
 // what each system call Docker's default profile refuses returned, and the
@@ -104,14 +100,12 @@ func runProbe(t *testing.T, name, program string, sc *corev1.PodSecurityContext)
 // cacheSize is the sizeLimit of the probes' memory-backed emptyDir.
 const cacheSize = 48 << 20
 
-func probeIdentity(t *testing.T) {
+func probeIdentity(t *testing.T, c *sandboxCluster) {
 	log := runProbe(t, "identity", identityProbe, nil)
-	if os.Geteuid() == 0 {
-		// A root node runs pods as an ordinary uid.
-		want := fmt.Sprintf("UID %d GID %d", node.DefaultSandboxUID, node.DefaultSandboxGID)
-		if !strings.Contains(log, want) {
-			t.Errorf("the pod of a root node does not report %q", want)
-		}
+	// A root node runs pods as an ordinary uid, a normal user's node as
+	// that user, each mapped to the node's user on the host.
+	if want := fmt.Sprintf("UID %d GID %d\n", c.podUID, c.podGID); !strings.Contains(log, want) {
+		t.Errorf("the pod does not report %q", strings.TrimSpace(want))
 	}
 	if strings.Contains(log, "UID 0 ") {
 		t.Error("the pod runs as uid 0")
@@ -126,7 +120,7 @@ func probeIdentity(t *testing.T) {
 		}
 	}
 	sizes := map[string]int{"/tmp": node.DefaultTmpSize, "/dev/shm": node.DefaultShmSize}
-	if os.Geteuid() == 0 {
+	if c.rootNode {
 		// Only a root node can mount the volume's tmpfs.
 		sizes["/cache"] = cacheSize
 	}

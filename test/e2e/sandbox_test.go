@@ -11,39 +11,100 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/paddlejob/paddlejob/internal/localcluster"
+	"github.com/paddlejob/paddlejob/internal/localcluster/node"
 )
 
-// What a pod of the local cluster sees of the host: a cluster whose state
-// lives in the user's home (where `paddlejob up` keeps it by default), and a
-// pod that tries to read that state, the admin kubeconfig, a private file
-// of the user's, the host's password hashes, and to make the system
-// writable. Each attempt must fail; the pod's HOME is its own. And a pod
-// that allocates past its memory limit is killed, OOMKilled.
+// sandboxCluster is a running local cluster the sandbox checks probe, and
+// what they need to know of the user running it.
+type sandboxCluster struct {
+	st *localcluster.State
+	// home is the cluster's home, its state directory.
+	home string
+	// userHome is $HOME of the user running the cluster, which holds home;
+	// secret is a file in it only that user may read.
+	userHome, secret string
+	// rootNode: the cluster runs as root.
+	rootNode bool
+	// podUID and podGID are who a pod runs as when its securityContext
+	// names nobody; nodeUID and nodeGID who the node runs as on the host.
+	podUID, podGID, nodeUID, nodeGID int
+	// writableDir is a directory pods may mount read-write.
+	writableDir string
+	// imageLinks are the links of linksImage's build context and their
+	// targets (linksImageTable).
+	imageLinks map[string]string
+}
+
+// What a pod of a root node sees of the host and may do: the cluster's
+// state lives in the user's home (where `paddlejob up` keeps it by
+// default), and the checks of checkSandbox run against it.
+// TestSandboxAsNormalUser runs the same checks on a normal user's cluster.
 func TestSandbox(t *testing.T) {
 	userHome, err := os.UserHomeDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	home, err := os.MkdirTemp(userHome, ".paddlejob-e2e-sandbox-")
+	dir, err := os.MkdirTemp(userHome, ".paddlejob-e2e-sandbox-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(home) })
-	secret := filepath.Join(userHome, ".paddlejob-e2e-secret-"+filepath.Base(home))
-	if err := os.WriteFile(secret, []byte("the user's secret"), 0o600); err != nil {
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	c := &sandboxCluster{home: filepath.Join(dir, "cluster"), userHome: userHome, rootNode: true,
+		podUID: node.DefaultSandboxUID, podGID: node.DefaultSandboxGID, writableDir: t.TempDir()}
+	c.secret = writeSecret(t, userHome)
+	o := opts
+	o.Home = c.home
+	o.ImageTable = linksImageTable(t, filepath.Join(dir, "links-image"), c)
+	c.st = withCluster(t, o)
+	checkSandbox(t, c)
+}
+
+// checkSandbox is what a pod of the cluster can and cannot do
+// (docs/local-node.md#isolation), each asked of the pod itself: reach the
+// user's files and the cluster's state, through a hostPath or a build
+// context's links; who it runs as, its capabilities, system calls and tmpfs
+// sizes, and who owns its files on the host; its memory and pids limits, the control plane going on past a fork
+// bomb; the etcds' ports.
+func checkSandbox(t *testing.T, c *sandboxCluster) {
+	if _, err := os.Stat(c.st.Kubeconfig()); err != nil {
+		t.Fatalf("the cluster's admin kubeconfig is not where the probes look: %v", err)
+	}
+	t.Run("the host stays out of reach", func(t *testing.T) { probeHost(t, c) })
+	t.Run("a hostPath to the cluster's state is refused", func(t *testing.T) { probeStateHostPath(t, c) })
+	t.Run("a build context's links arrive dangling", func(t *testing.T) { probeImageLinks(t, c) })
+	t.Run("identity, capabilities, system calls and tmpfs sizes", func(t *testing.T) { probeIdentity(t, c) })
+	t.Run("a pod's files are the node user's on the host", func(t *testing.T) { probeFileOwner(t, c) })
+	t.Run("runAsUser is honoured inside the user namespace", probeRunAsUser)
+	t.Run("a memory limit is enforced", probeMemoryLimit)
+	t.Run("a fork bomb stops at its pids limit and the cluster goes on", probeForkBomb)
+	t.Run("the etcds refuse pods without credentials", func(t *testing.T) { probeEtcds(t, c.st) })
+}
+
+// writeSecret writes a file only its owner may read in dir (the owner is
+// the user running the cluster, who may have to be given it).
+func writeSecret(t *testing.T, dir string) string {
+	t.Helper()
+	f, err := os.CreateTemp(dir, ".paddlejob-e2e-secret-")
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.Remove(secret) })
-
-	o := opts
-	o.Home = filepath.Join(home, "cluster")
-	st := withCluster(t, o)
-	if _, err := os.Stat(st.Kubeconfig()); err != nil {
-		t.Fatalf("the cluster's admin kubeconfig is not where the probe looks: %v", err)
+	t.Cleanup(func() { _ = os.Remove(f.Name()) })
+	if _, err := f.WriteString("the user's secret"); err != nil {
+		t.Fatal(err)
 	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return f.Name() // CreateTemp's mode is 0600
+}
 
-	// Each check runs a command that must fail; BLOCKED or LEAK says how it went.
-	const probe = `
+// hostProbe runs commands that must fail; BLOCKED or LEAK says how each
+// went: reading the cluster's state, its admin kubeconfig and CA key, a
+// private file of the user's, the host's password hashes, and making the
+// system writable. The pod's HOME is its own.
+const hostProbe = `
 fail=0
 check() {
   if sh -c "$2" >/dev/null 2>&1; then echo "LEAK $1"; fail=1; else echo "BLOCKED $1"; fi
@@ -59,20 +120,17 @@ check write-usr "touch /usr/.paddlejob-probe"
 if [ "$HOME" = /root ] && echo ok > "$HOME/probe" && [ "$(cat "$HOME/probe")" = ok ]; then echo "HOME private $HOME"; else echo "HOME wrong $HOME"; fail=1; fi
 exit $fail
 `
-	t.Run("the host stays out of reach", func(t *testing.T) { probeHost(t, o.Home, secret, probe) })
-	t.Run("a memory limit is enforced", probeMemoryLimit)
-}
 
-// probeHost runs the probe in a pod and checks every attempt was blocked.
-func probeHost(t *testing.T, state, secret, probe string) {
+// probeHost runs hostProbe in a pod and checks every attempt was blocked.
+func probeHost(t *testing.T, c *sandboxCluster) {
 	ns := newNamespace(t)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
-				Name: "probe", Image: "busybox:1.36", Command: []string{"sh", "-c", probe},
-				Env: []corev1.EnvVar{{Name: "STATE", Value: state}, {Name: "SECRET", Value: secret}},
+				Name: "probe", Image: "busybox:1.36", Command: []string{"sh", "-c", hostProbe},
+				Env: []corev1.EnvVar{{Name: "STATE", Value: c.home}, {Name: "SECRET", Value: c.secret}},
 			}},
 		},
 	}

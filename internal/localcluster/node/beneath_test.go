@@ -204,15 +204,18 @@ func TestHostPathRules(t *testing.T) {
 	if err := os.Symlink(filepath.Join(state, "pki"), filepath.Join(data, "keys")); err != nil {
 		t.Fatal(err)
 	}
-	rules := hostPathRules{Hidden: []string{state}, Writable: []string{filepath.Join(data, "out")}}
+	// As the local cluster's node has them: its state directory inside the
+	// cluster's home, both hidden.
+	rules := hostPathRules{Hidden: []string{filepath.Join(state, "node"), state}, Writable: []string{filepath.Join(data, "out")}}
 	tests := []struct {
 		path      string
 		refused   string // part of the error; "" when allowed
 		writeable bool
 	}{
-		{state, "is the cluster's state directory", false},
+		{state, "is the cluster's state directory " + state + " ", false}, // not a holder of node/
 		{filepath.Join(state, "pki"), "is the cluster's state directory", false},
-		{filepath.Join(base, "home/u"), "holds the cluster's state directory", false},
+		{filepath.Join(state, "node/pods"), "is the cluster's state directory " + filepath.Join(state, "node") + " ", false},
+		{filepath.Join(base, "home/u"), "holds the cluster's state directory " + state + ":", false}, // the outermost
 		{"/", "holds the cluster's state directory", false},
 		{filepath.Join(data, "keys"), "is the cluster's state directory", false},         // through a link
 		{filepath.Join(data, "keys/new/dir"), "is the cluster's state directory", false}, // not made yet

@@ -27,18 +27,25 @@ type hostPathRules struct {
 var errHostPathRefused = errors.New("refused")
 
 // check refuses real, a path with no symlinks (an opened descriptor's), when
-// it is a hidden directory, inside one, or holds one.
+// it is a hidden directory, inside one, or holds one. Being in one is
+// looked for first, and a holder is told the outermost directory it holds:
+// the local cluster's node state lies in its home, both hidden, and the
+// home is the cluster's state directory, not a holder of the node's.
 func (h hostPathRules) check(real string) error {
 	real = filepath.Clean(real)
+	held := ""
 	for _, hidden := range h.Hidden {
 		for _, d := range realForms(hidden) {
 			switch {
 			case isUnder(real, d):
 				return fmt.Errorf("%w: %s is the cluster's state directory %s or inside it: no pod may mount the cluster's keys and state", errHostPathRefused, real, hidden)
-			case isUnder(d, real):
-				return fmt.Errorf("%w: %s holds the cluster's state directory %s: no pod may mount the cluster's keys and state; mount a directory beside it", errHostPathRefused, real, hidden)
+			case isUnder(d, real) && (held == "" || isUnder(held, hidden)):
+				held = hidden
 			}
 		}
+	}
+	if held != "" {
+		return fmt.Errorf("%w: %s holds the cluster's state directory %s: no pod may mount the cluster's keys and state; mount a directory beside it", errHostPathRefused, real, held)
 	}
 	return nil
 }
