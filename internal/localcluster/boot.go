@@ -300,31 +300,9 @@ subjects:
 // webhookConfigurations are the generated webhook configurations, calling
 // the operator — a process of this machine, not a pod behind a Service — at
 // its loopback URL and trusting the cluster's CA, which issues its
-// certificate (startOperator), named as config/default names them.
+// certificate (startOperator).
 func (b *boot) webhookConfigurations() ([]*unstructured.Unstructured, error) {
-	data, err := config.Manifests.ReadFile(config.WebhookFile)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := kube.DecodeManifests(data)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range objs {
-		o.SetName("paddlejob-" + o.GetName())
-		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
-		for _, h := range hooks {
-			cc := h.(map[string]any)["clientConfig"].(map[string]any)
-			path, _, _ := unstructured.NestedString(cc, "service", "path")
-			delete(cc, "service")
-			cc["url"] = fmt.Sprintf("https://127.0.0.1:%d%s", b.st.Ports.Webhook, path)
-			cc["caBundle"] = b.caBundle()
-		}
-		if err := unstructured.SetNestedSlice(o.Object, hooks, "webhooks"); err != nil {
-			return nil, err
-		}
-	}
-	return objs, nil
+	return kube.WebhookConfigurationsAt(fmt.Sprintf("https://127.0.0.1:%d", b.st.Ports.Webhook), b.ca.CertPEM)
 }
 
 func (b *boot) startControllerManager(ctx context.Context) error {

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -24,7 +23,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/paddlejob/paddlejob/config"
 	"github.com/paddlejob/paddlejob/internal/kube"
 	"github.com/paddlejob/paddlejob/internal/operator"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
@@ -170,7 +168,7 @@ func installForOperator(ctx context.Context, w operator.WebhookOptions) error {
 			objs = append(objs, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: r.GetNamespace(), Name: r.GetName()}, RoleRef: ref, Subjects: subjects})
 		}
 	}
-	hooks, err := webhookConfigurations(w)
+	hooks, err := kube.WebhookConfigurationsAt(fmt.Sprintf("https://localhost:%d", w.Port), nil)
 	if err != nil {
 		return err
 	}
@@ -183,34 +181,6 @@ func installForOperator(ctx context.Context, w operator.WebhookOptions) error {
 		}
 	}
 	return nil
-}
-
-// webhookConfigurations are the generated configurations, named as
-// config/default names them, calling the operator at its port on
-// localhost, without a CA: the operator puts its own there.
-func webhookConfigurations(w operator.WebhookOptions) ([]*unstructured.Unstructured, error) {
-	data, err := config.Manifests.ReadFile(config.WebhookFile)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := kube.DecodeManifests(data)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range objs {
-		o.SetName("paddlejob-" + o.GetName())
-		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
-		for _, h := range hooks {
-			cc := h.(map[string]any)["clientConfig"].(map[string]any)
-			path, _, _ := unstructured.NestedString(cc, "service", "path")
-			delete(cc, "service")
-			cc["url"] = fmt.Sprintf("https://localhost:%d%s", w.Port, path)
-		}
-		if err := unstructured.SetNestedSlice(o.Object, hooks, "webhooks"); err != nil {
-			return nil, err
-		}
-	}
-	return objs, nil
 }
 
 // mountSecret stands in for the kubelet of the operator's pod, which
