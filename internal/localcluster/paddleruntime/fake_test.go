@@ -17,6 +17,9 @@ type fake struct {
 	paddle     string // what `import paddle` reports; 3.0.0 by default
 	noPip      bool   // ensurepip missing
 	pipVersion string // the venv's pip; 23.2.1 by default
+	// upgradeOut is pip's output upgrading itself from pip.txt, which
+	// fails when it is set.
+	upgradeOut string
 
 	// resolve is pip's output for the dry run of the whole set, which exits
 	// resolveExit and, when that is 0, writes report (a file of
@@ -107,7 +110,7 @@ case "$1 $2" in
 	*-vv*) cat "$F/debug.out"; exit 1 ;;
 	*--ignore-requires-python*) pinrun "${last%%==*}" any ;;
 	*paddlejob-pin.txt*) pinrun "$(sed -n '1s/==.*//p' "$req")" alone ;;
-	*paddlejob-pip.txt*) exit 0 ;;
+	*paddlejob-pip.txt*) cat "$F/upgrade.out"; exit UPGRADEEXIT ;;
 	*--dry-run*)
 		cat "$F/resolve.out"
 		[ RESOLVEEXIT = 0 ] && cp "$F/resolve.json" "$report"
@@ -157,7 +160,7 @@ func (f fake) write(t *testing.T, base string) (python, pipLog string) {
 		t.Fatal(err)
 	}
 	// A pin that resolves to any wheel is found in the set's report.
-	files := map[string]string{"resolve.out": f.resolve, "debug.out": f.pipDebug, "install.out": f.pipOut, "any.json": pipTestdata(t, f.report)}
+	files := map[string]string{"resolve.out": f.resolve, "debug.out": f.pipDebug, "install.out": f.pipOut, "upgrade.out": f.upgradeOut, "any.json": pipTestdata(t, f.report)}
 	if f.resolveExit == 0 {
 		files["resolve.json"] = pipTestdata(t, f.report)
 	}
@@ -189,6 +192,7 @@ func (f fake) write(t *testing.T, base string) (python, pipLog string) {
 		"FAKEDIR", dir, "BASE", base, "PIPSLEEP", f.pipSleep, "RESOLVEEXIT", itoa(f.resolveExit),
 		"PIPEXIT", exit[f.pipFails], "IMPORTEXIT", exit[f.badImport], "PADDLE", f.paddle, "HASPS", map[bool]string{false: "false", true: "true"}[!f.noPS],
 		"VERSION", f.version, "ENSUREPIP", map[bool]string{false: "true", true: "false"}[f.noPip], "PIPVERSION", f.pipVersion,
+		"UPGRADEEXIT", exit[f.upgradeOut != ""],
 	).Replace(fakeScript)
 	python = filepath.Join(base, "bin", "python3")
 	if err := os.MkdirAll(filepath.Dir(python), 0o755); err != nil {

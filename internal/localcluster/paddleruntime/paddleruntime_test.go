@@ -340,7 +340,7 @@ func TestEnsureReleases(t *testing.T) {
 	}
 	// An index that resolves 3.0.0's pins to 3.3.1's is refused by the dry
 	// run's report, before anything is installed.
-	if _, err := EnsureRelease(context.Background(), opts, "3.0.0"); err == nil || !strings.Contains(err.Error(), "pip's resolve of the Paddle runtime does not hold paddlepaddle==3.0.0 (it has 3.3.1)") {
+	if _, err := EnsureRelease(context.Background(), opts, "3.0.0"); err == nil || !strings.Contains(err.Error(), "installing the Paddle runtime: pip's resolve does not hold paddlepaddle==3.0.0 (it has 3.3.1)") {
 		t.Errorf("EnsureRelease(3.0.0) resolved as 3.3.1 = %v", err)
 	}
 	// 3.0.0's pins say it has the runtime: a wheel without it is refused.

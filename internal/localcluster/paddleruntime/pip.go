@@ -67,11 +67,11 @@ func (in *installer) installPins(ctx context.Context, dir, python string) error 
 		return in.resolveFailure(ctx, python, dir, err, out)
 	}
 	r, err := readPipReport(report)
-	if err != nil {
-		return err
+	if err == nil {
+		err = r.checkResolves(in.pins)
 	}
-	if err := r.checkResolves(in.pins); err != nil {
-		return err
+	if err != nil {
+		return fmt.Errorf("installing %s: %w\n(full output: %s)", in.pins.label(), err, in.logPath)
 	}
 	fmt.Fprintf(in.logFile, "pip resolves the %d pins for %s\n", len(in.pins.reqs), r.environment())
 	if out, err := in.run(ctx, python, pipInstall(append(hashes, "-r", req)...)...); err != nil {

@@ -58,3 +58,11 @@ func TestEnsureUpgradesAnOldPip(t *testing.T) {
 		}
 	}
 }
+
+func TestEnsureOldPipUpgradeFails(t *testing.T) {
+	checkEnsureFails(t, ensureFailureCase{
+		fake:    fake{pipVersion: "22.0.2", upgradeOut: pipTestdata(t, "resolve-refused-retries0.out")},
+		want:    []string{"the venv's pip 22.0.2 predates `pip install --dry-run --report` (pip 22.2), and upgrading it to pip==24.2 failed (exit status 1): pip says:", "No matching distribution found"},
+		wantLog: true,
+	})
+}

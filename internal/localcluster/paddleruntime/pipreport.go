@@ -100,7 +100,7 @@ func (r *pipReport) checkResolves(p pinSet) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("pip's resolve of %s does not hold %s", p.label(), strings.Join(missing, ", "))
+		return fmt.Errorf("pip's resolve does not hold %s", strings.Join(missing, ", "))
 	}
 	return nil
 }
