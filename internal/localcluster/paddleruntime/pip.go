@@ -1,8 +1,8 @@
 package paddleruntime
 
-// Installing a pinned set with pip: pip resolves the pins first, in a dry
-// run whose report (JSON) says what it would install, then installs them.
-// Why a run failed is decided in pipfailure.go.
+// Installing a pinned set with pip: one `pip install --report`, whose
+// report (JSON) says what pip installed. Why a run failed is decided in
+// pipfailure.go.
 
 import (
 	"context"
@@ -46,9 +46,10 @@ func exitCode(err error) int {
 }
 
 // installPins installs the pins into the venv at dir, whose interpreter is
-// python: pip resolves them for this interpreter and platform first, so a
-// pin it cannot install here is found, and named, before anything is
-// installed.
+// python, in one pip run (paddle's wheel is about 200 MB: a dry run first
+// would download it twice wherever pip's HTTP cache does not serve it). Its
+// report says what pip installed; only a failed install asks pip about
+// each pin alone (pipfailure.go).
 func (in *installer) installPins(ctx context.Context, dir, python string) error {
 	if err := in.ensureReportPip(ctx, dir, python); err != nil {
 		return err
@@ -57,14 +58,13 @@ func (in *installer) installPins(ctx context.Context, dir, python string) error 
 	if err := os.WriteFile(req, in.pins.raw, 0o644); err != nil {
 		return err
 	}
-	var hashes []string
-	if in.pins.hashed {
-		hashes = []string{"--require-hashes"}
-	}
 	report := filepath.Join(dir, pipReportName)
-	dryRun := append([]string{"--dry-run", "--ignore-installed", "--report", report}, hashes...)
-	if out, err := in.run(ctx, python, pipInstall(append(dryRun, "-r", req)...)...); err != nil {
-		return in.resolveFailure(ctx, python, dir, err, out)
+	args := []string{"--report", report}
+	if in.pins.hashed {
+		args = append(args, "--require-hashes")
+	}
+	if out, err := in.run(ctx, python, pipInstall(append(args, "-r", req)...)...); err != nil {
+		return in.installFailure(ctx, python, dir, err, out)
 	}
 	r, err := readPipReport(report)
 	if err == nil {
@@ -73,10 +73,7 @@ func (in *installer) installPins(ctx context.Context, dir, python string) error 
 	if err != nil {
 		return fmt.Errorf("installing %s: %w\n(full output: %s)", in.pins.label(), err, in.logPath)
 	}
-	fmt.Fprintf(in.logFile, "pip resolves the %d pins for %s\n", len(in.pins.reqs), r.environment())
-	if out, err := in.run(ctx, python, pipInstall(append(hashes, "-r", req)...)...); err != nil {
-		return in.installFailure(ctx, python, dir, err, out)
-	}
+	fmt.Fprintf(in.logFile, "pip installed the %d pins for %s\n", len(in.pins.reqs), r.environment())
 	return nil
 }
 

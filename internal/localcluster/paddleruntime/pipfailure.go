@@ -15,32 +15,10 @@ import (
 	"strings"
 )
 
-// resolveFailure tells why pip's dry run of the pins failed.
-func (in *installer) resolveFailure(ctx context.Context, python, dir string, err error, out string) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("installing %s: %w", in.pins.label(), ctx.Err())
-	}
-	if err := in.noSpaceError(out); err != nil {
-		return err
-	}
-	if !in.anyPinResolves(ctx, python, dir) {
-		return in.unreachable(ctx, python, out)
-	}
-	if exitCode(err) != pipExitError { // not a resolve that failed: pip crashed
-		return in.pipFailed(err, out)
-	}
-	verdicts, askErr := in.askEachPin(ctx, python, dir)
-	switch {
-	case askErr != nil:
-		return askErr
-	case len(verdicts) == 0: // each pin resolves alone: not a pin's fault
-		return in.pipFailed(err, out)
-	}
-	return in.unsupported(verdicts)
-}
-
-// installFailure tells why pip failed to install (or to upgrade itself)
-// in the venv at dir.
+// installFailure tells why pip failed to install the pins in the venv at
+// dir: from the disk, whether the index answers, and, when pip reports an
+// error (exit 1), pip asked about each pin alone; pip's words only where it
+// has nothing else (a hash that does not match).
 func (in *installer) installFailure(ctx context.Context, python, dir string, err error, out string) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("installing %s: %w", in.pins.label(), ctx.Err())
@@ -48,16 +26,28 @@ func (in *installer) installFailure(ctx context.Context, python, dir string, err
 	if err := in.noSpaceError(out); err != nil {
 		return err
 	}
-	// pip reports a downloaded file whose sha256 the pins do not list only
-	// in words: the file changed since the dry run resolved it.
-	if strings.Contains(out, "DO NOT MATCH THE HASHES") {
+	if !in.anyPinResolves(ctx, python, dir) { // pip could not read the index, or a download broke off and the index is gone
+		return in.unreachable(ctx, python, out)
+	}
+	if exitCode(err) != pipExitError { // not an error pip reports: pip crashed
+		return in.pipFailed(err, out)
+	}
+	// A wheel for another interpreter fails its hash check too, so the
+	// pins are asked about before pip's words are read.
+	verdicts, askErr := in.askEachPin(ctx, python, dir)
+	switch {
+	case askErr != nil:
+		return askErr
+	case len(verdicts) > 0:
+		return in.unsupported(verdicts)
+	case strings.Contains(out, "DO NOT MATCH THE HASHES"):
+		// pip reports a downloaded file whose sha256 the pins do not list
+		// only in words; each pin resolving alone, the file changed (a
+		// mirror, or an index listing files without their hashes).
 		return fmt.Errorf("installing %s: a file pip downloaded has a sha256 the pins do not list (they cover the wheels of Linux x86_64, %s: a mirror serving other files, or another platform): pip says%s\n(full output: %s)",
 			in.pins.label(), in.pins.pythonRange(), indent(lastLines(out, 3)), in.logPath)
 	}
-	if !in.anyPinResolves(ctx, python, dir) { // a download broke off, and the index is gone
-		return in.unreachable(ctx, python, out)
-	}
-	return in.pipFailed(err, out)
+	return in.pipFailed(err, out) // each pin resolves alone: not a pin's fault
 }
 
 func (in *installer) pipFailed(err error, out string) error {

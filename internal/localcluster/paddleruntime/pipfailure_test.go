@@ -16,7 +16,8 @@ func TestEnsurePipFailures(t *testing.T) {
 	}
 }
 
-// resolveFailures are the ways pip's dry run of the pins fails.
+// resolveFailures are the ways pip's install of the pins fails while it
+// resolves them.
 func resolveFailures(t *testing.T) []ensureFailureCase {
 	refused := pipTestdata(t, "resolve-refused.out")
 	retries0 := pipTestdata(t, "resolve-refused-retries0.out")
@@ -79,13 +80,14 @@ func resolveFailures(t *testing.T) []ensureFailureCase {
 			want: []string{"installing the Paddle runtime: pip failed (exit status 1); pip says:", "is invalid"}, wantLog: true,
 		},
 		{
-			name: "the dry run fails otherwise", fake: fake{resolve: pipTestdata(t, "report-pip-22.0.2.out"), resolveExit: 2},
+			name: "pip crashes while it resolves", fake: fake{resolve: pipTestdata(t, "report-pip-22.0.2.out"), resolveExit: 2},
 			want: []string{"pip failed (exit status 2)", "no such option: --dry-run"}, wantLog: true,
 		},
 	}
 }
 
-// installFailures are the ways pip's install of pins it resolved fails.
+// installFailures are the ways pip's install of pins it resolved fails
+// later.
 func installFailures(t *testing.T) []ensureFailureCase {
 	return []ensureFailureCase{
 		{
@@ -93,11 +95,11 @@ func installFailures(t *testing.T) []ensureFailureCase {
 			want: []string{"no space left to install the Paddle runtime: a filesystem pip writes to filled up while it wrote", "OSError(28, 'No space left on device')"}, wantLog: true,
 		},
 		{
-			name: "a file changed since the dry run", fake: fake{pipFails: true, pipOut: pipTestdata(t, "install-hash-mismatch.out")},
+			name: "a downloaded file has a hash the pins do not list", fake: fake{pipFails: true, pipOut: pipTestdata(t, "install-hash-mismatch.out")},
 			want: []string{"a file pip downloaded has a sha256 the pins do not list", "Got        4721f391ed90"}, wantLog: true,
 		},
 		{
-			name: "the index went away after the dry run", wantIs: ErrIndexUnreachable,
+			name: "the index went away during the install", wantIs: ErrIndexUnreachable,
 			fake: fake{pipFails: true, pipOut: pipTestdata(t, "resolve-refused.out"), otherPins: &fakePin{anyOut: pipTestdata(t, "resolve-refused-retries0.out")}},
 			want: []string{"cannot reach the Python package index", "Connection refused"}, wantLog: true,
 		},

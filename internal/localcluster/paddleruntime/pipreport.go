@@ -1,8 +1,8 @@
 package paddleruntime
 
-// pip's installation report (`pip install --dry-run --report FILE`, pip
-// 22.2 and later): what pip resolves, as JSON, instead of its messages,
-// which change between pip releases.
+// pip's installation report (`pip install --report FILE`, with or without
+// --dry-run, pip 22.2 and later): what pip resolves, as JSON, instead of
+// its messages, which change between pip releases.
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ import (
 // minReportPip is the first pip with `install --dry-run --report`.
 const minReportPip = "22.2"
 
-// pipReportName is the report of the resolve an install is checked with,
+// pipReportName is the report of the install, checked to hold the pins and
 // kept in the runtime: which file each pin came from.
 const pipReportName = "paddlejob-pip-report.json"
 
@@ -33,7 +33,7 @@ type pipReport struct {
 	Environment map[string]string `json:"environment"`
 }
 
-// pipReportItem is a distribution pip would install.
+// pipReportItem is a distribution pip installs (or would, in a dry run).
 type pipReportItem struct {
 	DownloadInfo struct {
 		URL         string `json:"url"`
