@@ -22,4 +22,15 @@
 // into the scripts of bin/), so it is built in its final place under a random
 // name and published by renaming a symlink over <key>: a half-built runtime
 // is never reachable by its key.
+//
+// pip installs the pins in one run with --report (pip.go): its report
+// (JSON, pip 22.2 and later; an older pip in the venv is first upgraded to
+// the one pip.txt pins), checked to hold every pin at its version, stays in
+// the runtime as paddlejob-pip-report.json. Why an install failed is
+// decided from what is structured rather than from pip's messages, which
+// change between pip releases (pipfailure.go): a pin pip cannot install
+// here is found by asking pip about each pin alone (dry runs), and named
+// with the wheel pip would pick instead or the Requires-Python that
+// excludes the interpreter; an index pip resolves no pin from, any wheel allowed, is unreachable; a
+// full disk is read with statfs (space.go).
 package paddleruntime

@@ -13,7 +13,7 @@ import (
 
 func TestEnsureEnvInstallsOnceThenReuses(t *testing.T) {
 	base, cache := tempDir(t), tempDir(t)
-	python, pipCount := fake{pipOut: "Successfully installed kubernetes-33.1.0"}.write(t, base)
+	python, pipCount := fake{pipOut: "Successfully installed kubernetes-33.1.0", report: "report-env-cp311.json"}.write(t, base)
 	req := []byte("# python: 3.11-3.13\nkubernetes==33.1.0\n")
 	var log testutil.SyncBuffer
 	opts := Options{CacheDir: cache, Python: python, Log: &log}

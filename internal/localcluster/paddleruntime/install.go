@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -181,9 +179,12 @@ func (in *installer) install(ctx context.Context) (rt *Runtime, err error) {
 	return Load(link)
 }
 
-// build makes the venv in dir, installs the pins and checks that paddle
-// imports; its output goes to the log.
+// build makes the venv in dir, installs the pins (pip.go) and checks that
+// paddle imports; its output goes to the log.
 func (in *installer) build(ctx context.Context, dir string) (verifyInfo, error) {
+	if err := in.checkSpace(); err != nil {
+		return verifyInfo{}, err
+	}
 	base := in.py.Executable // the interpreter itself, not a wrapper such as pyenv's shim
 	if base == "" {
 		base = in.python
@@ -194,20 +195,9 @@ func (in *installer) build(ctx context.Context, dir string) (verifyInfo, error) 
 		}
 		return verifyInfo{}, fmt.Errorf("creating %s's virtual environment with %s -m venv: %v%s\n(full output: %s)", in.pins.label(), base, err, indent(lastLines(out, 5)), in.logPath)
 	}
-	req := filepath.Join(dir, "paddlejob-requirements.txt")
-	if err := os.WriteFile(req, in.pins.raw, 0o644); err != nil {
-		return verifyInfo{}, err
-	}
 	python := filepath.Join(dir, "bin", "python3")
-	pip := []string{"-m", "pip", "install", "--no-deps", "--progress-bar", "off"}
-	if in.pins.hashed {
-		pip = append(pip, "--require-hashes")
-	}
-	if out, err := in.run(ctx, python, append(pip, "-r", req)...); err != nil {
-		if ctx.Err() != nil {
-			return verifyInfo{}, fmt.Errorf("installing %s: %w", in.pins.label(), ctx.Err())
-		}
-		return verifyInfo{}, in.pipError(ctx, python, err, out)
+	if err := in.installPins(ctx, dir, python); err != nil {
+		return verifyInfo{}, err
 	}
 	var stderr bytes.Buffer
 	if in.pins.paddle == "" {
@@ -257,100 +247,6 @@ func (in *installer) run(ctx context.Context, name string, args ...string) (stri
 		return string(b), err
 	}
 	return "", nil
-}
-
-// pipError turns a failed pip install into an error naming its cause.
-func (in *installer) pipError(ctx context.Context, python string, err error, out string) error {
-	last := indent(lastLines(out, 3))
-	kind, what := classifyPip(out)
-	if kind == pipNoDistribution && strings.Contains(out, "(from versions: none)") {
-		// Unless it retries (retries=0 in pip.conf), pip reports an index it
-		// cannot fetch only at debug level, so "no versions at all" may be the
-		// network too: ask pip again, verbosely, about that one requirement.
-		if fetch := in.fetchFailure(ctx, python, what); fetch != "" {
-			kind, last = pipNetwork, indent(append([]string{fetch}, lastLines(out, 1)...))
-		}
-	}
-	switch kind {
-	case pipNetwork:
-		return fmt.Errorf("%w to install %s: pip says%s\n(full output: %s; pip's PIP_INDEX_URL or pip.conf can name a mirror, HTTPS_PROXY a proxy)", ErrIndexUnreachable, in.pins.label(), last, in.logPath)
-	case pipNoDistribution:
-		return fmt.Errorf("%w: pip finds no %s for Python %s (%s); paddlepaddle %s and its pinned dependencies have wheels for %s only: install one of those and name it as the interpreter. pip says%s\n(full output: %s)",
-			ErrUnsupportedPython, what, in.py.Version, in.py.Executable+", "+runtime.GOOS+"/"+runtime.GOARCH, in.pins.packages(), in.pins.pythonRange(), last, in.logPath)
-	case pipNoSpace:
-		return fmt.Errorf("no space left on the disk of %s to install %s: pip says%s\n(full output: %s)", in.root, in.pins.label(), last, in.logPath)
-	case pipHashMismatch:
-		return fmt.Errorf("installing %s: a file pip downloaded has a sha256 the pins do not list (they cover the wheels of Linux x86_64, %s: a mirror serving other files, or another platform): pip says%s\n(full output: %s)",
-			in.pins.label(), in.pins.pythonRange(), last, in.logPath)
-	}
-	return fmt.Errorf("installing %s: pip failed (%v); pip says%s\n(full output: %s)", in.pins.label(), err, last, in.logPath)
-}
-
-// fetchFailure returns pip's "Could not fetch URL" line for req, if pip
-// cannot fetch the index page that lists it.
-func (in *installer) fetchFailure(ctx context.Context, python, req string) string {
-	out, _ := in.run(ctx, python, "-m", "pip", "install", "--dry-run", "--no-deps", "-vv", req)
-	for _, line := range strings.Split(out, "\n") {
-		if strings.Contains(line, "Could not fetch URL") {
-			return lastLines(line, 1)[0]
-		}
-	}
-	return ""
-}
-
-type pipFailure int
-
-const (
-	pipOther pipFailure = iota
-	pipNetwork
-	pipNoDistribution
-	pipNoSpace
-	pipHashMismatch
-)
-
-// pipNetworkSigns are what pip (and the urllib3, ssl and socket errors it
-// prints) say when the index cannot be reached. A refused, unresolvable or
-// timed-out index also ends in "No matching distribution", so these are
-// looked for first.
-var pipNetworkSigns = []string{
-	"NewConnectionError", "Failed to establish a new connection", "Connection refused",
-	"Name or service not known", "Temporary failure in name resolution", "nodename nor servname",
-	"Network is unreachable", "No route to host", "Connection reset by peer",
-	"ConnectTimeoutError", "ReadTimeoutError", "timed out",
-	"ProxyError", "SSLError", "CERTIFICATE_VERIFY_FAILED", "Max retries exceeded",
-	"RemoteDisconnected", "IncompleteRead", "Could not fetch URL", "HTTP error",
-}
-
-var noMatchingDistribution = regexp.MustCompile(`No matching distribution found for (\S+)`)
-
-// classifyPip tells why pip failed from its output; for a missing
-// distribution it also returns the requirement pip names.
-func classifyPip(out string) (pipFailure, string) {
-	m := noMatchingDistribution.FindStringSubmatch(out)
-	switch {
-	case strings.Contains(out, "No space left on device"):
-		return pipNoSpace, ""
-	case strings.Contains(out, "DO NOT MATCH THE HASHES"):
-		return pipHashMismatch, ""
-	// pip read the index and skipped the versions for other Pythons: the
-	// network worked, whatever else it printed.
-	case m != nil && strings.Contains(out, "require a different python version"):
-		return pipNoDistribution, m[1]
-	case containsAny(out, pipNetworkSigns):
-		return pipNetwork, ""
-	case m != nil:
-		return pipNoDistribution, m[1]
-	}
-	return pipOther, ""
-}
-
-func containsAny(s string, subs []string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }
 
 // publish points the key's symlink at dir, atomically: the symlink is made

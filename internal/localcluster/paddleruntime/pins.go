@@ -30,7 +30,20 @@ type pinSet struct {
 	// (EnsureEnv): its cache directory and the readable part of its key.
 	// It is empty for the Paddle runtime.
 	env string
+	// reqs are the pins in file order: a failed resolve asks pip about
+	// each alone.
+	reqs []pin
 }
+
+// pin is one exact requirement of a pinSet.
+type pin struct {
+	name, version string
+	hashes        []string // sha256, hex
+	line          string   // name==version and its --hash options, on one line
+}
+
+// spec is the requirement without its hashes: name==version.
+func (r pin) spec() string { return r.name + "==" + r.version }
 
 var (
 	pinLine    = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!-]+)((?:\s+--hash=sha256:[0-9a-f]{64})*)$`)
@@ -101,6 +114,11 @@ func parseRequirements(raw []byte) (pinSet, error) {
 		if strings.EqualFold(m[1], "paddlepaddle") {
 			p.paddle = m[2]
 		}
+		r := pin{name: m[1], version: m[2], line: line}
+		for _, h := range strings.Fields(m[3]) {
+			r.hashes = append(r.hashes, strings.TrimPrefix(h, "--hash=sha256:"))
+		}
+		p.reqs = append(p.reqs, r)
 		pinned++
 		if m[3] != "" {
 			hashed++

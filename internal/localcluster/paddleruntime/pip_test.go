@@ -1,63 +1,67 @@
 package paddleruntime
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
-// pip's own words, captured from pip 23.2 on this project's machines.
-const (
-	pipRefused = `Looking in indexes: http://127.0.0.1:9/simple
-WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPConnection object at 0x7f729011f810>: Failed to establish a new connection: [Errno 111] Connection refused')': /simple/paddlepaddle/
-ERROR: Could not find a version that satisfies the requirement paddlepaddle==3.0.0 (from versions: none)
-ERROR: No matching distribution found for paddlepaddle==3.0.0`
-	pipNoDNS = `WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object at 0x7fcb93bd3150>: Failed to establish a new connection: [Errno -2] Name or service not known')': /simple/paddlepaddle/
-ERROR: Could not find a version that satisfies the requirement paddlepaddle==3.0.0 (from versions: none)
-ERROR: No matching distribution found for paddlepaddle==3.0.0`
-	pipNoRetries = `Looking in indexes: http://127.0.0.1:9/simple
-ERROR: Could not find a version that satisfies the requirement paddlepaddle==3.0.0 (from versions: none)
-ERROR: No matching distribution found for paddlepaddle==3.0.0`
-	pipNoRetriesDebug = `Fetching project page and analyzing links: http://127.0.0.1:9/simple/paddlepaddle/
-Starting new HTTP connection (1): 127.0.0.1:9
-Could not fetch URL http://127.0.0.1:9/simple/paddlepaddle/: connection error: HTTPConnectionPool(host='127.0.0.1', port=9): Max retries exceeded with url: /simple/paddlepaddle/ (Caused by NewConnectionError('<pip._vendor.urllib3.connection.HTTPConnection object at 0x7fd6550caa90>: Failed to establish a new connection: [Errno 111] Connection refused')) - skipping
-ERROR: Could not find a version that satisfies the requirement paddlepaddle==3.0.0 (from versions: none)
-ERROR: No matching distribution found for paddlepaddle==3.0.0`
-	pipDownloadTimeout = `Collecting paddlepaddle==3.0.0
-  Downloading paddlepaddle-3.0.0-cp311-cp311-manylinux1_x86_64.whl (192.8 MB)
-ERROR: Exception:
-pip._vendor.urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool(host='files.pythonhosted.org', port=443): Read timed out.`
-	pipOldPython = `ERROR: Ignored the following versions that require a different python version: 2.3.0 Requires-Python >=3.11; 2.4.6 Requires-Python >=3.11
-ERROR: Could not find a version that satisfies the requirement numpy==2.4.6 (from versions: 1.26.4, 2.2.6)
-ERROR: No matching distribution found for numpy==2.4.6`
-	pipNoWheel = `Collecting paddlepaddle==3.0.0
-ERROR: Could not find a version that satisfies the requirement paddlepaddle==3.0.0 (from versions: 3.1.0, 3.1.1, 3.2.0)
-ERROR: No matching distribution found for paddlepaddle==3.0.0`
-	pipDiskFull = `Installing collected packages: paddlepaddle
-ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device`
-	pipBadWheel = `Processing ./broken.whl
-ERROR: Wheel 'broken' located at /tmp/broken.whl is invalid.`
-)
+// The pins are installed in one pip run, no dry run first (that would
+// download paddle's wheel twice); the run's report stays in the runtime.
+func TestEnsureInstallsInOnePipRun(t *testing.T) {
+	base, cache := tempDir(t), tempDir(t)
+	python, pipLog := fake{}.write(t, base)
+	rt, err := Ensure(context.Background(), Options{CacheDir: cache, Python: python})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := pipRuns(t, pipLog)
+	if len(runs) != 1 || runs[0] != "-m pip install --no-deps --progress-bar off --report "+filepath.Join(rt.Dir, pipReportName)+" --require-hashes -r "+filepath.Join(rt.Dir, "paddlejob-requirements.txt") {
+		t.Errorf("pip ran %q; want one install with a report", runs)
+	}
+	r, err := readPipReport(filepath.Join(rt.Dir, pipReportName))
+	if err != nil || r.checkResolves(pins) != nil {
+		t.Errorf("the runtime's %s: %+v, %v", pipReportName, r, err)
+	}
+	logs, _ := filepath.Glob(filepath.Join(cache, "paddle-runtime", "*.log"))
+	if b, _ := os.ReadFile(logs[0]); !strings.Contains(string(b), "pip installed the 19 pins for Python 3.11.7 (cpython) on linux x86_64") {
+		t.Errorf("the install's log does not say what pip installed:\n%s", b)
+	}
+}
 
-func TestClassifyPip(t *testing.T) {
-	tests := []struct {
-		name, out string
-		want      pipFailure
-		wantWhat  string
-	}{
-		{"connection refused", pipRefused, pipNetwork, ""},
-		{"no DNS", pipNoDNS, pipNetwork, ""},
-		{"download timed out", pipDownloadTimeout, pipNetwork, ""},
-		{"requires a newer Python", pipOldPython, pipNoDistribution, "numpy==2.4.6"},
-		{"requires a newer Python after a retried connection", "WARNING: Retrying (Retry(total=4)) after connection broken by 'ReadTimeoutError'\n" + pipOldPython, pipNoDistribution, "numpy==2.4.6"},
-		{"no wheel for this Python", pipNoWheel, pipNoDistribution, "paddlepaddle==3.0.0"},
-		{"disk full", pipDiskFull, pipNoSpace, ""},
-		{"anything else", pipBadWheel, pipOther, ""},
+// A venv whose pip predates --report (Ubuntu 22.04's python3.11-venv
+// bundles 22.0.2) gets the pinned pip first.
+func TestEnsureUpgradesAnOldPip(t *testing.T) {
+	base, cache := tempDir(t), tempDir(t)
+	python, pipLog := fake{pipVersion: "22.0.2"}.write(t, base)
+	if _, err := Ensure(context.Background(), Options{CacheDir: cache, Python: python}); err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, what := classifyPip(tt.out)
-			if got != tt.want || what != tt.wantWhat {
-				t.Errorf("classifyPip = %v, %q; want %v, %q", got, what, tt.want, tt.wantWhat)
-			}
-		})
+	runs := pipRuns(t, pipLog)
+	if len(runs) != 2 || !strings.Contains(runs[0], "--require-hashes -r ") || !strings.HasSuffix(runs[0], "/paddlejob-pip.txt") || !strings.HasSuffix(runs[1], "/paddlejob-requirements.txt") {
+		t.Errorf("pip ran %q; want pip upgraded from pip.txt, then the install", runs)
 	}
+	if pinnedPip.reqs[0].spec() != "pip==24.2" || CompareVersions(pinnedPip.reqs[0].version, minReportPip) < 0 {
+		t.Errorf("pip.txt pins %s; want a pip with --report (%s or later)", pinnedPip.reqs[0].spec(), minReportPip)
+	}
+
+	python, pipLog = fake{}.write(t, tempDir(t))
+	if _, err := Ensure(context.Background(), Options{CacheDir: tempDir(t), Python: python}); err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range pipRuns(t, pipLog) {
+		if strings.Contains(run, "paddlejob-pip.txt") {
+			t.Errorf("pip 23.2.1 was upgraded: %q", run)
+		}
+	}
+}
+
+func TestEnsureOldPipUpgradeFails(t *testing.T) {
+	checkEnsureFails(t, ensureFailureCase{
+		fake:    fake{pipVersion: "22.0.2", upgradeOut: pipTestdata(t, "resolve-refused-retries0.out")},
+		want:    []string{"the venv's pip 22.0.2 predates `pip install --dry-run --report` (pip 22.2), and upgrading it to pip==24.2 failed (exit status 1): pip says:", "No matching distribution found"},
+		wantLog: true,
+	})
 }

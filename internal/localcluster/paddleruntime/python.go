@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"time"
 
@@ -49,6 +50,22 @@ type pythonInfo struct {
 	BaseExecPrefix string `json:"baseExecPrefix"`
 	Executable     string `json:"executable"`
 	Ensurepip      bool   `json:"ensurepip"`
+	// Platform is sysconfig.get_platform(), such as linux-x86_64: the
+	// platform the interpreter's wheels are built for.
+	Platform string `json:"platform"`
+}
+
+// describe names the interpreter in messages: its implementation, version,
+// platform and path, what decides which wheels pip can install for it.
+func (py pythonInfo) describe(python string) string {
+	platform := py.Platform
+	if platform == "" {
+		platform = runtime.GOOS + "-" + runtime.GOARCH
+	}
+	if py.Executable != "" {
+		python = py.Executable
+	}
+	return fmt.Sprintf("%s %s on %s (%s)", implName(py.Implementation), py.Version, platform, python)
 }
 
 // probeScript describes the interpreter as one JSON line. It is valid Python
@@ -59,6 +76,11 @@ try:
     ok = True
 except ImportError:
     ok = False
+try:
+    import sysconfig
+    platform = sysconfig.get_platform()
+except ImportError:
+    platform = ""
 impl = getattr(sys, "implementation", None)
 print(json.dumps({
     "version": "%d.%d.%d" % tuple(sys.version_info[:3]),
@@ -68,6 +90,7 @@ print(json.dumps({
     "baseExecPrefix": getattr(sys, "base_exec_prefix", sys.exec_prefix),
     "executable": sys.executable,
     "ensurepip": ok,
+    "platform": platform,
 }))
 `
 
@@ -166,6 +189,22 @@ func runVerify(ctx context.Context, python string, stderr io.Writer) (verifyInfo
 		return verifyInfo{}, fmt.Errorf("unexpected output %q", line)
 	}
 	return info, nil
+}
+
+// pipVersionScript prints the version of the pip a venv holds, from its
+// installed metadata.
+const pipVersionScript = `import importlib.metadata
+print(importlib.metadata.version("pip"))
+`
+
+// pipVersion is the version of the pip python runs.
+func pipVersion(ctx context.Context, python string) (string, error) {
+	var stderr bytes.Buffer
+	line, err := runPython(ctx, python, pipVersionScript, &stderr)
+	if err != nil {
+		return "", fmt.Errorf("asking %s for its pip's version: %v%s", python, err, indent(lastLines(stderr.String(), 3)))
+	}
+	return string(line), nil
 }
 
 // runPython runs script and returns the last line it printed: Paddle may
