@@ -85,12 +85,7 @@ func runProbe(t *testing.T, name, program string, sc *corev1.PodSecurityContext)
 			}}}},
 		},
 	}
-	if _, err := pj.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	done := awaitPodEnd(t, ns, name)
-	log := podLog(t, ns, name)
-	t.Logf("%s:\n%s", name, log)
+	done, log := runPodToEnd(t, pod)
 	if done.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("the probe pod ended %s", done.Status.Phase)
 	}

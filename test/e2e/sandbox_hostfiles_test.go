@@ -154,12 +154,7 @@ func probeImageLinks(t *testing.T, c *sandboxCluster) {
 			}},
 		},
 	}
-	if _, err := pj.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	done := awaitPodEnd(t, ns, pod.Name)
-	log := podLog(t, ns, pod.Name)
-	t.Logf("links:\n%s", log)
+	done, log := runPodToEnd(t, pod)
 	if done.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("the links pod ended %s%s", done.Status.Phase, statusLine(done))
 	}
@@ -210,12 +205,7 @@ func probeFileOwner(t *testing.T, c *sandboxCluster) {
 			Volumes: []corev1.Volume{{Name: "out", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}}}},
 		},
 	}
-	if _, err := pj.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	done := awaitPodEnd(t, ns, pod.Name)
-	log := podLog(t, ns, pod.Name)
-	t.Logf("writer: %s", log)
+	done, log := runPodToEnd(t, pod)
 	if done.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("the writer pod ended %s%s", done.Status.Phase, statusLine(done))
 	}

@@ -134,13 +134,8 @@ func probeHost(t *testing.T, c *sandboxCluster) {
 			}},
 		},
 	}
-	ctx := context.Background()
-	if _, err := pj.Clientset().CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	phase := awaitPodEnd(t, ns, pod.Name).Status.Phase
-	log := podLog(t, ns, pod.Name)
-	t.Logf("probe:\n%s", log)
+	done, log := runPodToEnd(t, pod)
+	phase := done.Status.Phase
 	for _, want := range []string{"BLOCKED state-dir", "BLOCKED admin-kubeconfig", "BLOCKED ca-key", "BLOCKED user-secret",
 		"BLOCKED shadow", "BLOCKED remount", "BLOCKED write-usr", "HOME private /root"} {
 		if !strings.Contains(log, want) {
@@ -150,6 +145,19 @@ func probeHost(t *testing.T, c *sandboxCluster) {
 	if phase != corev1.PodSucceeded {
 		t.Errorf("the probe pod %s: something of the host leaked", phase)
 	}
+}
+
+// runPodToEnd creates a pod, waits for it to succeed or fail, and returns
+// it with its log (also logged).
+func runPodToEnd(t *testing.T, pod *corev1.Pod) (*corev1.Pod, string) {
+	t.Helper()
+	if _, err := pj.Clientset().CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	done := awaitPodEnd(t, pod.Namespace, pod.Name)
+	log := podLog(t, pod.Namespace, pod.Name)
+	t.Logf("%s:\n%s", pod.Name, log)
+	return done, log
 }
 
 // awaitPodEnd waits for a pod to succeed or fail and returns it.
