@@ -50,8 +50,11 @@ type podDeps struct {
 	bwrapPath func() (string, error)
 
 	// Facts of the node.
-	podsDir      string
-	nodeIP       string
+	podsDir string
+	nodeIP  string
+	// clusterDNS is the cluster DNS server's address pods resolve names
+	// with, "" when the node runs none.
+	clusterDNS   string
 	hostname     string
 	defaultPath  string
 	apiServerEnv []corev1.EnvVar
