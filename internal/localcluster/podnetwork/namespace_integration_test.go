@@ -136,4 +136,3 @@ func inode(t *testing.T, ns *Namespace) uint64 {
 	}
 	return st.Ino
 }
-
