@@ -68,6 +68,17 @@ then stops every pod.`,
 	f.StringSliceVar(&cfg.HiddenPaths, "hide", nil, "host directories no pod may see, besides --state-dir (the local cluster hides its whole state); may be repeated")
 	f.StringSliceVar(&cfg.HostPathRW, "host-path-rw", nil, "host directories whose paths pods may mount read-write (hostPath volumes, hostPath and local PersistentVolumes); every other host path is mounted read-only, and none may be, hold or lie in --state-dir or a --hide directory; may be repeated")
 	f.StringVar(&cfg.NodeIP, "node-ip", cfg.NodeIP, "the node's IP: the kubelet API listens there, and hostNetwork pods have it")
+	f.Func("forward", "PORT=127.0.0.1:PORT: the node listens on PORT of --node-ip, in its network namespace, and forwards every connection to that loopback address of this machine (what pods reach of it: the API server, the elastic etcd guard, the progress endpoint); may be repeated", func(v string) error {
+		for _, one := range strings.Split(v, ",") {
+			fw, err := node.ParseForward(one)
+			if err != nil {
+				return err
+			}
+			cfg.Forwards = append(cfg.Forwards, fw)
+		}
+		return nil
+	})
+	f.StringVar(&cfg.EgressSocket, "egress-socket", "", "Unix socket where the node serves the API server's egress into the cluster network (HTTP CONNECT to pod, Service and node IPs only); at most 107 bytes")
 	f.StringVar(&cfg.PodIPRange, "pod-ip-range", cfg.PodIPRange, "FIRST-LAST addresses handed to pods, one each")
 	f.IntVar(&cfg.KubeletPort, "kubelet-port", cfg.KubeletPort, "port of the kubelet API (logs)")
 	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "serving certificate of the kubelet API (default: self-signed, kept in the state directory)")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,6 +82,27 @@ func checkForwards(forwards []Forward) error {
 		seen[f.Port] = true
 	}
 	return nil
+}
+
+// podAPIServer is the API server's URL as pods reach it: through the
+// forward whose target is server's address, else server itself (a node
+// whose pods share the host's network).
+func podAPIServer(server, nodeIP string, forwards []Forward) string {
+	u, err := url.Parse(server)
+	if err != nil || u.Host == "" {
+		return server
+	}
+	at, err := netip.ParseAddrPort(u.Host)
+	if err != nil {
+		return server
+	}
+	for _, f := range forwards {
+		if t, err := netip.ParseAddrPort(f.Target); err == nil && t == at {
+			u.Host = net.JoinHostPort(nodeIP, strconv.Itoa(f.Port))
+			return u.String()
+		}
+	}
+	return server
 }
 
 // netnsSockets opens sockets inside a network namespace (the node's,
@@ -242,4 +264,25 @@ func pipe(a, b net.Conn) {
 	wg.Wait()
 	a.Close()
 	b.Close()
+}
+
+// startHostAccess starts what links the node's network namespace ns to the
+// host: the forwarders, and the API server's egress when an EgressSocket is
+// configured. The returned stop ends both.
+func (n *Node) startHostAccess(ns netnsSockets, podCIDR netip.Prefix, serviceCIDRs []netip.Prefix) (stop func(), err error) {
+	fw, err := startForwarders(n.log.WithName("forward"), ns, n.cfg.NodeIP, n.cfg.Forwards)
+	if err != nil {
+		return nil, err
+	}
+	if n.cfg.EgressSocket == "" {
+		return fw.stop, nil
+	}
+	policy := newEgressPolicy(podCIDR, serviceCIDRs, netip.MustParseAddr(n.cfg.NodeIP))
+	e, err := startEgress(n.log.WithName("egress"), ns, policy, n.cfg.EgressSocket)
+	if err != nil {
+		fw.stop()
+		return nil, err
+	}
+	n.log.Info("Serving the API server's egress into the cluster network", "socket", n.cfg.EgressSocket, "reaches", policy.String())
+	return func() { e.stop(); fw.stop() }, nil
 }

@@ -111,6 +111,16 @@ type Config struct {
 	Bwrap string
 	// ShutdownGracePeriod caps each pod's grace period when the node stops.
 	ShutdownGracePeriod time.Duration
+	// Forwards are what pods reach of this machine (forward.go): each
+	// listens on NodeIP:Port inside the node's network namespace and leads
+	// to one loopback address of the host. A forward to the API server's
+	// address makes it the API server pods are given
+	// (KUBERNETES_SERVICE_HOST and _PORT).
+	Forwards []Forward
+	// EgressSocket, when set, is the Unix socket where the node serves the
+	// API server's egress into the cluster network (egress.go); it must be
+	// at most 107 bytes long.
+	EgressSocket string
 	// ServiceCIDR is the cluster IPs (comma-separated CIDRs) whose Services
 	// the node proxies to its pods; default DefaultServiceCIDR, loopback.
 	ServiceCIDR string
@@ -180,7 +190,7 @@ func New(cfg Config) (*Node, error) {
 		HostPathRW:  cfg.HostPathRW,
 		NodeIP:      cfg.NodeIP,
 		Bwrap:       cfg.Bwrap,
-		APIServer:   cfg.RESTConfig.Host,
+		APIServer:   podAPIServer(cfg.RESTConfig.Host, cfg.NodeIP, cfg.Forwards),
 		Sandbox: sandboxSettings{
 			asRoot:  os.Geteuid() == 0,
 			limits:  DefaultLimits{MemoryBytes: max(cfg.PodMemoryLimit, 0), Pids: max(cfg.PodPidsLimit, 0)},

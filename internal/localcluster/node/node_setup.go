@@ -91,6 +91,9 @@ func checkConfig(cfg Config) (Config, nodeInputs, error) {
 			return cfg, nodeInputs{}, err
 		}
 	}
+	if err := checkForwards(cfg.Forwards); err != nil {
+		return cfg, nodeInputs{}, err
+	}
 	serviceCIDRs, err := serviceproxy.ParseCIDRs(cfg.ServiceCIDR)
 	if err != nil {
 		return cfg, nodeInputs{}, err
