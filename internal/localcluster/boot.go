@@ -364,8 +364,6 @@ func (b *boot) startOperator(ctx context.Context) error {
 	return b.launch(ctx, componentOperator, []string{b.opts.Executable, "operator",
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probes,
 		"--elastic-etcd-endpoints=" + elasticEtcdURL(b.st.Ports),
-		// The node runs pods as processes of the host's network.
-		"--shared-pod-network",
 		"--webhook-host=127.0.0.1", "--webhook-port=" + itoa(b.st.Ports.Webhook),
 		"--webhook-certs=external", "--webhook-cert-dir=" + certDir, "--operator-namespace=" + operatorNS,
 		// Pods reach the operator's progress endpoint through its forward
