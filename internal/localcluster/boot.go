@@ -391,6 +391,7 @@ func (b *boot) startNode(ctx context.Context) error {
 		"--hide=" + b.l.home,
 		"--host-path-rw=" + strings.Join(b.opts.HostPathRW, ","),
 		"--node-ip=" + nodeIP,
+		"--service-cidr=" + serviceCIDR,
 		"--kubelet-port=" + itoa(b.st.Ports.Kubelet),
 		"--tls-cert-file=" + filepath.Join(pki, "kubelet-serving.crt"),
 		"--tls-private-key-file=" + filepath.Join(pki, "kubelet-serving.key"),

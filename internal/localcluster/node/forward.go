@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 )
 
 // Forwarders: what pods reach of the machine. Pods live in network
@@ -266,18 +268,19 @@ func pipe(a, b net.Conn) {
 	b.Close()
 }
 
-// startHostAccess starts what links the node's network namespace ns to the
-// host: the forwarders, and the API server's egress when an EgressSocket is
+// startHostAccess starts what links the node's network to the host: the
+// forwarders, and the API server's egress when an EgressSocket is
 // configured. The returned stop ends both.
-func (n *Node) startHostAccess(ns netnsSockets, podCIDR netip.Prefix, serviceCIDRs []netip.Prefix) (stop func(), err error) {
-	fw, err := startForwarders(n.log.WithName("forward"), ns, n.cfg.NodeIP, n.cfg.Forwards)
+func (n *Node) startHostAccess(network *podnetwork.NodeNetwork) (stop func(), err error) {
+	ns, addrs := network.Namespace(), network.Config()
+	fw, err := startForwarders(n.log.WithName("forward"), ns, addrs.NodeIP.String(), n.cfg.Forwards)
 	if err != nil {
 		return nil, err
 	}
 	if n.cfg.EgressSocket == "" {
 		return fw.stop, nil
 	}
-	policy := newEgressPolicy(podCIDR, serviceCIDRs, netip.MustParseAddr(n.cfg.NodeIP))
+	policy := newEgressPolicy(addrs.PodCIDR, addrs.ServiceCIDRs, addrs.NodeIP)
 	e, err := startEgress(n.log.WithName("egress"), ns, policy, n.cfg.EgressSocket)
 	if err != nil {
 		fw.stop()

@@ -43,7 +43,8 @@ type NodeConfig struct {
 // Gateway is the pods' default gateway in podCIDR: its first address.
 func Gateway(podCIDR netip.Prefix) netip.Addr { return podCIDR.Masked().Addr().Next() }
 
-func (c NodeConfig) check() error {
+// Check reports what is wrong with the addressing, naming the field.
+func (c NodeConfig) Check() error {
 	if !c.PodCIDR.IsValid() || !c.PodCIDR.Addr().Is4() || c.PodCIDR.Bits() > 30 {
 		return fmt.Errorf("pod CIDR %q: want an IPv4 network of at least 4 addresses, such as 10.244.0.0/16", c.PodCIDR)
 	}
@@ -76,7 +77,7 @@ type NodeNetwork struct {
 
 // NewNodeNetwork creates the node's namespace and its links.
 func NewNodeNetwork(cfg NodeConfig) (*NodeNetwork, error) {
-	if err := cfg.check(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	ns, err := New()
