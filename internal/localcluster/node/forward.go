@@ -268,6 +268,19 @@ func pipe(a, b net.Conn) {
 	b.Close()
 }
 
+// startNetworkServices starts the node's Service proxy, its forwarders and,
+// when an EgressSocket is configured, the API server's egress. The returned
+// stop ends them all.
+func (n *Node) startNetworkServices() (stop func(), err error) {
+	n.services.Start()
+	hostAccess, err := n.startHostAccess(n.network)
+	if err != nil {
+		n.services.Stop()
+		return nil, err
+	}
+	return func() { hostAccess(); n.services.Stop() }, nil
+}
+
 // startHostAccess starts what links the node's network to the host: the
 // forwarders, and the API server's egress when an EgressSocket is
 // configured. The returned stop ends both.

@@ -320,24 +320,6 @@ func withDefaults(cfg Config) Config {
 	return cfg
 }
 
-// namespaceChangeHandler calls changed with the namespace of every object
-// added, changed or deleted.
-func namespaceChangeHandler(changed func(namespace string)) cache.ResourceEventHandler {
-	ns := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if m, ok := obj.(metav1.Object); ok {
-			changed(m.GetNamespace())
-		}
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    ns,
-		UpdateFunc: func(_, obj any) { ns(obj) },
-		DeleteFunc: ns,
-	}
-}
-
 // Ready is closed once the node is registered Ready and runs pods.
 func (n *Node) Ready() <-chan struct{} { return n.ready }
 
@@ -377,16 +359,11 @@ func (n *Node) Run(ctx context.Context) error {
 	defer n.events.Shutdown()
 	n.podInformers.Start(vkCtx.Done())
 	n.objInformers.Start(vkCtx.Done())
-	// Stopped after the pods (defers run last first).
-	n.services.Start()
-	defer n.services.Stop()
-	// What pods reach of the host, and the API server's way into the
-	// cluster network (forward.go, egress.go); stopped after the pods.
-	stopHostAccess, err := n.startHostAccess(n.network)
+	stopNetwork, err := n.startNetworkServices() // after the pods (defers run last first)
 	if err != nil {
 		return err
 	}
-	defer stopHostAccess()
+	defer stopNetwork()
 
 	serveErr := make(chan error, 1)
 	go func() {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
@@ -163,4 +164,22 @@ func (n *Node) newControllers(client kubernetes.Interface, recorder record.Event
 		return fmt.Errorf("creating the node controller: %w", err)
 	}
 	return nil
+}
+
+// namespaceChangeHandler calls changed with the namespace of every object
+// added, changed or deleted.
+func namespaceChangeHandler(changed func(namespace string)) cache.ResourceEventHandler {
+	ns := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if m, ok := obj.(metav1.Object); ok {
+			changed(m.GetNamespace())
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    ns,
+		UpdateFunc: func(_, obj any) { ns(obj) },
+		DeleteFunc: ns,
+	}
 }
