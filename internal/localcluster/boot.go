@@ -40,8 +40,6 @@ const (
 	operatorUser = "paddlejob-operator"
 	operatorNS   = "paddlejob-system"
 	nodeUser     = "paddlejob-node"
-	serviceCIDR  = "127.64.0.0/16"
-	serviceIP    = "127.64.0.1"
 )
 
 // boot starts a cluster step by step.
@@ -78,6 +76,9 @@ func (b *boot) run(ctx context.Context) (*State, error) {
 	}
 	for i, p := range ports {
 		*p = picked[i]
+	}
+	if err := checkSocketPaths(b.l); err != nil {
+		return b.st, err
 	}
 	if err := b.step("certificates", b.certificates); err != nil {
 		return b.st, err
@@ -162,15 +163,19 @@ func (b *boot) certificates() error {
 		return err
 	}
 	specs := []certSpec{
+		// Pods reach the API server at its forward on the node IP
+		// (KUBERNETES_SERVICE_HOST) or at the kubernetes Service.
 		{name: "apiserver", Spec: pki.Spec{CommonName: "kube-apiserver", Server: true,
-			Hosts: append(loopback, serviceIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")}},
+			Hosts: append(loopback, nodeIP, serviceIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")}},
 		{name: "apiserver-kubelet-client", Spec: pki.Spec{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}, Client: true}},
 		{name: "admin", Spec: pki.Spec{CommonName: "paddlejob-admin", Organization: []string{"system:masters"}, Client: true}},
 		{name: componentControllerManager, Spec: pki.Spec{CommonName: "system:kube-controller-manager", Client: true}},
 		{name: componentScheduler, Spec: pki.Spec{CommonName: "system:kube-scheduler", Client: true}},
 		{name: componentOperator, Spec: pki.Spec{CommonName: operatorUser, Client: true}},
 		{name: componentNode, Spec: pki.Spec{CommonName: nodeUser, Client: true}},
-		{name: "kubelet-serving", Spec: pki.Spec{CommonName: NodeName, Server: true, Hosts: loopback}},
+		// The API server reaches the kubelet API at the node IP, through
+		// its egress.
+		{name: "kubelet-serving", Spec: pki.Spec{CommonName: NodeName, Server: true, Hosts: append(loopback, nodeIP)}},
 	}
 	issued := map[string]*keyPair{}
 	for _, s := range specs {
@@ -202,8 +207,15 @@ func (b *boot) startAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := writeEgressSelector(b.l); err != nil {
+		return err
+	}
 	return b.launch(ctx, componentAPIServer, []string{b.bin("kube-apiserver"),
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + itoa(b.st.Ports.APIServer),
+		// The kubernetes Service's endpoint is the API server's forward on
+		// the node IP, which has the same port (nodeForwards).
+		"--bind-address=127.0.0.1", "--advertise-address=" + nodeIP, "--secure-port=" + itoa(b.st.Ports.APIServer),
+		// The cluster network is reached through the node (network.go).
+		"--egress-selector-config-file=" + egressSelectorFile(b.l),
 		"--etcd-servers=https://127.0.0.1:" + itoa(b.st.Ports.EtcdClient),
 		"--etcd-cafile=" + b.etcdCA.CertFile, "--etcd-certfile=" + f(apiServerEtcdClient+".crt"), "--etcd-keyfile=" + f(apiServerEtcdClient+".key"),
 		"--tls-cert-file=" + f("apiserver.crt"), "--tls-private-key-file=" + f("apiserver.key"),
@@ -352,14 +364,12 @@ func (b *boot) startOperator(ctx context.Context) error {
 	return b.launch(ctx, componentOperator, []string{b.opts.Executable, "operator",
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probes,
 		"--elastic-etcd-endpoints=" + elasticEtcdURL(b.st.Ports),
-		// The node runs pods as processes of the host's network.
-		"--shared-pod-network",
 		"--webhook-host=127.0.0.1", "--webhook-port=" + itoa(b.st.Ports.Webhook),
 		"--webhook-certs=external", "--webhook-cert-dir=" + certDir, "--operator-namespace=" + operatorNS,
-		// Pods are processes of this machine: they reach the operator's
-		// progress endpoint on the loopback address.
+		// Pods reach the operator's progress endpoint through its forward
+		// on the node IP.
 		"--progress-bind-address=127.0.0.1:" + itoa(b.st.Ports.Progress),
-		"--progress-url=http://127.0.0.1:" + itoa(b.st.Ports.Progress),
+		"--progress-url=" + onNode("http", b.st.Ports.Progress),
 	}, []string{"KUBECONFIG=" + b.l.componentConfig(componentOperator)},
 		60*time.Second, func() error { return getPlain(ctx, "http://"+probes+"/readyz") })
 }
@@ -373,14 +383,15 @@ func (b *boot) startNode(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return b.launch(ctx, componentNode, []string{b.opts.Executable, "node",
+	args := []string{b.opts.Executable, "node",
 		"--kubeconfig=" + b.l.componentConfig(componentNode),
 		"--node-name=" + NodeName,
 		"--state-dir=" + b.l.nodeState(),
 		// Keys, kubeconfigs, etcd: nothing of the cluster's state is a pod's.
 		"--hide=" + b.l.home,
 		"--host-path-rw=" + strings.Join(b.opts.HostPathRW, ","),
-		"--node-ip=127.0.0.1",
+		"--node-ip=" + nodeIP,
+		"--service-cidr=" + serviceCIDR,
 		"--kubelet-port=" + itoa(b.st.Ports.Kubelet),
 		"--tls-cert-file=" + filepath.Join(pki, "kubelet-serving.crt"),
 		"--tls-private-key-file=" + filepath.Join(pki, "kubelet-serving.key"),
@@ -393,7 +404,12 @@ func (b *boot) startNode(ctx context.Context) error {
 		"--pod-pids-limit=" + itoa(node.DefaultPodPidsLimit),
 		"--tmp-size=" + itoa(node.DefaultTmpSize),
 		"--shm-size=" + itoa(node.DefaultShmSize),
-	}, nil, 60*time.Second, func() error { return nodeReady(ctx, cfg, NodeName) })
+		// What pods reach of this machine, and the API server's way into
+		// the cluster network (network.go).
+		"--egress-socket=" + egressSocket(b.l),
+	}
+	args = append(args, nodeForwards(b.st.Ports)...)
+	return b.launch(ctx, componentNode, args, nil, 60*time.Second, func() error { return nodeReady(ctx, cfg, NodeName) })
 }
 
 // waitDefaultServiceAccount waits for the controller manager to create the
