@@ -83,6 +83,9 @@ then stops every pod.`,
 		}
 		return nil
 	})
+	f.StringVar(&cfg.ClusterDNS.IP, "cluster-dns", node.DefaultClusterDNSIP, "address of the cluster DNS server, in the service CIDR: pods resolve names with it (with --cluster-dns-server)")
+	f.StringVar(&cfg.ClusterDNS.Binary, "cluster-dns-server", "", "CoreDNS executable the node runs in its network namespace on --cluster-dns (default: none, and pods get no cluster name server)")
+	f.StringVar(&cfg.ClusterDNS.Kubeconfig, "cluster-dns-kubeconfig", "", "CoreDNS's kubeconfig, reaching the API server from the node's network namespace")
 	f.StringVar(&cfg.EgressSocket, "egress-socket", "", "Unix socket where the node serves the API server's egress into the cluster network (HTTP CONNECT to pod, Service and node IPs only); at most 107 bytes")
 	f.IntVar(&cfg.KubeletPort, "kubelet-port", cfg.KubeletPort, "port of the kubelet API (logs)")
 	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "serving certificate of the kubelet API (default: self-signed, kept in the state directory)")

@@ -30,6 +30,9 @@ const (
 	componentScheduler         = "kube-scheduler"
 	componentOperator          = "paddlejob-operator"
 	componentNode              = "paddlejob-node"
+	// componentClusterDNS is CoreDNS, which the node runs: it has a
+	// client certificate and a kubeconfig, not a process of its own here.
+	componentClusterDNS = "coredns"
 )
 
 // Identities of the components, as their client certificates name them.
@@ -40,6 +43,9 @@ const (
 	operatorUser = "paddlejob-operator"
 	operatorNS   = "paddlejob-system"
 	nodeUser     = "paddlejob-node"
+	// clusterDNSUser is the user kubeadm's system:coredns role is for
+	// (cluster-dns-rbac.yaml).
+	clusterDNSUser = "system:coredns"
 )
 
 // boot starts a cluster step by step.
@@ -50,8 +56,10 @@ type boot struct {
 	paddle map[string]*paddleruntime.Runtime // by release
 	// addons are the directories of the add-ons' builds, by name.
 	addons map[string]string
-	st     *State
-	ca     *keyPair
+	// clusterDNS is the directory of CoreDNS's build.
+	clusterDNS string
+	st         *State
+	ca         *keyPair
 	// etcdCA signs the etcds' certificates and the API server's as their
 	// client, and nothing else (etcd.go).
 	etcdCA *keyPair
@@ -173,6 +181,7 @@ func (b *boot) certificates() error {
 		{name: componentScheduler, Spec: pki.Spec{CommonName: "system:kube-scheduler", Client: true}},
 		{name: componentOperator, Spec: pki.Spec{CommonName: operatorUser, Client: true}},
 		{name: componentNode, Spec: pki.Spec{CommonName: nodeUser, Client: true}},
+		{name: componentClusterDNS, Spec: pki.Spec{CommonName: clusterDNSUser, Client: true}},
 		// The API server reaches the kubelet API at the node IP, through
 		// its egress.
 		{name: "kubelet-serving", Spec: pki.Spec{CommonName: NodeName, Server: true, Hosts: append(loopback, nodeIP)}},
@@ -196,6 +205,11 @@ func (b *boot) certificates() error {
 		if err := writeKubeconfig(b.l.componentConfig(c), server, ca, issued[c]); err != nil {
 			return err
 		}
+	}
+	// CoreDNS runs in the node's network namespace: it reaches the API
+	// server through the node's forward, on the node IP.
+	if err := writeKubeconfig(b.l.componentConfig(componentClusterDNS), onNode("https", b.st.Ports.APIServer), ca, issued[componentClusterDNS]); err != nil {
+		return err
 	}
 	return nil
 }
@@ -252,7 +266,7 @@ func (b *boot) install(ctx context.Context) error {
 		}
 		objs = append(objs, string(data))
 	}
-	objs = append(objs, operatorBinding, nodeRBAC)
+	objs = append(objs, operatorBinding, nodeRBAC, clusterDNSRBAC)
 	manifests, err := kube.DecodeManifests([]byte(strings.Join(objs, "\n---\n")))
 	if err != nil {
 		return err
@@ -273,6 +287,9 @@ func (b *boot) install(ctx context.Context) error {
 
 //go:embed node-rbac.yaml
 var nodeRBAC string
+
+//go:embed cluster-dns-rbac.yaml
+var clusterDNSRBAC string
 
 // operatorNamespace holds the operator's webhook certificate Secret.
 const operatorNamespace = `apiVersion: v1
@@ -407,6 +424,10 @@ func (b *boot) startNode(ctx context.Context) error {
 		// What pods reach of this machine, and the API server's way into
 		// the cluster network (network.go).
 		"--egress-socket=" + egressSocket(b.l),
+		// The cluster's DNS server, on the kube-dns address (clusterdns.go).
+		"--cluster-dns=" + clusterDNSIP,
+		"--cluster-dns-server=" + filepath.Join(b.clusterDNS, "coredns"),
+		"--cluster-dns-kubeconfig=" + b.l.componentConfig(componentClusterDNS),
 	}
 	args = append(args, nodeForwards(b.st.Ports)...)
 	return b.launch(ctx, componentNode, args, nil, 60*time.Second, func() error { return nodeReady(ctx, cfg, NodeName) })

@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiserverv1beta1 "k8s.io/apiserver/pkg/apis/apiserver/v1beta1"
+
+	"github.com/paddlejob/paddlejob/internal/localcluster/node"
 	"sigs.k8s.io/yaml"
 )
 
@@ -28,6 +30,8 @@ const (
 	// serviceIP is the `kubernetes` Service's cluster IP, the first of
 	// serviceCIDR.
 	serviceIP = "10.96.0.1"
+	// clusterDNSIP is the kube-dns Service address pods resolve with.
+	clusterDNSIP = node.DefaultClusterDNSIP
 )
 
 // egressSocket is where the node serves the API server's egress: the

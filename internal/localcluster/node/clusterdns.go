@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -142,4 +143,75 @@ func (s *clusterDNSServer) awaitReady(ctx context.Context, timeout time.Duration
 		return fmt.Errorf("the cluster DNS server (%s) is not ready after %s: %s (its log: %s)", s.ip, timeout, last, filepath.Join(s.dir, "coredns.log"))
 	}
 	return nil
+}
+
+// ClusterDNS configures the cluster DNS server a node runs.
+type ClusterDNS struct {
+	// Binary is CoreDNS's executable; empty runs none, and pods get no
+	// cluster name server.
+	Binary string
+	// Kubeconfig is CoreDNS's, reaching the API server from the node's
+	// network namespace (through the node's forward of it).
+	Kubeconfig string
+	// IP is the address it answers on, the kube-dns Service's, in the
+	// service CIDR; default DefaultClusterDNSIP.
+	IP string
+}
+
+// address is the server's address, "" when the node runs none.
+func (c ClusterDNS) address() string {
+	if c.Binary == "" {
+		return ""
+	}
+	if c.IP == "" {
+		return DefaultClusterDNSIP
+	}
+	return c.IP
+}
+
+// clusterDNSStartTimeout bounds the wait for CoreDNS's first sync with the
+// API server when the node starts.
+const clusterDNSStartTimeout = 60 * time.Second
+
+// startClusterDNS starts the node's cluster DNS server, if it runs one,
+// until ctx ends.
+func (n *Node) startClusterDNS(ctx context.Context) (*clusterDNSServer, error) {
+	if n.cfg.ClusterDNS.Binary == "" {
+		return nil, nil
+	}
+	ns := n.network.Namespace()
+	s := &clusterDNSServer{
+		binary: n.cfg.ClusterDNS.Binary, ip: n.cfg.ClusterDNS.address(), kubeconfig: n.cfg.ClusterDNS.Kubeconfig,
+		dir:   filepath.Join(n.cfg.StateDir, "cluster-dns"),
+		start: func(cmd *exec.Cmd) error { return n.provider.spawner.run(cmd, nil, ns) },
+		dial:  ns.DialContext,
+		log:   n.log.WithName("cluster-dns"),
+	}
+	return s, s.run(ctx)
+}
+
+// checkClusterDNSIP refuses a DNS address outside the service CIDRs: only
+// those are local to the node's network namespace, and pods route to them.
+func checkClusterDNSIP(c ClusterDNS, serviceCIDRs []netip.Prefix) error {
+	a := c.address()
+	if a == "" {
+		return nil
+	}
+	ip, err := netip.ParseAddr(a)
+	if err == nil {
+		for _, p := range serviceCIDRs {
+			if p.Contains(ip) {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("cluster DNS IP %q: want an address of the service CIDR %s, such as %s", a, prefixesString(serviceCIDRs), DefaultClusterDNSIP)
+}
+
+func prefixesString(ps []netip.Prefix) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
 }

@@ -134,8 +134,12 @@ type Config struct {
 	// the node proxies to its pods; they are local to the node's network
 	// namespace (any of them may be bound there). Default DefaultServiceCIDR.
 	ServiceCIDR string
-	Log         logr.Logger
-	Clock       clock.Clock
+	// ClusterDNS, when its Binary is set, is the cluster DNS server the
+	// node runs in its network namespace (clusterdns.go); pods resolve
+	// names with it.
+	ClusterDNS ClusterDNS
+	Log        logr.Logger
+	Clock      clock.Clock
 }
 
 // Node is a process node: virtual-kubelet's controllers around a Provider.
@@ -224,6 +228,7 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 		NodeIP:      cfg.NodeIP,
 		Bwrap:       cfg.Bwrap,
 		APIServer:   podAPIServer(cfg.RESTConfig.Host, cfg.NodeIP, cfg.Forwards),
+		ClusterDNS:  cfg.ClusterDNS.address(),
 		Sandbox: sandboxSettings{
 			asRoot:  os.Geteuid() == 0,
 			limits:  DefaultLimits{MemoryBytes: max(cfg.PodMemoryLimit, 0), Pids: max(cfg.PodPidsLimit, 0)},
@@ -364,6 +369,12 @@ func (n *Node) Run(ctx context.Context) error {
 		return err
 	}
 	defer stopNetwork()
+	dnsCtx, stopDNS := context.WithCancel(ctx)
+	defer stopDNS()
+	dns, err := n.startClusterDNS(dnsCtx)
+	if err != nil {
+		return err
+	}
 
 	serveErr := make(chan error, 1)
 	go func() {
@@ -395,6 +406,11 @@ func (n *Node) Run(ctx context.Context) error {
 	nodesStarted = true
 	if err := waitFor(ctx, n.nodes.Ready(), n.nodes.Done(), n.nodes.Err); err != nil {
 		return fmt.Errorf("registering the node: %w", err)
+	}
+	if dns != nil {
+		if err := dns.awaitReady(ctx, clusterDNSStartTimeout); err != nil {
+			return err
+		}
 	}
 	ready := n.node.DeepCopy()
 	setNodeReady(ready, metav1.NewTime(n.cfg.Clock.Now()))

@@ -111,6 +111,9 @@ func checkConfig(cfg Config) (Config, nodeInputs, error) {
 	if err := network.Check(); err != nil {
 		return cfg, nodeInputs{}, err
 	}
+	if err := checkClusterDNSIP(cfg.ClusterDNS, servicePrefixes); err != nil {
+		return cfg, nodeInputs{}, err
+	}
 	return cfg, nodeInputs{images: images, ipRange: ipRange, capacity: capacity, serviceCIDRs: serviceCIDRs, network: network}, nil
 }
 

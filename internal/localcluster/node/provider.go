@@ -43,6 +43,8 @@ type Provider struct {
 	ipam *ipAllocator
 	// deps is what the pods' runtimes use of the node.
 	deps podDeps
+	// spawner starts the pods' sandboxes and the node's own processes.
+	spawner *spawner
 
 	mu       sync.Mutex
 	runtimes map[string]*podRuntime
@@ -67,6 +69,8 @@ type providerConfig struct {
 	// HostPathRW are the host directories whose paths pods may mount
 	// read-write; other host paths are mounted read-only.
 	HostPathRW []string
+	// ClusterDNS is the cluster DNS server's address, "" for none.
+	ClusterDNS string
 	NodeIP     string
 	// Network is the node's network: pods get namespaces on its bridge,
 	// hostNetwork pods run in its namespace, and the node's dials to pods
@@ -95,13 +99,14 @@ func newProvider(cfg providerConfig) *Provider {
 		ipam:     cfg.IPs,
 		runtimes: map[string]*podRuntime{},
 		notify:   func(*corev1.Pod) {},
+		spawner:  newSpawner(),
 	}
 	hostPaths := hostPathRules{Hidden: append([]string{cfg.StateDir}, cfg.HiddenPaths...), Writable: cfg.HostPathRW}
 	p.deps = podDeps{
 		log:       cfg.Log,
 		clock:     cfg.Clock,
 		recorder:  cfg.Recorder,
-		processes: newSpawner(),
+		processes: p.spawner,
 		network:   nodePodNetworks{cfg.Network},
 		dial:      cfg.Network.Namespace().DialContext,
 		images:    cfg.Images,
@@ -125,6 +130,7 @@ func newProvider(cfg providerConfig) *Provider {
 		bwrapPath:    func() (string, error) { return findBwrap(cfg.Bwrap) },
 		podsDir:      filepath.Join(cfg.StateDir, "pods"),
 		nodeIP:       cfg.NodeIP,
+		clusterDNS:   cfg.ClusterDNS,
 		hostname:     hostname,
 		defaultPath:  path,
 		apiServerEnv: apiServerEnv(cfg.APIServer),
