@@ -112,10 +112,29 @@ type Config struct {
 	// ShutdownGracePeriod caps each pod's grace period when the node stops.
 	ShutdownGracePeriod time.Duration
 	// ServiceCIDR is the cluster IPs (comma-separated CIDRs) whose Services
-	// the node proxies to its pods; default DefaultServiceCIDR, loopback.
+	// the node proxies to their endpoints; default DefaultServiceCIDR, the
+	// local cluster's service range.
 	ServiceCIDR string
 	Log         logr.Logger
 	Clock       clock.Clock
+
+	// proxyNetwork, when set, is where the Service proxy listens and dials
+	// instead of the node's network (see serviceNetwork): the integration
+	// test's own network namespace.
+	proxyNetwork serviceproxy.Network
+}
+
+// serviceNetwork is where the node's Service proxy listens on cluster IPs
+// and dials endpoints.
+//
+// The node's network namespace takes HostNetwork's place once the node
+// creates one (podnetwork.NodeNetwork, branch podnet); until then cluster
+// IPs of DefaultServiceCIDR cannot be bound in the host's network.
+func serviceNetwork(cfg Config) serviceproxy.Network {
+	if cfg.proxyNetwork != nil {
+		return cfg.proxyNetwork
+	}
+	return serviceproxy.HostNetwork{}
 }
 
 // Node is a process node: virtual-kubelet's controllers around a Provider.
@@ -160,6 +179,7 @@ func New(cfg Config) (*Node, error) {
 	cmInformer := n.objInformers.Core().V1().ConfigMaps()
 	secretInformer := n.objInformers.Core().V1().Secrets()
 	serviceInformer := n.objInformers.Core().V1().Services()
+	endpointSliceInformer := n.objInformers.Discovery().V1().EndpointSlices()
 
 	n.events = record.NewBroadcaster()
 	recorder := n.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "paddlejob-node", Host: cfg.NodeName})
@@ -196,7 +216,7 @@ func New(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.services = serviceproxy.New(cfg.Log, serviceInformer.Lister(), podInformer.Lister(), serviceCIDRs.Contains)
+	n.services = serviceproxy.New(cfg.Log, serviceInformer.Lister(), endpointSliceInformer.Lister(), serviceCIDRs.Contains, serviceNetwork(cfg))
 	if _, err := serviceInformer.Informer().AddEventHandler(n.services.Handler()); err != nil {
 		return nil, err
 	}
@@ -323,6 +343,13 @@ func (n *Node) Run(ctx context.Context) error {
 	defer n.events.Shutdown()
 	n.podInformers.Start(vkCtx.Done())
 	n.objInformers.Start(vkCtx.Done())
+	// The Service proxy opens listeners only once it knows the
+	// EndpointSlices: a connection accepted earlier would find no endpoint.
+	for typ, synced := range n.objInformers.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			return fmt.Errorf("node stopped before its %v cache synced: %w", typ, ctx.Err())
+		}
+	}
 	// Stopped after the pods (defers run last first).
 	n.services.Start()
 	defer n.services.Stop()
