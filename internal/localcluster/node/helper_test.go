@@ -22,8 +22,6 @@ const helperEnv = "NODE_TEST_HELPER"
 
 func runHelper(name string, args []string) int {
 	switch name {
-	case "service-backend":
-		return serveBackend(os.Getenv(backendEnv))
 	case "resolve":
 		// Go's own resolver, which reads /etc/hosts itself.
 		r := &net.Resolver{PreferGo: true}

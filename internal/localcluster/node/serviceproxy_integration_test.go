@@ -16,114 +16,56 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	mathrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
-	"github.com/paddlejob/paddlejob/internal/testutil"
+	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
+	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
 )
 
-// backendEnv is the kind of Service backend serveBackend is.
-const backendEnv = "NODE_TEST_SERVICE_BACKEND"
-
-// Ports the backend pods listen on, at their pod IP.
-const (
-	echoPort = 7000
-	tlsPort  = 8443
-)
-
-// serveBackend is the program of TestServiceProxy's backend pods, which run
-// this test binary as the "service-backend" helper (see runHelper) with
-// backendEnv set; it serves until killed. "echo" answers each connection,
-// once the client has half-closed it, with "<hostname>: <what the client
-// sent>"; "tls" serves HTTPS with the certificate in /tls.
-func serveBackend(mode string) int {
-	host, _ := os.Hostname()
-	ip := os.Getenv("POD_IP")
-	switch mode {
-	case "echo":
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(echoPort)))
-		if err != nil {
-			fmt.Println("listen error:", err)
-			return 1
-		}
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				fmt.Println("accept error:", err)
-				return 1
-			}
-			go func() {
-				defer c.Close()
-				data, _ := io.ReadAll(c)
-				fmt.Fprintf(c, "%s: %s", host, data)
-			}()
-		}
-	case "tls":
-		handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			fmt.Fprintf(w, "%s over TLS: %s %s %s", host, r.Method, r.URL.Path, body)
-		})
-		srv := &http.Server{Addr: net.JoinHostPort(ip, strconv.Itoa(tlsPort)), Handler: handler}
-		fmt.Println("serve error:", srv.ListenAndServeTLS("/tls/tls.crt", "/tls/tls.key"))
-		return 1
-	}
-	fmt.Printf("unknown backend %q\n", mode)
-	return 2
-}
-
-// serviceTestCluster starts an API server of its own whose Services get
-// loopback cluster IPs (the shared one hands out 10.0.0.0/24), in a random
-// /16 of 127.128.0.0/9 so that test runs at once, and a local cluster's
-// 127.64.0.0/16, do not clash.
-func serviceTestCluster(t *testing.T) (*rest.Config, string) {
-	t.Helper()
-	requireBwrap(t)
-	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
-		os.Setenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT", "120s")
-	}
-	dir, err := kubebin.Ensure(context.Background(), kubebin.Options{
-		Dirs: []string{os.Getenv("KUBEBUILDER_ASSETS"), os.Getenv("PADDLEJOB_BINARIES")},
-		Log:  os.Stderr,
-	}, kubebin.EnvtestComponents...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cidr := fmt.Sprintf("127.%d.0.0/16", 128+mathrand.IntN(127))
-	env := &envtest.Environment{BinaryAssetsDirectory: dir}
-	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", cidr)
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting the API server: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	return cfg, cidr
-}
-
-// TestServiceProxy runs the node with Services whose cluster IPs are
-// loopback addresses: the test process reaches pods through them as the API
-// server reaches a webhook.
+// TestServiceProxy runs the node's Service proxy on a real API server whose
+// Services get cluster IPs of the node's default service range, with a real
+// kube-controller-manager running the EndpointSlice and mirroring
+// controllers: the proxy forwards to what those controllers write.
+//
+// The proxy listens and dials in a network namespace the test makes, as
+// the node's own would be: lo up, the service range local on lo (so any
+// cluster IP can be bound) and the backends' pod IPs on lo. The backends
+// are the test's own servers on those IPs; their pods are bound to a node
+// without a kubelet ("backend-host"), whose part the test plays by writing
+// the pods' status (IP, Ready) itself, so the controller manager's endpoints
+// follow what the test says.
 func TestServiceProxy(t *testing.T) {
 	t.Parallel()
+	requireBwrap(t)
 	started := time.Now()
-	cfg, cidr := serviceTestCluster(t)
-	t.Logf("API server with service range %s up in %s", cidr, time.Since(started).Round(time.Millisecond))
-	n := newTestNode(t, cfg, "service-node", false)
+	cfg := serviceTestCluster(t)
+	t.Logf("API server (service range %s) and controller manager up in %s", serviceproxy.DefaultCIDR, time.Since(started).Round(time.Millisecond))
+	nodeNet := newServiceNetwork(t, backendA.ip, backendB.ip, backendTLS.ip)
+	n := newTestNode(t, cfg, "service-node", false, func(c *Config) { c.proxyNetwork = nodeNet })
 	stopNode := func() {
 		if n.stop != nil {
 			n.stop()
@@ -137,24 +79,35 @@ func TestServiceProxy(t *testing.T) {
 	})
 	ns := n.namespace(t)
 	ctx := context.Background()
+	pods := n.client.CoreV1().Pods(ns)
 	services := n.client.CoreV1().Services(ns)
-	b := startServiceBackends(t, n, ns)
-	byNumber := net.JoinHostPort(b.echo.Spec.ClusterIP, "8080")
-	byName := net.JoinHostPort(b.echo.Spec.ClusterIP, "8081")
-	webhookAddr := net.JoinHostPort(b.webhook.Spec.ClusterIP, "9443")
+	b := startServiceBackends(t, n.client, nodeNet, ns)
+	byNumber := hostPort(b.echo.Spec.ClusterIP, 8080)
+	byName := hostPort(b.echo.Spec.ClusterIP, 8081)
+	webhookAddr := hostPort(b.webhook.Spec.ClusterIP, 9443)
+	if !strings.HasPrefix(b.echo.Spec.ClusterIP, "10.96.") {
+		t.Fatalf("cluster IP %s is not in %s", b.echo.Spec.ClusterIP, serviceproxy.DefaultCIDR)
+	}
 
-	t.Run("round trip and round robin", func(t *testing.T) { checkRoundRobin(t, byNumber) })
+	t.Run("round trip and round robin", func(t *testing.T) { checkRoundRobin(t, nodeNet, byNumber) })
 
-	t.Run("target port by name", func(t *testing.T) {
-		reply, err := testutil.Exchange(byName, "named")
-		if err != nil || !strings.HasSuffix(reply, ": named") {
-			t.Fatalf("got %q, %v", reply, err)
+	t.Run("target port by name: each pod's own number, from two slices", func(t *testing.T) {
+		// echo-a names 7000 "echo", echo-b 7001: only a named target port
+		// resolved per pod reaches both.
+		waitServed(t, nodeNet, byName, func(reply string) bool { return strings.HasPrefix(reply, "echo-a 7000: ") })
+		waitServed(t, nodeNet, byName, func(reply string) bool { return strings.HasPrefix(reply, "echo-b 7001: ") })
+		slices, err := n.client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=echo"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(slices.Items) != 2 {
+			t.Errorf("%d EndpointSlices of echo, want 2 (one per port numbering)", len(slices.Items))
 		}
 	})
 
 	t.Run("large transfer both ways", func(t *testing.T) {
 		payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
-		reply, err := testutil.Exchange(byNumber, string(payload))
+		reply, err := exchangeVia(nodeNet, byNumber, string(payload))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,28 +118,194 @@ func TestServiceProxy(t *testing.T) {
 	})
 
 	t.Run("TLS through the proxy", func(t *testing.T) {
-		checkWebhookCall(t, webhookAddr, b.caPool, "tls."+ns+".svc")
+		checkWebhookCall(t, nodeNet, webhookAddr, b.caPool, "tls."+ns+".svc")
 	})
 
-	t.Run("a terminating pod gets no connections", func(t *testing.T) {
-		if err := n.client.CoreV1().Pods(ns).Delete(ctx, "echo-b", metav1.DeleteOptions{}); err != nil {
+	t.Run("readiness: an unready pod gets no connections until Ready again", func(t *testing.T) {
+		setPodReady(t, n.client, ns, "echo-b", false)
+		waitOnlyServes(t, nodeNet, byNumber, "echo-a")
+		setPodReady(t, n.client, ns, "echo-b", true)
+		waitServed(t, nodeNet, byNumber, func(reply string) bool { return strings.HasPrefix(reply, "echo-b: ") })
+	})
+
+	t.Run("selectorless Service with a hand-made EndpointSlice", func(t *testing.T) {
+		s := createService(t, services, "by-hand", nil, corev1.ServicePort{Name: "http", Port: 8082})
+		if _, err := n.client.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: "by-hand-1", Labels: map[string]string{discoveryv1.LabelServiceName: "by-hand"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](7000)}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{backendA.ip}}},
+		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitServed(t, byNumber, func(string) bool {
-			for range 4 {
-				if reply, err := testutil.Exchange(byNumber, "x"); err != nil || reply != "echo-a: x" {
-					return false
-				}
+		waitOnlyServes(t, nodeNet, hostPort(s.Spec.ClusterIP, 8082), "echo-a 7000")
+	})
+
+	t.Run("selectorless Service with hand-made Endpoints, mirrored into a slice", func(t *testing.T) {
+		s := createService(t, services, "mirrored", nil, corev1.ServicePort{Name: "http", Port: 8083})
+		if _, err := n.client.CoreV1().Endpoints(ns).Create(ctx, &corev1.Endpoints{ //nolint:staticcheck // the mirroring controller's input
+			ObjectMeta: metav1.ObjectMeta{Name: "mirrored"},
+			Subsets: []corev1.EndpointSubset{{ //nolint:staticcheck // as above
+				Addresses: []corev1.EndpointAddress{{IP: backendB.ip}},
+				Ports:     []corev1.EndpointPort{{Name: "http", Port: 7001}}, //nolint:staticcheck // as above
+			}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitOnlyServes(t, nodeNet, hostPort(s.Spec.ClusterIP, 8083), "echo-b 7001")
+	})
+
+	t.Run("terminating pods: none while another is ready, all while none is", func(t *testing.T) {
+		// No kubelet finishes the deletion: the pods stay terminating.
+		if err := pods.Delete(ctx, "echo-b", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](300)}); err != nil {
+			t.Fatal(err)
+		}
+		waitOnlyServes(t, nodeNet, byNumber, "echo-a")
+		if err := pods.Delete(ctx, "echo-a", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](300)}); err != nil {
+			t.Fatal(err)
+		}
+		// Both still pass readiness (serving): connections go to both.
+		waitServed(t, nodeNet, byNumber, func(reply string) bool { return strings.HasPrefix(reply, "echo-b: ") })
+		waitServed(t, nodeNet, byNumber, func(reply string) bool { return strings.HasPrefix(reply, "echo-a: ") })
+		for _, name := range []string{"echo-a", "echo-b"} {
+			if err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+				t.Fatal(err)
 			}
-			return true
+		}
+		waitUntil(t, "connections to echo refused once its pods are gone", func() bool {
+			_, err := exchangeVia(nodeNet, byNumber, "x")
+			return err != nil
 		})
 	})
 
-	t.Run("no ready backend", func(t *testing.T) { checkNoReadyBackend(t, services) })
+	t.Run("no ready backend; the listener goes with the Service", func(t *testing.T) { checkNoReadyBackend(t, nodeNet, services) })
 
 	t.Run("node shutdown closes listeners and connections", func(t *testing.T) {
-		checkShutdownClosesProxy(t, stopNode, byNumber, []string{byNumber, byName, webhookAddr})
+		checkShutdownClosesProxy(t, nodeNet, stopNode, webhookAddr, []string{byNumber, byName, webhookAddr})
 	})
+}
+
+// The backends: echo-a and echo-b answer on 7100 (the Service's target
+// port by number) and on the port each names "echo"; tls serves HTTPS.
+var (
+	backendA   = testBackend{pod: "echo-a", ip: "10.244.0.101", namedPort: 7000}
+	backendB   = testBackend{pod: "echo-b", ip: "10.244.1.102", namedPort: 7001}
+	backendTLS = testBackend{pod: "tls", ip: "10.244.0.103", namedPort: 8443}
+)
+
+// echoNumberedPort is the port both echo pods serve by number.
+const echoNumberedPort = 7100
+
+type testBackend struct {
+	pod, ip   string
+	namedPort int32
+}
+
+func hostPort(ip string, port int) string { return net.JoinHostPort(ip, strconv.Itoa(port)) }
+
+// serviceTestCluster starts an API server of its own whose Services get
+// cluster IPs of the node's default service range (the shared one hands
+// out 10.0.0.0/24), and a controller manager running only the endpoint
+// controllers the node's proxy reads.
+func serviceTestCluster(t *testing.T) *rest.Config {
+	t.Helper()
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		os.Setenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT", "120s")
+	}
+	dir, err := kubebin.Ensure(context.Background(), kubebin.Options{
+		Dirs: []string{os.Getenv("KUBEBUILDER_ASSETS"), os.Getenv("PADDLEJOB_BINARIES")},
+		Log:  os.Stderr,
+	}, kubebin.Etcd, kubebin.KubeAPIServer, kubebin.KubeControllerManager)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: dir}
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", serviceproxy.DefaultCIDR)
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting the API server: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	startEndpointControllers(t, cfg, filepath.Join(dir, kubebin.KubeControllerManager))
+	return cfg
+}
+
+// startEndpointControllers runs kube-controller-manager with the
+// EndpointSlice and EndpointSlice mirroring controllers until the test ends.
+func startEndpointControllers(t *testing.T, cfg *rest.Config, binary string) {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "kube-controller-manager.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "--kubeconfig="+kubeconfig,
+		"--controllers=endpointslice-controller,endpointslice-mirroring-controller",
+		"--leader-elect=false", "--secure-port=0", "--v=2")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting kube-controller-manager: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); logFile.Close() }()
+	t.Cleanup(func() {
+		select {
+		case err := <-exited:
+			log, _ := os.ReadFile(logPath)
+			t.Errorf("kube-controller-manager exited during the test: %v\n%s", err, log)
+		default:
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+}
+
+// newServiceNetwork makes a network namespace standing in for the node's:
+// lo up with podIPs on it, and the service range routed to lo as local
+// addresses, so the proxy can bind any cluster IP.
+func newServiceNetwork(t *testing.T, podIPs ...string) *podnetwork.Namespace {
+	t.Helper()
+	ns, err := podnetwork.New()
+	if err != nil {
+		t.Fatalf("creating the test's network namespace (needs root or a user namespace's root): %v", err)
+	}
+	t.Cleanup(func() { _ = ns.Close() })
+	_, serviceRange, err := net.ParseCIDR(serviceproxy.DefaultCIDR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Package-level netlink calls open their socket in the calling thread's
+	// namespace: inside Do, this one's.
+	err = ns.Do(func() error {
+		lo, err := netlink.LinkByName("lo")
+		if err != nil {
+			return err
+		}
+		if err := netlink.LinkSetUp(lo); err != nil {
+			return err
+		}
+		for _, ip := range podIPs {
+			if err := netlink.AddrAdd(lo, &netlink.Addr{IPNet: &net.IPNet{IP: net.ParseIP(ip), Mask: net.CIDRMask(32, 32)}}); err != nil {
+				return fmt.Errorf("adding %s: %w", ip, err)
+			}
+		}
+		return netlink.RouteAdd(&netlink.Route{LinkIndex: lo.Attrs().Index, Dst: serviceRange,
+			Type: unix.RTN_LOCAL, Table: unix.RT_TABLE_LOCAL, Scope: netlink.SCOPE_HOST})
+	})
+	if err != nil {
+		t.Fatalf("setting up the test's network namespace: %v", err)
+	}
+	return ns
 }
 
 // serviceBackendPods are TestServiceProxy's Services and what a client of
@@ -195,67 +314,175 @@ type serviceBackendPods struct {
 	// echo has ports 8080 (target by number), 8081 (by name) and a UDP
 	// port the proxy leaves alone, in front of echo-a and echo-b.
 	echo *corev1.Service
-	// webhook is "tls", port 9443, in front of an HTTPS pod whose
+	// webhook is "tls", port 9443, in front of an HTTPS server whose
 	// certificate names tls.<namespace>.svc.
 	webhook *corev1.Service
 	caPool  *x509.CertPool
 }
 
-// startServiceBackends creates the backend pods and their Services and waits
-// for the pods to run.
-func startServiceBackends(t *testing.T, n *testNode, ns string) serviceBackendPods {
+// startServiceBackends starts the backend servers in the namespace nodeNet,
+// creates their pods on backend-host, Running and Ready with the servers'
+// IPs, and the Services in front of them.
+func startServiceBackends(t *testing.T, client kubernetes.Interface, nodeNet *podnetwork.Namespace, ns string) serviceBackendPods {
 	t.Helper()
 	ctx := context.Background()
-	services := n.client.CoreV1().Services(ns)
-	ca, caPool := newTestCA(t)
-	certPEM, keyPEM := ca.serverCert(t, "tls."+ns+".svc")
-	if _, err := n.client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "tls"},
-		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM},
-	}, metav1.CreateOptions{}); err != nil {
+	for _, b := range []testBackend{backendA, backendB} {
+		serveEcho(t, nodeNet, b.ip, b.namedPort, fmt.Sprintf("%s %d", b.pod, b.namedPort))
+		serveEcho(t, nodeNet, b.ip, echoNumberedPort, b.pod)
+	}
+	caPool := serveTLS(t, nodeNet, backendTLS, "tls."+ns+".svc")
+
+	if _, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "backend-host"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"echo-a", "echo-b"} {
-		pod := backendProcessPod(t, n, ns, name, "echo")
-		pod.Labels = map[string]string{"app": "echo"}
-		pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "echo", ContainerPort: echoPort}}
-		n.create(t, pod)
+	for _, b := range []struct {
+		testBackend
+		app, portName string
+	}{{backendA, "echo", "echo"}, {backendB, "echo", "echo"}, {backendTLS, "tls", "https"}} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: b.pod, Namespace: ns, Labels: map[string]string{"app": b.app}},
+			Spec: corev1.PodSpec{NodeName: "backend-host", Containers: []corev1.Container{{
+				Name: "main", Image: "example.com/server",
+				Ports: []corev1.ContainerPort{{Name: b.portName, ContainerPort: b.namedPort}},
+			}}},
+		}
+		created, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created.Status = corev1.PodStatus{
+			Phase: corev1.PodRunning, PodIP: b.ip, PodIPs: []corev1.PodIP{{IP: b.ip}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+		}
+		if _, err := client.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	tlsPod := backendProcessPod(t, n, ns, "tls", "tls")
-	tlsPod.Labels = map[string]string{"app": "tls"}
-	tlsPod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "https", ContainerPort: tlsPort}}
-	tlsPod.Spec.Volumes = []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls"}}}}
-	tlsPod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}}
-	n.create(t, tlsPod)
 
+	services := client.CoreV1().Services(ns)
 	echo := createService(t, services, "echo", map[string]string{"app": "echo"},
-		corev1.ServicePort{Name: "by-number", Port: 8080, TargetPort: intstr.FromInt32(echoPort)},
+		corev1.ServicePort{Name: "by-number", Port: 8080, TargetPort: intstr.FromInt32(echoNumberedPort)},
 		corev1.ServicePort{Name: "by-name", Port: 8081, TargetPort: intstr.FromString("echo")},
 		corev1.ServicePort{Name: "udp", Port: 8080, Protocol: corev1.ProtocolUDP})
 	webhook := createService(t, services, "tls", map[string]string{"app": "tls"},
 		corev1.ServicePort{Name: "https", Port: 9443, TargetPort: intstr.FromString("https")})
-	if !strings.HasPrefix(echo.Spec.ClusterIP, "127.") {
-		t.Fatalf("cluster IP %s is not a loopback address", echo.Spec.ClusterIP)
-	}
-	for _, name := range []string{"echo-a", "echo-b", "tls"} {
-		n.waitPhase(t, ns, name, corev1.PodRunning)
-	}
 	return serviceBackendPods{echo: echo, webhook: webhook, caPool: caPool}
+}
+
+// serveEcho serves on ip:port in the namespace nodeNet until the test ends,
+// answering each connection, once the client has half-closed it, with
+// "<name>: <what the client sent>".
+func serveEcho(t *testing.T, nodeNet *podnetwork.Namespace, ip string, port int32, name string) {
+	t.Helper()
+	ln, err := nodeNet.Listen("tcp", hostPort(ip, int(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				data, _ := io.ReadAll(c)
+				fmt.Fprintf(c, "%s: %s", name, data)
+			}()
+		}
+	}()
+}
+
+// serveTLS serves HTTPS on the backend's address in the namespace nodeNet, with
+// a certificate for serverName, until the test ends; it returns the pool
+// that trusts the certificate.
+func serveTLS(t *testing.T, nodeNet *podnetwork.Namespace, b testBackend, serverName string) *x509.CertPool {
+	t.Helper()
+	ca, caPool := newTestCA(t)
+	certPEM, keyPEM := ca.serverCert(t, serverName)
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := nodeNet.Listen("tcp", hostPort(b.ip, int(b.namedPort)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s over TLS: %s %s %s", b.pod, r.Method, r.URL.Path, body)
+	})}
+	go func() { _ = srv.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return caPool
+}
+
+// setPodReady writes the pod's Ready condition, as its kubelet would.
+func setPodReady(t *testing.T, client kubernetes.Interface, ns, name string, ready bool) {
+	t.Helper()
+	ctx := context.Background()
+	pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+	if _, err := client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// exchangeVia sends msg to addr from the namespace nodeNet, half-closes, and
+// returns the reply.
+func exchangeVia(nodeNet *podnetwork.Namespace, addr, msg string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := nodeNet.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, msg); err != nil {
+		return "", err
+	}
+	if err := c.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+		return "", err
+	}
+	reply, err := io.ReadAll(c)
+	return string(reply), err
+}
+
+// listeningVia reports whether something listens at addr in the namespace
+// nodeNet: a connection is not refused (the proxy may reset one it has no
+// backend for before the dial returns).
+func listeningVia(nodeNet *podnetwork.Namespace, addr string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c, err := nodeNet.DialContext(ctx, "tcp", addr)
+	if err == nil {
+		c.Close()
+		return true
+	}
+	return !errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // checkRoundRobin checks that six connections to addr reach echo-a and
 // echo-b three times each, every message coming back whole.
-func checkRoundRobin(t *testing.T, addr string) {
+func checkRoundRobin(t *testing.T, nodeNet *podnetwork.Namespace, addr string) {
 	t.Helper()
-	// The pods are Ready as soon as they run, a moment before they
-	// listen (probes are not run): wait for both to answer.
-	waitServed(t, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-a: ") })
-	waitServed(t, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-b: ") })
+	// The controller manager writes the slices a moment after the Service
+	// appears: wait for both pods to answer.
+	waitServed(t, nodeNet, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-a: ") })
+	waitServed(t, nodeNet, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-b: ") })
 	seen := map[string]int{}
 	for i := range 6 {
 		msg := "ping " + strconv.Itoa(i)
-		reply, err := testutil.Exchange(addr, msg)
+		reply, err := exchangeVia(nodeNet, addr, msg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,11 +497,26 @@ func checkRoundRobin(t *testing.T, addr string) {
 	}
 }
 
+// waitOnlyServes waits until four connections in a row to addr are
+// answered by who.
+func waitOnlyServes(t *testing.T, nodeNet *podnetwork.Namespace, addr, who string) {
+	t.Helper()
+	waitServed(t, nodeNet, addr, func(string) bool {
+		for range 4 {
+			if reply, err := exchangeVia(nodeNet, addr, "x"); err != nil || reply != who+": x" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // checkWebhookCall calls addr as the API server calls a webhook: to the
 // cluster IP, verifying the name <service>.<namespace>.svc.
-func checkWebhookCall(t *testing.T, addr string, caPool *x509.CertPool, serverName string) {
+func checkWebhookCall(t *testing.T, nodeNet *podnetwork.Namespace, addr string, caPool *x509.CertPool, serverName string) {
 	t.Helper()
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext:       nodeNet.DialContext,
 		TLSClientConfig:   &tls.Config{RootCAs: caPool, ServerName: serverName},
 		DisableKeepAlives: true,
 	}}
@@ -299,26 +541,15 @@ func checkWebhookCall(t *testing.T, addr string, caPool *x509.CertPool, serverNa
 
 // checkNoReadyBackend creates a Service no pod serves: its listener opens,
 // closes every connection, and closes once the Service is deleted.
-func checkNoReadyBackend(t *testing.T, services serviceClient) {
+func checkNoReadyBackend(t *testing.T, nodeNet *podnetwork.Namespace, services serviceClient) {
 	t.Helper()
 	ctx := context.Background()
-	createService(t, services, "nobody", map[string]string{"app": "nobody"},
+	nobody := createService(t, services, "nobody", map[string]string{"app": "nobody"},
 		corev1.ServicePort{Name: "http", Port: 8080})
-	nobody, err := services.Get(ctx, "nobody", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort(nobody.Spec.ClusterIP, "8080")
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,
-			func(context.Context) (bool, error) { return cond(), nil }); err != nil {
-			t.Fatalf("%s: not within 10s", what)
-		}
-	}
-	waitFor("listener opened", func() bool { return testutil.Listening(addr) })
+	addr := hostPort(nobody.Spec.ClusterIP, 8080)
+	waitUntil(t, "listener opened", func() bool { return listeningVia(nodeNet, addr) })
 	start := time.Now()
-	reply, err := testutil.Exchange(addr, "anyone?")
+	reply, err := exchangeVia(nodeNet, addr, "anyone?")
 	if err == nil {
 		t.Fatalf("got %q, want the connection closed", reply)
 	}
@@ -327,14 +558,25 @@ func checkNoReadyBackend(t *testing.T, services serviceClient) {
 	if err := services.Delete(ctx, "nobody", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("listener closed after the Service was deleted", func() bool { return !testutil.Listening(addr) })
+	waitUntil(t, "listener closed after the Service was deleted", func() bool { return !listeningVia(nodeNet, addr) })
+}
+
+// waitUntil polls cond, failing the test after 20s with what.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 20*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+		t.Fatalf("%s: not within 20s", what)
+	}
 }
 
 // checkShutdownClosesProxy stops the node while a connection to addr is
 // open: the connection ends and no listener is left open.
-func checkShutdownClosesProxy(t *testing.T, stopNode func(), addr string, listeners []string) {
+func checkShutdownClosesProxy(t *testing.T, nodeNet *podnetwork.Namespace, stopNode func(), addr string, listeners []string) {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := nodeNet.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,38 +590,15 @@ func checkShutdownClosesProxy(t *testing.T, stopNode func(), addr string, listen
 		t.Errorf("reading an open connection after the node stopped: %v", err)
 	}
 	for _, l := range listeners {
-		if testutil.Listening(l) {
+		if listeningVia(nodeNet, l) {
 			t.Errorf("%s still listens after the node stopped", l)
 		}
 	}
 }
 
-// backendProcessPod is a pod running this test binary as a backend.
-func backendProcessPod(t *testing.T, n *testNode, ns, name, mode string) *corev1.Pod {
-	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod := n.shellPod(ns, name, "")
-	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
-	pod.Spec.Containers = []corev1.Container{{
-		Name:    "main",
-		Image:   "paddlejob.test/backend",
-		Command: []string{self},
-		Env: []corev1.EnvVar{
-			{Name: helperEnv, Value: "service-backend"},
-			{Name: backendEnv, Value: mode},
-			podIPEnvVar,
-		},
-	}}
-	return pod
-}
-
 // serviceClient is the part of a namespace's Services client the tests use.
 type serviceClient interface {
 	Create(context.Context, *corev1.Service, metav1.CreateOptions) (*corev1.Service, error)
-	Get(context.Context, string, metav1.GetOptions) (*corev1.Service, error)
 	Delete(context.Context, string, metav1.DeleteOptions) error
 }
 
@@ -395,13 +614,14 @@ func createService(t *testing.T, services serviceClient, name string, selector m
 	return s
 }
 
-// waitServed exchanges a message with addr until ok accepts the reply.
-func waitServed(t *testing.T, addr string, ok func(reply string) bool) {
+// waitServed exchanges a message with addr in the namespace nodeNet until ok
+// accepts the reply.
+func waitServed(t *testing.T, nodeNet *podnetwork.Namespace, addr string, ok func(reply string) bool) {
 	t.Helper()
 	var last string
 	var lastErr error
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		last, lastErr = testutil.Exchange(addr, "hello")
+		last, lastErr = exchangeVia(nodeNet, addr, "hello")
 		return lastErr == nil && ok(last), nil
 	})
 	if err != nil {
