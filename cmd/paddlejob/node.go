@@ -24,7 +24,8 @@ func newNodeCmd() *cobra.Command {
 	cfg := node.Config{
 		NodeName:    node.DefaultNodeName,
 		NodeIP:      node.DefaultNodeIP,
-		PodIPRange:  node.DefaultPodIPRange,
+		PodCIDR:     node.DefaultPodCIDR,
+		ServiceCIDR: node.DefaultServiceCIDR,
 		KubeletPort: node.DefaultKubeletPort,
 		MaxPods:     node.DefaultMaxPods,
 	}
@@ -34,8 +35,10 @@ func newNodeCmd() *cobra.Command {
 		Use:   "node",
 		Short: "Run the local cluster's node: pods bound to it run as sandboxed processes on this machine",
 		Long: `Run a Kubernetes node for this machine. Each pod bound to it runs as host
-processes in a bubblewrap sandbox, with a loopback IP of its own; images are
-mapped to local commands by the image table. The node runs until interrupted,
+processes in a bubblewrap sandbox, in a network namespace of its own with an
+IP of the pod CIDR, on a bridge in the node's network namespace (which holds
+the node IP and nothing of the host's network); images are mapped to local
+commands by the image table. The node runs until interrupted,
 then stops every pod.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -67,8 +70,9 @@ then stops every pod.`,
 	f.StringVar(&cfg.StateDir, "state-dir", "", "directory for the pods' files, logs and volumes (required)")
 	f.StringSliceVar(&cfg.HiddenPaths, "hide", nil, "host directories no pod may see, besides --state-dir (the local cluster hides its whole state); may be repeated")
 	f.StringSliceVar(&cfg.HostPathRW, "host-path-rw", nil, "host directories whose paths pods may mount read-write (hostPath volumes, hostPath and local PersistentVolumes); every other host path is mounted read-only, and none may be, hold or lie in --state-dir or a --hide directory; may be repeated")
-	f.StringVar(&cfg.NodeIP, "node-ip", cfg.NodeIP, "the node's IP: the kubelet API listens there, and hostNetwork pods have it")
-	f.StringVar(&cfg.PodIPRange, "pod-ip-range", cfg.PodIPRange, "FIRST-LAST addresses handed to pods, one each")
+	f.StringVar(&cfg.NodeIP, "node-ip", cfg.NodeIP, "the node's IP, in its network namespace: the kubelet API listens there, and hostNetwork pods have it")
+	f.StringVar(&cfg.PodCIDR, "pod-cidr", cfg.PodCIDR, "the pods' network: its first address is their gateway, and each pod gets one whose last octet is 100-254")
+	f.StringVar(&cfg.ServiceCIDR, "service-cidr", cfg.ServiceCIDR, "cluster IPs (comma-separated CIDRs), local to the node's network namespace")
 	f.IntVar(&cfg.KubeletPort, "kubelet-port", cfg.KubeletPort, "port of the kubelet API (logs)")
 	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "serving certificate of the kubelet API (default: self-signed, kept in the state directory)")
 	f.StringVar(&cfg.TLSKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")

@@ -88,7 +88,7 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 
 	sandbox := r.sandboxOf(bwrap, argv, wd, mounts, user, seccomp)
 	args := bwrapArgs(r.deps.hostFS, sandbox)
-	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log, Cgroup: cgroup, Files: sandboxFiles(sandbox), Opened: opened}, nil
+	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log, Cgroup: cgroup, Files: sandboxFiles(sandbox), Opened: opened, Netns: r.netns}, nil
 }
 
 // sandboxOf is the sandbox one run of the pod's container starts in: the

@@ -22,6 +22,17 @@ const helperEnv = "NODE_TEST_HELPER"
 
 func runHelper(name string, args []string) int {
 	switch name {
+	case "service-backend":
+		return serveBackend(os.Getenv(backendEnv))
+	case "exchange":
+		// Sends args[1] to args[0], half-closes, prints the reply.
+		reply, err := exchangeWith((&net.Dialer{Timeout: 10 * time.Second}).DialContext, args[0], args[1])
+		if err != nil {
+			fmt.Println("error:", err)
+			return 0
+		}
+		fmt.Println(reply)
+		return 0
 	case "resolve":
 		// Go's own resolver, which reads /etc/hosts itself.
 		r := &net.Resolver{PreferGo: true}
@@ -65,6 +76,26 @@ func runHelper(name string, args []string) int {
 		})
 		fmt.Println(http.ListenAndServe(args[1], nil))
 		return 1
+	case "connect":
+		// One attempt: "connected" or the error.
+		c, err := net.DialTimeout("tcp", args[0], 10*time.Second)
+		if err != nil {
+			fmt.Println("error:", err)
+			return 0
+		}
+		c.Close()
+		fmt.Println("connected")
+		return 0
+	case "bind":
+		// Binds args[0]: "bound" or the error.
+		l, err := net.Listen("tcp", args[0])
+		if err != nil {
+			fmt.Println("error:", err)
+			return 0
+		}
+		l.Close()
+		fmt.Println("bound")
+		return 0
 	case "dial":
 		deadline := time.Now().Add(20 * time.Second)
 		for {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,14 +26,19 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
 )
 
 // Defaults of the node's settings.
 const (
-	DefaultNodeName            = "paddlejob-node"
-	DefaultNodeIP              = "127.0.0.1"
-	DefaultPodIPRange          = "127.1.0.100-127.1.255.254"
+	DefaultNodeName = "paddlejob-node"
+	// DefaultNodeIP is the node's InternalIP, on a link of the node's
+	// network namespace (podnetwork.NodeNetwork).
+	DefaultNodeIP = "172.18.0.2"
+	// DefaultPodCIDR is the pods' network, on the bridge in the node's
+	// namespace; pods get its addresses 10.244.X.100-254 (ipam.go).
+	DefaultPodCIDR             = "10.244.0.0/16"
 	DefaultKubeletPort         = 10250
 	DefaultMaxPods             = 500
 	DefaultShutdownGracePeriod = 5 * time.Second
@@ -47,8 +53,8 @@ const (
 	DefaultShmSize = 256 << 20
 )
 
-// DefaultServiceCIDR is the cluster IPs the node serves by default (see
-// Config.ServiceCIDR).
+// DefaultServiceCIDR is the cluster IPs, local to the node's network
+// namespace (see Config.ServiceCIDR).
 const DefaultServiceCIDR = serviceproxy.DefaultCIDR
 
 // podSyncWorkers is how many pods virtual-kubelet syncs at once; the
@@ -71,11 +77,14 @@ type Config struct {
 	// or local PersistentVolumes; every other host path is mounted
 	// read-only, and none may be or hold StateDir or a hidden path.
 	HostPathRW []string
-	// NodeIP is the node's InternalIP, where the kubelet API listens, and
-	// the IP of hostNetwork pods.
+	// NodeIP is the node's InternalIP, on a link of the node's network
+	// namespace: the kubelet API listens there, and hostNetwork pods, which
+	// run in that namespace, have it. Not a loopback address.
 	NodeIP string
-	// PodIPRange is "FIRST-LAST": each other pod gets an address of it.
-	PodIPRange string
+	// PodCIDR is the pods' network: its first address is their gateway, on
+	// the bridge in the node's namespace, and each other pod gets an address
+	// of it whose last octet is 100-254, in a network namespace of its own.
+	PodCIDR string
 	// KubeletPort is the kubelet API's port; 0 picks a free one.
 	KubeletPort int
 	// TLSCertFile and TLSKeyFile serve the kubelet API; a self-signed pair
@@ -112,29 +121,12 @@ type Config struct {
 	// ShutdownGracePeriod caps each pod's grace period when the node stops.
 	ShutdownGracePeriod time.Duration
 	// ServiceCIDR is the cluster IPs (comma-separated CIDRs) whose Services
-	// the node proxies to their endpoints; default DefaultServiceCIDR, the
-	// local cluster's service range.
+	// the node proxies to their endpoints; they are local to the node's
+	// network namespace (any of them may be bound there). Default
+	// DefaultServiceCIDR.
 	ServiceCIDR string
 	Log         logr.Logger
 	Clock       clock.Clock
-
-	// proxyNetwork, when set, is where the Service proxy listens and dials
-	// instead of the node's network (see serviceNetwork): the integration
-	// test's own network namespace.
-	proxyNetwork serviceproxy.Network
-}
-
-// serviceNetwork is where the node's Service proxy listens on cluster IPs
-// and dials endpoints.
-//
-// The node's network namespace takes HostNetwork's place once the node
-// creates one (podnetwork.NodeNetwork, branch podnet); until then cluster
-// IPs of DefaultServiceCIDR cannot be bound in the host's network.
-func serviceNetwork(cfg Config) serviceproxy.Network {
-	if cfg.proxyNetwork != nil {
-		return cfg.proxyNetwork
-	}
-	return serviceproxy.HostNetwork{}
 }
 
 // Node is a process node: virtual-kubelet's controllers around a Provider.
@@ -152,7 +144,10 @@ type Node struct {
 	node         *corev1.Node
 	server       *kubeletServer
 	services     *serviceproxy.Proxy
-	ready        chan struct{}
+	// network is the node's network namespace and the bridge its pods hang
+	// off; closed when Run returns (or New fails).
+	network *podnetwork.NodeNetwork
+	ready   chan struct{}
 }
 
 // New prepares a node: it loads its settings, opens the kubelet API port and
@@ -162,14 +157,33 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	images, ipRange, capacity, serviceCIDRs, stateDir := in.images, in.ipRange, in.capacity, in.serviceCIDRs, cfg.StateDir
-
 	client, err := nodeClient(cfg)
 	if err != nil {
 		return nil, err
 	}
+	network, err := podnetwork.NewNodeNetwork(in.network)
+	if err != nil {
+		return nil, fmt.Errorf("creating the pod network: %w%s", err, networkPrivilegeHint(err))
+	}
+	n, err := newNode(cfg, in, client, network)
+	if err != nil {
+		network.Close()
+		return nil, err
+	}
+	return n, nil
+}
 
-	n := &Node{cfg: cfg, log: cfg.Log, client: client, ready: make(chan struct{})}
+// networkPrivilegeHint explains a pod network the node may not create.
+func networkPrivilegeHint(err error) string {
+	if errors.Is(err, syscall.EPERM) {
+		return " (creating network namespaces and links takes CAP_SYS_ADMIN and CAP_NET_ADMIN: run the node as root, or in a user namespace of its own, as paddlejob up does)"
+	}
+	return ""
+}
+
+func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *podnetwork.NodeNetwork) (*Node, error) {
+	images, ipRange, capacity, serviceCIDRs, stateDir := in.images, in.ipRange, in.capacity, in.serviceCIDRs, cfg.StateDir
+	n := &Node{cfg: cfg, log: cfg.Log, client: client, network: network, ready: make(chan struct{})}
 	n.podInformers = informers.NewSharedInformerFactoryWithOptions(client, time.Minute,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
@@ -193,7 +207,8 @@ func New(cfg Config) (*Node, error) {
 		Secrets:     secretInformer.Lister(),
 		Recorder:    recorder,
 		Images:      images,
-		IPs:         newIPAllocator(ipRange, cfg.NodeIP),
+		IPs:         newIPAllocator(ipRange, cfg.NodeIP, podnetwork.Gateway(in.network.PodCIDR).String()),
+		Network:     network,
 		Allocatable: capacity,
 		StateDir:    stateDir,
 		HiddenPaths: cfg.HiddenPaths,
@@ -216,12 +231,16 @@ func New(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.services = serviceproxy.New(cfg.Log, serviceInformer.Lister(), endpointSliceInformer.Lister(), serviceCIDRs.Contains, serviceNetwork(cfg))
+	n.services = serviceproxy.New(cfg.Log, serviceInformer.Lister(), endpointSliceInformer.Lister(), serviceCIDRs.Contains,
+		// Cluster IPs are local to the node's namespace, and pods reachable
+		// from it over the bridge.
+		network.Namespace())
 	if _, err := serviceInformer.Informer().AddEventHandler(n.services.Handler()); err != nil {
 		return nil, err
 	}
 
-	if n.server, err = openKubeletAPI(cfg); err != nil {
+	var err error
+	if n.server, err = openKubeletAPI(cfg, network.Namespace()); err != nil {
 		return nil, err
 	}
 
@@ -244,7 +263,7 @@ func nodeClient(cfg Config) (kubernetes.Interface, error) {
 
 // openKubeletAPI opens the kubelet API port in New, so a port in use or a
 // bad certificate fails the node before it registers.
-func openKubeletAPI(cfg Config) (*kubeletServer, error) {
+func openKubeletAPI(cfg Config, ns *podnetwork.Namespace) (*kubeletServer, error) {
 	cert, err := servingCertificate(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.StateDir, cfg.NodeIP, cfg.NodeName, cfg.Clock.Now())
 	if err != nil {
 		return nil, err
@@ -253,7 +272,7 @@ func openKubeletAPI(cfg Config) (*kubeletServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return listenKubelet(net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.KubeletPort)), tlsConfig, cfg.Log)
+	return listenKubelet(ns, net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.KubeletPort)), tlsConfig, cfg.Log)
 }
 
 func withDefaults(cfg Config) Config {
@@ -263,8 +282,8 @@ func withDefaults(cfg Config) Config {
 	if cfg.NodeIP == "" {
 		cfg.NodeIP = DefaultNodeIP
 	}
-	if cfg.PodIPRange == "" {
-		cfg.PodIPRange = DefaultPodIPRange
+	if cfg.PodCIDR == "" {
+		cfg.PodCIDR = DefaultPodCIDR
 	}
 	if cfg.MaxPods == 0 {
 		cfg.MaxPods = DefaultMaxPods
@@ -317,7 +336,14 @@ func namespaceChangeHandler(changed func(namespace string)) cache.ResourceEventH
 // Ready is closed once the node is registered Ready and runs pods.
 func (n *Node) Ready() <-chan struct{} { return n.ready }
 
-// KubeletAddress is where the kubelet API listens, host:port.
+// NetworkNamespace is the node's network namespace, where its IP, the pods'
+// gateway and the cluster IPs are, and where hostNetwork pods run: the
+// node's listeners for pods (forwarders, the Service proxy) and its dials to
+// pod IPs and cluster IPs belong there. It is valid until Run returns.
+func (n *Node) NetworkNamespace() *podnetwork.Namespace { return n.network.Namespace() }
+
+// KubeletAddress is where the kubelet API listens, host:port, in the node's
+// network namespace (NetworkNamespace).
 func (n *Node) KubeletAddress() string {
 	return net.JoinHostPort(n.cfg.NodeIP, strconv.Itoa(int(n.server.port())))
 }
@@ -326,6 +352,9 @@ func (n *Node) KubeletAddress() string {
 // every pod (SIGTERM, then SIGKILL after at most ShutdownGracePeriod),
 // reports them Failed, and returns.
 func (n *Node) Run(ctx context.Context) error {
+	// Closed after everything below (defers run last first): the pods'
+	// namespaces are released as they stop.
+	defer n.network.Close()
 	log := n.log.WithValues("node", n.cfg.NodeName)
 	if _, err := n.provider.deps.bwrapPath(); err != nil {
 		log.Error(err, "Pods cannot start on this node until bubblewrap is installed")
@@ -394,7 +423,7 @@ func (n *Node) Run(ctx context.Context) error {
 		return fmt.Errorf("marking the node ready: %w", err)
 	}
 	close(n.ready)
-	log.Info("Node ready", "kubeletAPI", n.KubeletAddress(), "podIPRange", n.cfg.PodIPRange)
+	log.Info("Node ready", "kubeletAPI", n.KubeletAddress(), "podCIDR", n.cfg.PodCIDR, "nodeIP", n.cfg.NodeIP)
 
 	select {
 	case <-ctx.Done():

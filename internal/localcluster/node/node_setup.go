@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
 )
 
@@ -30,6 +31,8 @@ type nodeInputs struct {
 	ipRange      ipRange
 	capacity     corev1.ResourceList
 	serviceCIDRs serviceproxy.CIDRs
+	// network is the pod network's addressing.
+	network podnetwork.NodeConfig
 }
 
 // checkConfig fills in cfg's defaults, checks it and reads what it names:
@@ -42,8 +45,9 @@ func checkConfig(cfg Config) (Config, nodeInputs, error) {
 	if cfg.StateDir == "" {
 		return cfg, nodeInputs{}, errors.New("node: a state directory is required")
 	}
-	if a, err := netip.ParseAddr(cfg.NodeIP); err != nil || !a.Is4() {
-		return cfg, nodeInputs{}, fmt.Errorf("node IP %q is not an IPv4 address", cfg.NodeIP)
+	nodeIP, err := netip.ParseAddr(cfg.NodeIP)
+	if err != nil || !nodeIP.Is4() || nodeIP.IsLoopback() || nodeIP.IsUnspecified() {
+		return cfg, nodeInputs{}, fmt.Errorf("node IP %q: want an IPv4 address that is not loopback (it is on a link of the node's network namespace), such as %s", cfg.NodeIP, DefaultNodeIP)
 	}
 	stateDir, err := filepath.Abs(cfg.StateDir)
 	if err != nil {
@@ -72,12 +76,12 @@ func checkConfig(cfg Config) (Config, nodeInputs, error) {
 	for _, w := range images.Warnings() {
 		cfg.Log.Info("Warning: "+w, "imageTable", cfg.ImageTableFile)
 	}
-	ipRange, err := parseIPRange(cfg.PodIPRange)
+	podCIDR, ipRange, err := parsePodCIDR(cfg.PodCIDR)
 	if err != nil {
 		return cfg, nodeInputs{}, err
 	}
 	if usable := ipRange.usable(); usable == 0 {
-		return cfg, nodeInputs{}, fmt.Errorf("pod IP range %s holds no address pods can have: pods get only addresses whose last octet is %d-%d (and none of 127.0.0.100-127.0.0.199)", ipRange, minLastOctet, maxLastOctet)
+		return cfg, nodeInputs{}, fmt.Errorf("pod CIDR %s holds no address pods can have: pods get only addresses whose last octet is %d-%d", podCIDR, minLastOctet, maxLastOctet)
 	}
 	capacity, err := nodeCapacity(cfg.MaxPods, stateDir, cfg.Capacity)
 	if err != nil {
@@ -95,7 +99,15 @@ func checkConfig(cfg Config) (Config, nodeInputs, error) {
 	if err != nil {
 		return cfg, nodeInputs{}, err
 	}
-	return cfg, nodeInputs{images: images, ipRange: ipRange, capacity: capacity, serviceCIDRs: serviceCIDRs}, nil
+	servicePrefixes, err := podnetwork.ParseCIDRs(cfg.ServiceCIDR)
+	if err != nil {
+		return cfg, nodeInputs{}, fmt.Errorf("service CIDR: %w", err)
+	}
+	network := podnetwork.NodeConfig{PodCIDR: podCIDR, NodeIP: nodeIP, ServiceCIDRs: servicePrefixes}
+	if err := network.Check(); err != nil {
+		return cfg, nodeInputs{}, err
+	}
+	return cfg, nodeInputs{images: images, ipRange: ipRange, capacity: capacity, serviceCIDRs: serviceCIDRs, network: network}, nil
 }
 
 // newControllers makes the controllers that sync the pods with the

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+
+	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 )
 
 // podDeps is what a podRuntime uses of its node: the Provider builds it
@@ -48,6 +51,12 @@ type podDeps struct {
 	notify func(*corev1.Pod)
 	// bwrapPath is the bubblewrap to start containers with.
 	bwrapPath func() (string, error)
+	// network gives pods their network namespaces; nil runs them in the
+	// node's own (the container loop's tests, whose processes are fakes).
+	network podNetworks
+	// dial connects the node to a pod (probes), from the node's network
+	// namespace.
+	dial func(ctx context.Context, network, address string) (net.Conn, error)
 
 	// Facts of the node.
 	podsDir      string
@@ -115,6 +124,13 @@ type podRuntime struct {
 	lastPodWarning string
 	// inHosts is guarded by hostsFiles.mu.
 	inHosts bool
+
+	// netns is the network namespace the pod's containers run in, set by
+	// prepare; podNet is the pod's own, released by finish (nil for a
+	// hostNetwork pod, which runs in the node's). Only the pod's goroutine
+	// writes them, before any container starts.
+	netns  *podnetwork.Namespace
+	podNet podNetwork
 }
 
 func newPodRuntime(deps *podDeps, pod *corev1.Pod, ip string, predecessor *podRuntime) *podRuntime {
@@ -234,6 +250,7 @@ func (r *podRuntime) finish() {
 	r.sandboxReady = false
 	r.mu.Unlock()
 	r.deps.hosts.leave(r)
+	r.releaseNetwork()
 	r.deps.release(r.uid)
 	r.publish()
 }

@@ -25,6 +25,9 @@ func (r *podRuntime) prepare(ctx context.Context) error {
 	if err := r.deps.hosts.join(r); err != nil {
 		return r.failPreparing("FailedCreatePodSandBox", err)
 	}
+	if err := r.setUpNetwork(); err != nil {
+		return r.failPreparing("FailedCreatePodSandBox", err)
+	}
 	r.mu.Lock()
 	r.sandboxReady = true
 	r.mu.Unlock()

@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 )
 
 // standardPath is the PATH of containers when the node has none.
@@ -66,7 +68,11 @@ type providerConfig struct {
 	// read-write; other host paths are mounted read-only.
 	HostPathRW []string
 	NodeIP     string
-	Bwrap      string
+	// Network is the node's network: pods get namespaces on its bridge,
+	// hostNetwork pods run in its namespace, and the node's dials to pods
+	// are made there.
+	Network *podnetwork.NodeNetwork
+	Bwrap   string
 	// APIServer is the API server's URL, given to containers as
 	// KUBERNETES_SERVICE_HOST and _PORT.
 	APIServer string
@@ -96,6 +102,8 @@ func newProvider(cfg providerConfig) *Provider {
 		clock:     cfg.Clock,
 		recorder:  cfg.Recorder,
 		processes: newSpawner(),
+		network:   nodePodNetworks{cfg.Network},
+		dial:      cfg.Network.Namespace().DialContext,
 		images:    cfg.Images,
 		objects:   listerObjects{configMaps: cfg.ConfigMaps, secrets: cfg.Secrets, tokens: tokens},
 		setUpVolume: func(ctx context.Context, namespace, podDir string, v *corev1.Volume) (podVolume, error) {

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 	stdlog "log"
 	"net"
 	"net/http"
@@ -106,8 +107,9 @@ type kubeletServer struct {
 	server   *http.Server
 }
 
-func listenKubelet(addr string, tlsConfig *tls.Config, log logr.Logger) (*kubeletServer, error) {
-	l, err := net.Listen("tcp", addr)
+// listenKubelet listens on addr in ns, the node's network namespace.
+func listenKubelet(ns *podnetwork.Namespace, addr string, tlsConfig *tls.Config, log logr.Logger) (*kubeletServer, error) {
+	l, err := ns.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API: %w", err)
 	}

@@ -21,12 +21,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +36,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -46,26 +49,88 @@ import (
 	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
 )
 
-// TestServiceProxy runs the node's Service proxy on a real API server whose
+// The Service proxy's integration tests run on a real API server whose
 // Services get cluster IPs of the node's default service range, with a real
 // kube-controller-manager running the EndpointSlice and mirroring
 // controllers: the proxy forwards to what those controllers write.
-//
-// The proxy listens and dials in a network namespace the test makes, as
-// the node's own would be: lo up, the service range local on lo (so any
-// cluster IP can be bound) and the backends' pod IPs on lo. The backends
-// are the test's own servers on those IPs; their pods are bound to a node
-// without a kubelet ("backend-host"), whose part the test plays by writing
-// the pods' status (IP, Ready) itself, so the controller manager's endpoints
-// follow what the test says.
+// TestServiceProxy runs the whole node with real pods; the endpoint
+// conditions a kubelet would write (readiness, termination) are played by
+// TestServiceProxyEndpointConditions.
+
+// backendEnv is the kind of Service backend serveBackend is.
+const backendEnv = "NODE_TEST_SERVICE_BACKEND"
+
+// Ports the backend pods listen on, at their pod IP. Each echo pod also
+// serves on the port its container names "echo" (ECHO_PORT).
+const (
+	echoNumberedPort = 7100
+	peerPort         = 7200
+	tlsPort          = 8443
+)
+
+// serveBackend is the program of TestServiceProxy's backend pods, which run
+// this test binary as the "service-backend" helper (see runHelper) with
+// backendEnv set; it serves until killed. "echo" answers each connection,
+// once the client has half-closed it, with "<hostname>: <what the client
+// sent>" on echoNumberedPort and "<hostname> <port>: ..." on ECHO_PORT, and
+// with the client's IP on peerPort; "tls" serves HTTPS with the certificate
+// in /tls.
+func serveBackend(mode string) int {
+	host, _ := os.Hostname()
+	ip := os.Getenv("POD_IP")
+	switch mode {
+	case "echo":
+		named := os.Getenv("ECHO_PORT")
+		listeners := map[string]func(net.Conn){
+			strconv.Itoa(echoNumberedPort): func(c net.Conn) { data, _ := io.ReadAll(c); fmt.Fprintf(c, "%s: %s", host, data) },
+			named:                          func(c net.Conn) { data, _ := io.ReadAll(c); fmt.Fprintf(c, "%s %s: %s", host, named, data) },
+			strconv.Itoa(peerPort):         func(c net.Conn) { fmt.Fprint(c, c.RemoteAddr().(*net.TCPAddr).IP.String()) },
+		}
+		failed := make(chan error)
+		for port, answer := range listeners {
+			ln, err := net.Listen("tcp", net.JoinHostPort(ip, port))
+			if err != nil {
+				fmt.Println("listen error:", err)
+				return 1
+			}
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						failed <- err
+						return
+					}
+					go func() { defer c.Close(); answer(c) }()
+				}
+			}()
+		}
+		fmt.Println("accept error:", <-failed)
+		return 1
+	case "tls":
+		handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			fmt.Fprintf(w, "%s over TLS: %s %s %s", host, r.Method, r.URL.Path, body)
+		})
+		srv := &http.Server{Addr: net.JoinHostPort(ip, strconv.Itoa(tlsPort)), Handler: handler}
+		fmt.Println("serve error:", srv.ListenAndServeTLS("/tls/tls.crt", "/tls/tls.key"))
+		return 1
+	}
+	fmt.Printf("unknown backend %q\n", mode)
+	return 2
+}
+
+// TestServiceProxy runs the node with real pods behind Services: the node
+// proxies, in its network namespace, each cluster IP's connections to the
+// pods' IPs the controller manager put in the EndpointSlices. Clients are
+// the test, dialling in the node's namespace (as the API server's egress
+// does), and a pod.
 func TestServiceProxy(t *testing.T) {
 	t.Parallel()
 	requireBwrap(t)
 	started := time.Now()
 	cfg := serviceTestCluster(t)
 	t.Logf("API server (service range %s) and controller manager up in %s", serviceproxy.DefaultCIDR, time.Since(started).Round(time.Millisecond))
-	nodeNet := newServiceNetwork(t, backendA.ip, backendB.ip, backendTLS.ip)
-	n := newTestNode(t, cfg, "service-node", false, func(c *Config) { c.proxyNetwork = nodeNet })
+	n := newTestNode(t, cfg, "service-node", false)
 	stopNode := func() {
 		if n.stop != nil {
 			n.stop()
@@ -77,13 +142,14 @@ func TestServiceProxy(t *testing.T) {
 		stopNode()
 		n.removeState()
 	})
+	nodeNet := n.NetworkNamespace()
 	ns := n.namespace(t)
 	ctx := context.Background()
-	pods := n.client.CoreV1().Pods(ns)
 	services := n.client.CoreV1().Services(ns)
-	b := startServiceBackends(t, n.client, nodeNet, ns)
+	b := startServiceBackends(t, n, ns)
 	byNumber := hostPort(b.echo.Spec.ClusterIP, 8080)
 	byName := hostPort(b.echo.Spec.ClusterIP, 8081)
+	peer := hostPort(b.echo.Spec.ClusterIP, 8084)
 	webhookAddr := hostPort(b.webhook.Spec.ClusterIP, 9443)
 	if !strings.HasPrefix(b.echo.Spec.ClusterIP, "10.96.") {
 		t.Fatalf("cluster IP %s is not in %s", b.echo.Spec.ClusterIP, serviceproxy.DefaultCIDR)
@@ -105,6 +171,22 @@ func TestServiceProxy(t *testing.T) {
 		}
 	})
 
+	t.Run("a pod reaches a Service by its cluster IP; the backend sees the pods' gateway as the client", func(t *testing.T) {
+		client := n.shellPod(ns, "client", "")
+		client.Spec.Containers = []corev1.Container{
+			helperContainer(t, "exchange", "exchange", byNumber, "from a pod"),
+			helperContainer(t, "peer", "exchange", peer, ""),
+		}
+		n.create(t, client)
+		n.waitPhase(t, ns, "client", corev1.PodSucceeded)
+		if got := strings.TrimSpace(n.logs(t, ns, "client", "exchange", "")); got != "echo-a: from a pod" && got != "echo-b: from a pod" {
+			t.Errorf("the pod got %q, want echo-a or echo-b answering", got)
+		}
+		if got := strings.TrimSpace(n.logs(t, ns, "client", "peer", "")); got != "10.244.0.1" {
+			t.Errorf("the backend saw the client as %q, want the pods' gateway 10.244.0.1", got)
+		}
+	})
+
 	t.Run("large transfer both ways", func(t *testing.T) {
 		payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
 		reply, err := exchangeVia(nodeNet, byNumber, string(payload))
@@ -121,61 +203,11 @@ func TestServiceProxy(t *testing.T) {
 		checkWebhookCall(t, nodeNet, webhookAddr, b.caPool, "tls."+ns+".svc")
 	})
 
-	t.Run("readiness: an unready pod gets no connections until Ready again", func(t *testing.T) {
-		setPodReady(t, n.client, ns, "echo-b", false)
-		waitOnlyServes(t, nodeNet, byNumber, "echo-a")
-		setPodReady(t, n.client, ns, "echo-b", true)
-		waitServed(t, nodeNet, byNumber, func(reply string) bool { return strings.HasPrefix(reply, "echo-b: ") })
-	})
-
-	t.Run("selectorless Service with a hand-made EndpointSlice", func(t *testing.T) {
-		s := createService(t, services, "by-hand", nil, corev1.ServicePort{Name: "http", Port: 8082})
-		if _, err := n.client.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Name: "by-hand-1", Labels: map[string]string{discoveryv1.LabelServiceName: "by-hand"}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](7000)}},
-			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{backendA.ip}}},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		waitOnlyServes(t, nodeNet, hostPort(s.Spec.ClusterIP, 8082), "echo-a 7000")
-	})
-
-	t.Run("selectorless Service with hand-made Endpoints, mirrored into a slice", func(t *testing.T) {
-		s := createService(t, services, "mirrored", nil, corev1.ServicePort{Name: "http", Port: 8083})
-		if _, err := n.client.CoreV1().Endpoints(ns).Create(ctx, &corev1.Endpoints{ //nolint:staticcheck // the mirroring controller's input
-			ObjectMeta: metav1.ObjectMeta{Name: "mirrored"},
-			Subsets: []corev1.EndpointSubset{{ //nolint:staticcheck // as above
-				Addresses: []corev1.EndpointAddress{{IP: backendB.ip}},
-				Ports:     []corev1.EndpointPort{{Name: "http", Port: 7001}}, //nolint:staticcheck // as above
-			}},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		waitOnlyServes(t, nodeNet, hostPort(s.Spec.ClusterIP, 8083), "echo-b 7001")
-	})
-
-	t.Run("terminating pods: none while another is ready, all while none is", func(t *testing.T) {
-		// No kubelet finishes the deletion: the pods stay terminating.
-		if err := pods.Delete(ctx, "echo-b", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](300)}); err != nil {
+	t.Run("a deleted pod gets no connections", func(t *testing.T) {
+		if err := n.client.CoreV1().Pods(ns).Delete(ctx, "echo-b", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitOnlyServes(t, nodeNet, byNumber, "echo-a")
-		if err := pods.Delete(ctx, "echo-a", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](300)}); err != nil {
-			t.Fatal(err)
-		}
-		// Both still pass readiness (serving): connections go to both.
-		waitServed(t, nodeNet, byNumber, func(reply string) bool { return strings.HasPrefix(reply, "echo-b: ") })
-		waitServed(t, nodeNet, byNumber, func(reply string) bool { return strings.HasPrefix(reply, "echo-a: ") })
-		for _, name := range []string{"echo-a", "echo-b"} {
-			if err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		waitUntil(t, "connections to echo refused once its pods are gone", func() bool {
-			_, err := exchangeVia(nodeNet, byNumber, "x")
-			return err != nil
-		})
 	})
 
 	t.Run("no ready backend; the listener goes with the Service", func(t *testing.T) { checkNoReadyBackend(t, nodeNet, services) })
@@ -185,20 +217,242 @@ func TestServiceProxy(t *testing.T) {
 	})
 }
 
-// The backends: echo-a and echo-b answer on 7100 (the Service's target
-// port by number) and on the port each names "echo"; tls serves HTTPS.
+// serviceBackendPods are TestServiceProxy's Services and what a client of
+// the TLS one trusts.
+type serviceBackendPods struct {
+	// echo has ports 8080 (target by number), 8081 (by name), 8084 (the
+	// peer port) and a UDP port the proxy leaves alone, in front of echo-a
+	// and echo-b.
+	echo *corev1.Service
+	// webhook is "tls", port 9443, in front of an HTTPS pod whose
+	// certificate names tls.<namespace>.svc.
+	webhook *corev1.Service
+	caPool  *x509.CertPool
+}
+
+// startServiceBackends creates the backend pods and their Services and waits
+// for the pods to run.
+func startServiceBackends(t *testing.T, n *testNode, ns string) serviceBackendPods {
+	t.Helper()
+	ctx := context.Background()
+	services := n.client.CoreV1().Services(ns)
+	ca, caPool := newTestCA(t)
+	certPEM, keyPEM := ca.serverCert(t, "tls."+ns+".svc")
+	if _, err := n.client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "tls"},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, port := range map[string]int32{"echo-a": 7000, "echo-b": 7001} {
+		pod := backendProcessPod(t, n, ns, name, "echo")
+		pod.Labels = map[string]string{"app": "echo"}
+		pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: "ECHO_PORT", Value: strconv.Itoa(int(port))})
+		pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "echo", ContainerPort: port}}
+		n.create(t, pod)
+	}
+	tlsPod := backendProcessPod(t, n, ns, "tls", "tls")
+	tlsPod.Labels = map[string]string{"app": "tls"}
+	tlsPod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "https", ContainerPort: tlsPort}}
+	tlsPod.Spec.Volumes = []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls"}}}}
+	tlsPod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}}
+	n.create(t, tlsPod)
+
+	echo := createService(t, services, "echo", map[string]string{"app": "echo"},
+		corev1.ServicePort{Name: "by-number", Port: 8080, TargetPort: intstr.FromInt32(echoNumberedPort)},
+		corev1.ServicePort{Name: "by-name", Port: 8081, TargetPort: intstr.FromString("echo")},
+		corev1.ServicePort{Name: "peer", Port: 8084, TargetPort: intstr.FromInt32(peerPort)},
+		corev1.ServicePort{Name: "udp", Port: 8080, Protocol: corev1.ProtocolUDP})
+	webhook := createService(t, services, "tls", map[string]string{"app": "tls"},
+		corev1.ServicePort{Name: "https", Port: 9443, TargetPort: intstr.FromString("https")})
+	for _, name := range []string{"echo-a", "echo-b", "tls"} {
+		n.waitPhase(t, ns, name, corev1.PodRunning)
+	}
+	return serviceBackendPods{echo: echo, webhook: webhook, caPool: caPool}
+}
+
+// backendProcessPod is a pod running this test binary as a backend.
+func backendProcessPod(t *testing.T, n *testNode, ns, name, mode string) *corev1.Pod {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := n.shellPod(ns, name, "")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+	pod.Spec.Containers = []corev1.Container{{
+		Name:    "main",
+		Image:   "paddlejob.test/backend",
+		Command: []string{self},
+		Env: []corev1.EnvVar{
+			{Name: helperEnv, Value: "service-backend"},
+			{Name: backendEnv, Value: mode},
+			podIPEnvVar,
+		},
+	}}
+	return pod
+}
+
+// TestServiceProxyEndpointConditions runs the Service proxy, wired as the
+// node wires it, on the endpoint conditions the controller manager derives
+// from pods' status, and on selectorless Services' hand-made endpoints.
+// The pods are bound to a node without a kubelet ("backend-host"): the
+// test writes their status (IP, Ready) as a kubelet would, and nothing
+// finishes their deletion, so they stay terminating. Their servers are the
+// test's own, on the pods' IPs in a network namespace the test makes as the
+// node makes its own: lo up, the service range local on lo, and the pods'
+// IPs on lo.
+func TestServiceProxyEndpointConditions(t *testing.T) {
+	t.Parallel()
+	cfg := serviceTestCluster(t)
+	testNet := newServiceNetwork(t, backendA.ip, backendB.ip)
+	client := kubernetes.NewForConfigOrDie(cfg)
+	startProxy(t, client, testNet)
+	ctx := context.Background()
+	ns := "conditions"
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := client.CoreV1().Pods(ns)
+	services := client.CoreV1().Services(ns)
+	for _, b := range []testBackend{backendA, backendB} {
+		serveEcho(t, testNet, b.ip, b.port, b.pod)
+	}
+	if _, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "backend-host"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []testBackend{backendA, backendB} {
+		createStatusOnlyPod(t, client, ns, b)
+	}
+	echo := createService(t, services, "echo", map[string]string{"app": "echo"},
+		corev1.ServicePort{Name: "http", Port: 8080, TargetPort: intstr.FromString("echo")})
+	addr := hostPort(echo.Spec.ClusterIP, 8080)
+	waitServed(t, testNet, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-a: ") })
+	waitServed(t, testNet, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-b: ") })
+
+	t.Run("readiness: an unready pod gets no connections until Ready again", func(t *testing.T) {
+		setPodReady(t, client, ns, "echo-b", false)
+		waitOnlyServes(t, testNet, addr, "echo-a")
+		setPodReady(t, client, ns, "echo-b", true)
+		waitServed(t, testNet, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-b: ") })
+	})
+
+	t.Run("selectorless Service with a hand-made EndpointSlice", func(t *testing.T) {
+		s := createService(t, services, "by-hand", nil, corev1.ServicePort{Name: "http", Port: 8082})
+		if _, err := client.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: "by-hand-1", Labels: map[string]string{discoveryv1.LabelServiceName: "by-hand"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(backendA.port)}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{backendA.ip}}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitOnlyServes(t, testNet, hostPort(s.Spec.ClusterIP, 8082), "echo-a")
+	})
+
+	t.Run("selectorless Service with hand-made Endpoints, mirrored into a slice", func(t *testing.T) {
+		s := createService(t, services, "mirrored", nil, corev1.ServicePort{Name: "http", Port: 8083})
+		if _, err := client.CoreV1().Endpoints(ns).Create(ctx, &corev1.Endpoints{ //nolint:staticcheck // the mirroring controller's input
+			ObjectMeta: metav1.ObjectMeta{Name: "mirrored"},
+			Subsets: []corev1.EndpointSubset{{ //nolint:staticcheck // as above
+				Addresses: []corev1.EndpointAddress{{IP: backendB.ip}},
+				Ports:     []corev1.EndpointPort{{Name: "http", Port: backendB.port}}, //nolint:staticcheck // as above
+			}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitOnlyServes(t, testNet, hostPort(s.Spec.ClusterIP, 8083), "echo-b")
+	})
+
+	t.Run("terminating pods: none while another is ready, all while none is", func(t *testing.T) {
+		// No kubelet finishes the deletion: the pods stay terminating.
+		if err := pods.Delete(ctx, "echo-b", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](300)}); err != nil {
+			t.Fatal(err)
+		}
+		waitOnlyServes(t, testNet, addr, "echo-a")
+		if err := pods.Delete(ctx, "echo-a", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](300)}); err != nil {
+			t.Fatal(err)
+		}
+		// Both still pass readiness (serving): connections go to both.
+		waitServed(t, testNet, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-b: ") })
+		waitServed(t, testNet, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-a: ") })
+		for _, name := range []string{"echo-a", "echo-b"} {
+			if err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitUntil(t, "connections to echo closed once its pods are gone", func() bool {
+			_, err := exchangeVia(testNet, addr, "x")
+			return err != nil
+		})
+	})
+}
+
+// The status-only backends of TestServiceProxyEndpointConditions: each
+// container names its own port "echo".
 var (
-	backendA   = testBackend{pod: "echo-a", ip: "10.244.0.101", namedPort: 7000}
-	backendB   = testBackend{pod: "echo-b", ip: "10.244.1.102", namedPort: 7001}
-	backendTLS = testBackend{pod: "tls", ip: "10.244.0.103", namedPort: 8443}
+	backendA = testBackend{pod: "echo-a", ip: "10.244.0.101", port: 7000}
+	backendB = testBackend{pod: "echo-b", ip: "10.244.1.102", port: 7001}
 )
 
-// echoNumberedPort is the port both echo pods serve by number.
-const echoNumberedPort = 7100
-
 type testBackend struct {
-	pod, ip   string
-	namedPort int32
+	pod, ip string
+	port    int32
+}
+
+// createStatusOnlyPod creates b's pod on backend-host, Running and Ready
+// at b's IP, as its kubelet would report it.
+func createStatusOnlyPod(t *testing.T, client kubernetes.Interface, ns string, b testBackend) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: b.pod, Namespace: ns, Labels: map[string]string{"app": "echo"}},
+		Spec: corev1.PodSpec{NodeName: "backend-host", Containers: []corev1.Container{{
+			Name: "main", Image: "example.com/server",
+			Ports: []corev1.ContainerPort{{Name: "echo", ContainerPort: b.port}},
+		}}},
+	}
+	created, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status = corev1.PodStatus{
+		Phase: corev1.PodRunning, PodIP: b.ip, PodIPs: []corev1.PodIP{{IP: b.ip}},
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+	}
+	if _, err := client.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startProxy runs a Service proxy in nodeNet, fed as the node feeds its
+// own (node.go), until the test ends.
+func startProxy(t *testing.T, client kubernetes.Interface, nodeNet *podnetwork.Namespace) {
+	t.Helper()
+	cidrs, err := serviceproxy.ParseCIDRs(serviceproxy.DefaultCIDR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	serviceInformer := factory.Core().V1().Services()
+	proxy := serviceproxy.New(logr.Discard(), serviceInformer.Lister(), factory.Discovery().V1().EndpointSlices().Lister(), cidrs.Contains, nodeNet)
+	if _, err := serviceInformer.Informer().AddEventHandler(proxy.Handler()); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	factory.Start(stop)
+	for typ, synced := range factory.WaitForCacheSync(stop) {
+		if !synced {
+			t.Fatalf("%v cache not synced", typ)
+		}
+	}
+	proxy.Start()
+	t.Cleanup(func() {
+		proxy.Stop()
+		close(stop)
+		factory.Shutdown()
+	})
 }
 
 func hostPort(ip string, port int) string { return net.JoinHostPort(ip, strconv.Itoa(port)) }
@@ -308,70 +562,9 @@ func newServiceNetwork(t *testing.T, podIPs ...string) *podnetwork.Namespace {
 	return ns
 }
 
-// serviceBackendPods are TestServiceProxy's Services and what a client of
-// the TLS one trusts.
-type serviceBackendPods struct {
-	// echo has ports 8080 (target by number), 8081 (by name) and a UDP
-	// port the proxy leaves alone, in front of echo-a and echo-b.
-	echo *corev1.Service
-	// webhook is "tls", port 9443, in front of an HTTPS server whose
-	// certificate names tls.<namespace>.svc.
-	webhook *corev1.Service
-	caPool  *x509.CertPool
-}
-
-// startServiceBackends starts the backend servers in the namespace nodeNet,
-// creates their pods on backend-host, Running and Ready with the servers'
-// IPs, and the Services in front of them.
-func startServiceBackends(t *testing.T, client kubernetes.Interface, nodeNet *podnetwork.Namespace, ns string) serviceBackendPods {
-	t.Helper()
-	ctx := context.Background()
-	for _, b := range []testBackend{backendA, backendB} {
-		serveEcho(t, nodeNet, b.ip, b.namedPort, fmt.Sprintf("%s %d", b.pod, b.namedPort))
-		serveEcho(t, nodeNet, b.ip, echoNumberedPort, b.pod)
-	}
-	caPool := serveTLS(t, nodeNet, backendTLS, "tls."+ns+".svc")
-
-	if _, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "backend-host"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range []struct {
-		testBackend
-		app, portName string
-	}{{backendA, "echo", "echo"}, {backendB, "echo", "echo"}, {backendTLS, "tls", "https"}} {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: b.pod, Namespace: ns, Labels: map[string]string{"app": b.app}},
-			Spec: corev1.PodSpec{NodeName: "backend-host", Containers: []corev1.Container{{
-				Name: "main", Image: "example.com/server",
-				Ports: []corev1.ContainerPort{{Name: b.portName, ContainerPort: b.namedPort}},
-			}}},
-		}
-		created, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		created.Status = corev1.PodStatus{
-			Phase: corev1.PodRunning, PodIP: b.ip, PodIPs: []corev1.PodIP{{IP: b.ip}},
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-		}
-		if _, err := client.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	services := client.CoreV1().Services(ns)
-	echo := createService(t, services, "echo", map[string]string{"app": "echo"},
-		corev1.ServicePort{Name: "by-number", Port: 8080, TargetPort: intstr.FromInt32(echoNumberedPort)},
-		corev1.ServicePort{Name: "by-name", Port: 8081, TargetPort: intstr.FromString("echo")},
-		corev1.ServicePort{Name: "udp", Port: 8080, Protocol: corev1.ProtocolUDP})
-	webhook := createService(t, services, "tls", map[string]string{"app": "tls"},
-		corev1.ServicePort{Name: "https", Port: 9443, TargetPort: intstr.FromString("https")})
-	return serviceBackendPods{echo: echo, webhook: webhook, caPool: caPool}
-}
-
-// serveEcho serves on ip:port in the namespace nodeNet until the test ends,
-// answering each connection, once the client has half-closed it, with
-// "<name>: <what the client sent>".
+// serveEcho serves on ip:port in the namespace nodeNet until the test
+// ends, answering each connection, once the client has half-closed it,
+// with "<name>: <what the client sent>".
 func serveEcho(t *testing.T, nodeNet *podnetwork.Namespace, ip string, port int32, name string) {
 	t.Helper()
 	ln, err := nodeNet.Listen("tcp", hostPort(ip, int(port)))
@@ -394,30 +587,6 @@ func serveEcho(t *testing.T, nodeNet *podnetwork.Namespace, ip string, port int3
 	}()
 }
 
-// serveTLS serves HTTPS on the backend's address in the namespace nodeNet, with
-// a certificate for serverName, until the test ends; it returns the pool
-// that trusts the certificate.
-func serveTLS(t *testing.T, nodeNet *podnetwork.Namespace, b testBackend, serverName string) *x509.CertPool {
-	t.Helper()
-	ca, caPool := newTestCA(t)
-	certPEM, keyPEM := ca.serverCert(t, serverName)
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := nodeNet.Listen("tcp", hostPort(b.ip, int(b.namedPort)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		fmt.Fprintf(w, "%s over TLS: %s %s %s", b.pod, r.Method, r.URL.Path, body)
-	})}
-	go func() { _ = srv.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return caPool
-}
-
 // setPodReady writes the pod's Ready condition, as its kubelet would.
 func setPodReady(t *testing.T, client kubernetes.Interface, ns, name string, ready bool) {
 	t.Helper()
@@ -436,12 +605,12 @@ func setPodReady(t *testing.T, client kubernetes.Interface, ns, name string, rea
 	}
 }
 
-// exchangeVia sends msg to addr from the namespace nodeNet, half-closes, and
-// returns the reply.
-func exchangeVia(nodeNet *podnetwork.Namespace, addr, msg string) (string, error) {
+// exchangeWith dials addr with dial, sends msg, half-closes, and returns
+// the reply.
+func exchangeWith(dial func(ctx context.Context, network, addr string) (net.Conn, error), addr, msg string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	c, err := nodeNet.DialContext(ctx, "tcp", addr)
+	c, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return "", err
 	}
@@ -455,6 +624,11 @@ func exchangeVia(nodeNet *podnetwork.Namespace, addr, msg string) (string, error
 	}
 	reply, err := io.ReadAll(c)
 	return string(reply), err
+}
+
+// exchangeVia is exchangeWith from the namespace nodeNet.
+func exchangeVia(nodeNet *podnetwork.Namespace, addr, msg string) (string, error) {
+	return exchangeWith(nodeNet.DialContext, addr, msg)
 }
 
 // listeningVia reports whether something listens at addr in the namespace
@@ -475,8 +649,8 @@ func listeningVia(nodeNet *podnetwork.Namespace, addr string) bool {
 // echo-b three times each, every message coming back whole.
 func checkRoundRobin(t *testing.T, nodeNet *podnetwork.Namespace, addr string) {
 	t.Helper()
-	// The controller manager writes the slices a moment after the Service
-	// appears: wait for both pods to answer.
+	// The controller manager writes the slices a moment after the pods
+	// run, and they are Ready a moment before they listen: wait for both.
 	waitServed(t, nodeNet, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-a: ") })
 	waitServed(t, nodeNet, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-b: ") })
 	seen := map[string]int{}
@@ -571,9 +745,11 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 // checkShutdownClosesProxy stops the node while a connection to addr is
-// open: the connection ends and no listener is left open.
+// open: the connection ends and no listener is left open in the node's
+// namespace (which the test holds on to, the node closing its own).
 func checkShutdownClosesProxy(t *testing.T, nodeNet *podnetwork.Namespace, stopNode func(), addr string, listeners []string) {
 	t.Helper()
+	nodeNet = holdNamespace(t, nodeNet)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	c, err := nodeNet.DialContext(ctx, "tcp", addr)
@@ -596,6 +772,38 @@ func checkShutdownClosesProxy(t *testing.T, nodeNet *podnetwork.Namespace, stopN
 	}
 }
 
+// holdNamespace returns a Namespace of the test's own on ns's namespace, open
+// until the test ends.
+func holdNamespace(t *testing.T, ns *podnetwork.Namespace) *podnetwork.Namespace {
+	t.Helper()
+	type result struct {
+		held *podnetwork.Namespace
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		restore, err := ns.EnterLocked()
+		if err != nil {
+			res <- result{err: err}
+			return // the thread dies with the goroutine
+		}
+		held, err := podnetwork.Current()
+		if rerr := restore(); rerr != nil {
+			res <- result{err: errors.Join(err, rerr)}
+			return
+		}
+		runtime.UnlockOSThread()
+		res <- result{held: held, err: err}
+	}()
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("holding the node's network namespace: %v", r.err)
+	}
+	t.Cleanup(func() { _ = r.held.Close() })
+	return r.held
+}
+
 // serviceClient is the part of a namespace's Services client the tests use.
 type serviceClient interface {
 	Create(context.Context, *corev1.Service, metav1.CreateOptions) (*corev1.Service, error)
@@ -614,8 +822,8 @@ func createService(t *testing.T, services serviceClient, name string, selector m
 	return s
 }
 
-// waitServed exchanges a message with addr in the namespace nodeNet until ok
-// accepts the reply.
+// waitServed exchanges a message with addr in the namespace nodeNet until
+// ok accepts the reply.
 func waitServed(t *testing.T, nodeNet *podnetwork.Namespace, addr string, ok func(reply string) bool) {
 	t.Helper()
 	var last string

@@ -9,22 +9,18 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-
-	"github.com/vishvananda/netlink"
 )
 
-// upLoopback brings lo up in ns (a new namespace's lo is down).
-func upLoopback(t *testing.T, ns *Namespace) {
+// upLo brings lo up in ns (a new namespace's lo is down).
+func upLo(t *testing.T, ns *Namespace) {
 	t.Helper()
-	err := ns.Do(func() error {
-		lo, err := netlink.LinkByName("lo")
-		if err != nil {
-			return err
-		}
-		return netlink.LinkSetUp(lo)
-	})
+	h, err := ns.netlinkHandle()
 	if err != nil {
-		t.Fatalf("lo up: %v", err)
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, err := upLoopback(h); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -37,7 +33,7 @@ func TestNamespaceSocketsStayInside(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ns.Close()
-	upLoopback(t, ns)
+	upLo(t, ns)
 
 	hostL, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
