@@ -231,10 +231,18 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 			return nil, err
 		}
 	}
-	n.services = serviceproxy.New(cfg.Log, serviceInformer.Lister(), endpointSliceInformer.Lister(), serviceCIDRs.Contains,
+	n.services = serviceproxy.New(serviceproxy.Config{
+		Log:            cfg.Log,
+		Services:       serviceInformer.Lister(),
+		EndpointSlices: endpointSliceInformer.Lister(),
+		Synced: func() bool {
+			return serviceInformer.Informer().HasSynced() && endpointSliceInformer.Informer().HasSynced()
+		},
+		Eligible: serviceCIDRs.Contains,
 		// Cluster IPs are local to the node's namespace, and pods reachable
 		// from it over the bridge.
-		network.Namespace())
+		Network: network.Namespace(),
+	})
 	if _, err := serviceInformer.Informer().AddEventHandler(n.services.Handler()); err != nil {
 		return nil, err
 	}
@@ -372,13 +380,6 @@ func (n *Node) Run(ctx context.Context) error {
 	defer n.events.Shutdown()
 	n.podInformers.Start(vkCtx.Done())
 	n.objInformers.Start(vkCtx.Done())
-	// The Service proxy opens listeners only once it knows the
-	// EndpointSlices: a connection accepted earlier would find no endpoint.
-	for typ, synced := range n.objInformers.WaitForCacheSync(ctx.Done()) {
-		if !synced {
-			return fmt.Errorf("node stopped before its %v cache synced: %w", typ, ctx.Err())
-		}
-	}
 	// Stopped after the pods (defers run last first).
 	n.services.Start()
 	defer n.services.Stop()

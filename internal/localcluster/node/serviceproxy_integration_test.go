@@ -436,17 +436,20 @@ func startProxy(t *testing.T, client kubernetes.Interface, nodeNet *podnetwork.N
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	serviceInformer := factory.Core().V1().Services()
-	proxy := serviceproxy.New(logr.Discard(), serviceInformer.Lister(), factory.Discovery().V1().EndpointSlices().Lister(), cidrs.Contains, nodeNet)
+	sliceInformer := factory.Discovery().V1().EndpointSlices()
+	proxy := serviceproxy.New(serviceproxy.Config{
+		Log:            logr.Discard(),
+		Services:       serviceInformer.Lister(),
+		EndpointSlices: sliceInformer.Lister(),
+		Synced:         func() bool { return serviceInformer.Informer().HasSynced() && sliceInformer.Informer().HasSynced() },
+		Eligible:       cidrs.Contains,
+		Network:        nodeNet,
+	})
 	if _, err := serviceInformer.Informer().AddEventHandler(proxy.Handler()); err != nil {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
 	factory.Start(stop)
-	for typ, synced := range factory.WaitForCacheSync(stop) {
-		if !synced {
-			t.Fatalf("%v cache not synced", typ)
-		}
-	}
 	proxy.Start()
 	t.Cleanup(func() {
 		proxy.Stop()

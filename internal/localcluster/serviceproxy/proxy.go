@@ -32,6 +32,7 @@ type Proxy struct {
 	log       logr.Logger
 	services  corev1listers.ServiceLister
 	endpoints discoverylisters.EndpointSliceLister
+	synced    cache.InformerSynced
 	eligible  func(ip string) bool
 	network   Network
 	// kick asks for the listeners to be brought up to date.
@@ -63,19 +64,36 @@ type serviceListener struct {
 	next atomic.Uint64
 }
 
-// New makes a proxy for the Services the lister holds whose cluster IPs
-// eligible accepts, forwarding to the endpoints of their EndpointSlices. It
-// listens and dials in network (the node's network namespace). It does
-// nothing until Start; Handler keeps its listeners up to date, and each
-// connection reads the EndpointSlice lister when it arrives.
-func New(log logr.Logger, services corev1listers.ServiceLister, endpoints discoverylisters.EndpointSliceLister, eligible func(ip string) bool, network Network) *Proxy {
+// Config is what a Proxy works from.
+type Config struct {
+	Log logr.Logger
+	// Services and EndpointSlices are the informers' listers: listeners
+	// follow the Services (through Handler), and each connection reads the
+	// EndpointSlices when it arrives.
+	Services       corev1listers.ServiceLister
+	EndpointSlices discoverylisters.EndpointSliceLister
+	// Synced reports whether both informers have synced; no listener opens
+	// before, since a connection accepted earlier would find no endpoint.
+	Synced cache.InformerSynced
+	// Eligible accepts the cluster IPs this proxy serves.
+	Eligible func(ip string) bool
+	// Network is where the proxy listens and dials: the node's network
+	// namespace.
+	Network Network
+}
+
+// New makes a proxy for the Services whose cluster IPs cfg.Eligible
+// accepts, forwarding to the endpoints of their EndpointSlices. It does
+// nothing until Start; Handler keeps its listeners up to date.
+func New(cfg Config) *Proxy {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Proxy{
-		log:       log.WithName("services"),
-		services:  services,
-		endpoints: endpoints,
-		eligible:  eligible,
-		network:   network,
+		log:       cfg.Log.WithName("services"),
+		services:  cfg.Services,
+		endpoints: cfg.EndpointSlices,
+		synced:    cfg.Synced,
+		eligible:  cfg.Eligible,
+		network:   cfg.Network,
 		kick:      make(chan struct{}, 1),
 		ctx:       ctx,
 		cancel:    cancel,
@@ -104,10 +122,14 @@ func (p *Proxy) trigger() {
 	}
 }
 
-// Start runs the proxy until Stop.
+// Start runs the proxy until Stop; listeners open once the informers have
+// synced.
 func (p *Proxy) Start() {
 	go func() {
 		defer close(p.done)
+		if !cache.WaitForCacheSync(p.ctx.Done(), p.synced) {
+			return
+		}
 		var retry <-chan time.Time
 		for {
 			select {

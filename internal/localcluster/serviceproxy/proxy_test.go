@@ -44,7 +44,14 @@ func newProxyFixture(t testing.TB) *proxyFixture {
 		slices:   cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
 		network:  &recordingNetwork{},
 	}
-	f.proxy = New(logr.Discard(), corev1listers.NewServiceLister(f.services), discoverylisters.NewEndpointSliceLister(f.slices), loopbackOnly(t), f.network)
+	f.proxy = New(Config{
+		Log:            logr.Discard(),
+		Services:       corev1listers.NewServiceLister(f.services),
+		EndpointSlices: discoverylisters.NewEndpointSliceLister(f.slices),
+		Synced:         func() bool { return true },
+		Eligible:       loopbackOnly(t),
+		Network:        f.network,
+	})
 	f.proxy.Start()
 	t.Cleanup(f.proxy.Stop)
 	return f
