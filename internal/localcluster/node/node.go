@@ -193,7 +193,6 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 	cmInformer := n.objInformers.Core().V1().ConfigMaps()
 	secretInformer := n.objInformers.Core().V1().Secrets()
 	serviceInformer := n.objInformers.Core().V1().Services()
-	endpointSliceInformer := n.objInformers.Discovery().V1().EndpointSlices()
 
 	n.events = record.NewBroadcaster()
 	recorder := n.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "paddlejob-node", Host: cfg.NodeName})
@@ -231,23 +230,11 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 			return nil, err
 		}
 	}
-	n.services = serviceproxy.New(serviceproxy.Config{
-		Log:            cfg.Log,
-		Services:       serviceInformer.Lister(),
-		EndpointSlices: endpointSliceInformer.Lister(),
-		Synced: func() bool {
-			return serviceInformer.Informer().HasSynced() && endpointSliceInformer.Informer().HasSynced()
-		},
-		Eligible: serviceCIDRs.Contains,
-		// Cluster IPs are local to the node's namespace, and pods reachable
-		// from it over the bridge.
-		Network: network.Namespace(),
-	})
-	if _, err := serviceInformer.Informer().AddEventHandler(n.services.Handler()); err != nil {
+	var err error
+	if n.services, err = newServiceProxy(cfg.Log, n.objInformers, serviceCIDRs, network.Namespace()); err != nil {
 		return nil, err
 	}
 
-	var err error
 	if n.server, err = openKubeletAPI(cfg, network.Namespace()); err != nil {
 		return nil, err
 	}

@@ -64,19 +64,38 @@ func endpoint(pod, ip string, state endpointState) discoveryv1.Endpoint {
 	return ep
 }
 
+// serviceBackendsCase is a case of TestServiceBackends.
+type serviceBackendsCase struct {
+	name   string
+	slices []*discoveryv1.EndpointSlice
+	target *serviceTarget
+	want   []string // "name address"
+}
+
 func TestServiceBackends(t *testing.T) {
-	v4, v6 := discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6
-	http := slicePortOf("http", 8080)
-	target := func(portName string, family discoveryv1.AddressType) *serviceTarget {
-		return &serviceTarget{service: "ns/web", namespace: "ns", name: "web", family: family,
-			port: sport(portName, 80, corev1.ProtocolTCP, intstr.FromString("web"))}
+	for _, tc := range append(endpointConditionCases(), endpointPortAndSliceCases()...) {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, b := range serviceBackends(tc.slices, tc.target) {
+				got = append(got, b.name+" "+b.addr)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("backends %q, want %q", got, tc.want)
+			}
+		})
 	}
-	tests := []struct {
-		name   string
-		slices []*discoveryv1.EndpointSlice
-		target *serviceTarget
-		want   []string // "name address"
-	}{
+}
+
+// webTarget is port portName of Service ns/web at a cluster IP of family.
+func webTarget(portName string, family discoveryv1.AddressType) *serviceTarget {
+	return &serviceTarget{service: "ns/web", namespace: "ns", name: "web", family: family,
+		port: sport(portName, 80, corev1.ProtocolTCP, intstr.FromString("web"))}
+}
+
+// endpointConditionCases: which endpoints serve, by their conditions.
+func endpointConditionCases() []serviceBackendsCase {
+	v4, http, target := discoveryv1.AddressTypeIPv4, slicePortOf("http", 8080), webTarget
+	return []serviceBackendsCase{
 		{
 			name: "ready endpoints only, sorted by pod name",
 			slices: []*discoveryv1.EndpointSlice{endpointSlice("ns", "web-1", "web", v4, http,
@@ -111,6 +130,15 @@ func TestServiceBackends(t *testing.T) {
 			target: target("http", v4),
 			want:   []string{"172.18.0.2:8080 172.18.0.2:8080"},
 		},
+	}
+}
+
+// endpointPortAndSliceCases: which slices and ports serve, and how
+// endpoints are read.
+func endpointPortAndSliceCases() []serviceBackendsCase {
+	v4, v6 := discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6
+	http, target := slicePortOf("http", 8080), webTarget
+	return []serviceBackendsCase{
 		{
 			name: "named targetPort: each slice carries its pods' number for the port's name",
 			slices: []*discoveryv1.EndpointSlice{
@@ -181,16 +209,5 @@ func TestServiceBackends(t *testing.T) {
 			target: target("http", v4),
 			want:   []string{"ns/a 10.244.0.101:8080"},
 		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, b := range serviceBackends(tc.slices, tc.target) {
-				got = append(got, b.name+" "+b.addr)
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("backends %q, want %q", got, tc.want)
-			}
-		})
 	}
 }

@@ -142,18 +142,7 @@ func TestServiceProxyForwards(t *testing.T) {
 	f := newProxyFixture(t)
 	e := newEchoPair(t, f)
 
-	t.Run("listens and dials through the network it is given", func(t *testing.T) {
-		if reply, err := testutil.Exchange(e.addr, "via"); err != nil || !strings.HasSuffix(reply, ": via") {
-			t.Fatalf("got %q, %v", reply, err)
-		}
-		listened, dialed := f.network.record()
-		if !slices.Contains(listened, e.addr) {
-			t.Errorf("listened on %q through the network, want %s among them", listened, e.addr)
-		}
-		if len(dialed) == 0 || !slices.Contains([]string{e.backendA, e.backendB}, dialed[len(dialed)-1]) {
-			t.Errorf("dialed %q through the network, want %s or %s last", dialed, e.backendA, e.backendB)
-		}
-	})
+	t.Run("listens and dials through the network it is given", func(t *testing.T) { checkUsesNetwork(t, f, e) })
 
 	t.Run("round robin with half-close", func(t *testing.T) {
 		var got []string
@@ -220,6 +209,22 @@ func TestServiceProxyForwards(t *testing.T) {
 	t.Run("stop closes open connections and listeners", func(t *testing.T) {
 		checkStopClosesConnections(t, f, e.addr)
 	})
+}
+
+// checkUsesNetwork checks that the proxy listened on the Service's address
+// and dials the backends through the network the fixture gave it.
+func checkUsesNetwork(t *testing.T, f *proxyFixture, e echoPair) {
+	t.Helper()
+	if reply, err := testutil.Exchange(e.addr, "via"); err != nil || !strings.HasSuffix(reply, ": via") {
+		t.Fatalf("got %q, %v", reply, err)
+	}
+	listened, dialed := f.network.record()
+	if !slices.Contains(listened, e.addr) {
+		t.Errorf("listened on %q through the network, want %s among them", listened, e.addr)
+	}
+	if len(dialed) == 0 || !slices.Contains([]string{e.backendA, e.backendB}, dialed[len(dialed)-1]) {
+		t.Errorf("dialed %q through the network, want %s or %s last", dialed, e.backendA, e.backendB)
+	}
 }
 
 // echoPair is a Service "echo" on port 7000 of a random service IP in front
