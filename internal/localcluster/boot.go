@@ -380,7 +380,6 @@ func (b *boot) startNode(ctx context.Context) error {
 		// Keys, kubeconfigs, etcd: nothing of the cluster's state is a pod's.
 		"--hide=" + b.l.home,
 		"--host-path-rw=" + strings.Join(b.opts.HostPathRW, ","),
-		"--node-ip=127.0.0.1",
 		"--kubelet-port=" + itoa(b.st.Ports.Kubelet),
 		"--tls-cert-file=" + filepath.Join(pki, "kubelet-serving.crt"),
 		"--tls-private-key-file=" + filepath.Join(pki, "kubelet-serving.key"),

@@ -101,7 +101,7 @@ func newProvider(cfg providerConfig) *Provider {
 		log:       cfg.Log,
 		clock:     cfg.Clock,
 		recorder:  cfg.Recorder,
-		processes: newSpawner(),
+		processes: newSpawner(cfg.Network.Namespace()),
 		network:   nodePodNetworks{cfg.Network},
 		dial:      cfg.Network.Namespace().DialContext,
 		images:    cfg.Images,
