@@ -21,9 +21,13 @@ import (
 const helperEnv = "NODE_TEST_HELPER"
 
 func runHelper(name string, args []string) int {
+	if code, ok := runNetworkHelper(name, args); ok {
+		return code
+	}
+	if code, ok := runServiceHelper(name, args); ok {
+		return code
+	}
 	switch name {
-	case "service-backend":
-		return serveBackend(os.Getenv(backendEnv))
 	case "resolve":
 		// Go's own resolver, which reads /etc/hosts itself.
 		r := &net.Resolver{PreferGo: true}
@@ -67,26 +71,6 @@ func runHelper(name string, args []string) int {
 		})
 		fmt.Println(http.ListenAndServe(args[1], nil))
 		return 1
-	case "connect":
-		// One attempt: "connected" or the error.
-		c, err := net.DialTimeout("tcp", args[0], 10*time.Second)
-		if err != nil {
-			fmt.Println("error:", err)
-			return 0
-		}
-		c.Close()
-		fmt.Println("connected")
-		return 0
-	case "bind":
-		// Binds args[0]: "bound" or the error.
-		l, err := net.Listen("tcp", args[0])
-		if err != nil {
-			fmt.Println("error:", err)
-			return 0
-		}
-		l.Close()
-		fmt.Println("bound")
-		return 0
 	case "dial":
 		deadline := time.Now().Add(20 * time.Second)
 		for {
@@ -105,6 +89,34 @@ func runHelper(name string, args []string) int {
 	}
 	fmt.Println("unknown helper", name)
 	return 2
+}
+
+// runNetworkHelper runs the helpers that try the pod's network once; false
+// when name is none of them.
+func runNetworkHelper(name string, args []string) (int, bool) {
+	switch name {
+	case "connect":
+		// One attempt: "connected" or the error.
+		c, err := net.DialTimeout("tcp", args[0], 10*time.Second)
+		if err != nil {
+			fmt.Println("error:", err)
+			return 0, true
+		}
+		c.Close()
+		fmt.Println("connected")
+		return 0, true
+	case "bind":
+		// Binds args[0]: "bound" or the error.
+		l, err := net.Listen("tcp", args[0])
+		if err != nil {
+			fmt.Println("error:", err)
+			return 0, true
+		}
+		l.Close()
+		fmt.Println("bound")
+		return 0, true
+	}
+	return 0, false
 }
 
 // helperContainer runs a helper of this test binary in a pod.

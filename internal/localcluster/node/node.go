@@ -55,7 +55,7 @@ const (
 
 // DefaultServiceCIDR is the cluster IPs, local to the node's network
 // namespace (see Config.ServiceCIDR).
-const DefaultServiceCIDR = "10.96.0.0/16"
+const DefaultServiceCIDR = serviceproxy.DefaultCIDR
 
 // podSyncWorkers is how many pods virtual-kubelet syncs at once; the
 // provider's calls return quickly, so a few suffice.
@@ -131,8 +131,9 @@ type Config struct {
 	// at most 107 bytes long.
 	EgressSocket string
 	// ServiceCIDR is the cluster IPs (comma-separated CIDRs) whose Services
-	// the node proxies to its pods; they are local to the node's network
-	// namespace (any of them may be bound there). Default DefaultServiceCIDR.
+	// the node proxies to their endpoints; they are local to the node's
+	// network namespace (any of them may be bound there). Default
+	// DefaultServiceCIDR.
 	ServiceCIDR string
 	// ClusterDNS, when its Binary is set, is the cluster DNS server the
 	// node runs in its network namespace (clusterdns.go); pods resolve
@@ -244,12 +245,11 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 			return nil, err
 		}
 	}
-	n.services = serviceproxy.New(cfg.Log, serviceInformer.Lister(), podInformer.Lister(), serviceCIDRs.Contains)
-	if _, err := serviceInformer.Informer().AddEventHandler(n.services.Handler()); err != nil {
+	var err error
+	if n.services, err = newServiceProxy(cfg.Log, n.objInformers, serviceCIDRs, network.Namespace()); err != nil {
 		return nil, err
 	}
 
-	var err error
 	if n.server, err = openKubeletAPI(cfg, network.Namespace()); err != nil {
 		return nil, err
 	}

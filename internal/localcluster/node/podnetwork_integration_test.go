@@ -92,6 +92,13 @@ func TestPodsHaveNetworksOfTheirOwn(t *testing.T) {
 		c.Close()
 	}
 
+	checkHostNetworkPodBindsNodeIP(t, n, ns)
+}
+
+// checkHostNetworkPodBindsNodeIP runs a hostNetwork pod: it has the node IP,
+// and binds it (it runs in the node's namespace).
+func checkHostNetworkPodBindsNodeIP(t *testing.T, n *testNode, ns string) {
+	t.Helper()
 	hostNet := n.shellPod(ns, "hostnet", "")
 	hostNet.Spec.HostNetwork = true
 	hostNet.Spec.Containers = []corev1.Container{helperContainer(t, "main", "bind", DefaultNodeIP+":0")}

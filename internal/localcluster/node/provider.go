@@ -99,7 +99,7 @@ func newProvider(cfg providerConfig) *Provider {
 		ipam:     cfg.IPs,
 		runtimes: map[string]*podRuntime{},
 		notify:   func(*corev1.Pod) {},
-		spawner:  newSpawner(),
+		spawner:  newSpawner(cfg.Network.Namespace()),
 	}
 	hostPaths := hostPathRules{Hidden: append([]string{cfg.StateDir}, cfg.HiddenPaths...), Writable: cfg.HostPathRW}
 	p.deps = podDeps{

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 )
 
@@ -25,6 +27,9 @@ import (
 // network).
 type spawner struct {
 	reqs chan spawnRequest
+	// home is where the spawner's thread rests between starts when it
+	// cannot go back to the host's namespace (startIn); nil for none.
+	home *podnetwork.Namespace
 }
 
 type spawnRequest struct {
@@ -34,24 +39,33 @@ type spawnRequest struct {
 	done   chan error
 }
 
-func newSpawner() *spawner {
-	s := &spawner{reqs: make(chan spawnRequest)}
+func newSpawner(home *podnetwork.Namespace) *spawner {
+	s := &spawner{reqs: make(chan spawnRequest), home: home}
 	go func() {
 		// Never unlocked: the thread ends with the node, and its children
 		// with it.
 		runtime.LockOSThread()
+		// A normal user's node runs with ambient capabilities in a user
+		// namespace of its own (localcluster's ownUserNamespace), which
+		// every process it execs would inherit: bubblewrap refuses to run
+		// with capabilities it was not given as setuid, and sandboxes hold
+		// none. Ambient capabilities are per thread; the thread keeps its
+		// own, which entering a pod's network namespace takes.
+		_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 		for r := range s.reqs {
-			r.done <- startIn(r.netns, r.cmd, r.cgroup)
+			r.done <- startIn(r.netns, s.home, r.cmd, r.cgroup)
 		}
 	}()
 	return s
 }
 
 // startIn starts cmd in group from the calling locked thread, moved into
-// netns (when set) for the fork and back afterwards. A thread that cannot
-// come back stays where it is: every container names its namespace, so the
-// next one enters its own from there.
-func startIn(netns *podnetwork.Namespace, cmd *exec.Cmd, group *containerCgroup) error {
+// netns (when set) for the fork and back afterwards. A normal user's node
+// cannot come back to the host's namespace (podnetwork.Namespace.Do): its
+// spawner moves on to home, the node's namespace, instead, so that it holds
+// no pod's namespace once the pod is gone. Every container names its
+// namespace, so where the thread rests does not matter to the next one.
+func startIn(netns, home *podnetwork.Namespace, cmd *exec.Cmd, group *containerCgroup) error {
 	if netns == nil {
 		return group.start(cmd)
 	}
@@ -60,7 +74,9 @@ func startIn(netns *podnetwork.Namespace, cmd *exec.Cmd, group *containerCgroup)
 		return fmt.Errorf("entering the pod's network namespace: %w", err)
 	}
 	err = group.start(cmd)
-	_ = restore()
+	if restore() != nil && home != nil {
+		_, _ = home.EnterLocked()
+	}
 	return err
 }
 

@@ -79,8 +79,13 @@ func openThreadNetns() (*os.File, error) {
 // Do runs fn on an OS thread that is in the namespace, then brings the
 // thread back to the namespace it was in. fn runs on a goroutine of its own
 // (the caller waits for it), so it must not start goroutines that expect to
-// stay in the namespace: they run on other threads. A thread that cannot be
-// brought back is never reused: it ends with that goroutine.
+// stay in the namespace: they run on other threads.
+//
+// A thread that cannot be brought back is never reused: it ends with that
+// goroutine. That is the rule, not an accident, in a user namespace (a normal
+// user's node): entering the namespaces it created is allowed, going back to
+// the host's, which the initial user namespace owns, is not; every Do then
+// costs a thread, as New does.
 func (ns *Namespace) Do(fn func() error) error {
 	ns.mu.RLock()
 	defer ns.mu.RUnlock()
@@ -97,11 +102,9 @@ func (ns *Namespace) Do(fn func() error) error {
 			return
 		}
 		fnErr := fn()
-		if err := restore(); err != nil {
-			errc <- errors.Join(fnErr, err)
-			return // the thread is left locked, so it dies with us
-		}
-		runtime.UnlockOSThread()
+		if err := restore(); err == nil {
+			runtime.UnlockOSThread()
+		} // else the thread is left locked, so it dies with us
 		errc <- fnErr
 	}()
 	return <-errc
@@ -110,8 +113,9 @@ func (ns *Namespace) Do(fn func() error) error {
 // EnterLocked moves the calling thread into the namespace and returns the
 // function that moves it back. The caller must have locked its goroutine to
 // its thread (runtime.LockOSThread) and must keep it locked, for good, if
-// restoring fails. It is for a thread that forks from inside the namespace,
-// such as the node's process spawner.
+// restoring fails, as it does in a user namespace when the thread came from
+// the host's namespace (see Do). It is for a thread that forks from inside
+// the namespace, such as the node's process spawner.
 func (ns *Namespace) EnterLocked() (restore func() error, err error) {
 	ns.mu.RLock()
 	defer ns.mu.RUnlock()
