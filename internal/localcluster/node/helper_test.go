@@ -4,7 +4,6 @@ package node
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,8 +15,7 @@ import (
 )
 
 // helperEnv names the helper a pod runs when its command is this test
-// binary: programs the tests need inside sandboxes, written in Go so they
-// also check Go's resolver.
+// binary: programs the tests need inside sandboxes.
 const helperEnv = "NODE_TEST_HELPER"
 
 func runHelper(name string, args []string) int {
@@ -28,16 +26,6 @@ func runHelper(name string, args []string) int {
 		return code
 	}
 	switch name {
-	case "resolve":
-		// Go's own resolver, which reads /etc/hosts itself.
-		r := &net.Resolver{PreferGo: true}
-		addrs, err := r.LookupHost(context.Background(), args[0])
-		if err != nil {
-			fmt.Println("resolve error:", err)
-			return 1
-		}
-		fmt.Println(args[0], addrs)
-		return 0
 	case "serve":
 		l, err := net.Listen("tcp", args[0])
 		if err != nil {

@@ -40,7 +40,6 @@ type podDeps struct {
 	// setUpVolume sets up a volume that is not a projection (emptyDir,
 	// hostPath, a claim's) under the pod's directory.
 	setUpVolume func(ctx context.Context, namespace, podDir string, v *corev1.Volume) (podVolume, error)
-	hosts       *hostsFiles
 	// release frees what the node holds for a pod once none of its
 	// containers will run again: its IP and its tokens.
 	release func(uid types.UID)
@@ -125,8 +124,6 @@ type podRuntime struct {
 	finished     bool
 	// lastPodWarning avoids repeating a pod event, as lastWarning does.
 	lastPodWarning string
-	// inHosts is guarded by hostsFiles.mu.
-	inHosts bool
 
 	// netns is the network namespace the pod's containers run in, set by
 	// prepare; podNet is the pod's own, released by finish (nil for a
@@ -252,7 +249,6 @@ func (r *podRuntime) finish() {
 	r.finished = true
 	r.sandboxReady = false
 	r.mu.Unlock()
-	r.deps.hosts.leave(r)
 	r.releaseNetwork()
 	r.deps.release(r.uid)
 	r.publish()

@@ -29,7 +29,7 @@ func (r *podRuntime) prepare(ctx context.Context) error {
 	if err := os.WriteFile(r.resolvConfPath(), rc.content(), 0o644); err != nil {
 		return r.failPreparing("FailedCreatePodSandBox", err)
 	}
-	if err := r.deps.hosts.join(r); err != nil {
+	if err := os.WriteFile(r.hostsPath(), r.podHostsFile(), 0o644); err != nil {
 		return r.failPreparing("FailedCreatePodSandBox", err)
 	}
 	if err := r.setUpNetwork(); err != nil {

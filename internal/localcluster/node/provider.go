@@ -118,7 +118,6 @@ func newProvider(cfg providerConfig) *Provider {
 			}
 			return pv, err
 		},
-		hosts: &hostsFiles{log: cfg.Log, pods: p.allRuntimes},
 		release: func(uid types.UID) {
 			tokens.forget(uid)
 			cfg.IPs.release(string(uid))
