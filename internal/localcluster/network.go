@@ -91,3 +91,8 @@ func nodeForwards(p Ports) []string {
 
 // onNode is the URL of a forwarded host endpoint as pods reach it.
 func onNode(scheme string, port int) string { return fmt.Sprintf("%s://%s:%d", scheme, nodeIP, port) }
+
+// NodeIP is the node's IP, where pods reach the host's forwarded endpoints
+// (the API server, the elastic etcd guard, the progress endpoint), each at
+// its port of Ports.
+func (s *State) NodeIP() string { return nodeIP }
