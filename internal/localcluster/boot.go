@@ -324,10 +324,10 @@ func (b *boot) startControllerManager(ctx context.Context) error {
 		"--bind-address=127.0.0.1", "--secure-port=" + itoa(b.st.Ports.ControllerManager),
 		"--leader-elect=false",
 		"--use-service-account-credentials=true",
-		// Pod IPs are loopback addresses, which EndpointSlices refuse; pods
-		// find each other through the node's /etc/hosts, and there is no
-		// kube-proxy to use endpoints anyway.
-		"--controllers=*,-endpointslice-controller,-endpointslice-mirroring-controller,-endpoints-controller",
+		// Every default controller, the endpoint ones included: pods have
+		// IPs of the pod network, and the node's Service proxy forwards to
+		// the EndpointSlices these write.
+		"--controllers=*",
 		"--service-account-private-key-file=" + filepath.Join(b.l.pki(), "sa.key"),
 		"--root-ca-file=" + b.ca.CertFile,
 		"--service-cluster-ip-range=" + serviceCIDR,

@@ -24,6 +24,15 @@ func runHelper(name string, args []string) int {
 	switch name {
 	case "service-backend":
 		return serveBackend(os.Getenv(backendEnv))
+	case "exchange":
+		// Sends args[1] to args[0], half-closes, prints the reply.
+		reply, err := exchangeWith((&net.Dialer{Timeout: 10 * time.Second}).DialContext, args[0], args[1])
+		if err != nil {
+			fmt.Println("error:", err)
+			return 0
+		}
+		fmt.Println(reply)
+		return 0
 	case "resolve":
 		// Go's own resolver, which reads /etc/hosts itself.
 		r := &net.Resolver{PreferGo: true}

@@ -55,7 +55,7 @@ const (
 
 // DefaultServiceCIDR is the cluster IPs, local to the node's network
 // namespace (see Config.ServiceCIDR).
-const DefaultServiceCIDR = "10.96.0.0/16"
+const DefaultServiceCIDR = serviceproxy.DefaultCIDR
 
 // podSyncWorkers is how many pods virtual-kubelet syncs at once; the
 // provider's calls return quickly, so a few suffice.
@@ -131,8 +131,9 @@ type Config struct {
 	// at most 107 bytes long.
 	EgressSocket string
 	// ServiceCIDR is the cluster IPs (comma-separated CIDRs) whose Services
-	// the node proxies to its pods; they are local to the node's network
-	// namespace (any of them may be bound there). Default DefaultServiceCIDR.
+	// the node proxies to their endpoints; they are local to the node's
+	// network namespace (any of them may be bound there). Default
+	// DefaultServiceCIDR.
 	ServiceCIDR string
 	Log         logr.Logger
 	Clock       clock.Clock
@@ -202,6 +203,7 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 	cmInformer := n.objInformers.Core().V1().ConfigMaps()
 	secretInformer := n.objInformers.Core().V1().Secrets()
 	serviceInformer := n.objInformers.Core().V1().Services()
+	endpointSliceInformer := n.objInformers.Discovery().V1().EndpointSlices()
 
 	n.events = record.NewBroadcaster()
 	recorder := n.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "paddlejob-node", Host: cfg.NodeName})
@@ -239,7 +241,18 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 			return nil, err
 		}
 	}
-	n.services = serviceproxy.New(cfg.Log, serviceInformer.Lister(), podInformer.Lister(), serviceCIDRs.Contains)
+	n.services = serviceproxy.New(serviceproxy.Config{
+		Log:            cfg.Log,
+		Services:       serviceInformer.Lister(),
+		EndpointSlices: endpointSliceInformer.Lister(),
+		Synced: func() bool {
+			return serviceInformer.Informer().HasSynced() && endpointSliceInformer.Informer().HasSynced()
+		},
+		Eligible: serviceCIDRs.Contains,
+		// Cluster IPs are local to the node's namespace, and pods reachable
+		// from it over the bridge.
+		Network: network.Namespace(),
+	})
 	if _, err := serviceInformer.Informer().AddEventHandler(n.services.Handler()); err != nil {
 		return nil, err
 	}
