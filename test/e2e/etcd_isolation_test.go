@@ -33,7 +33,7 @@ import (
 // Any answer from etcd itself (its X-Etcd-Cluster-Id header, or a success)
 // counts as OPEN.
 const etcdProbe = `
-import json, os, socket, ssl, sys, urllib.error, urllib.request
+import http.client, json, os, socket, ssl, sys, urllib.error, urllib.request
 
 def varint(n):
     out = b""
@@ -63,7 +63,9 @@ def attempt(url, data=None, headers=None):
     except urllib.error.HTTPError as e:
         etcd = e.headers.get("X-Etcd-Cluster-Id") is not None
         return etcd, "%d %s%s" % (e.code, e.reason, " from etcd" if etcd else ""), None
-    except (OSError, ssl.SSLError) as e:
+    # HTTPException: an answer that is not HTTP/1 (the guard speaks gRPC
+    # alone; through the node's forward its HTTP/2 preface arrives first).
+    except (OSError, ssl.SSLError, http.client.HTTPException) as e:
         return False, "%s: %s" % (type(e).__name__, e), None
 
 failed = False
