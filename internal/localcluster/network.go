@@ -95,3 +95,13 @@ func nodeForwards(p Ports) []string {
 
 // onNode is the URL of a forwarded host endpoint as pods reach it.
 func onNode(scheme string, port int) string { return fmt.Sprintf("%s://%s:%d", scheme, nodeIP, port) }
+
+// NodeIP is the node's IP, where pods reach the host's forwarded endpoints
+// (the API server, the elastic etcd guard, the progress endpoint), each at
+// its port of Ports.
+func (s *State) NodeIP() string { return nodeIP }
+
+// EgressSocket is where the node serves the API server's egress into the
+// cluster network, for tests on the host that reach pods and cluster IPs
+// the way the API server does.
+func (s *State) EgressSocket() string { return egressSocket(layout{s.Home}) }
