@@ -25,9 +25,66 @@ import (
 // control plane's other ports.
 func TestPodNetwork(t *testing.T) {
 	ns := newNamespace(t)
+	const port = 8080
+	ips := startWebServers(t, ns, port)
+	podCIDR := netip.MustParsePrefix("10.244.0.0/16")
+	for name, ip := range ips {
+		a, err := netip.ParseAddr(ip)
+		if err != nil || a.IsLoopback() || !podCIDR.Contains(a) {
+			t.Errorf("%s has IP %q, want a non-loopback address of %s", name, ip, podCIDR)
+		}
+	}
+	if ips["web-a"] == ips["web-b"] {
+		t.Fatalf("both servers have IP %s", ips["web-a"])
+	}
+
+	// The client asks each target and reports what answered.
+	targets := map[string]string{
+		"a by IP": ips["web-a"] + ":" + strconv.Itoa(port), "b by IP": ips["web-b"] + ":" + strconv.Itoa(port),
+		"a by short name": "web-a.peers:" + strconv.Itoa(port), "b by short name": "web-b.peers:" + strconv.Itoa(port),
+		"a by FQDN":   "web-a.peers." + ns + ".svc.cluster.local:" + strconv.Itoa(port),
+		"web Service": "web:80", "web Service FQDN": "web." + ns + ".svc.cluster.local:80",
+	}
+	closed := map[string]string{
+		"etcd client": fmt.Sprint(cluster.Ports.EtcdClient), "etcd peer": fmt.Sprint(cluster.Ports.EtcdPeer),
+		"elastic etcd peer": fmt.Sprint(cluster.Ports.ElasticEtcdPeer), "kubelet": fmt.Sprint(cluster.Ports.Kubelet),
+		"scheduler": fmt.Sprint(cluster.Ports.Scheduler), "controller manager": fmt.Sprint(cluster.Ports.ControllerManager),
+		"webhook": fmt.Sprint(cluster.Ports.Webhook),
+	}
+	got := probeNetwork(t, ns, targets, closed, ips["web-a"])
+	for what := range targets {
+		want := []string{"web-a", "web-b"}
+		switch {
+		case strings.HasPrefix(what, "a "):
+			want = want[:1]
+		case strings.HasPrefix(what, "b "):
+			want = want[1:]
+		}
+		if a := got.Answers[what]; !slices.Contains(want, a) {
+			t.Errorf("%s (%s): answered %q, want one of %v", what, targets[what], a, want)
+		}
+	}
+	if len(got.Reachable) > 0 {
+		t.Errorf("the pod reached %v", got.Reachable)
+	}
+	for name, ip := range got.Resolved {
+		if ip != "10.96.0.1" {
+			t.Errorf("%s resolved to %s, want the kubernetes Service's 10.96.0.1", name, ip)
+		}
+	}
+	if !strings.HasPrefix(got.Bound, "refused: ") {
+		t.Errorf("binding web-a's address %s from another pod: %s, want it refused", ips["web-a"], got.Bound)
+	}
+}
+
+// startWebServers starts pods web-a and web-b of subdomain "peers", each
+// answering HTTP on port with its hostname, the headless Service "peers"
+// and the Service "web" (port 80) of both, and returns the pods' IPs once
+// both are ready.
+func startWebServers(t *testing.T, ns string, port int32) map[string]string {
+	t.Helper()
 	ctx := context.Background()
 	cs := pj.Clientset()
-	const port = 8080
 	for _, svc := range []*corev1.Service{
 		{ObjectMeta: metav1.ObjectMeta{Name: "peers", Namespace: ns}, Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": "web"}, PublishNotReadyAddresses: true}},
@@ -82,30 +139,26 @@ http.server.HTTPServer(("0.0.0.0", %d), H).serve_forever()`, port)
 		}
 		return len(states) == 0, strings.Join(states, "; ")
 	})
-	podCIDR := netip.MustParsePrefix("10.244.0.0/16")
-	for name, ip := range ips {
-		a, err := netip.ParseAddr(ip)
-		if err != nil || a.IsLoopback() || !podCIDR.Contains(a) {
-			t.Errorf("%s has IP %q, want a non-loopback address of %s", name, ip, podCIDR)
-		}
-	}
-	if ips["web-a"] == ips["web-b"] {
-		t.Fatalf("both servers have IP %s", ips["web-a"])
-	}
+	return ips
+}
 
-	// The client asks each target and reports what answered.
-	targets := map[string]string{
-		"a by IP": ips["web-a"] + ":" + strconv.Itoa(port), "b by IP": ips["web-b"] + ":" + strconv.Itoa(port),
-		"a by short name": "web-a.peers:" + strconv.Itoa(port), "b by short name": "web-b.peers:" + strconv.Itoa(port),
-		"a by FQDN":   "web-a.peers." + ns + ".svc.cluster.local:" + strconv.Itoa(port),
-		"web Service": "web:80", "web Service FQDN": "web." + ns + ".svc.cluster.local:80",
-	}
-	closed := map[string]string{
-		"etcd client": fmt.Sprint(cluster.Ports.EtcdClient), "etcd peer": fmt.Sprint(cluster.Ports.EtcdPeer),
-		"elastic etcd peer": fmt.Sprint(cluster.Ports.ElasticEtcdPeer), "kubelet": fmt.Sprint(cluster.Ports.Kubelet),
-		"scheduler": fmt.Sprint(cluster.Ports.Scheduler), "controller manager": fmt.Sprint(cluster.Ports.ControllerManager),
-		"webhook": fmt.Sprint(cluster.Ports.Webhook),
-	}
+// networkProbe is what the client pod of TestPodNetwork reports.
+type networkProbe struct {
+	// Answers are what each target answered, or the error.
+	Answers map[string]string
+	// Reachable are the closed ports that accepted a connection.
+	Reachable []string
+	// Resolved are the kubernetes Service's names and their addresses.
+	Resolved map[string]string
+	// Bound says whether binding another pod's address worked.
+	Bound string
+}
+
+// probeNetwork runs a client pod that fetches each target, tries each
+// closed port on its loopback and the node IP, resolves the kubernetes
+// Service and binds otherIP, and returns its report.
+func probeNetwork(t *testing.T, ns string, targets, closed map[string]string, otherIP string) networkProbe {
+	t.Helper()
 	client := `import json, os, socket, sys, urllib.request
 targets, closed, other_ip = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
 out = {"answers": {}, "reachable": [], "resolved": {}}
@@ -136,7 +189,7 @@ print("RESULT " + json.dumps(out))`
 		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: ns},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
 			Name: "client", Image: "paddlepaddle/paddle:3.0.0",
-			Command: []string{"python3", "-c", client, string(targetsJSON), string(closedJSON), ips["web-a"]},
+			Command: []string{"python3", "-c", client, string(targetsJSON), string(closedJSON), otherIP},
 		}}},
 	}
 	done, log := runPodToEnd(t, pod)
@@ -156,27 +209,5 @@ print("RESULT " + json.dumps(out))`
 	if err := json.Unmarshal([]byte(strings.TrimSpace(result)), &got); err != nil {
 		t.Fatal(err)
 	}
-	for what := range targets {
-		want := []string{"web-a", "web-b"}
-		switch {
-		case strings.HasPrefix(what, "a "):
-			want = want[:1]
-		case strings.HasPrefix(what, "b "):
-			want = want[1:]
-		}
-		if a := got.Answers[what]; !slices.Contains(want, a) {
-			t.Errorf("%s (%s): answered %q, want one of %v", what, targets[what], a, want)
-		}
-	}
-	if len(got.Reachable) > 0 {
-		t.Errorf("the pod reached %v", got.Reachable)
-	}
-	for name, ip := range got.Resolved {
-		if ip != "10.96.0.1" {
-			t.Errorf("%s resolved to %s, want the kubernetes Service's 10.96.0.1", name, ip)
-		}
-	}
-	if !strings.HasPrefix(got.Bound, "refused: ") {
-		t.Errorf("binding web-a's address %s from another pod: %s, want it refused", ips["web-a"], got.Bound)
-	}
+	return got
 }

@@ -115,15 +115,19 @@ type egressServer struct {
 	log    logr.Logger
 	ns     netnsSockets
 	policy egressPolicy
-	ln     net.Listener
-	path   string
-	conns  *connSet
-	wg     sync.WaitGroup
+	// hostTargets are addresses of the node's network served on the
+	// host instead, by the loopback address each leads to: the kubelet
+	// API, which no pod may reach.
+	hostTargets map[netip.AddrPort]string
+	ln          net.Listener
+	path        string
+	conns       *connSet
+	wg          sync.WaitGroup
 }
 
 // startEgress listens on the Unix socket path (replacing a stale socket
 // left by an earlier node) and serves until stop.
-func startEgress(log logr.Logger, ns netnsSockets, policy egressPolicy, path string) (*egressServer, error) {
+func startEgress(log logr.Logger, ns netnsSockets, policy egressPolicy, hostTargets map[netip.AddrPort]string, path string) (*egressServer, error) {
 	if len(path) > maxSocketPath {
 		return nil, fmt.Errorf("the egress socket %s is %d bytes long, more than a Unix socket's %d: give it a shorter path", path, len(path), maxSocketPath)
 	}
@@ -144,7 +148,7 @@ func startEgress(log logr.Logger, ns netnsSockets, policy egressPolicy, path str
 		ln.Close()
 		return nil, err
 	}
-	e := &egressServer{log: log, ns: ns, policy: policy, ln: ln, path: path, conns: newConnSet()}
+	e := &egressServer{log: log, ns: ns, policy: policy, hostTargets: hostTargets, ln: ln, path: path, conns: newConnSet()}
 	e.wg.Add(1)
 	go e.serve()
 	return e, nil
@@ -198,10 +202,10 @@ func (e *egressServer) handle(client net.Conn) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), egressDialTimeout)
-	backend, err := e.ns.DialContext(ctx, "tcp", target.String())
+	backend, err := e.dial(ctx, target)
 	cancel()
 	if err != nil {
-		e.refuse(client, http.StatusBadGateway, req.RequestURI, fmt.Errorf("dialing %s in the node's network namespace: %w", target, err))
+		e.refuse(client, http.StatusBadGateway, req.RequestURI, err)
 		return
 	}
 	if !e.conns.add(backend) {
@@ -225,6 +229,23 @@ func (e *egressServer) handle(client net.Conn) {
 	}
 	e.log.V(1).Info("Egress connected", "target", target.String())
 	pipe(client, backend)
+}
+
+// dial connects to target: on the host when it is one of hostTargets, else
+// inside the node's network namespace.
+func (e *egressServer) dial(ctx context.Context, target netip.AddrPort) (net.Conn, error) {
+	if host, ok := e.hostTargets[target]; ok {
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", host)
+		if err != nil {
+			return nil, fmt.Errorf("dialing %s (%s on the host): %w", target, host, err)
+		}
+		return c, nil
+	}
+	c, err := e.ns.DialContext(ctx, "tcp", target.String())
+	if err != nil {
+		return nil, fmt.Errorf("dialing %s in the node's network namespace: %w", target, err)
+	}
+	return c, nil
 }
 
 // refuse answers with code and closes. The reason is the status line's

@@ -159,7 +159,7 @@ func TestPodReachesHostOnlyThroughForwards(t *testing.T) {
 func TestEgressReachesOnlyTheClusterNetwork(t *testing.T) {
 	f := newHostAccessFixture(t)
 	socket := shortTempDir(t) + "/egress.sock"
-	e, err := startEgress(logr.Discard(), f.network.Namespace(), newEgressPolicy(testPodCIDR, []netip.Prefix{testServiceCIDR}, testNodeIP), socket)
+	e, err := startEgress(logr.Discard(), f.network.Namespace(), newEgressPolicy(testPodCIDR, []netip.Prefix{testServiceCIDR}, testNodeIP), nil, socket)
 	if err != nil {
 		t.Fatal(err)
 	}

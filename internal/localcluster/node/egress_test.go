@@ -172,7 +172,9 @@ func TestEgressProtocol(t *testing.T) {
 	}()
 	policy := newEgressPolicy(netip.MustParsePrefix("127.0.0.2/32"), nil, netip.MustParseAddr("172.18.0.2"))
 	socket := filepath.Join(shortTempDir(t), "egress.sock")
-	e, err := startEgress(logr.Discard(), hostSockets{}, policy, socket)
+	// The node IP's kubelet port leads to the host (here the backend).
+	kubelet := netip.MustParseAddrPort("172.18.0.2:10250")
+	e, err := startEgress(logr.Discard(), hostSockets{}, policy, map[netip.AddrPort]string{kubelet: backend.Addr().String()}, socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +189,16 @@ func TestEgressProtocol(t *testing.T) {
 	reply, err := io.ReadAll(br)
 	if err != nil || string(reply) != `backend got "ping"` {
 		t.Fatalf("through the egress: %q, %v; want the backend's echo", reply, err)
+	}
+
+	res, c, br = connectThrough(t, socket, kubelet.String())
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT %s (a host target): %s; want 200", kubelet, res.Status)
+	}
+	io.WriteString(c, "logs")
+	c.(*net.UnixConn).CloseWrite()
+	if reply, err := io.ReadAll(br); err != nil || string(reply) != `backend got "logs"` {
+		t.Fatalf("through the egress to a host target: %q, %v; want the backend's echo", reply, err)
 	}
 
 	res, _, _ = connectThrough(t, socket, "127.0.0.1:"+portOf(t, backend.Addr()))
@@ -218,7 +230,7 @@ func TestEgressProtocol(t *testing.T) {
 
 func TestEgressSocketTooLong(t *testing.T) {
 	long := filepath.Join("/tmp", strings.Repeat("d", 100), "egress.sock")
-	_, err := startEgress(logr.Discard(), hostSockets{}, egressPolicy{}, long)
+	_, err := startEgress(logr.Discard(), hostSockets{}, egressPolicy{}, nil, long)
 	if err == nil || !strings.Contains(err.Error(), "more than a Unix socket's 107") {
 		t.Fatalf("startEgress(%d-byte path) = %v; want an error about the length", len(long), err)
 	}

@@ -268,17 +268,28 @@ func pipe(a, b net.Conn) {
 	b.Close()
 }
 
-// startNetworkServices starts the node's Service proxy, its forwarders and,
-// when an EgressSocket is configured, the API server's egress. The returned
-// stop ends them all.
-func (n *Node) startNetworkServices() (stop func(), err error) {
+// startNetworkServices starts the node's Service proxy, its forwarders,
+// when an EgressSocket is configured the API server's egress, and when it
+// runs one the cluster DNS server, which it waits for: pods started before
+// it answers would not resolve their peers. The returned stop ends them all.
+func (n *Node) startNetworkServices(ctx context.Context) (stop func(), err error) {
 	n.services.Start()
 	hostAccess, err := n.startHostAccess(n.network)
 	if err != nil {
 		n.services.Stop()
 		return nil, err
 	}
-	return func() { hostAccess(); n.services.Stop() }, nil
+	dnsCtx, stopDNS := context.WithCancel(ctx)
+	stop = func() { stopDNS(); hostAccess(); n.services.Stop() }
+	dns, err := n.startClusterDNS(dnsCtx)
+	if err == nil && dns != nil {
+		err = dns.awaitReady(ctx, clusterDNSStartTimeout)
+	}
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
 }
 
 // startHostAccess starts what links the node's network to the host: the
@@ -294,7 +305,9 @@ func (n *Node) startHostAccess(network *podnetwork.NodeNetwork) (stop func(), er
 		return fw.stop, nil
 	}
 	policy := newEgressPolicy(addrs.PodCIDR, addrs.ServiceCIDRs, addrs.NodeIP)
-	e, err := startEgress(n.log.WithName("egress"), ns, policy, n.cfg.EgressSocket)
+	kubelet := netip.AddrPortFrom(addrs.NodeIP, uint16(n.server.port()))
+	hostTargets := map[netip.AddrPort]string{kubelet: n.KubeletAddress()}
+	e, err := startEgress(n.log.WithName("egress"), ns, policy, hostTargets, n.cfg.EgressSocket)
 	if err != nil {
 		fw.stop()
 		return nil, err

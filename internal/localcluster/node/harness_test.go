@@ -186,8 +186,6 @@ func newTestNode(t testing.TB, cfg *rest.Config, name string, withClientCA bool,
 	if err != nil {
 		t.Fatalf("creating node %s: %v", name, err)
 	}
-	// The kubelet API listens in the node's network namespace.
-	httpClient.Transport.(*http.Transport).DialContext = n.NetworkNamespace().DialContext
 	ctx, cancel := context.WithCancel(context.Background())
 	tn := &testNode{Node: n, name: name, client: kubernetes.NewForConfigOrDie(cfg), stateDir: stateDir, http: httpClient, stop: cancel, stopped: make(chan error, 1)}
 	go func() { tn.stopped <- n.Run(ctx) }()

@@ -87,7 +87,7 @@ func TestLogsOverKubeletAPI(t *testing.T) {
 func TestKubeletAPIRequiresClientCertificate(t *testing.T) {
 	t.Parallel()
 	n := sharedNode(t)
-	anonymous := &http.Client{Transport: &http.Transport{DialContext: n.NetworkNamespace().DialContext, TLSClientConfig: n.http.Transport.(*http.Transport).TLSClientConfig.Clone()}}
+	anonymous := &http.Client{Transport: &http.Transport{TLSClientConfig: n.http.Transport.(*http.Transport).TLSClientConfig.Clone()}}
 	anonymous.Transport.(*http.Transport).TLSClientConfig.Certificates = nil
 	resp, err := anonymous.Get("https://" + n.KubeletAddress() + "/pods")
 	if err == nil {

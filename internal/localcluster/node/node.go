@@ -250,7 +250,7 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 		return nil, err
 	}
 
-	if n.server, err = openKubeletAPI(cfg, network.Namespace()); err != nil {
+	if n.server, err = openKubeletAPI(cfg); err != nil {
 		return nil, err
 	}
 
@@ -273,7 +273,7 @@ func nodeClient(cfg Config) (kubernetes.Interface, error) {
 
 // openKubeletAPI opens the kubelet API port in New, so a port in use or a
 // bad certificate fails the node before it registers.
-func openKubeletAPI(cfg Config, ns *podnetwork.Namespace) (*kubeletServer, error) {
+func openKubeletAPI(cfg Config) (*kubeletServer, error) {
 	cert, err := servingCertificate(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.StateDir, cfg.NodeIP, cfg.NodeName, cfg.Clock.Now())
 	if err != nil {
 		return nil, err
@@ -282,7 +282,7 @@ func openKubeletAPI(cfg Config, ns *podnetwork.Namespace) (*kubeletServer, error
 	if err != nil {
 		return nil, err
 	}
-	return listenKubelet(ns, net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.KubeletPort)), tlsConfig, cfg.Log)
+	return listenKubelet(net.JoinHostPort(kubeletHost, strconv.Itoa(cfg.KubeletPort)), tlsConfig, cfg.Log)
 }
 
 func withDefaults(cfg Config) Config {
@@ -334,10 +334,15 @@ func (n *Node) Ready() <-chan struct{} { return n.ready }
 // pod IPs and cluster IPs belong there. It is valid until Run returns.
 func (n *Node) NetworkNamespace() *podnetwork.Namespace { return n.network.Namespace() }
 
-// KubeletAddress is where the kubelet API listens, host:port, in the node's
-// network namespace (NetworkNamespace).
+// kubeletHost is where the kubelet API listens: the host's loopback, out of
+// the pods' reach. The Node names the node IP and this port; the API server
+// reaches it there through the egress, which leads that one address to the
+// host (startHostAccess).
+const kubeletHost = "127.0.0.1"
+
+// KubeletAddress is where the kubelet API listens, host:port, on the host.
 func (n *Node) KubeletAddress() string {
-	return net.JoinHostPort(n.cfg.NodeIP, strconv.Itoa(int(n.server.port())))
+	return net.JoinHostPort(kubeletHost, strconv.Itoa(int(n.server.port())))
 }
 
 // Run registers the node and runs its pods until ctx ends; it then stops
@@ -364,17 +369,11 @@ func (n *Node) Run(ctx context.Context) error {
 	defer n.events.Shutdown()
 	n.podInformers.Start(vkCtx.Done())
 	n.objInformers.Start(vkCtx.Done())
-	stopNetwork, err := n.startNetworkServices() // after the pods (defers run last first)
+	stopNetwork, err := n.startNetworkServices(ctx) // after the pods (defers run last first)
 	if err != nil {
 		return err
 	}
 	defer stopNetwork()
-	dnsCtx, stopDNS := context.WithCancel(ctx)
-	defer stopDNS()
-	dns, err := n.startClusterDNS(dnsCtx)
-	if err != nil {
-		return err
-	}
 
 	serveErr := make(chan error, 1)
 	go func() {
@@ -406,11 +405,6 @@ func (n *Node) Run(ctx context.Context) error {
 	nodesStarted = true
 	if err := waitFor(ctx, n.nodes.Ready(), n.nodes.Done(), n.nodes.Err); err != nil {
 		return fmt.Errorf("registering the node: %w", err)
-	}
-	if dns != nil {
-		if err := dns.awaitReady(ctx, clusterDNSStartTimeout); err != nil {
-			return err
-		}
 	}
 	ready := n.node.DeepCopy()
 	setNodeReady(ready, metav1.NewTime(n.cfg.Clock.Now()))
