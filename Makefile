@@ -86,8 +86,8 @@ envtest: ## Build (once, cached outside the repo) the kube-apiserver and etcd th
 	@go run ./hack/kubebin -components etcd,kube-apiserver > $(LOCALBIN)/.envtest-assets
 
 .PHONY: addons
-addons: ## Build (once, cached outside the repo) the add-ons the gang-scheduling tests run: Volcano, scheduler-plugins, Kueue.
-	@go run ./hack/kubebin -components etcd -addons volcano,coscheduling,kueue >/dev/null
+addons: ## Build (once, cached outside the repo) the local cluster's DNS server (CoreDNS) and the add-ons the gang-scheduling tests run: Volcano, scheduler-plugins, Kueue.
+	@go run ./hack/kubebin -components etcd -cluster-dns -addons volcano,coscheduling,kueue >/dev/null
 
 .PHONY: paddle-runtime
 paddle-runtime: ## Install (once, cached outside the repo) the pinned CPU PaddlePaddle runtimes (2.6.2, 3.0.0, 3.3.1), Python venvs; bin/.paddle-runtime names the default's.

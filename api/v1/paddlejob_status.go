@@ -73,9 +73,8 @@ type PaddleJobStatus struct {
 	RecreatingPods []string `json:"recreatingPods,omitempty"`
 
 	// hostPorts are the port ranges held by the job's pods where pods share
-	// an address (Host intranet, or an operator started with
-	// --shared-pod-network), kept while the job is suspended so its pods
-	// come back on the same ports.
+	// their node's address (Host intranet), kept while the job is suspended
+	// so its pods come back on the same ports.
 	// +listType=map
 	// +listMapKey=pod
 	// +optional

@@ -24,7 +24,8 @@ func newNodeCmd() *cobra.Command {
 	cfg := node.Config{
 		NodeName:    node.DefaultNodeName,
 		NodeIP:      node.DefaultNodeIP,
-		PodIPRange:  node.DefaultPodIPRange,
+		PodCIDR:     node.DefaultPodCIDR,
+		ServiceCIDR: node.DefaultServiceCIDR,
 		KubeletPort: node.DefaultKubeletPort,
 		MaxPods:     node.DefaultMaxPods,
 	}
@@ -34,8 +35,10 @@ func newNodeCmd() *cobra.Command {
 		Use:   "node",
 		Short: "Run the local cluster's node: pods bound to it run as sandboxed processes on this machine",
 		Long: `Run a Kubernetes node for this machine. Each pod bound to it runs as host
-processes in a bubblewrap sandbox, with a loopback IP of its own; images are
-mapped to local commands by the image table. The node runs until interrupted,
+processes in a bubblewrap sandbox, in a network namespace of its own with an
+IP of the pod CIDR, on a bridge in the node's network namespace (which holds
+the node IP and nothing of the host's network); images are mapped to local
+commands by the image table. The node runs until interrupted,
 then stops every pod.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -67,8 +70,23 @@ then stops every pod.`,
 	f.StringVar(&cfg.StateDir, "state-dir", "", "directory for the pods' files, logs and volumes (required)")
 	f.StringSliceVar(&cfg.HiddenPaths, "hide", nil, "host directories no pod may see, besides --state-dir (the local cluster hides its whole state); may be repeated")
 	f.StringSliceVar(&cfg.HostPathRW, "host-path-rw", nil, "host directories whose paths pods may mount read-write (hostPath volumes, hostPath and local PersistentVolumes); every other host path is mounted read-only, and none may be, hold or lie in --state-dir or a --hide directory; may be repeated")
-	f.StringVar(&cfg.NodeIP, "node-ip", cfg.NodeIP, "the node's IP: the kubelet API listens there, and hostNetwork pods have it")
-	f.StringVar(&cfg.PodIPRange, "pod-ip-range", cfg.PodIPRange, "FIRST-LAST addresses handed to pods, one each")
+	f.StringVar(&cfg.NodeIP, "node-ip", cfg.NodeIP, "the node's IP, in its network namespace: the kubelet API listens there, and hostNetwork pods have it")
+	f.StringVar(&cfg.PodCIDR, "pod-cidr", cfg.PodCIDR, "the pods' network: its first address is their gateway, and each pod gets one whose last octet is 100-254")
+	f.StringVar(&cfg.ServiceCIDR, "service-cidr", cfg.ServiceCIDR, "cluster IPs (comma-separated CIDRs), local to the node's network namespace")
+	f.Func("forward", "PORT=127.0.0.1:PORT: the node listens on PORT of --node-ip, in its network namespace, and forwards every connection to that loopback address of this machine (what pods reach of it: the API server, the elastic etcd guard, the progress endpoint); may be repeated", func(v string) error {
+		for _, one := range strings.Split(v, ",") {
+			fw, err := node.ParseForward(one)
+			if err != nil {
+				return err
+			}
+			cfg.Forwards = append(cfg.Forwards, fw)
+		}
+		return nil
+	})
+	f.StringVar(&cfg.ClusterDNS.IP, "cluster-dns", node.DefaultClusterDNSIP, "address of the cluster DNS server, in the service CIDR: pods resolve names with it (with --cluster-dns-server)")
+	f.StringVar(&cfg.ClusterDNS.Binary, "cluster-dns-server", "", "CoreDNS executable the node runs in its network namespace on --cluster-dns (default: none, and pods get no cluster name server)")
+	f.StringVar(&cfg.ClusterDNS.Kubeconfig, "cluster-dns-kubeconfig", "", "CoreDNS's kubeconfig, reaching the API server from the node's network namespace")
+	f.StringVar(&cfg.EgressSocket, "egress-socket", "", "Unix socket where the node serves the API server's egress into the cluster network (HTTP CONNECT to pod, Service and node IPs only); at most 107 bytes")
 	f.IntVar(&cfg.KubeletPort, "kubelet-port", cfg.KubeletPort, "port of the kubelet API (logs)")
 	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "serving certificate of the kubelet API (default: self-signed, kept in the state directory)")
 	f.StringVar(&cfg.TLSKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")

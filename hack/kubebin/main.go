@@ -6,7 +6,8 @@
 //
 // -addons also builds the named add-ons (volcano, coscheduling, kueue) that
 // `paddlejob up --with` runs, so that a test run does not spend its timeout
-// building them.
+// building them; -cluster-dns builds the cluster's DNS server (CoreDNS) that
+// every local cluster runs.
 package main
 
 import (
@@ -24,6 +25,7 @@ import (
 func main() {
 	components := flag.String("components", strings.Join(kubebin.AllComponents, ","), "comma-separated binaries to provide")
 	addons := flag.String("addons", "", "comma-separated add-ons to build too: "+strings.Join(kubebin.AddonNames, ", "))
+	clusterDNS := flag.Bool("cluster-dns", false, "build the cluster DNS server (CoreDNS) too")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -40,6 +42,12 @@ func main() {
 			continue
 		}
 		if _, err := kubebin.EnsureAddon(ctx, kubebin.Options{Log: os.Stderr}, a); err != nil {
+			fmt.Fprintln(os.Stderr, "kubebin:", err)
+			os.Exit(1)
+		}
+	}
+	if *clusterDNS {
+		if _, err := kubebin.EnsureClusterDNS(ctx, kubebin.Options{Log: os.Stderr}); err != nil {
 			fmt.Fprintln(os.Stderr, "kubebin:", err)
 			os.Exit(1)
 		}

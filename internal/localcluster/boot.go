@@ -30,6 +30,9 @@ const (
 	componentScheduler         = "kube-scheduler"
 	componentOperator          = "paddlejob-operator"
 	componentNode              = "paddlejob-node"
+	// componentClusterDNS is CoreDNS, which the node runs: it has a
+	// client certificate and a kubeconfig, not a process of its own here.
+	componentClusterDNS = "coredns"
 )
 
 // Identities of the components, as their client certificates name them.
@@ -40,8 +43,9 @@ const (
 	operatorUser = "paddlejob-operator"
 	operatorNS   = "paddlejob-system"
 	nodeUser     = "paddlejob-node"
-	serviceCIDR  = "127.64.0.0/16"
-	serviceIP    = "127.64.0.1"
+	// clusterDNSUser is the user kubeadm's system:coredns role is for
+	// (cluster-dns-rbac.yaml).
+	clusterDNSUser = "system:coredns"
 )
 
 // boot starts a cluster step by step.
@@ -52,8 +56,10 @@ type boot struct {
 	paddle map[string]*paddleruntime.Runtime // by release
 	// addons are the directories of the add-ons' builds, by name.
 	addons map[string]string
-	st     *State
-	ca     *keyPair
+	// clusterDNS is the directory of CoreDNS's build.
+	clusterDNS string
+	st         *State
+	ca         *keyPair
 	// etcdCA signs the etcds' certificates and the API server's as their
 	// client, and nothing else (etcd.go).
 	etcdCA *keyPair
@@ -78,6 +84,9 @@ func (b *boot) run(ctx context.Context) (*State, error) {
 	}
 	for i, p := range ports {
 		*p = picked[i]
+	}
+	if err := checkSocketPaths(b.l); err != nil {
+		return b.st, err
 	}
 	if err := b.step("certificates", b.certificates); err != nil {
 		return b.st, err
@@ -162,15 +171,20 @@ func (b *boot) certificates() error {
 		return err
 	}
 	specs := []certSpec{
+		// Pods reach the API server at its forward on the node IP
+		// (KUBERNETES_SERVICE_HOST) or at the kubernetes Service.
 		{name: "apiserver", Spec: pki.Spec{CommonName: "kube-apiserver", Server: true,
-			Hosts: append(loopback, serviceIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")}},
+			Hosts: append(loopback, nodeIP, serviceIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")}},
 		{name: "apiserver-kubelet-client", Spec: pki.Spec{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}, Client: true}},
 		{name: "admin", Spec: pki.Spec{CommonName: "paddlejob-admin", Organization: []string{"system:masters"}, Client: true}},
 		{name: componentControllerManager, Spec: pki.Spec{CommonName: "system:kube-controller-manager", Client: true}},
 		{name: componentScheduler, Spec: pki.Spec{CommonName: "system:kube-scheduler", Client: true}},
 		{name: componentOperator, Spec: pki.Spec{CommonName: operatorUser, Client: true}},
 		{name: componentNode, Spec: pki.Spec{CommonName: nodeUser, Client: true}},
-		{name: "kubelet-serving", Spec: pki.Spec{CommonName: NodeName, Server: true, Hosts: loopback}},
+		{name: componentClusterDNS, Spec: pki.Spec{CommonName: clusterDNSUser, Client: true}},
+		// The API server reaches the kubelet API at the node IP, through
+		// its egress.
+		{name: "kubelet-serving", Spec: pki.Spec{CommonName: NodeName, Server: true, Hosts: append(loopback, nodeIP)}},
 	}
 	issued := map[string]*keyPair{}
 	for _, s := range specs {
@@ -192,6 +206,11 @@ func (b *boot) certificates() error {
 			return err
 		}
 	}
+	// CoreDNS runs in the node's network namespace: it reaches the API
+	// server through the node's forward, on the node IP.
+	if err := writeKubeconfig(b.l.componentConfig(componentClusterDNS), onNode("https", b.st.Ports.APIServer), ca, issued[componentClusterDNS]); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -202,8 +221,15 @@ func (b *boot) startAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := writeEgressSelector(b.l); err != nil {
+		return err
+	}
 	return b.launch(ctx, componentAPIServer, []string{b.bin("kube-apiserver"),
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + itoa(b.st.Ports.APIServer),
+		// The kubernetes Service's endpoint is the API server's forward on
+		// the node IP, which has the same port (nodeForwards).
+		"--bind-address=127.0.0.1", "--advertise-address=" + nodeIP, "--secure-port=" + itoa(b.st.Ports.APIServer),
+		// The cluster network is reached through the node (network.go).
+		"--egress-selector-config-file=" + egressSelectorFile(b.l),
 		"--etcd-servers=https://127.0.0.1:" + itoa(b.st.Ports.EtcdClient),
 		"--etcd-cafile=" + b.etcdCA.CertFile, "--etcd-certfile=" + f(apiServerEtcdClient+".crt"), "--etcd-keyfile=" + f(apiServerEtcdClient+".key"),
 		"--tls-cert-file=" + f("apiserver.crt"), "--tls-private-key-file=" + f("apiserver.key"),
@@ -240,7 +266,7 @@ func (b *boot) install(ctx context.Context) error {
 		}
 		objs = append(objs, string(data))
 	}
-	objs = append(objs, operatorBinding, nodeRBAC)
+	objs = append(objs, operatorBinding, nodeRBAC, clusterDNSRBAC)
 	manifests, err := kube.DecodeManifests([]byte(strings.Join(objs, "\n---\n")))
 	if err != nil {
 		return err
@@ -261,6 +287,9 @@ func (b *boot) install(ctx context.Context) error {
 
 //go:embed node-rbac.yaml
 var nodeRBAC string
+
+//go:embed cluster-dns-rbac.yaml
+var clusterDNSRBAC string
 
 // operatorNamespace holds the operator's webhook certificate Secret.
 const operatorNamespace = `apiVersion: v1
@@ -312,10 +341,10 @@ func (b *boot) startControllerManager(ctx context.Context) error {
 		"--bind-address=127.0.0.1", "--secure-port=" + itoa(b.st.Ports.ControllerManager),
 		"--leader-elect=false",
 		"--use-service-account-credentials=true",
-		// Pod IPs are loopback addresses, which EndpointSlices refuse; pods
-		// find each other through the node's /etc/hosts, and there is no
-		// kube-proxy to use endpoints anyway.
-		"--controllers=*,-endpointslice-controller,-endpointslice-mirroring-controller,-endpoints-controller",
+		// Every default controller, the endpoint ones included: pods have
+		// IPs of the pod network, and the node's Service proxy forwards to
+		// the EndpointSlices these write.
+		"--controllers=*",
 		"--service-account-private-key-file=" + filepath.Join(b.l.pki(), "sa.key"),
 		"--root-ca-file=" + b.ca.CertFile,
 		"--service-cluster-ip-range=" + serviceCIDR,
@@ -352,14 +381,12 @@ func (b *boot) startOperator(ctx context.Context) error {
 	return b.launch(ctx, componentOperator, []string{b.opts.Executable, "operator",
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probes,
 		"--elastic-etcd-endpoints=" + elasticEtcdURL(b.st.Ports),
-		// The node runs pods as processes of the host's network.
-		"--shared-pod-network",
 		"--webhook-host=127.0.0.1", "--webhook-port=" + itoa(b.st.Ports.Webhook),
 		"--webhook-certs=external", "--webhook-cert-dir=" + certDir, "--operator-namespace=" + operatorNS,
-		// Pods are processes of this machine: they reach the operator's
-		// progress endpoint on the loopback address.
+		// Pods reach the operator's progress endpoint through its forward
+		// on the node IP.
 		"--progress-bind-address=127.0.0.1:" + itoa(b.st.Ports.Progress),
-		"--progress-url=http://127.0.0.1:" + itoa(b.st.Ports.Progress),
+		"--progress-url=" + onNode("http", b.st.Ports.Progress),
 	}, []string{"KUBECONFIG=" + b.l.componentConfig(componentOperator)},
 		60*time.Second, func() error { return getPlain(ctx, "http://"+probes+"/readyz") })
 }
@@ -373,14 +400,15 @@ func (b *boot) startNode(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return b.launch(ctx, componentNode, []string{b.opts.Executable, "node",
+	args := []string{b.opts.Executable, "node",
 		"--kubeconfig=" + b.l.componentConfig(componentNode),
 		"--node-name=" + NodeName,
 		"--state-dir=" + b.l.nodeState(),
 		// Keys, kubeconfigs, etcd: nothing of the cluster's state is a pod's.
 		"--hide=" + b.l.home,
 		"--host-path-rw=" + strings.Join(b.opts.HostPathRW, ","),
-		"--node-ip=127.0.0.1",
+		"--node-ip=" + nodeIP,
+		"--service-cidr=" + serviceCIDR,
 		"--kubelet-port=" + itoa(b.st.Ports.Kubelet),
 		"--tls-cert-file=" + filepath.Join(pki, "kubelet-serving.crt"),
 		"--tls-private-key-file=" + filepath.Join(pki, "kubelet-serving.key"),
@@ -393,7 +421,16 @@ func (b *boot) startNode(ctx context.Context) error {
 		"--pod-pids-limit=" + itoa(node.DefaultPodPidsLimit),
 		"--tmp-size=" + itoa(node.DefaultTmpSize),
 		"--shm-size=" + itoa(node.DefaultShmSize),
-	}, nil, 60*time.Second, func() error { return nodeReady(ctx, cfg, NodeName) })
+		// What pods reach of this machine, and the API server's way into
+		// the cluster network (network.go).
+		"--egress-socket=" + egressSocket(b.l),
+		// The cluster's DNS server, on the kube-dns address (clusterdns.go).
+		"--cluster-dns=" + clusterDNSIP,
+		"--cluster-dns-server=" + filepath.Join(b.clusterDNS, "coredns"),
+		"--cluster-dns-kubeconfig=" + b.l.componentConfig(componentClusterDNS),
+	}
+	args = append(args, nodeForwards(b.st.Ports)...)
+	return b.launch(ctx, componentNode, args, nil, 60*time.Second, func() error { return nodeReady(ctx, cfg, NodeName) })
 }
 
 // waitDefaultServiceAccount waits for the controller manager to create the

@@ -203,7 +203,11 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &boot{opts: opts, l: l, bins: bins, paddle: rts, addons: addons}
+	clusterDNS, err := kubebin.EnsureClusterDNS(ctx, kubebin.Options{Log: prefixed(opts.Out, "  ")})
+	if err != nil {
+		return nil, err
+	}
+	b := &boot{opts: opts, l: l, bins: bins, paddle: rts, addons: addons, clusterDNS: clusterDNS}
 	st, err := b.run(ctx)
 	if err != nil {
 		if st != nil {

@@ -13,9 +13,10 @@ import (
 )
 
 // The cluster's two etcds: the control plane's store and the elastic
-// rendezvous of Paddle's jobs. Pods are processes of this machine and reach
-// every loopback port, so no etcd listener trusts a connection for where
-// it comes from:
+// rendezvous of Paddle's jobs. Pods reach the host only through the node's
+// forwards (network.go), the elastic etcd guard's among them, but every
+// process of this machine reaches every loopback port, so no etcd listener
+// trusts a connection for where it comes from:
 //   - both peer listeners take TLS only, from a client certificate of the
 //     etcd CA naming that etcd's own peer (--peer-cert-allowed-cn): no pod
 //     can read their members or forge raft messages;
@@ -116,11 +117,10 @@ func elasticEtcdArgs(l layout, bins string, ports Ports) []string {
 	return append(args, "--listen-metrics-urls=", "--unsafe-no-fsync", "--log-level=warn")
 }
 
-// elasticEtcdURL is the elastic etcd guard's URL, given to elastic jobs as
-// the elastic etcd's.
-func elasticEtcdURL(ports Ports) string {
-	return fmt.Sprintf("http://127.0.0.1:%d", ports.ElasticEtcd)
-}
+// elasticEtcdURL is the elastic etcd guard's URL as pods reach it, its
+// forward on the node IP (network.go), given to elastic jobs as the elastic
+// etcd's.
+func elasticEtcdURL(ports Ports) string { return onNode("http", ports.ElasticEtcd) }
 
 // elasticEtcdSocket is where the elastic etcd serves clients: the cluster's
 // home, which the node hides from every pod.
@@ -146,11 +146,7 @@ func (b *boot) startEtcd(ctx context.Context) error {
 // pods reach it, through its guard, without credentials, so it is not the
 // cluster's own store.
 func (b *boot) startElasticEtcd(ctx context.Context) error {
-	socket := elasticEtcdSocket(b.l)
-	if len(socket) > maxSocketPath {
-		return fmt.Errorf("the elastic etcd's socket %s is %d bytes long, more than a Unix socket's %d: give the cluster a shorter home (PADDLEJOB_HOME)",
-			socket, len(socket), maxSocketPath)
-	}
+	socket := elasticEtcdSocket(b.l) // its length checked by checkSocketPaths
 	return b.launch(ctx, componentElasticEtcd, elasticEtcdArgs(b.l, b.bins, b.st.Ports), nil, 30*time.Second,
 		func() error { return dialUnix(socket) })
 }

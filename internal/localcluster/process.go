@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // process is a component of the local cluster running in the background. Its
@@ -48,6 +50,9 @@ func startProcess(supervisor, name string, args []string, env []string, logDir s
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if name == componentNode {
+		ownUserNamespace(cmd.SysProcAttr, os.Geteuid(), os.Getegid())
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -56,6 +61,25 @@ func startProcess(supervisor, name string, args []string, env []string, logDir s
 	// The child outlives this command; release it so no zombie waits on us.
 	_ = cmd.Process.Release()
 	return p, nil
+}
+
+// ownUserNamespace starts a normal user's node (with its supervisor) in a
+// user namespace of its own, where the user is mapped to itself, so that it
+// may create the pods' network namespaces and links, the way rootless
+// container engines do: it keeps CAP_SYS_ADMIN and CAP_NET_ADMIN there as
+// ambient capabilities across exec (its uid stays the user's, so nothing
+// else about the node changes), capabilities over the namespaces it creates
+// and nothing of the host's. The node's process spawner drops them again for
+// bubblewrap (node/runtime.go). A root node needs none of this.
+func ownUserNamespace(attr *syscall.SysProcAttr, uid, gid int) {
+	if uid == 0 {
+		return
+	}
+	attr.Cloneflags |= syscall.CLONE_NEWUSER
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	attr.GidMappingsEnableSetgroups = false
+	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN}
 }
 
 // supervised is what the supervisor recorded of the component.

@@ -113,7 +113,6 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Controller.PodEventBatchPeriod, "pod-event-batch-period", o.Controller.PodEventBatchPeriod, "how long pod events wait before they bring their job back, so that a burst of them is one pass and one status write")
 	fs.StringVar(&o.Controller.InitImage, "init-image", o.Controller.InitImage, "image of the wait-for-endpoints init container (needs only sh)")
 	fs.StringVar(&o.HostPortRange, "host-port-range", o.HostPortRange, "ports handed to pods of Host-intranet jobs, first-last")
-	fs.BoolVar(&o.Controller.SharedPodNetwork, "shared-pod-network", o.Controller.SharedPodNetwork, "the cluster's pods share one network namespace (the local cluster's node): give every pod a port range of its own from --host-port-range")
 	fs.DurationVar(&o.Controller.RestartBackoff, "restart-backoff", o.Controller.RestartBackoff, "wait before recreating a failed pod, doubling with each restart of the job")
 	fs.DurationVar(&o.Controller.MaxRestartBackoff, "max-restart-backoff", o.Controller.MaxRestartBackoff, "longest wait before recreating a failed pod")
 	fs.StringVar(&o.Controller.GangScheduler, "gang-scheduler", o.Controller.GangScheduler, "gang scheduler of jobs with a schedulingPolicy whose templates name none: volcano, scheduler-plugins or none")

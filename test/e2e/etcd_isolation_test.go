@@ -33,7 +33,7 @@ import (
 // Any answer from etcd itself (its X-Etcd-Cluster-Id header, or a success)
 // counts as OPEN.
 const etcdProbe = `
-import json, os, socket, ssl, sys, urllib.error, urllib.request
+import http.client, json, os, socket, ssl, sys, urllib.error, urllib.request
 
 def varint(n):
     out = b""
@@ -63,7 +63,9 @@ def attempt(url, data=None, headers=None):
     except urllib.error.HTTPError as e:
         etcd = e.headers.get("X-Etcd-Cluster-Id") is not None
         return etcd, "%d %s%s" % (e.code, e.reason, " from etcd" if etcd else ""), None
-    except (OSError, ssl.SSLError) as e:
+    # HTTPException: an answer that is not HTTP/1 (the guard speaks gRPC
+    # alone; through the node's forward its HTTP/2 preface arrives first).
+    except (OSError, ssl.SSLError, http.client.HTTPException) as e:
         return False, "%s: %s" % (type(e).__name__, e), None
 
 failed = False
@@ -76,24 +78,24 @@ def report(name, answered, how):
 for etcd, port in (("etcd", os.environ["ETCD_PEER"]), ("elastic-etcd", os.environ["ELASTIC_ETCD_PEER"])):
     cluster_id, member = "0", 1
     for scheme in ("http", "https"):
-        answered, how, body = attempt("%s://127.0.0.1:%s/members" % (scheme, port))
+        answered, how, body = attempt("%s://%s:%s/members" % (scheme, os.environ["HOST"], port))
         if answered and body:
             members = json.loads(body)
             how += ": " + ", ".join(m["name"] for m in members)
             member = members[0]["id"]
-            with urllib.request.urlopen("%s://127.0.0.1:%s/members" % (scheme, port), timeout=10,
+            with urllib.request.urlopen("%s://%s:%s/members" % (scheme, os.environ["HOST"], port), timeout=10,
                                         context=context() if scheme == "https" else None) as r:
                 cluster_id = r.headers["X-Etcd-Cluster-Id"]
         report("%s-peer-members-%s" % (etcd, scheme), answered, how)
     # MsgHeartbeat (8) to the member from member 0x1234, at term 1.
     heartbeat = field(1, 8) + field(2, member) + field(3, 0x1234) + field(4, 1)
-    answered, how, _ = attempt("http://127.0.0.1:%s/raft" % port, data=heartbeat, headers={
+    answered, how, _ = attempt("http://%s:%s/raft" % (os.environ["HOST"], port), data=heartbeat, headers={
         "Content-Type": "application/protobuf", "X-Etcd-Cluster-ID": cluster_id, "X-Server-From": "1234",
         "X-Server-Version": "3.6.0", "X-Min-Cluster-Version": "3.0.0", "X-Raft-To": "%x" % member})
     report("%s-peer-forged-raft" % etcd, answered, how)
 
 for scheme in ("http", "https"):
-    answered, how, _ = attempt("%s://127.0.0.1:%s/version" % (scheme, os.environ["ETCD_CLIENT"]))
+    answered, how, _ = attempt("%s://%s:%s/version" % (scheme, os.environ["HOST"], os.environ["ETCD_CLIENT"]))
     report("etcd-client-%s" % scheme, answered, how)
 
 try:
@@ -103,7 +105,7 @@ try:
 except OSError as e:
     report("elastic-etcd-socket", False, "%s: %s" % (type(e).__name__, e))
 
-answered, how, _ = attempt("http://127.0.0.1:%s/v3/cluster/member/list" % os.environ["ELASTIC_ETCD_CLIENT"], data=b"{}")
+answered, how, _ = attempt("http://%s:%s/v3/cluster/member/list" % (os.environ["HOST"], os.environ["ELASTIC_ETCD_CLIENT"]), data=b"{}")
 report("elastic-etcd-gateway", answered, how)
 sys.exit(1 if failed else 0)
 `
@@ -118,7 +120,7 @@ import io, os, sys, threading
 import etcd3, grpc
 from etcd3 import etcdrpc
 
-client = etcd3.client(host="127.0.0.1", port=int(os.environ["ELASTIC_ETCD_CLIENT"]))
+client = etcd3.client(host=os.environ["HOST"], port=int(os.environ["ELASTIC_ETCD_CLIENT"]))
 failed = False
 def report(name, ok, how):
     global failed
@@ -181,6 +183,10 @@ func probeEtcds(t *testing.T, st *localcluster.State) {
 	env := map[string]string{"ETCD_PEER": strconv.Itoa(ports.EtcdPeer), "ELASTIC_ETCD_PEER": strconv.Itoa(ports.ElasticEtcdPeer),
 		"ETCD_CLIENT": strconv.Itoa(ports.EtcdClient), "ELASTIC_ETCD_CLIENT": strconv.Itoa(ports.ElasticEtcd),
 		"ELASTIC_ETCD_SOCKET": st.ElasticEtcdSocket(),
+		// Where pods reach the machine: the node IP, whose forwards lead to
+		// the guard (and the API server and progress endpoint) only; a
+		// pod's 127.0.0.1 is its own.
+		"HOST": st.NodeIP(),
 		// python-etcd3's generated code needs the pure-Python protobuf.
 		"PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"}
 	for name, value := range env {

@@ -81,11 +81,11 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // the failover takes is BenchmarkLeaderFailover's.)
 func TestInstalledOperatorWithTwoReplicasSurvivesItsLeader(t *testing.T) {
 	ctx := context.Background()
-	c := installTwoReplicas(t)
+	c, dial := installTwoReplicas(t)
 	leader := waitLeader(t, c, "")
 	t.Logf("leader: %s", leader)
-	waitReplicasReady(t, c, 2)
-	checkReplicasServeTheSecretsCertificate(t, c)
+	waitReplicasReady(t, c, dial, 2)
+	checkReplicasServeTheSecretsCertificate(t, c, dial)
 
 	// A job through the installed operator (and its webhook, behind its Service).
 	ns := "default"
@@ -121,7 +121,7 @@ func TestInstalledOperatorWithTwoReplicasSurvivesItsLeader(t *testing.T) {
 	}
 
 	// The metrics endpoint of the current leader serves the job metrics.
-	metrics := scrape(t, c, strings.SplitN(next, "_", 2)[0])
+	metrics := scrape(t, c, dial, strings.SplitN(next, "_", 2)[0])
 	for _, m := range []string{`paddlejob_jobs{mode="Collective",phase="Completed"} 1`, "paddlejob_job_duration_seconds_count", "controller_runtime_reconcile_total"} {
 		if !strings.Contains(metrics, m) {
 			t.Errorf("metrics lack %s", m)
@@ -136,11 +136,11 @@ func TestInstalledOperatorWithTwoReplicasSurvivesItsLeader(t *testing.T) {
 //
 // (part of make bench; results in docs/benchmarks.md).
 func BenchmarkLeaderFailover(b *testing.B) {
-	c := installTwoReplicas(b)
+	c, dial := installTwoReplicas(b)
 	var total time.Duration
 	for b.Loop() {
 		leader := waitLeader(b, c, "")
-		waitReplicasReady(b, c, 2)
+		waitReplicasReady(b, c, dial, 2)
 		_, took := killLeader(b, c, leader)
 		total += took
 	}
@@ -150,7 +150,7 @@ func BenchmarkLeaderFailover(b *testing.B) {
 // installTwoReplicas starts a local cluster without the operator (stopped
 // when the test ends) and installs the operator there from config/default,
 // as a user would, with two replicas. It returns a client of that cluster.
-func installTwoReplicas(t testing.TB) *client.Client {
+func installTwoReplicas(t testing.TB) (*client.Client, dialFunc) {
 	t.Helper()
 	ctx := context.Background()
 	installOpts := localcluster.Options{
@@ -188,7 +188,7 @@ func installTwoReplicas(t testing.TB) *client.Client {
 			t.Fatal(err)
 		}
 	}
-	return c
+	return c, egressDialer(st)
 }
 
 // killLeader kills the leading replica's process and waits until another
@@ -229,7 +229,7 @@ func waitLeader(t testing.TB, c *client.Client, not string) string {
 // certificate — and the webhook's Service routes to them: the API server
 // calls the webhook there, and the node's proxy follows pods' readiness
 // through its own watch.
-func waitReplicasReady(t testing.TB, c *client.Client, n int) {
+func waitReplicasReady(t testing.TB, c *client.Client, dial dialFunc, n int) {
 	t.Helper()
 	poll(t, 2*time.Minute, fmt.Sprintf("%d operator replicas are Ready", n), func() (bool, string) {
 		pods, err := c.Clientset().CoreV1().Pods(operatorNamespace).List(context.Background(),
@@ -255,7 +255,7 @@ func waitReplicasReady(t testing.TB, c *client.Client, n int) {
 		addr := net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
 		// The handshake is the point, not who signed the certificate (the
 		// API server checks that against the webhook configuration's CA).
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // see above
+		conn, err := dialTLS(dial, addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // see above
 		if err != nil {
 			return false, err.Error()
 		}
@@ -268,7 +268,7 @@ func waitReplicasReady(t testing.TB, c *client.Client, n int) {
 // its webhook certificate into the Secret paddlejob-webhook-certs, that both
 // webhook configurations trust its CA, and that every operator pod serves
 // it, for the webhook Service's name.
-func checkReplicasServeTheSecretsCertificate(t *testing.T, c *client.Client) {
+func checkReplicasServeTheSecretsCertificate(t *testing.T, c *client.Client, dial dialFunc) {
 	t.Helper()
 	ctx := context.Background()
 	cs := c.Clientset()
@@ -300,8 +300,7 @@ func checkReplicasServeTheSecretsCertificate(t *testing.T, c *client.Client) {
 	}
 	for _, p := range pods.Items {
 		addr := net.JoinHostPort(p.Status.PodIP, "9443")
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr,
-			&tls.Config{RootCAs: roots, ServerName: "paddlejob-webhook-service." + operatorNamespace + ".svc"})
+		conn, err := dialTLS(dial, addr, &tls.Config{RootCAs: roots, ServerName: "paddlejob-webhook-service." + operatorNamespace + ".svc"})
 		if err != nil {
 			t.Errorf("pod %s's webhook: %v", p.Name, err)
 			continue
@@ -330,7 +329,7 @@ func operatorPID(t testing.TB, pod string) int {
 // scrape reads an operator pod's metrics endpoint as a scraper bound to
 // paddlejob-metrics-reader, after checking that it refuses an anonymous
 // request and a ServiceAccount without that role.
-func scrape(t *testing.T, c *client.Client, pod string) string {
+func scrape(t *testing.T, c *client.Client, dial dialFunc, pod string) string {
 	t.Helper()
 	ctx := context.Background()
 	p, err := c.Clientset().CoreV1().Pods(operatorNamespace).Get(ctx, pod, metav1.GetOptions{})
@@ -350,7 +349,7 @@ func scrape(t *testing.T, c *client.Client, pod string) string {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		// The endpoint's certificate is self-signed, as Prometheus' ServiceMonitor expects.
-		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		hc := &http.Client{Transport: &http.Transport{DialContext: dial, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 		resp, err := hc.Do(req)
 		if err != nil {
 			t.Fatal(err)

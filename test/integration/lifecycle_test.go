@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
-	"github.com/paddlejob/paddlejob/internal/operator"
+	"github.com/paddlejob/paddlejob/internal/operator/controller"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -355,12 +356,12 @@ func waitForEvent(t *testing.T, ns, job, reason, text string) {
 	})
 }
 
-// With --shared-pod-network (the local cluster's node, whose pods share the
-// host's network) pods of every intranet get port ranges of their own, so a
-// program listening on every address of its first port collides with no
-// other pod's; Service-intranet lists, published before the pods, use them.
-func TestSharedPodNetworkGivesEveryPodItsOwnPorts(t *testing.T) {
-	startOperator(t, func(o *operator.Options) { o.Controller.SharedPodNetwork = true })
+// Outside Host intranet every pod has an address of its own, so pods of
+// every job get the same ports, as on any cluster: their role's default
+// range, nothing recorded in the job; Service-intranet lists, published
+// before the pods, name that port.
+func TestPodsOffTheHostNetworkShareTheDefaultPorts(t *testing.T) {
+	startOperator(t)
 	ns := newNamespace(t)
 	createJob(t, testutil.MakePaddleJob("a", ns).PS(1).Workers(2).Obj())
 	createJob(t, testutil.MakePaddleJob("b", ns).Workers(2).Intranet(paddlev1.IntranetService).Obj())
@@ -368,24 +369,32 @@ func TestSharedPodNetworkGivesEveryPodItsOwnPorts(t *testing.T) {
 	for k, v := range waitForPods(t, ns, "b", podNames("b", 0, 2, 0)...) {
 		pods[k] = v
 	}
-	seen := map[string]string{}
+	first := ""
 	for name, p := range pods {
 		if p.Spec.HostNetwork {
 			t.Errorf("%s is on the host network", name)
 		}
-		ports := p.Annotations[paddlev1.AnnotationPorts]
-		if other, dup := seen[ports]; dup {
-			t.Errorf("%s and %s hold the same ports %s", other, name, ports)
+		start, _, _ := strings.Cut(p.Annotations[paddlev1.AnnotationPorts], "-")
+		if start != strconv.Itoa(controller.DefaultBasePort) {
+			t.Errorf("%s holds ports %s; want its role's default range, from %d", name, p.Annotations[paddlev1.AnnotationPorts], controller.DefaultBasePort)
 		}
-		seen[ports] = name
+		first = start
+	}
+	for _, job := range []string{"a", "b"} {
+		j := &paddlev1.PaddleJob{}
+		if err := k8s.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: job}, j); err != nil {
+			t.Fatal(err)
+		}
+		if len(j.Status.HostPorts) > 0 {
+			t.Errorf("job %s recorded host ports %v; want none off the host network", job, j.Status.HostPorts)
+		}
 	}
 	env, err := resolvedEnv(t, ns, "b-worker-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, _, _ := strings.Cut(pods["b-worker-0"].Annotations[paddlev1.AnnotationPorts], "-")
 	if want := "b-worker-0.b:" + first; !strings.HasPrefix(env["PADDLE_TRAINER_ENDPOINTS"], want+",") {
-		t.Errorf("PADDLE_TRAINER_ENDPOINTS=%q, want it to start with %s (worker-0's own port)", env["PADDLE_TRAINER_ENDPOINTS"], want)
+		t.Errorf("PADDLE_TRAINER_ENDPOINTS=%q, want it to start with %s (worker-0's port)", env["PADDLE_TRAINER_ENDPOINTS"], want)
 	}
 }
 

@@ -89,6 +89,14 @@ var Addons = map[string]Addon{
 	},
 }
 
+// ClusterDNS is the cluster's DNS server, CoreDNS with its kubernetes
+// plugin, which every local cluster runs (kubeadm calls it an add-on too; it
+// is not one of the optional add-ons of AddonNames).
+var ClusterDNS = Addon{
+	Name: "coredns", Module: "github.com/coredns/coredns", Version: "v1.12.4",
+	Binaries: map[string]string{"coredns": "github.com/coredns/coredns"},
+}
+
 // AddonNames are the add-ons, in the order a cluster starts them.
 var AddonNames = []string{AddonVolcano, AddonCoscheduling, AddonKueue}
 
@@ -105,6 +113,16 @@ func EnsureAddon(ctx context.Context, opts Options, name string) (string, error)
 	if !ok {
 		return "", fmt.Errorf("unknown add-on %q (known: %s)", name, strings.Join(AddonNames, ", "))
 	}
+	return ensureAddon(ctx, opts, a)
+}
+
+// EnsureClusterDNS returns a directory holding ClusterDNS's binary, built
+// into the cache first when missing.
+func EnsureClusterDNS(ctx context.Context, opts Options) (string, error) {
+	return ensureAddon(ctx, opts, ClusterDNS)
+}
+
+func ensureAddon(ctx context.Context, opts Options, a Addon) (string, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}

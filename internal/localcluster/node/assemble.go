@@ -88,20 +88,21 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 
 	sandbox := r.sandboxOf(bwrap, argv, wd, mounts, user, seccomp)
 	args := bwrapArgs(r.deps.hostFS, sandbox)
-	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log, Cgroup: cgroup, Files: sandboxFiles(sandbox), Opened: opened}, nil
+	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log, Cgroup: cgroup, Files: sandboxFiles(sandbox), Opened: opened, Netns: r.netns}, nil
 }
 
 // sandboxOf is the sandbox one run of the pod's container starts in: the
 // pod's hostname and hosts files, the node's hidden paths and size limits.
 func (r *podRuntime) sandboxOf(bwrap string, argv []string, wd string, mounts []mount, user sandboxIdentity, seccomp *os.File) sandboxSpec {
 	return sandboxSpec{
-		Hostname:     r.hostname,
-		HostsFile:    r.hostsPath(),
-		HostnameFile: r.hostnamePath(),
-		Mounts:       mounts,
-		WorkingDir:   wd,
-		Argv:         argv,
-		Hidden:       r.deps.hidden,
+		Hostname:       r.hostname,
+		HostsFile:      r.hostsPath(),
+		HostnameFile:   r.hostnamePath(),
+		ResolvConfFile: r.resolvConfPath(),
+		Mounts:         mounts,
+		WorkingDir:     wd,
+		Argv:           argv,
+		Hidden:         r.deps.hidden,
 		// Root keeps its capabilities in a sandbox: it could remount the
 		// read-only binds writable.
 		DropCapabilities: true,

@@ -4,7 +4,6 @@ package node
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,24 +15,17 @@ import (
 )
 
 // helperEnv names the helper a pod runs when its command is this test
-// binary: programs the tests need inside sandboxes, written in Go so they
-// also check Go's resolver.
+// binary: programs the tests need inside sandboxes.
 const helperEnv = "NODE_TEST_HELPER"
 
 func runHelper(name string, args []string) int {
+	if code, ok := runNetworkHelper(name, args); ok {
+		return code
+	}
+	if code, ok := runServiceHelper(name, args); ok {
+		return code
+	}
 	switch name {
-	case "service-backend":
-		return serveBackend(os.Getenv(backendEnv))
-	case "resolve":
-		// Go's own resolver, which reads /etc/hosts itself.
-		r := &net.Resolver{PreferGo: true}
-		addrs, err := r.LookupHost(context.Background(), args[0])
-		if err != nil {
-			fmt.Println("resolve error:", err)
-			return 1
-		}
-		fmt.Println(args[0], addrs)
-		return 0
 	case "serve":
 		l, err := net.Listen("tcp", args[0])
 		if err != nil {
@@ -85,6 +77,34 @@ func runHelper(name string, args []string) int {
 	}
 	fmt.Println("unknown helper", name)
 	return 2
+}
+
+// runNetworkHelper runs the helpers that try the pod's network once; false
+// when name is none of them.
+func runNetworkHelper(name string, args []string) (int, bool) {
+	switch name {
+	case "connect":
+		// One attempt: "connected" or the error.
+		c, err := net.DialTimeout("tcp", args[0], 10*time.Second)
+		if err != nil {
+			fmt.Println("error:", err)
+			return 0, true
+		}
+		c.Close()
+		fmt.Println("connected")
+		return 0, true
+	case "bind":
+		// Binds args[0]: "bound" or the error.
+		l, err := net.Listen("tcp", args[0])
+		if err != nil {
+			fmt.Println("error:", err)
+			return 0, true
+		}
+		l.Close()
+		fmt.Println("bound")
+		return 0, true
+	}
+	return 0, false
 }
 
 // helperContainer runs a helper of this test binary in a pod.

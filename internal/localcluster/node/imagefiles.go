@@ -180,7 +180,7 @@ func imageBindPoints(host fs.FS, root string) ([]mount, error) {
 // checkImageLink refuses an image symlink where the sandbox has fixed
 // entries of its own: a system root, /etc (its files are the host's), /tmp.
 func checkImageLink(t string) error {
-	fixed := append(append([]string{"/etc", "/tmp", "/etc/hosts", "/etc/hostname"}, sandboxRoots...), etcFiles...)
+	fixed := append(append([]string{"/etc", "/tmp", "/etc/hosts", "/etc/hostname", "/etc/resolv.conf"}, sandboxRoots...), etcFiles...)
 	for _, f := range fixed {
 		if t == f || isUnder(f, t) {
 			return fmt.Errorf("a symbolic link cannot replace the sandbox's %s", f)

@@ -13,24 +13,18 @@ type ipRange struct {
 	first, last uint32
 }
 
-// parseIPRange parses "FIRST-LAST", e.g. "127.1.0.100-127.1.255.254".
-func parseIPRange(s string) (ipRange, error) {
-	lo, hi, ok := strings.Cut(s, "-")
-	if !ok {
-		return ipRange{}, fmt.Errorf("pod IP range %q: want FIRST-LAST", s)
+// parsePodCIDR parses the pods' network, e.g. "10.244.0.0/16": its range
+// is every address of it (the allocator hands out only some, usableIP).
+func parsePodCIDR(s string) (netip.Prefix, ipRange, error) {
+	p, err := netip.ParsePrefix(strings.TrimSpace(s))
+	if err != nil || !p.Addr().Is4() {
+		return netip.Prefix{}, ipRange{}, fmt.Errorf("pod CIDR %q: want an IPv4 network such as 10.244.0.0/16", s)
 	}
-	first, err := parseIPv4(strings.TrimSpace(lo))
-	if err != nil {
-		return ipRange{}, fmt.Errorf("pod IP range %q: %w", s, err)
-	}
-	last, err := parseIPv4(strings.TrimSpace(hi))
-	if err != nil {
-		return ipRange{}, fmt.Errorf("pod IP range %q: %w", s, err)
-	}
-	if first > last {
-		return ipRange{}, fmt.Errorf("pod IP range %q: first address is after the last", s)
-	}
-	return ipRange{first: first, last: last}, nil
+	p = p.Masked()
+	b := p.Addr().As4()
+	first := binary.BigEndian.Uint32(b[:])
+	last := first | uint32(uint64(1)<<(32-p.Bits())-1)
+	return p, ipRange{first: first, last: last}, nil
 }
 
 func parseIPv4(s string) (uint32, error) {
@@ -52,26 +46,21 @@ func (r ipRange) size() uint64      { return uint64(r.last) - uint64(r.first) + 
 func (r ipRange) String() string    { return formatIPv4(r.first) + "-" + formatIPv4(r.last) }
 func (r ipRange) has(v uint32) bool { return v >= r.first && v <= r.last }
 
-// Pods get only addresses whose last octet has three digits, 100 to 254, and
-// never one of 127.0.0.100-127.0.0.199. PaddlePaddle's launcher finds its own
-// endpoints among its peers' with endpoint.startswith(podIP), and switches
-// every endpoint to the host when "127.0.0.1" appears anywhere in the list:
-// with a three-digit last octet no pod IP is a prefix of another's endpoint
-// ("127.1.0.1" would be of "127.1.0.12:6170"), and no pod IP contains
-// "127.0.0.1".
+// Pods get only addresses whose last octet has three digits, 100 to 254.
+// PaddlePaddle's launcher finds its own endpoints among its peers' with
+// endpoint.startswith(podIP): with a three-digit last octet no pod IP is a
+// prefix of another's endpoint ("10.244.0.1" would be of "10.244.0.12:6170").
+// The gateway (the network's first address) and the broadcast address are
+// never among them.
 const (
 	minLastOctet = 100
 	maxLastOctet = 254
 )
 
-// localhostBlock is 127.0.0.100-127.0.0.199, whose addresses contain
-// "127.0.0.1".
-var localhostBlock = ipRange{first: 0x7f000064, last: 0x7f0000c7}
-
 // usableIP reports whether the allocator may hand out v.
 func usableIP(v uint32) bool {
 	last := v & 0xff
-	return last >= minLastOctet && last <= maxLastOctet && !localhostBlock.has(v)
+	return last >= minLastOctet && last <= maxLastOctet
 }
 
 // nextUsable is the first usable address at or after v in r, and false when
@@ -79,8 +68,6 @@ func usableIP(v uint32) bool {
 func (r ipRange) nextUsable(v uint32) (uint32, bool) {
 	for v >= r.first && v <= r.last {
 		switch {
-		case localhostBlock.has(v):
-			v = localhostBlock.last + 1
 		case v&0xff < minLastOctet:
 			v = v&^0xff | minLastOctet
 		case v&0xff > maxLastOctet:
@@ -104,11 +91,6 @@ func (r ipRange) usable() uint64 {
 		if lo <= hi {
 			n += hi - lo + 1
 		}
-	}
-	lo := max(localhostBlock.first, r.first)
-	hi := min(localhostBlock.last, r.last)
-	if lo <= hi {
-		n -= uint64(hi-lo) + 1
 	}
 	return n
 }

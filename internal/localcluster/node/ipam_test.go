@@ -6,39 +6,55 @@ import (
 	"testing"
 )
 
-func TestParseIPRange(t *testing.T) {
+// testRange parses "FIRST-LAST" (tests only: the node's range is its pod
+// CIDR).
+func testRange(s string) (ipRange, error) {
+	lo, hi, ok := strings.Cut(s, "-")
+	if !ok {
+		return ipRange{}, fmt.Errorf("%q: want FIRST-LAST", s)
+	}
+	first, err := parseIPv4(lo)
+	if err != nil {
+		return ipRange{}, err
+	}
+	last, err := parseIPv4(hi)
+	return ipRange{first: first, last: last}, err
+}
+
+func TestParsePodCIDR(t *testing.T) {
 	tests := []struct {
 		in           string
+		want         string
 		size, usable uint64
 		wantErr      bool
 	}{
-		{DefaultPodIPRange, 255*256 + 155, 256 * 155, false},
-		{"127.0.1.1-127.0.255.254", 254*256 + 254, 255 * 155, false},
-		{"10.0.0.1-10.0.0.1", 1, 0, false},
-		{"10.0.0.150-10.0.0.150", 1, 1, false},
-		{"10.0.0.200-10.0.1.120", 177, 55 + 21, false},
-		{"127.0.0.2-127.0.1.100", 355, 55 + 1, false}, // 127.0.0.100-199 contain "127.0.0.1"
-		{" 127.0.0.2 - 127.0.0.3 ", 2, 0, false},
-		{"255.255.255.0-255.255.255.255", 256, 155, false},
-		{"127.0.0.3-127.0.0.2", 0, 0, true},
-		{"127.0.0.1", 0, 0, true},
-		{"::1-::2", 0, 0, true},
-		{"a-b", 0, 0, true},
+		{DefaultPodCIDR, "10.244.0.0-10.244.255.255", 256 * 256, 256 * 155, false},
+		{" 10.0.0.7/24 ", "10.0.0.0-10.0.0.255", 256, 155, false},
+		{"10.0.0.128/25", "10.0.0.128-10.0.0.255", 128, 127, false},
+		{"10.0.0.0/26", "10.0.0.0-10.0.0.63", 64, 0, false},
+		{"10.0.0.150/32", "10.0.0.150-10.0.0.150", 1, 1, false},
+		{"0.0.0.0/0", "0.0.0.0-255.255.255.255", 1 << 32, (1 << 24) * 155, false},
+		{"10.0.0.1", "", 0, 0, true},
+		{"fd00::/64", "", 0, 0, true},
+		{"10.0.0.0-10.0.0.9", "", 0, 0, true},
 	}
 	for _, tc := range tests {
-		r, err := parseIPRange(tc.in)
+		_, r, err := parsePodCIDR(tc.in)
 		if (err != nil) != tc.wantErr {
-			t.Errorf("parseIPRange(%q) error %v, want error %v", tc.in, err, tc.wantErr)
+			t.Errorf("parsePodCIDR(%q) error %v, want error %v", tc.in, err, tc.wantErr)
 			continue
 		}
 		if err != nil {
+			if !strings.Contains(err.Error(), "pod CIDR") {
+				t.Errorf("parsePodCIDR(%q) error %q does not name the field", tc.in, err)
+			}
 			continue
 		}
-		if r.size() != tc.size {
-			t.Errorf("parseIPRange(%q) has %d addresses, want %d", tc.in, r.size(), tc.size)
+		if r.String() != tc.want || r.size() != tc.size || r.usable() != tc.usable {
+			t.Errorf("parsePodCIDR(%q) = %s, %d addresses, %d usable; want %s, %d, %d", tc.in, r, r.size(), r.usable(), tc.want, tc.size, tc.usable)
 		}
-		if r.usable() != tc.usable {
-			t.Errorf("parseIPRange(%q) has %d usable addresses, want %d", tc.in, r.usable(), tc.usable)
+		if r.size() > 1<<20 {
+			continue
 		}
 		// usable agrees with usableIP, address by address.
 		var n uint64
@@ -48,18 +64,18 @@ func TestParseIPRange(t *testing.T) {
 			}
 		}
 		if n != r.usable() {
-			t.Errorf("parseIPRange(%q): usable() = %d, counted %d", tc.in, r.usable(), n)
+			t.Errorf("parsePodCIDR(%q): usable() = %d, counted %d", tc.in, r.usable(), n)
 		}
 	}
 }
 
 // TestPodIPsAreSafeForPaddle checks what PaddlePaddle's launcher relies on:
-// no pod IP is a string prefix of another pod's endpoint, and none contains
-// "127.0.0.1".
+// no pod IP is a string prefix of another pod's endpoint. The gateway and
+// the node IP are never handed out.
 func TestPodIPsAreSafeForPaddle(t *testing.T) {
-	for _, s := range []string{DefaultPodIPRange, "127.0.0.1-127.0.2.255"} {
-		r, _ := parseIPRange(s)
-		a := newIPAllocator(r, DefaultNodeIP)
+	for _, s := range []string{DefaultPodCIDR, "10.0.0.0/22"} {
+		_, r, _ := parsePodCIDR(s)
+		a := newIPAllocator(r, DefaultNodeIP, "10.0.0.1")
 		var ips []string
 		for i := range r.usable() {
 			ip, err := a.allocate(fmt.Sprint(i), "")
@@ -73,8 +89,8 @@ func TestPodIPsAreSafeForPaddle(t *testing.T) {
 		}
 		byPrefix := map[string]bool{}
 		for _, ip := range ips {
-			if strings.Contains(ip, "127.0.0.1") {
-				t.Errorf("%s: pod IP %s contains 127.0.0.1", s, ip)
+			if strings.HasSuffix(ip, ".1") || ip == DefaultNodeIP {
+				t.Errorf("%s: pod IP %s is the gateway or the node's", s, ip)
 			}
 			last := ip[strings.LastIndex(ip, ".")+1:]
 			if len(last) != 3 {
@@ -96,8 +112,8 @@ func TestPodIPsAreSafeForPaddle(t *testing.T) {
 }
 
 func TestIPAllocator(t *testing.T) {
-	r, _ := parseIPRange("127.1.0.1-127.1.0.103")
-	a := newIPAllocator(r, "127.1.0.101") // the node's own address
+	r, _ := testRange("10.244.0.1-10.244.0.103")
+	a := newIPAllocator(r, "10.244.0.101") // the node's own address
 	alloc := func(owner, preferred string) string {
 		t.Helper()
 		ip, err := a.allocate(owner, preferred)
@@ -109,19 +125,19 @@ func TestIPAllocator(t *testing.T) {
 	steps := []struct {
 		do, owner, preferred, want string
 	}{
-		{"alloc", "a", "", "127.1.0.100"}, // .1-.99 are never handed out
-		{"alloc", "a", "", "127.1.0.100"}, // same owner, same address
-		{"alloc", "b", "", "127.1.0.102"}, // the reserved one is skipped
-		{"alloc", "c", "", "127.1.0.103"},
+		{"alloc", "a", "", "10.244.0.100"}, // .1-.99 are never handed out
+		{"alloc", "a", "", "10.244.0.100"}, // same owner, same address
+		{"alloc", "b", "", "10.244.0.102"}, // the reserved one is skipped
+		{"alloc", "c", "", "10.244.0.103"},
 		{"exhausted", "d", "", ""},
 		{"release", "b", "", ""},
-		{"alloc", "d", "", "127.1.0.102"},
+		{"alloc", "d", "", "10.244.0.102"},
 		{"release", "a", "", ""},
 		{"release", "c", "", ""},
-		{"alloc", "e", "127.1.0.103", "127.1.0.103"}, // a free preferred address is kept
-		{"alloc", "f", "127.1.0.102", "127.1.0.100"}, // a taken one is not
-		{"alloc", "g", "127.1.0.50", ""},             // nor an unusable one: exhausted anyway
-		{"alloc", "h", "10.0.0.1", ""},               // out of range: exhausted anyway
+		{"alloc", "e", "10.244.0.103", "10.244.0.103"}, // a free preferred address is kept
+		{"alloc", "f", "10.244.0.102", "10.244.0.100"}, // a taken one is not
+		{"alloc", "g", "10.244.0.50", ""},              // nor an unusable one: exhausted anyway
+		{"alloc", "h", "10.0.0.1", ""},                 // out of range: exhausted anyway
 	}
 	for i, s := range steps {
 		switch s.do {
@@ -151,34 +167,34 @@ func TestIPAllocator(t *testing.T) {
 }
 
 func TestIPAllocatorWithoutUsableAddresses(t *testing.T) {
-	r, _ := parseIPRange("127.1.0.1-127.1.0.99")
+	r, _ := testRange("10.244.0.1-10.244.0.99")
 	if _, err := newIPAllocator(r).allocate("a", ""); err == nil || !strings.Contains(err.Error(), "100-254") {
 		t.Errorf("a range without usable addresses: %v", err)
 	}
 }
 
 func TestIPAllocatorIsNextFitAndUnique(t *testing.T) {
-	r, _ := parseIPRange("127.1.0.150-127.1.1.120")
+	r, _ := testRange("10.244.0.150-10.244.1.120")
 	a := newIPAllocator(r)
 	seen := map[string]bool{}
-	for i := range 126 { // .150-.254, then 127.1.1.100-.120
+	for i := range 126 { // .150-.254, then 10.244.1.100-.120
 		ip, err := a.allocate(fmt.Sprint(i), "")
 		if err != nil || seen[ip] {
 			t.Fatalf("allocation %d: %s, %v (duplicate %v)", i, ip, err, seen[ip])
 		}
 		seen[ip] = true
 	}
-	if !seen["127.1.0.254"] || !seen["127.1.1.100"] || seen["127.1.0.255"] || seen["127.1.1.0"] {
+	if !seen["10.244.0.254"] || !seen["10.244.1.100"] || seen["10.244.0.255"] || seen["10.244.1.0"] {
 		t.Errorf("addresses handed out: %v", seen)
 	}
-	a.release("10")  // 127.1.0.160
-	a.release("110") // 127.1.1.105
+	a.release("10")  // 10.244.0.160
+	a.release("110") // 10.244.1.105
 	// The next one goes to the first freed address after the last handed out,
 	// wrapping around.
-	if ip, _ := a.allocate("x", ""); ip != "127.1.0.160" {
-		t.Errorf("after releasing, got %s, want 127.1.0.160", ip)
+	if ip, _ := a.allocate("x", ""); ip != "10.244.0.160" {
+		t.Errorf("after releasing, got %s, want 10.244.0.160", ip)
 	}
-	if ip, _ := a.allocate("y", ""); ip != "127.1.1.105" {
-		t.Errorf("then %s, want 127.1.1.105", ip)
+	if ip, _ := a.allocate("y", ""); ip != "10.244.1.105" {
+		t.Errorf("then %s, want 10.244.1.105", ip)
 	}
 }

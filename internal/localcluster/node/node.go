@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,14 +26,19 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
 )
 
 // Defaults of the node's settings.
 const (
-	DefaultNodeName            = "paddlejob-node"
-	DefaultNodeIP              = "127.0.0.1"
-	DefaultPodIPRange          = "127.1.0.100-127.1.255.254"
+	DefaultNodeName = "paddlejob-node"
+	// DefaultNodeIP is the node's InternalIP, on a link of the node's
+	// network namespace (podnetwork.NodeNetwork).
+	DefaultNodeIP = "172.18.0.2"
+	// DefaultPodCIDR is the pods' network, on the bridge in the node's
+	// namespace; pods get its addresses 10.244.X.100-254 (ipam.go).
+	DefaultPodCIDR             = "10.244.0.0/16"
 	DefaultKubeletPort         = 10250
 	DefaultMaxPods             = 500
 	DefaultShutdownGracePeriod = 5 * time.Second
@@ -47,8 +53,8 @@ const (
 	DefaultShmSize = 256 << 20
 )
 
-// DefaultServiceCIDR is the cluster IPs the node serves by default (see
-// Config.ServiceCIDR).
+// DefaultServiceCIDR is the cluster IPs, local to the node's network
+// namespace (see Config.ServiceCIDR).
 const DefaultServiceCIDR = serviceproxy.DefaultCIDR
 
 // podSyncWorkers is how many pods virtual-kubelet syncs at once; the
@@ -71,11 +77,14 @@ type Config struct {
 	// or local PersistentVolumes; every other host path is mounted
 	// read-only, and none may be or hold StateDir or a hidden path.
 	HostPathRW []string
-	// NodeIP is the node's InternalIP, where the kubelet API listens, and
-	// the IP of hostNetwork pods.
+	// NodeIP is the node's InternalIP, on a link of the node's network
+	// namespace: the kubelet API listens there, and hostNetwork pods, which
+	// run in that namespace, have it. Not a loopback address.
 	NodeIP string
-	// PodIPRange is "FIRST-LAST": each other pod gets an address of it.
-	PodIPRange string
+	// PodCIDR is the pods' network: its first address is their gateway, on
+	// the bridge in the node's namespace, and each other pod gets an address
+	// of it whose last octet is 100-254, in a network namespace of its own.
+	PodCIDR string
 	// KubeletPort is the kubelet API's port; 0 picks a free one.
 	KubeletPort int
 	// TLSCertFile and TLSKeyFile serve the kubelet API; a self-signed pair
@@ -111,11 +120,27 @@ type Config struct {
 	Bwrap string
 	// ShutdownGracePeriod caps each pod's grace period when the node stops.
 	ShutdownGracePeriod time.Duration
+	// Forwards are what pods reach of this machine (forward.go): each
+	// listens on NodeIP:Port inside the node's network namespace and leads
+	// to one loopback address of the host. A forward to the API server's
+	// address makes it the API server pods are given
+	// (KUBERNETES_SERVICE_HOST and _PORT).
+	Forwards []Forward
+	// EgressSocket, when set, is the Unix socket where the node serves the
+	// API server's egress into the cluster network (egress.go); it must be
+	// at most 107 bytes long.
+	EgressSocket string
 	// ServiceCIDR is the cluster IPs (comma-separated CIDRs) whose Services
-	// the node proxies to its pods; default DefaultServiceCIDR, loopback.
+	// the node proxies to their endpoints; they are local to the node's
+	// network namespace (any of them may be bound there). Default
+	// DefaultServiceCIDR.
 	ServiceCIDR string
-	Log         logr.Logger
-	Clock       clock.Clock
+	// ClusterDNS, when its Binary is set, is the cluster DNS server the
+	// node runs in its network namespace (clusterdns.go); pods resolve
+	// names with it.
+	ClusterDNS ClusterDNS
+	Log        logr.Logger
+	Clock      clock.Clock
 }
 
 // Node is a process node: virtual-kubelet's controllers around a Provider.
@@ -133,7 +158,10 @@ type Node struct {
 	node         *corev1.Node
 	server       *kubeletServer
 	services     *serviceproxy.Proxy
-	ready        chan struct{}
+	// network is the node's network namespace and the bridge its pods hang
+	// off; closed when Run returns (or New fails).
+	network *podnetwork.NodeNetwork
+	ready   chan struct{}
 }
 
 // New prepares a node: it loads its settings, opens the kubelet API port and
@@ -143,14 +171,33 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	images, ipRange, capacity, serviceCIDRs, stateDir := in.images, in.ipRange, in.capacity, in.serviceCIDRs, cfg.StateDir
-
 	client, err := nodeClient(cfg)
 	if err != nil {
 		return nil, err
 	}
+	network, err := podnetwork.NewNodeNetwork(in.network)
+	if err != nil {
+		return nil, fmt.Errorf("creating the pod network: %w%s", err, networkPrivilegeHint(err))
+	}
+	n, err := newNode(cfg, in, client, network)
+	if err != nil {
+		network.Close()
+		return nil, err
+	}
+	return n, nil
+}
 
-	n := &Node{cfg: cfg, log: cfg.Log, client: client, ready: make(chan struct{})}
+// networkPrivilegeHint explains a pod network the node may not create.
+func networkPrivilegeHint(err error) string {
+	if errors.Is(err, syscall.EPERM) {
+		return " (creating network namespaces and links takes CAP_SYS_ADMIN and CAP_NET_ADMIN: run the node as root, or in a user namespace of its own, as paddlejob up does)"
+	}
+	return ""
+}
+
+func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *podnetwork.NodeNetwork) (*Node, error) {
+	images, ipRange, capacity, serviceCIDRs, stateDir := in.images, in.ipRange, in.capacity, in.serviceCIDRs, cfg.StateDir
+	n := &Node{cfg: cfg, log: cfg.Log, client: client, network: network, ready: make(chan struct{})}
 	n.podInformers = informers.NewSharedInformerFactoryWithOptions(client, time.Minute,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
@@ -173,14 +220,16 @@ func New(cfg Config) (*Node, error) {
 		Secrets:     secretInformer.Lister(),
 		Recorder:    recorder,
 		Images:      images,
-		IPs:         newIPAllocator(ipRange, cfg.NodeIP),
+		IPs:         newIPAllocator(ipRange, cfg.NodeIP, podnetwork.Gateway(in.network.PodCIDR).String()),
+		Network:     network,
 		Allocatable: capacity,
 		StateDir:    stateDir,
 		HiddenPaths: cfg.HiddenPaths,
 		HostPathRW:  cfg.HostPathRW,
 		NodeIP:      cfg.NodeIP,
 		Bwrap:       cfg.Bwrap,
-		APIServer:   cfg.RESTConfig.Host,
+		APIServer:   podAPIServer(cfg.RESTConfig.Host, cfg.NodeIP, cfg.Forwards),
+		ClusterDNS:  cfg.ClusterDNS.address(),
 		Sandbox: sandboxSettings{
 			asRoot:  os.Geteuid() == 0,
 			limits:  DefaultLimits{MemoryBytes: max(cfg.PodMemoryLimit, 0), Pids: max(cfg.PodPidsLimit, 0)},
@@ -196,8 +245,8 @@ func New(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.services = serviceproxy.New(cfg.Log, serviceInformer.Lister(), podInformer.Lister(), serviceCIDRs.Contains)
-	if _, err := serviceInformer.Informer().AddEventHandler(n.services.Handler()); err != nil {
+	var err error
+	if n.services, err = newServiceProxy(cfg.Log, n.objInformers, serviceCIDRs, network.Namespace()); err != nil {
 		return nil, err
 	}
 
@@ -233,7 +282,7 @@ func openKubeletAPI(cfg Config) (*kubeletServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return listenKubelet(net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.KubeletPort)), tlsConfig, cfg.Log)
+	return listenKubelet(net.JoinHostPort(kubeletHost, strconv.Itoa(cfg.KubeletPort)), tlsConfig, cfg.Log)
 }
 
 func withDefaults(cfg Config) Config {
@@ -243,8 +292,8 @@ func withDefaults(cfg Config) Config {
 	if cfg.NodeIP == "" {
 		cfg.NodeIP = DefaultNodeIP
 	}
-	if cfg.PodIPRange == "" {
-		cfg.PodIPRange = DefaultPodIPRange
+	if cfg.PodCIDR == "" {
+		cfg.PodCIDR = DefaultPodCIDR
 	}
 	if cfg.MaxPods == 0 {
 		cfg.MaxPods = DefaultMaxPods
@@ -276,36 +325,33 @@ func withDefaults(cfg Config) Config {
 	return cfg
 }
 
-// namespaceChangeHandler calls changed with the namespace of every object
-// added, changed or deleted.
-func namespaceChangeHandler(changed func(namespace string)) cache.ResourceEventHandler {
-	ns := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if m, ok := obj.(metav1.Object); ok {
-			changed(m.GetNamespace())
-		}
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    ns,
-		UpdateFunc: func(_, obj any) { ns(obj) },
-		DeleteFunc: ns,
-	}
-}
-
 // Ready is closed once the node is registered Ready and runs pods.
 func (n *Node) Ready() <-chan struct{} { return n.ready }
 
-// KubeletAddress is where the kubelet API listens, host:port.
+// NetworkNamespace is the node's network namespace, where its IP, the pods'
+// gateway and the cluster IPs are, and where hostNetwork pods run: the
+// node's listeners for pods (forwarders, the Service proxy) and its dials to
+// pod IPs and cluster IPs belong there. It is valid until Run returns.
+func (n *Node) NetworkNamespace() *podnetwork.Namespace { return n.network.Namespace() }
+
+// kubeletHost is where the kubelet API listens: the host's loopback, out of
+// the pods' reach. The Node names the node IP and this port; the API server
+// reaches it there through the egress, which leads that one address to the
+// host (startHostAccess).
+const kubeletHost = "127.0.0.1"
+
+// KubeletAddress is where the kubelet API listens, host:port, on the host.
 func (n *Node) KubeletAddress() string {
-	return net.JoinHostPort(n.cfg.NodeIP, strconv.Itoa(int(n.server.port())))
+	return net.JoinHostPort(kubeletHost, strconv.Itoa(int(n.server.port())))
 }
 
 // Run registers the node and runs its pods until ctx ends; it then stops
 // every pod (SIGTERM, then SIGKILL after at most ShutdownGracePeriod),
 // reports them Failed, and returns.
 func (n *Node) Run(ctx context.Context) error {
+	// Closed after everything below (defers run last first): the pods'
+	// namespaces are released as they stop.
+	defer n.network.Close()
 	log := n.log.WithValues("node", n.cfg.NodeName)
 	if _, err := n.provider.deps.bwrapPath(); err != nil {
 		log.Error(err, "Pods cannot start on this node until bubblewrap is installed")
@@ -323,9 +369,11 @@ func (n *Node) Run(ctx context.Context) error {
 	defer n.events.Shutdown()
 	n.podInformers.Start(vkCtx.Done())
 	n.objInformers.Start(vkCtx.Done())
-	// Stopped after the pods (defers run last first).
-	n.services.Start()
-	defer n.services.Stop()
+	stopNetwork, err := n.startNetworkServices(ctx) // after the pods (defers run last first)
+	if err != nil {
+		return err
+	}
+	defer stopNetwork()
 
 	serveErr := make(chan error, 1)
 	go func() {
@@ -367,7 +415,7 @@ func (n *Node) Run(ctx context.Context) error {
 		return fmt.Errorf("marking the node ready: %w", err)
 	}
 	close(n.ready)
-	log.Info("Node ready", "kubeletAPI", n.KubeletAddress(), "podIPRange", n.cfg.PodIPRange)
+	log.Info("Node ready", "kubeletAPI", n.KubeletAddress(), "podCIDR", n.cfg.PodCIDR, "nodeIP", n.cfg.NodeIP)
 
 	select {
 	case <-ctx.Done():

@@ -15,9 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
 )
 
@@ -30,6 +32,8 @@ type nodeInputs struct {
 	ipRange      ipRange
 	capacity     corev1.ResourceList
 	serviceCIDRs serviceproxy.CIDRs
+	// network is the pod network's addressing.
+	network podnetwork.NodeConfig
 }
 
 // checkConfig fills in cfg's defaults, checks it and reads what it names:
@@ -42,8 +46,9 @@ func checkConfig(cfg Config) (Config, nodeInputs, error) {
 	if cfg.StateDir == "" {
 		return cfg, nodeInputs{}, errors.New("node: a state directory is required")
 	}
-	if a, err := netip.ParseAddr(cfg.NodeIP); err != nil || !a.Is4() {
-		return cfg, nodeInputs{}, fmt.Errorf("node IP %q is not an IPv4 address", cfg.NodeIP)
+	nodeIP, err := netip.ParseAddr(cfg.NodeIP)
+	if err != nil || !nodeIP.Is4() || nodeIP.IsLoopback() || nodeIP.IsUnspecified() {
+		return cfg, nodeInputs{}, fmt.Errorf("node IP %q: want an IPv4 address that is not loopback (it is on a link of the node's network namespace), such as %s", cfg.NodeIP, DefaultNodeIP)
 	}
 	stateDir, err := filepath.Abs(cfg.StateDir)
 	if err != nil {
@@ -72,12 +77,12 @@ func checkConfig(cfg Config) (Config, nodeInputs, error) {
 	for _, w := range images.Warnings() {
 		cfg.Log.Info("Warning: "+w, "imageTable", cfg.ImageTableFile)
 	}
-	ipRange, err := parseIPRange(cfg.PodIPRange)
+	podCIDR, ipRange, err := parsePodCIDR(cfg.PodCIDR)
 	if err != nil {
 		return cfg, nodeInputs{}, err
 	}
 	if usable := ipRange.usable(); usable == 0 {
-		return cfg, nodeInputs{}, fmt.Errorf("pod IP range %s holds no address pods can have: pods get only addresses whose last octet is %d-%d (and none of 127.0.0.100-127.0.0.199)", ipRange, minLastOctet, maxLastOctet)
+		return cfg, nodeInputs{}, fmt.Errorf("pod CIDR %s holds no address pods can have: pods get only addresses whose last octet is %d-%d", podCIDR, minLastOctet, maxLastOctet)
 	}
 	capacity, err := nodeCapacity(cfg.MaxPods, stateDir, cfg.Capacity)
 	if err != nil {
@@ -91,11 +96,25 @@ func checkConfig(cfg Config) (Config, nodeInputs, error) {
 			return cfg, nodeInputs{}, err
 		}
 	}
+	if err := checkForwards(cfg.Forwards); err != nil {
+		return cfg, nodeInputs{}, err
+	}
 	serviceCIDRs, err := serviceproxy.ParseCIDRs(cfg.ServiceCIDR)
 	if err != nil {
 		return cfg, nodeInputs{}, err
 	}
-	return cfg, nodeInputs{images: images, ipRange: ipRange, capacity: capacity, serviceCIDRs: serviceCIDRs}, nil
+	servicePrefixes, err := podnetwork.ParseCIDRs(cfg.ServiceCIDR)
+	if err != nil {
+		return cfg, nodeInputs{}, fmt.Errorf("service CIDR: %w", err)
+	}
+	network := podnetwork.NodeConfig{PodCIDR: podCIDR, NodeIP: nodeIP, ServiceCIDRs: servicePrefixes}
+	if err := network.Check(); err != nil {
+		return cfg, nodeInputs{}, err
+	}
+	if err := checkClusterDNSIP(cfg.ClusterDNS, servicePrefixes); err != nil {
+		return cfg, nodeInputs{}, err
+	}
+	return cfg, nodeInputs{images: images, ipRange: ipRange, capacity: capacity, serviceCIDRs: serviceCIDRs, network: network}, nil
 }
 
 // newControllers makes the controllers that sync the pods with the
@@ -148,4 +167,22 @@ func (n *Node) newControllers(client kubernetes.Interface, recorder record.Event
 		return fmt.Errorf("creating the node controller: %w", err)
 	}
 	return nil
+}
+
+// namespaceChangeHandler calls changed with the namespace of every object
+// added, changed or deleted.
+func namespaceChangeHandler(changed func(namespace string)) cache.ResourceEventHandler {
+	ns := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if m, ok := obj.(metav1.Object); ok {
+			changed(m.GetNamespace())
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    ns,
+		UpdateFunc: func(_, obj any) { ns(obj) },
+		DeleteFunc: ns,
+	}
 }

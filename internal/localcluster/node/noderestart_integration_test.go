@@ -89,9 +89,9 @@ func TestNodeStartsAfterAKill(t *testing.T) {
 // from the addresses the other test nodes hand out first.
 const (
 	killedNodeName   = "killed-node"
-	killedStartedIP  = "127.1.200.140"
-	killedWaitingIP  = "127.1.200.150"
-	killedFinishedIP = "127.1.200.160"
+	killedStartedIP  = "10.244.200.140"
+	killedWaitingIP  = "10.244.200.150"
+	killedFinishedIP = "10.244.200.160"
 )
 
 // killedNodePods are the pods a killed run of killedNodeName left in the

@@ -79,8 +79,8 @@ func TestNodeRestartedStatus(t *testing.T) {
 	pod := foundPod("a", corev1.PodRunning,
 		[]corev1.ContainerStatus{exited(waitContainer, 0)},
 		[]corev1.ContainerStatus{main, exited("sidecar", 0), waitingFor("late", reasonErrImagePull), flaky})
-	pod.Status.PodIP, pod.Status.PodIPs = "127.1.0.150", []corev1.PodIP{{IP: "127.1.0.150"}}
-	pod.Status.HostIP, pod.Status.HostIPs = "127.0.0.1", []corev1.HostIP{{IP: "127.0.0.1"}}
+	pod.Status.PodIP, pod.Status.PodIPs = "10.244.0.150", []corev1.PodIP{{IP: "10.244.0.150"}}
+	pod.Status.HostIP, pod.Status.HostIPs = DefaultNodeIP, []corev1.HostIP{{IP: DefaultNodeIP}}
 	pod.Status.StartTime = &started
 	pod.Status.Conditions = []corev1.PodCondition{
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
@@ -93,7 +93,7 @@ func TestNodeRestartedStatus(t *testing.T) {
 	if got.Phase != corev1.PodFailed || got.Reason != reasonNodeRestarted || !strings.Contains(got.Message, "node restarted") {
 		t.Errorf("phase %s, reason %q, message %q; want Failed, %s, saying the node restarted", got.Phase, got.Reason, got.Message, reasonNodeRestarted)
 	}
-	if got.PodIP != "127.1.0.150" || len(got.PodIPs) != 1 || got.HostIP != "127.0.0.1" || got.StartTime == nil || !got.StartTime.Equal(&started) {
+	if got.PodIP != "10.244.0.150" || len(got.PodIPs) != 1 || got.HostIP != DefaultNodeIP || got.StartTime == nil || !got.StartTime.Equal(&started) {
 		t.Errorf("addresses or start time changed: podIP %s %v, hostIP %s, start %v", got.PodIP, got.PodIPs, got.HostIP, got.StartTime)
 	}
 	if s := got.InitContainerStatuses[0].State.Terminated; s == nil || s.ExitCode != 0 {
@@ -146,15 +146,15 @@ func TestPodIPsToHold(t *testing.T) {
 		p.Status.PodIP = ip
 		return p
 	}
-	hostNet := pod("host", at(0), corev1.PodRunning, "127.0.0.1")
+	hostNet := pod("host", at(0), corev1.PodRunning, DefaultNodeIP)
 	hostNet.Spec.HostNetwork = true
 	pods := []*corev1.Pod{
-		pod("newest", at(9), corev1.PodRunning, "127.1.0.120"),
-		pod("oldest", at(1), corev1.PodPending, "127.1.0.200"),
-		pod("b-same-time", at(5), corev1.PodRunning, "127.1.0.131"),
-		pod("a-same-time", at(5), corev1.PodPending, "127.1.0.130"),
-		pod("done", at(2), corev1.PodSucceeded, "127.1.0.140"),
-		pod("failed", at(3), corev1.PodFailed, "127.1.0.141"),
+		pod("newest", at(9), corev1.PodRunning, "10.244.0.120"),
+		pod("oldest", at(1), corev1.PodPending, "10.244.0.200"),
+		pod("b-same-time", at(5), corev1.PodRunning, "10.244.0.131"),
+		pod("a-same-time", at(5), corev1.PodPending, "10.244.0.130"),
+		pod("done", at(2), corev1.PodSucceeded, "10.244.0.140"),
+		pod("failed", at(3), corev1.PodFailed, "10.244.0.141"),
 		pod("no-ip-yet", at(4), corev1.PodPending, ""),
 		hostNet,
 	}
@@ -165,25 +165,25 @@ func TestPodIPsToHold(t *testing.T) {
 			t.Errorf("hold %+v is not for its own pod", h)
 		}
 	}
-	want := []string{"oldest=127.1.0.200", "a-same-time=127.1.0.130", "b-same-time=127.1.0.131", "newest=127.1.0.120"}
+	want := []string{"oldest=10.244.0.200", "a-same-time=10.244.0.130", "b-same-time=10.244.0.131", "newest=10.244.0.120"}
 	if !slices.Equal(got, want) {
 		t.Errorf("held %v, want %v (unfinished pods with an address of their own, oldest first)", got, want)
 	}
 }
 
 func TestHeldAddresses(t *testing.T) {
-	r, _ := parseIPRange("127.1.0.100-127.1.0.120")
+	r, _ := testRange("10.244.0.100-10.244.0.120")
 	a := newIPAllocator(r, DefaultNodeIP)
-	for _, h := range []podIPHold{{uid: "old", ip: "127.1.0.110"}, {uid: "new", ip: "127.1.0.105"}} {
+	for _, h := range []podIPHold{{uid: "old", ip: "10.244.0.110"}, {uid: "new", ip: "10.244.0.105"}} {
 		if !a.hold(h.uid, h.ip) {
 			t.Fatalf("hold(%s, %s) refused", h.uid, h.ip)
 		}
 	}
 	for _, bad := range []struct{ uid, ip string }{
-		{"other", "127.1.0.110"}, // held for another pod
-		{"old", "127.1.0.111"},   // old has its address
-		{"x", "10.0.0.1"},        // out of range
-		{"y", "127.1.0.99"},      // not one pods are given
+		{"other", "10.244.0.110"}, // held for another pod
+		{"old", "10.244.0.111"},   // old has its address
+		{"x", "10.0.0.1"},         // out of range
+		{"y", "10.244.0.99"},      // not one pods are given
 	} {
 		if a.hold(bad.uid, bad.ip) {
 			t.Errorf("hold(%s, %s) accepted", bad.uid, bad.ip)
@@ -191,30 +191,30 @@ func TestHeldAddresses(t *testing.T) {
 	}
 	// A new pod gets none of the held addresses, even when it prefers one,
 	// and next-fit goes on after the last held (the newest pod's).
-	if ip, _ := a.allocate("newcomer", "127.1.0.110"); ip != "127.1.0.106" {
-		t.Errorf("a new pod got %s, want 127.1.0.106", ip)
+	if ip, _ := a.allocate("newcomer", "10.244.0.110"); ip != "10.244.0.106" {
+		t.Errorf("a new pod got %s, want 10.244.0.106", ip)
 	}
 	// Each pod that runs again gets its own back, whatever it prefers.
-	if ip, _ := a.allocate("old", ""); ip != "127.1.0.110" {
-		t.Errorf("old got %s back, want 127.1.0.110", ip)
+	if ip, _ := a.allocate("old", ""); ip != "10.244.0.110" {
+		t.Errorf("old got %s back, want 10.244.0.110", ip)
 	}
 	// A claimed address is the pod's: its deletion's event does not free it
 	// (the pod's runtime does, once stopped).
 	a.releaseHeld("old")
-	if ip, _ := a.allocate("third", "127.1.0.110"); ip == "127.1.0.110" {
+	if ip, _ := a.allocate("third", "10.244.0.110"); ip == "10.244.0.110" {
 		t.Error("a claimed address was freed by releaseHeld")
 	}
 	// An address held for a pod deleted before it ran again is free again.
 	a.releaseHeld("new")
-	if ip, _ := a.allocate("fourth", "127.1.0.105"); ip != "127.1.0.105" {
-		t.Errorf("the unclaimed address was not freed: got %s, want 127.1.0.105", ip)
+	if ip, _ := a.allocate("fourth", "10.244.0.105"); ip != "10.244.0.105" {
+		t.Errorf("the unclaimed address was not freed: got %s, want 10.244.0.105", ip)
 	}
 }
 
 // CreatePod of a pod that ran before the restart reports it Failed through
 // virtual-kubelet's callback, runs nothing and frees its held address.
 func TestCreatePodFailsAPodThatRanBeforeTheRestart(t *testing.T) {
-	r, _ := parseIPRange("127.1.0.100-127.1.0.120")
+	r, _ := testRange("10.244.0.100-10.244.0.120")
 	ipam := newIPAllocator(r, DefaultNodeIP)
 	clock := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	recorder := record.NewFakeRecorder(10)
@@ -224,7 +224,7 @@ func TestCreatePodFailsAPodThatRanBeforeTheRestart(t *testing.T) {
 		notify: func(pod *corev1.Pod) { notified = append(notified, pod) }}
 
 	pod := foundPod("trainer", corev1.PodRunning, []corev1.ContainerStatus{exited(waitContainer, 0)}, []corev1.ContainerStatus{running("main")})
-	pod.Status.PodIP = "127.1.0.110"
+	pod.Status.PodIP = "10.244.0.110"
 	if !ipam.hold(string(pod.UID), pod.Status.PodIP) {
 		t.Fatal("hold refused")
 	}
@@ -245,7 +245,7 @@ func TestCreatePodFailsAPodThatRanBeforeTheRestart(t *testing.T) {
 	if ev := <-recorder.Events; !strings.Contains(ev, "Warning "+reasonNodeRestarted) {
 		t.Errorf("event %q, want a %s warning", ev, reasonNodeRestarted)
 	}
-	if ip, _ := ipam.allocate("next", "127.1.0.110"); ip != "127.1.0.110" {
+	if ip, _ := ipam.allocate("next", "10.244.0.110"); ip != "10.244.0.110" {
 		t.Errorf("the failed pod's address is still held: the next pod preferring it got %s", ip)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+
+	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 )
 
 // podDeps is what a podRuntime uses of its node: the Provider builds it
@@ -37,7 +40,6 @@ type podDeps struct {
 	// setUpVolume sets up a volume that is not a projection (emptyDir,
 	// hostPath, a claim's) under the pod's directory.
 	setUpVolume func(ctx context.Context, namespace, podDir string, v *corev1.Volume) (podVolume, error)
-	hosts       *hostsFiles
 	// release frees what the node holds for a pod once none of its
 	// containers will run again: its IP and its tokens.
 	release func(uid types.UID)
@@ -48,10 +50,19 @@ type podDeps struct {
 	notify func(*corev1.Pod)
 	// bwrapPath is the bubblewrap to start containers with.
 	bwrapPath func() (string, error)
+	// network gives pods their network namespaces; nil runs them in the
+	// node's own (the container loop's tests, whose processes are fakes).
+	network podNetworks
+	// dial connects the node to a pod (probes), from the node's network
+	// namespace.
+	dial func(ctx context.Context, network, address string) (net.Conn, error)
 
 	// Facts of the node.
-	podsDir      string
-	nodeIP       string
+	podsDir string
+	nodeIP  string
+	// clusterDNS is the cluster DNS server's address pods resolve names
+	// with, "" when the node runs none.
+	clusterDNS   string
 	hostname     string
 	defaultPath  string
 	apiServerEnv []corev1.EnvVar
@@ -113,8 +124,13 @@ type podRuntime struct {
 	finished     bool
 	// lastPodWarning avoids repeating a pod event, as lastWarning does.
 	lastPodWarning string
-	// inHosts is guarded by hostsFiles.mu.
-	inHosts bool
+
+	// netns is the network namespace the pod's containers run in, set by
+	// prepare; podNet is the pod's own, released by finish (nil for a
+	// hostNetwork pod, which runs in the node's). Only the pod's goroutine
+	// writes them, before any container starts.
+	netns  *podnetwork.Namespace
+	podNet podNetwork
 }
 
 func newPodRuntime(deps *podDeps, pod *corev1.Pod, ip string, predecessor *podRuntime) *podRuntime {
@@ -233,7 +249,7 @@ func (r *podRuntime) finish() {
 	r.finished = true
 	r.sandboxReady = false
 	r.mu.Unlock()
-	r.deps.hosts.leave(r)
+	r.releaseNetwork()
 	r.deps.release(r.uid)
 	r.publish()
 }

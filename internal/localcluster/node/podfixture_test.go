@@ -147,7 +147,6 @@ func runPodWithImages(t *testing.T, pod *corev1.Pod, procs *fakeStarter, images 
 		setUpVolume: func(_ context.Context, _, _ string, v *corev1.Volume) (podVolume, error) {
 			return podVolume{}, fmt.Errorf("volume %s: these tests have none", v.Name)
 		},
-		hosts: &hostsFiles{log: logr.Discard()},
 		release: func(uid types.UID) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -172,7 +171,6 @@ func runPodWithImages(t *testing.T, pod *corev1.Pod, procs *fakeStarter, images 
 		hostFS: fstest.MapFS{},
 	}
 	f.r = newPodRuntime(deps, pod, "127.1.0.100", nil)
-	deps.hosts.pods = func() []*podRuntime { return []*podRuntime{f.r} }
 	go f.r.run()
 	t.Cleanup(func() {
 		// A fake process always exits on SIGKILL, which a zero grace

@@ -5,6 +5,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,8 +29,8 @@ func TestPodRunsToCompletion(t *testing.T) {
 	if term == nil || term.ExitCode != 0 || term.Reason != "Completed" {
 		t.Fatalf("container state = %s", describeStatus(pod))
 	}
-	if pod.Status.PodIP == "" || !strings.HasPrefix(pod.Status.PodIP, "127.1.") || pod.Status.HostIP != DefaultNodeIP {
-		t.Errorf("podIP %q hostIP %q, want a 127.1.x.y pod IP and the node IP", pod.Status.PodIP, pod.Status.HostIP)
+	if ip, err := netip.ParseAddr(pod.Status.PodIP); err != nil || !netip.MustParsePrefix(DefaultPodCIDR).Contains(ip) || pod.Status.HostIP != DefaultNodeIP {
+		t.Errorf("podIP %q hostIP %q, want a pod IP of %s and the node IP", pod.Status.PodIP, pod.Status.HostIP, DefaultPodCIDR)
 	}
 	if got := n.logs(t, ns, "hello", "main", ""); got != "hi\n" {
 		t.Errorf("log = %q, want %q", got, "hi\n")

@@ -1,7 +1,7 @@
 package node
 
 // Sandbox preparation: the files a pod's containers share (directories,
-// hostname and hosts files) and its volumes, put in place before any
+// hostname, hosts and resolv.conf files) and its volumes, put in place before any
 // container starts and kept up to date while the pod runs.
 
 import (
@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 )
 
-// prepare puts the pod's files in place: its directories, hostname and hosts
+// prepare puts the pod's files in place: its directories, hostname, hosts and resolv.conf
 // files, and volumes.
 func (r *podRuntime) prepare(ctx context.Context) error {
 	for _, d := range []string{"etc", "logs", "volumes"} {
@@ -22,7 +22,17 @@ func (r *podRuntime) prepare(ctx context.Context) error {
 	if err := os.WriteFile(r.hostnamePath(), []byte(r.hostname+"\n"), 0o644); err != nil {
 		return r.failPreparing("FailedCreatePodSandBox", err)
 	}
-	if err := r.deps.hosts.join(r); err != nil {
+	rc, err := podResolvConf(r.podCopy(), r.deps.clusterDNS)
+	if err != nil {
+		return r.failPreparing("DNSConfigForming", err)
+	}
+	if err := os.WriteFile(r.resolvConfPath(), rc.content(), 0o644); err != nil {
+		return r.failPreparing("FailedCreatePodSandBox", err)
+	}
+	if err := os.WriteFile(r.hostsPath(), r.podHostsFile(), 0o644); err != nil {
+		return r.failPreparing("FailedCreatePodSandBox", err)
+	}
+	if err := r.setUpNetwork(); err != nil {
 		return r.failPreparing("FailedCreatePodSandBox", err)
 	}
 	r.mu.Lock()
@@ -118,6 +128,9 @@ func (r *podRuntime) syncProjections() error {
 
 func (r *podRuntime) hostsPath() string    { return filepath.Join(r.dir, "etc", "hosts") }
 func (r *podRuntime) hostnamePath() string { return filepath.Join(r.dir, "etc", "hostname") }
+func (r *podRuntime) resolvConfPath() string {
+	return filepath.Join(r.dir, "etc", "resolv.conf")
+}
 func (r *podRuntime) projectionDir(volume string) string {
 	return filepath.Join(r.dir, "volumes", volume)
 }

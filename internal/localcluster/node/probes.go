@@ -102,7 +102,7 @@ func (r *podRuntime) probeOnce(ctx context.Context, c *corev1.Container, p *core
 		if err != nil {
 			return err
 		}
-		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort(r.probeHost(p.TCPSocket.Host), strconv.Itoa(port)))
+		conn, err := r.deps.dial(ctx, "tcp", net.JoinHostPort(r.probeHost(p.TCPSocket.Host), strconv.Itoa(port)))
 		if err != nil {
 			return err
 		}
@@ -133,7 +133,8 @@ func (r *podRuntime) probeHTTP(ctx context.Context, c *corev1.Container, g *core
 		req.Header.Add(h.Name, h.Value)
 	}
 	client := &http.Client{
-		Transport:     &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}, //nolint:gosec // the kubelet's probes do not verify either
+		// Dialed from the node's network namespace, where pod IPs are.
+		Transport:     &http.Transport{DialContext: r.deps.dial, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}, //nolint:gosec // the kubelet's probes do not verify either
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	resp, err := client.Do(req)

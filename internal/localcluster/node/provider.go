@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 )
 
 // standardPath is the PATH of containers when the node has none.
@@ -41,6 +43,8 @@ type Provider struct {
 	ipam *ipAllocator
 	// deps is what the pods' runtimes use of the node.
 	deps podDeps
+	// spawner starts the pods' sandboxes and the node's own processes.
+	spawner *spawner
 
 	mu       sync.Mutex
 	runtimes map[string]*podRuntime
@@ -65,8 +69,14 @@ type providerConfig struct {
 	// HostPathRW are the host directories whose paths pods may mount
 	// read-write; other host paths are mounted read-only.
 	HostPathRW []string
+	// ClusterDNS is the cluster DNS server's address, "" for none.
+	ClusterDNS string
 	NodeIP     string
-	Bwrap      string
+	// Network is the node's network: pods get namespaces on its bridge,
+	// hostNetwork pods run in its namespace, and the node's dials to pods
+	// are made there.
+	Network *podnetwork.NodeNetwork
+	Bwrap   string
 	// APIServer is the API server's URL, given to containers as
 	// KUBERNETES_SERVICE_HOST and _PORT.
 	APIServer string
@@ -89,13 +99,16 @@ func newProvider(cfg providerConfig) *Provider {
 		ipam:     cfg.IPs,
 		runtimes: map[string]*podRuntime{},
 		notify:   func(*corev1.Pod) {},
+		spawner:  newSpawner(cfg.Network.Namespace()),
 	}
 	hostPaths := hostPathRules{Hidden: append([]string{cfg.StateDir}, cfg.HiddenPaths...), Writable: cfg.HostPathRW}
 	p.deps = podDeps{
 		log:       cfg.Log,
 		clock:     cfg.Clock,
 		recorder:  cfg.Recorder,
-		processes: newSpawner(),
+		processes: p.spawner,
+		network:   nodePodNetworks{cfg.Network},
+		dial:      cfg.Network.Namespace().DialContext,
 		images:    cfg.Images,
 		objects:   listerObjects{configMaps: cfg.ConfigMaps, secrets: cfg.Secrets, tokens: tokens},
 		setUpVolume: func(ctx context.Context, namespace, podDir string, v *corev1.Volume) (podVolume, error) {
@@ -105,7 +118,6 @@ func newProvider(cfg providerConfig) *Provider {
 			}
 			return pv, err
 		},
-		hosts: &hostsFiles{log: cfg.Log, pods: p.allRuntimes},
 		release: func(uid types.UID) {
 			tokens.forget(uid)
 			cfg.IPs.release(string(uid))
@@ -117,6 +129,7 @@ func newProvider(cfg providerConfig) *Provider {
 		bwrapPath:    func() (string, error) { return findBwrap(cfg.Bwrap) },
 		podsDir:      filepath.Join(cfg.StateDir, "pods"),
 		nodeIP:       cfg.NodeIP,
+		clusterDNS:   cfg.ClusterDNS,
 		hostname:     hostname,
 		defaultPath:  path,
 		apiServerEnv: apiServerEnv(cfg.APIServer),

@@ -11,40 +11,80 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 )
 
 // spawner starts processes from one OS thread that lives as long as the node.
 // Processes are started with a parent-death signal, which Linux ties to the
 // thread that forked them: forking from a thread the Go runtime might retire
 // would kill a container for nothing. The locked thread is also what a
-// container joins its cgroup through in cgroup v1 (containerCgroup.start).
+// container joins its cgroup through in cgroup v1 (containerCgroup.start),
+// and what enters the pod's network namespace for the fork, so that bwrap
+// and the container are born in it (bwrap is not told to unshare the
+// network).
 type spawner struct {
 	reqs chan spawnRequest
+	// home is where the spawner's thread rests between starts when it
+	// cannot go back to the host's namespace (startIn); nil for none.
+	home *podnetwork.Namespace
 }
 
 type spawnRequest struct {
 	cmd    *exec.Cmd
 	cgroup *containerCgroup
+	netns  *podnetwork.Namespace
 	done   chan error
 }
 
-func newSpawner() *spawner {
-	s := &spawner{reqs: make(chan spawnRequest)}
+func newSpawner(home *podnetwork.Namespace) *spawner {
+	s := &spawner{reqs: make(chan spawnRequest), home: home}
 	go func() {
 		// Never unlocked: the thread ends with the node, and its children
 		// with it.
 		runtime.LockOSThread()
+		// A normal user's node runs with ambient capabilities in a user
+		// namespace of its own (localcluster's ownUserNamespace), which
+		// every process it execs would inherit: bubblewrap refuses to run
+		// with capabilities it was not given as setuid, and sandboxes hold
+		// none. Ambient capabilities are per thread; the thread keeps its
+		// own, which entering a pod's network namespace takes.
+		_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 		for r := range s.reqs {
-			r.done <- r.cgroup.start(r.cmd)
+			r.done <- startIn(r.netns, s.home, r.cmd, r.cgroup)
 		}
 	}()
 	return s
 }
 
-// run starts cmd in group (none when nil).
-func (s *spawner) run(cmd *exec.Cmd, group *containerCgroup) error {
+// startIn starts cmd in group from the calling locked thread, moved into
+// netns (when set) for the fork and back afterwards. A normal user's node
+// cannot come back to the host's namespace (podnetwork.Namespace.Do): its
+// spawner moves on to home, the node's namespace, instead, so that it holds
+// no pod's namespace once the pod is gone. Every container names its
+// namespace, so where the thread rests does not matter to the next one.
+func startIn(netns, home *podnetwork.Namespace, cmd *exec.Cmd, group *containerCgroup) error {
+	if netns == nil {
+		return group.start(cmd)
+	}
+	restore, err := netns.EnterLocked()
+	if err != nil {
+		return fmt.Errorf("entering the pod's network namespace: %w", err)
+	}
+	err = group.start(cmd)
+	if restore() != nil && home != nil {
+		_, _ = home.EnterLocked()
+	}
+	return err
+}
+
+// run starts cmd in group (none when nil) in netns (the node's own when
+// nil).
+func (s *spawner) run(cmd *exec.Cmd, group *containerCgroup, netns *podnetwork.Namespace) error {
 	done := make(chan error, 1)
-	s.reqs <- spawnRequest{cmd: cmd, cgroup: group, done: done}
+	s.reqs <- spawnRequest{cmd: cmd, cgroup: group, netns: netns, done: done}
 	return <-done
 }
 
@@ -89,6 +129,9 @@ type processSpec struct {
 	// Opened are every descriptor opened for the process's mounts, closed
 	// once bwrap has its copies.
 	Opened []*os.File
+	// Netns is the network namespace the sandbox starts in: the pod's, or
+	// the node's for a hostNetwork pod.
+	Netns *podnetwork.Namespace
 }
 
 func closeFiles(files []*os.File) {
@@ -125,7 +168,7 @@ func startProcess(sp *spawner, spec processSpec) (*process, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Output of processes that outlive the sandbox's init cannot hold up Wait.
 	cmd.WaitDelay = 2 * time.Second
-	err = sp.run(cmd, spec.Cgroup)
+	err = sp.run(cmd, spec.Cgroup, spec.Netns)
 	infoW.Close()
 	if err != nil {
 		return nil, fmt.Errorf("starting bwrap: %w", err)

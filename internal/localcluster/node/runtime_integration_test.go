@@ -25,7 +25,7 @@ func TestProcessSignals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sp := newSpawner()
+	sp := newSpawner(nil)
 	start := func(name, script string) (*process, *containerLog) {
 		t.Helper()
 		l, err := createContainerLog(filepath.Join(dir, name+".log"), clocktesting.NewFakePassiveClock(logStart))

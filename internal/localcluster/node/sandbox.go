@@ -26,14 +26,14 @@ var sandboxRoots = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
 
 // etcFiles are the entries of the host's /etc a sandbox sees, read-only,
 // when they exist: what a program needs to load libraries, resolve names
-// and users, know the time zone and trust certificates. /etc/hosts and
-// /etc/hostname are the pod's own; the rest of /etc (shadow, ssh keys,
+// and users, know the time zone and trust certificates. /etc/hosts,
+// /etc/hostname and /etc/resolv.conf are the pod's own; the rest of /etc (shadow, ssh keys,
 // credentials) stays out.
 var etcFiles = []string{
 	"/etc/alternatives", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/debian_version",
 	"/etc/gai.conf", "/etc/group", "/etc/host.conf", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
 	"/etc/localtime", "/etc/lsb-release", "/etc/mime.types", "/etc/nsswitch.conf", "/etc/os-release",
-	"/etc/passwd", "/etc/pki", "/etc/protocols", "/etc/resolv.conf", "/etc/services", "/etc/ssl", "/etc/timezone",
+	"/etc/passwd", "/etc/pki", "/etc/protocols", "/etc/services", "/etc/ssl", "/etc/timezone",
 }
 
 // infoFD is the descriptor bwrap reports the sandbox's process id on; the
@@ -55,11 +55,12 @@ type mount struct {
 // sandboxSpec describes one container's sandbox.
 type sandboxSpec struct {
 	Hostname string
-	// HostsFile and HostnameFile are bound over /etc/hosts and /etc/hostname.
-	HostsFile, HostnameFile string
-	Mounts                  []mount
-	WorkingDir              string
-	Argv                    []string
+	// HostsFile, HostnameFile and ResolvConfFile are bound over /etc/hosts,
+	// /etc/hostname and /etc/resolv.conf.
+	HostsFile, HostnameFile, ResolvConfFile string
+	Mounts                                  []mount
+	WorkingDir                              string
+	Argv                                    []string
 	// Hidden are host directories the sandbox must not see even where a
 	// root would show them (the cluster's state directory): each gets an
 	// empty tmpfs. Mount sources under them still work.
@@ -165,7 +166,7 @@ func bwrapArgs(host fs.FS, s sandboxSpec) []string {
 		fds[f] = firstMountFD + i
 	}
 	mounts := sortedMounts(s.Mounts)
-	targets := []string{"/etc/hosts", "/etc/hostname"}
+	targets := []string{"/etc/hosts", "/etc/hostname", "/etc/resolv.conf"}
 	var links []string
 	for _, m := range mounts {
 		targets = append(targets, m.Target)
@@ -197,6 +198,9 @@ func bwrapArgs(host fs.FS, s sandboxSpec) []string {
 	a.tmpfs("/tmp", s.TmpSize)
 	binds := append([]string(nil), a.boundRoots...)
 	a.add("--ro-bind", s.HostsFile, "/etc/hosts", "--ro-bind", s.HostnameFile, "/etc/hostname")
+	if s.ResolvConfFile != "" {
+		a.add("--ro-bind", s.ResolvConfFile, "/etc/resolv.conf")
+	}
 	for _, m := range mounts {
 		binds = append(binds, m.Target)
 		a.mount(m, fds)

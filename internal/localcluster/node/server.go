@@ -39,7 +39,7 @@ func servingCertificate(certFile, keyFile, stateDir, nodeIP, nodeName string, no
 	if cert, err := tls.LoadX509KeyPair(certFile, keyFile); err == nil && certCovers(cert, nodeIP, now) {
 		return cert, nil
 	}
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(nodeName, []net.IP{net.ParseIP(nodeIP)}, []string{nodeName, "localhost"})
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(nodeName, []net.IP{net.ParseIP(nodeIP), net.IPv4(127, 0, 0, 1)}, []string{nodeName, "localhost"})
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("generating a self-signed kubelet certificate: %w", err)
 	}
@@ -106,6 +106,9 @@ type kubeletServer struct {
 	server   *http.Server
 }
 
+// listenKubelet listens on addr, a loopback address of the host: no pod
+// reaches it. The API server reaches it at the node IP through the node's
+// egress (egressServer.hostTargets).
 func listenKubelet(addr string, tlsConfig *tls.Config, log logr.Logger) (*kubeletServer, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {

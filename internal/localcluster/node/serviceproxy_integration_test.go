@@ -5,21 +5,15 @@ package node
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
-	mathrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,53 +21,74 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
-	"github.com/paddlejob/paddlejob/internal/testutil"
+	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
+	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
 )
+
+// The Service proxy's integration tests run on a real API server whose
+// Services get cluster IPs of the node's default service range, with a real
+// kube-controller-manager running the EndpointSlice and mirroring
+// controllers: the proxy forwards to what those controllers write.
+// TestServiceProxy runs the whole node with real pods; the endpoint
+// conditions a kubelet would write (readiness, termination) are played by
+// TestServiceProxyEndpointConditions.
 
 // backendEnv is the kind of Service backend serveBackend is.
 const backendEnv = "NODE_TEST_SERVICE_BACKEND"
 
-// Ports the backend pods listen on, at their pod IP.
+// Ports the backend pods listen on, at their pod IP. Each echo pod also
+// serves on the port its container names "echo" (ECHO_PORT).
 const (
-	echoPort = 7000
-	tlsPort  = 8443
+	echoNumberedPort = 7100
+	peerPort         = 7200
+	tlsPort          = 8443
 )
 
 // serveBackend is the program of TestServiceProxy's backend pods, which run
 // this test binary as the "service-backend" helper (see runHelper) with
 // backendEnv set; it serves until killed. "echo" answers each connection,
 // once the client has half-closed it, with "<hostname>: <what the client
-// sent>"; "tls" serves HTTPS with the certificate in /tls.
+// sent>" on echoNumberedPort and "<hostname> <port>: ..." on ECHO_PORT, and
+// with the client's IP on peerPort; "tls" serves HTTPS with the certificate
+// in /tls.
 func serveBackend(mode string) int {
 	host, _ := os.Hostname()
 	ip := os.Getenv("POD_IP")
 	switch mode {
 	case "echo":
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(echoPort)))
-		if err != nil {
-			fmt.Println("listen error:", err)
-			return 1
+		named := os.Getenv("ECHO_PORT")
+		listeners := map[string]func(net.Conn){
+			strconv.Itoa(echoNumberedPort): func(c net.Conn) { data, _ := io.ReadAll(c); fmt.Fprintf(c, "%s: %s", host, data) },
+			named:                          func(c net.Conn) { data, _ := io.ReadAll(c); fmt.Fprintf(c, "%s %s: %s", host, named, data) },
+			strconv.Itoa(peerPort):         func(c net.Conn) { fmt.Fprint(c, c.RemoteAddr().(*net.TCPAddr).IP.String()) },
 		}
-		for {
-			c, err := ln.Accept()
+		failed := make(chan error)
+		for port, answer := range listeners {
+			ln, err := net.Listen("tcp", net.JoinHostPort(ip, port))
 			if err != nil {
-				fmt.Println("accept error:", err)
+				fmt.Println("listen error:", err)
 				return 1
 			}
 			go func() {
-				defer c.Close()
-				data, _ := io.ReadAll(c)
-				fmt.Fprintf(c, "%s: %s", host, data)
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						failed <- err
+						return
+					}
+					go func() { defer c.Close(); answer(c) }()
+				}
 			}()
 		}
+		fmt.Println("accept error:", <-failed)
+		return 1
 	case "tls":
 		handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
@@ -87,42 +102,35 @@ func serveBackend(mode string) int {
 	return 2
 }
 
-// serviceTestCluster starts an API server of its own whose Services get
-// loopback cluster IPs (the shared one hands out 10.0.0.0/24), in a random
-// /16 of 127.128.0.0/9 so that test runs at once, and a local cluster's
-// 127.64.0.0/16, do not clash.
-func serviceTestCluster(t *testing.T) (*rest.Config, string) {
-	t.Helper()
-	requireBwrap(t)
-	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
-		os.Setenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT", "120s")
+// runServiceHelper runs the helpers of the Service tests: "service-backend"
+// (serveBackend) and "exchange" (sends args[1] to args[0], half-closes,
+// prints the reply). ok is false for other names.
+func runServiceHelper(name string, args []string) (code int, ok bool) {
+	switch name {
+	case "service-backend":
+		return serveBackend(os.Getenv(backendEnv)), true
+	case "exchange":
+		reply, err := exchangeWith((&net.Dialer{Timeout: 10 * time.Second}).DialContext, args[0], args[1])
+		if err != nil {
+			reply = "error: " + err.Error()
+		}
+		fmt.Println(reply)
+		return 0, true
 	}
-	dir, err := kubebin.Ensure(context.Background(), kubebin.Options{
-		Dirs: []string{os.Getenv("KUBEBUILDER_ASSETS"), os.Getenv("PADDLEJOB_BINARIES")},
-		Log:  os.Stderr,
-	}, kubebin.EnvtestComponents...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cidr := fmt.Sprintf("127.%d.0.0/16", 128+mathrand.IntN(127))
-	env := &envtest.Environment{BinaryAssetsDirectory: dir}
-	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", cidr)
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting the API server: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	return cfg, cidr
+	return 0, false
 }
 
-// TestServiceProxy runs the node with Services whose cluster IPs are
-// loopback addresses: the test process reaches pods through them as the API
-// server reaches a webhook.
+// TestServiceProxy runs the node with real pods behind Services: the node
+// proxies, in its network namespace, each cluster IP's connections to the
+// pods' IPs the controller manager put in the EndpointSlices. Clients are
+// the test, dialling in the node's namespace (as the API server's egress
+// does), and a pod.
 func TestServiceProxy(t *testing.T) {
 	t.Parallel()
+	requireBwrap(t)
 	started := time.Now()
-	cfg, cidr := serviceTestCluster(t)
-	t.Logf("API server with service range %s up in %s", cidr, time.Since(started).Round(time.Millisecond))
+	cfg := serviceTestCluster(t)
+	t.Logf("API server (service range %s) and controller manager up in %s", serviceproxy.DefaultCIDR, time.Since(started).Round(time.Millisecond))
 	n := newTestNode(t, cfg, "service-node", false)
 	stopNode := func() {
 		if n.stop != nil {
@@ -135,26 +143,32 @@ func TestServiceProxy(t *testing.T) {
 		stopNode()
 		n.removeState()
 	})
+	nodeNet := n.NetworkNamespace()
 	ns := n.namespace(t)
 	ctx := context.Background()
 	services := n.client.CoreV1().Services(ns)
 	b := startServiceBackends(t, n, ns)
-	byNumber := net.JoinHostPort(b.echo.Spec.ClusterIP, "8080")
-	byName := net.JoinHostPort(b.echo.Spec.ClusterIP, "8081")
-	webhookAddr := net.JoinHostPort(b.webhook.Spec.ClusterIP, "9443")
+	byNumber := hostPort(b.echo.Spec.ClusterIP, 8080)
+	byName := hostPort(b.echo.Spec.ClusterIP, 8081)
+	peer := hostPort(b.echo.Spec.ClusterIP, 8084)
+	webhookAddr := hostPort(b.webhook.Spec.ClusterIP, 9443)
+	if !strings.HasPrefix(b.echo.Spec.ClusterIP, "10.96.") {
+		t.Fatalf("cluster IP %s is not in %s", b.echo.Spec.ClusterIP, serviceproxy.DefaultCIDR)
+	}
 
-	t.Run("round trip and round robin", func(t *testing.T) { checkRoundRobin(t, byNumber) })
+	t.Run("round trip and round robin", func(t *testing.T) { checkRoundRobin(t, nodeNet, byNumber) })
 
-	t.Run("target port by name", func(t *testing.T) {
-		reply, err := testutil.Exchange(byName, "named")
-		if err != nil || !strings.HasSuffix(reply, ": named") {
-			t.Fatalf("got %q, %v", reply, err)
-		}
+	t.Run("target port by name: each pod's own number, from two slices", func(t *testing.T) {
+		checkNamedTargetPort(t, n.client, nodeNet, ns, byName)
+	})
+
+	t.Run("a pod reaches a Service by its cluster IP; the backend sees the pods' gateway as the client", func(t *testing.T) {
+		checkPodClient(t, n, ns, byNumber, peer)
 	})
 
 	t.Run("large transfer both ways", func(t *testing.T) {
 		payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
-		reply, err := testutil.Exchange(byNumber, string(payload))
+		reply, err := exchangeVia(nodeNet, byNumber, string(payload))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,35 +179,66 @@ func TestServiceProxy(t *testing.T) {
 	})
 
 	t.Run("TLS through the proxy", func(t *testing.T) {
-		checkWebhookCall(t, webhookAddr, b.caPool, "tls."+ns+".svc")
+		checkWebhookCall(t, nodeNet, webhookAddr, b.caPool, "tls."+ns+".svc")
 	})
 
-	t.Run("a terminating pod gets no connections", func(t *testing.T) {
+	t.Run("a deleted pod gets no connections", func(t *testing.T) {
 		if err := n.client.CoreV1().Pods(ns).Delete(ctx, "echo-b", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitServed(t, byNumber, func(string) bool {
-			for range 4 {
-				if reply, err := testutil.Exchange(byNumber, "x"); err != nil || reply != "echo-a: x" {
-					return false
-				}
-			}
-			return true
-		})
+		waitOnlyServes(t, nodeNet, byNumber, "echo-a")
 	})
 
-	t.Run("no ready backend", func(t *testing.T) { checkNoReadyBackend(t, services) })
+	t.Run("no ready backend; the listener goes with the Service", func(t *testing.T) { checkNoReadyBackend(t, nodeNet, services) })
 
 	t.Run("node shutdown closes listeners and connections", func(t *testing.T) {
-		checkShutdownClosesProxy(t, stopNode, byNumber, []string{byNumber, byName, webhookAddr})
+		checkShutdownClosesProxy(t, nodeNet, stopNode, webhookAddr, []string{byNumber, byName, webhookAddr})
 	})
+}
+
+// checkNamedTargetPort checks that addr, the echo Service's port whose
+// target port is named "echo", reaches each pod on the number it gives that
+// name (echo-a 7000, echo-b 7001), which the controller manager put in two
+// slices.
+func checkNamedTargetPort(t *testing.T, client kubernetes.Interface, nodeNet *podnetwork.Namespace, ns, addr string) {
+	t.Helper()
+	waitServed(t, nodeNet, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-a 7000: ") })
+	waitServed(t, nodeNet, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-b 7001: ") })
+	slices, err := client.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(slices.Items) != 2 {
+		t.Errorf("%d EndpointSlices of echo, want 2 (one per port numbering)", len(slices.Items))
+	}
+}
+
+// checkPodClient runs a pod that exchanges a message with echoAddr and asks
+// peerAddr who it is: a pod reaches a cluster IP through its gateway, and
+// the backend sees the gateway as the client.
+func checkPodClient(t *testing.T, n *testNode, ns, echoAddr, peerAddr string) {
+	t.Helper()
+	client := n.shellPod(ns, "client", "")
+	client.Spec.Containers = []corev1.Container{
+		helperContainer(t, "exchange", "exchange", echoAddr, "from a pod"),
+		helperContainer(t, "peer", "exchange", peerAddr, ""),
+	}
+	n.create(t, client)
+	n.waitPhase(t, ns, "client", corev1.PodSucceeded)
+	if got := strings.TrimSpace(n.logs(t, ns, "client", "exchange", "")); got != "echo-a: from a pod" && got != "echo-b: from a pod" {
+		t.Errorf("the pod got %q, want echo-a or echo-b answering", got)
+	}
+	if got := strings.TrimSpace(n.logs(t, ns, "client", "peer", "")); got != "10.244.0.1" {
+		t.Errorf("the backend saw the client as %q, want the pods' gateway 10.244.0.1", got)
+	}
 }
 
 // serviceBackendPods are TestServiceProxy's Services and what a client of
 // the TLS one trusts.
 type serviceBackendPods struct {
-	// echo has ports 8080 (target by number), 8081 (by name) and a UDP
-	// port the proxy leaves alone, in front of echo-a and echo-b.
+	// echo has ports 8080 (target by number), 8081 (by name), 8084 (the
+	// peer port) and a UDP port the proxy leaves alone, in front of echo-a
+	// and echo-b.
 	echo *corev1.Service
 	// webhook is "tls", port 9443, in front of an HTTPS pod whose
 	// certificate names tls.<namespace>.svc.
@@ -216,10 +261,11 @@ func startServiceBackends(t *testing.T, n *testNode, ns string) serviceBackendPo
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"echo-a", "echo-b"} {
+	for name, port := range map[string]int32{"echo-a": 7000, "echo-b": 7001} {
 		pod := backendProcessPod(t, n, ns, name, "echo")
 		pod.Labels = map[string]string{"app": "echo"}
-		pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "echo", ContainerPort: echoPort}}
+		pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: "ECHO_PORT", Value: strconv.Itoa(int(port))})
+		pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "echo", ContainerPort: port}}
 		n.create(t, pod)
 	}
 	tlsPod := backendProcessPod(t, n, ns, "tls", "tls")
@@ -230,128 +276,16 @@ func startServiceBackends(t *testing.T, n *testNode, ns string) serviceBackendPo
 	n.create(t, tlsPod)
 
 	echo := createService(t, services, "echo", map[string]string{"app": "echo"},
-		corev1.ServicePort{Name: "by-number", Port: 8080, TargetPort: intstr.FromInt32(echoPort)},
+		corev1.ServicePort{Name: "by-number", Port: 8080, TargetPort: intstr.FromInt32(echoNumberedPort)},
 		corev1.ServicePort{Name: "by-name", Port: 8081, TargetPort: intstr.FromString("echo")},
+		corev1.ServicePort{Name: "peer", Port: 8084, TargetPort: intstr.FromInt32(peerPort)},
 		corev1.ServicePort{Name: "udp", Port: 8080, Protocol: corev1.ProtocolUDP})
 	webhook := createService(t, services, "tls", map[string]string{"app": "tls"},
 		corev1.ServicePort{Name: "https", Port: 9443, TargetPort: intstr.FromString("https")})
-	if !strings.HasPrefix(echo.Spec.ClusterIP, "127.") {
-		t.Fatalf("cluster IP %s is not a loopback address", echo.Spec.ClusterIP)
-	}
 	for _, name := range []string{"echo-a", "echo-b", "tls"} {
 		n.waitPhase(t, ns, name, corev1.PodRunning)
 	}
 	return serviceBackendPods{echo: echo, webhook: webhook, caPool: caPool}
-}
-
-// checkRoundRobin checks that six connections to addr reach echo-a and
-// echo-b three times each, every message coming back whole.
-func checkRoundRobin(t *testing.T, addr string) {
-	t.Helper()
-	// The pods are Ready as soon as they run, a moment before they
-	// listen (probes are not run): wait for both to answer.
-	waitServed(t, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-a: ") })
-	waitServed(t, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-b: ") })
-	seen := map[string]int{}
-	for i := range 6 {
-		msg := "ping " + strconv.Itoa(i)
-		reply, err := testutil.Exchange(addr, msg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pod, got, _ := strings.Cut(reply, ": ")
-		if got != msg {
-			t.Fatalf("sent %q, got %q", msg, reply)
-		}
-		seen[pod]++
-	}
-	if seen["echo-a"] != 3 || seen["echo-b"] != 3 {
-		t.Errorf("connections per pod %v, want 3 each", seen)
-	}
-}
-
-// checkWebhookCall calls addr as the API server calls a webhook: to the
-// cluster IP, verifying the name <service>.<namespace>.svc.
-func checkWebhookCall(t *testing.T, addr string, caPool *x509.CertPool, serverName string) {
-	t.Helper()
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig:   &tls.Config{RootCAs: caPool, ServerName: serverName},
-		DisableKeepAlives: true,
-	}}
-	var body string
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		resp, err := client.Post("https://"+addr+"/validate", "text/plain", strings.NewReader("review"))
-		if err != nil {
-			return false, nil
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		body = string(b)
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("no HTTPS answer through %s", addr)
-	}
-	if want := "tls over TLS: POST /validate review"; body != want {
-		t.Errorf("got %q, want %q", body, want)
-	}
-}
-
-// checkNoReadyBackend creates a Service no pod serves: its listener opens,
-// closes every connection, and closes once the Service is deleted.
-func checkNoReadyBackend(t *testing.T, services serviceClient) {
-	t.Helper()
-	ctx := context.Background()
-	createService(t, services, "nobody", map[string]string{"app": "nobody"},
-		corev1.ServicePort{Name: "http", Port: 8080})
-	nobody, err := services.Get(ctx, "nobody", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort(nobody.Spec.ClusterIP, "8080")
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,
-			func(context.Context) (bool, error) { return cond(), nil }); err != nil {
-			t.Fatalf("%s: not within 10s", what)
-		}
-	}
-	waitFor("listener opened", func() bool { return testutil.Listening(addr) })
-	start := time.Now()
-	reply, err := testutil.Exchange(addr, "anyone?")
-	if err == nil {
-		t.Fatalf("got %q, want the connection closed", reply)
-	}
-	t.Logf("no backend: %v after %s", err, time.Since(start).Round(time.Microsecond))
-
-	if err := services.Delete(ctx, "nobody", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor("listener closed after the Service was deleted", func() bool { return !testutil.Listening(addr) })
-}
-
-// checkShutdownClosesProxy stops the node while a connection to addr is
-// open: the connection ends and no listener is left open.
-func checkShutdownClosesProxy(t *testing.T, stopNode func(), addr string, listeners []string) {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := io.WriteString(c, "pending"); err != nil {
-		t.Fatal(err)
-	}
-	stopNode()
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.ReadAll(c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
-		t.Errorf("reading an open connection after the node stopped: %v", err)
-	}
-	for _, l := range listeners {
-		if testutil.Listening(l) {
-			t.Errorf("%s still listens after the node stopped", l)
-		}
-	}
 }
 
 // backendProcessPod is a pod running this test binary as a backend.
@@ -376,86 +310,138 @@ func backendProcessPod(t *testing.T, n *testNode, ns, name, mode string) *corev1
 	return pod
 }
 
-// serviceClient is the part of a namespace's Services client the tests use.
-type serviceClient interface {
-	Create(context.Context, *corev1.Service, metav1.CreateOptions) (*corev1.Service, error)
-	Get(context.Context, string, metav1.GetOptions) (*corev1.Service, error)
-	Delete(context.Context, string, metav1.DeleteOptions) error
-}
-
-func createService(t *testing.T, services serviceClient, name string, selector map[string]string, ports ...corev1.ServicePort) *corev1.Service {
+// checkRoundRobin checks that six connections to addr reach echo-a and
+// echo-b three times each, every message coming back whole.
+func checkRoundRobin(t *testing.T, nodeNet *podnetwork.Namespace, addr string) {
 	t.Helper()
-	s, err := services.Create(context.Background(), &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       corev1.ServiceSpec{Selector: selector, Ports: ports},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating Service %s: %v", name, err)
+	// The controller manager writes the slices a moment after the pods
+	// run, and they are Ready a moment before they listen: wait for both.
+	waitServed(t, nodeNet, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-a: ") })
+	waitServed(t, nodeNet, addr, func(reply string) bool { return strings.HasPrefix(reply, "echo-b: ") })
+	seen := map[string]int{}
+	for i := range 6 {
+		msg := "ping " + strconv.Itoa(i)
+		reply, err := exchangeVia(nodeNet, addr, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod, got, _ := strings.Cut(reply, ": ")
+		if got != msg {
+			t.Fatalf("sent %q, got %q", msg, reply)
+		}
+		seen[pod]++
 	}
-	return s
+	if seen["echo-a"] != 3 || seen["echo-b"] != 3 {
+		t.Errorf("connections per pod %v, want 3 each", seen)
+	}
 }
 
-// waitServed exchanges a message with addr until ok accepts the reply.
-func waitServed(t *testing.T, addr string, ok func(reply string) bool) {
+// checkWebhookCall calls addr as the API server calls a webhook: to the
+// cluster IP, verifying the name <service>.<namespace>.svc.
+func checkWebhookCall(t *testing.T, nodeNet *podnetwork.Namespace, addr string, caPool *x509.CertPool, serverName string) {
 	t.Helper()
-	var last string
-	var lastErr error
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		last, lastErr = testutil.Exchange(addr, "hello")
-		return lastErr == nil && ok(last), nil
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext:       nodeNet.DialContext,
+		TLSClientConfig:   &tls.Config{RootCAs: caPool, ServerName: serverName},
+		DisableKeepAlives: true,
+	}}
+	var body string
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		resp, err := client.Post("https://"+addr+"/validate", "text/plain", strings.NewReader("review"))
+		if err != nil {
+			return false, nil
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		body = string(b)
+		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("%s: no good answer within 20s; last %q, %v", addr, last, lastErr)
+		t.Fatalf("no HTTPS answer through %s", addr)
+	}
+	if want := "tls over TLS: POST /validate review"; body != want {
+		t.Errorf("got %q, want %q", body, want)
 	}
 }
 
-// testCA signs serving certificates.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-func newTestCA(t *testing.T) (*testCA, *x509.CertPool) {
+// checkNoReadyBackend creates a Service no pod serves: its listener opens,
+// closes every connection, and closes once the Service is deleted.
+func checkNoReadyBackend(t *testing.T, nodeNet *podnetwork.Namespace, services serviceClient) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
+	ctx := context.Background()
+	nobody := createService(t, services, "nobody", map[string]string{"app": "nobody"},
+		corev1.ServicePort{Name: "http", Port: 8080})
+	addr := hostPort(nobody.Spec.ClusterIP, 8080)
+	waitUntil(t, "listener opened", func() bool { return listeningVia(nodeNet, addr) })
+	start := time.Now()
+	reply, err := exchangeVia(nodeNet, addr, "anyone?")
+	if err == nil {
+		t.Fatalf("got %q, want the connection closed", reply)
+	}
+	t.Logf("no backend: %v after %s", err, time.Since(start).Round(time.Microsecond))
+
+	if err := services.Delete(ctx, "nobody", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "service-test-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key}, pool
+	waitUntil(t, "listener closed after the Service was deleted", func() bool { return !listeningVia(nodeNet, addr) })
 }
 
-// serverCert returns a certificate for dnsName and its key, PEM-encoded.
-func (ca *testCA) serverCert(t *testing.T, dnsName string) (certPEM, keyPEM []byte) {
+// checkShutdownClosesProxy stops the node while a connection to addr is
+// open: the connection ends and no listener is left open in the node's
+// namespace (which the test holds on to, the node closing its own).
+func checkShutdownClosesProxy(t *testing.T, nodeNet *podnetwork.Namespace, stopNode func(), addr string, listeners []string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	nodeNet = holdNamespace(t, nodeNet)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := nodeNet.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
+	defer c.Close()
+	if _, err := io.WriteString(c, "pending"); err != nil {
 		t.Fatal(err)
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
+	stopNode()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("reading an open connection after the node stopped: %v", err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	for _, l := range listeners {
+		if listeningVia(nodeNet, l) {
+			t.Errorf("%s still listens after the node stopped", l)
+		}
+	}
+}
+
+// holdNamespace returns a Namespace of the test's own on ns's namespace, open
+// until the test ends.
+func holdNamespace(t *testing.T, ns *podnetwork.Namespace) *podnetwork.Namespace {
+	t.Helper()
+	type result struct {
+		held *podnetwork.Namespace
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		restore, err := ns.EnterLocked()
+		if err != nil {
+			res <- result{err: err}
+			return // the thread dies with the goroutine
+		}
+		held, err := podnetwork.Current()
+		if rerr := restore(); rerr != nil {
+			res <- result{err: errors.Join(err, rerr)}
+			return
+		}
+		runtime.UnlockOSThread()
+		res <- result{held: held, err: err}
+	}()
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("holding the node's network namespace: %v", r.err)
+	}
+	t.Cleanup(func() { _ = r.held.Close() })
+	return r.held
 }

@@ -99,8 +99,9 @@ func (t *tokenIssuer) forget(pod types.UID) {
 }
 
 // apiServerEnv is what a kubelet tells containers about the API server
-// (KUBERNETES_SERVICE_HOST and _PORT). The Service's cluster IP is not
-// routable without kube-proxy, so the node gives the API server's own address.
+// (KUBERNETES_SERVICE_HOST and _PORT): server is its URL as pods reach it,
+// the API server's forward on the node IP (podAPIServer), which needs no
+// Service proxy; the local cluster's serving certificate names the node IP.
 func apiServerEnv(server string) []corev1.EnvVar {
 	u, err := url.Parse(server)
 	if err != nil || u.Host == "" {

@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// DefaultCIDR is the cluster IPs the node serves by default: loopback
-// addresses, the only ones that are surely this machine's.
-const DefaultCIDR = "127.0.0.0/8"
+// DefaultCIDR is the cluster IPs the node serves by default: the local
+// cluster's service range, which the node's network namespace routes to
+// itself (a local route on lo), so the proxy can bind any address of it.
+const DefaultCIDR = "10.96.0.0/16"
 
 // CIDRs is the set of cluster IPs the node serves.
 type CIDRs []netip.Prefix

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1listers "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -27,11 +29,12 @@ const (
 // Proxy keeps a listener open for every Service port the node serves
 // and forwards their connections.
 type Proxy struct {
-	log      logr.Logger
-	services corev1listers.ServiceLister
-	pods     corev1listers.PodLister
-	eligible func(ip string) bool
-	dialer   net.Dialer
+	log       logr.Logger
+	services  corev1listers.ServiceLister
+	endpoints discoverylisters.EndpointSliceLister
+	synced    cache.InformerSynced
+	eligible  func(ip string) bool
+	network   Network
 	// kick asks for the listeners to be brought up to date.
 	kick chan struct{}
 	// ctx ends when the proxy stops; connection attempts use it.
@@ -61,17 +64,36 @@ type serviceListener struct {
 	next atomic.Uint64
 }
 
-// New makes a proxy for the Services the lister holds whose cluster IPs
-// eligible accepts, forwarding to the pods the pod lister holds (the node's).
-// It does nothing until Start; Handler keeps it up to date.
-func New(log logr.Logger, services corev1listers.ServiceLister, pods corev1listers.PodLister, eligible func(ip string) bool) *Proxy {
+// Config is what a Proxy works from.
+type Config struct {
+	Log logr.Logger
+	// Services and EndpointSlices are the informers' listers: listeners
+	// follow the Services (through Handler), and each connection reads the
+	// EndpointSlices when it arrives.
+	Services       corev1listers.ServiceLister
+	EndpointSlices discoverylisters.EndpointSliceLister
+	// Synced reports whether both informers have synced; no listener opens
+	// before, since a connection accepted earlier would find no endpoint.
+	Synced cache.InformerSynced
+	// Eligible accepts the cluster IPs this proxy serves.
+	Eligible func(ip string) bool
+	// Network is where the proxy listens and dials: the node's network
+	// namespace.
+	Network Network
+}
+
+// New makes a proxy for the Services whose cluster IPs cfg.Eligible
+// accepts, forwarding to the endpoints of their EndpointSlices. It does
+// nothing until Start; Handler keeps its listeners up to date.
+func New(cfg Config) *Proxy {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Proxy{
-		log:       log.WithName("services"),
-		services:  services,
-		pods:      pods,
-		eligible:  eligible,
-		dialer:    net.Dialer{Timeout: serviceDialTimeout},
+		log:       cfg.Log.WithName("services"),
+		services:  cfg.Services,
+		endpoints: cfg.EndpointSlices,
+		synced:    cfg.Synced,
+		eligible:  cfg.Eligible,
+		network:   cfg.Network,
 		kick:      make(chan struct{}, 1),
 		ctx:       ctx,
 		cancel:    cancel,
@@ -100,10 +122,14 @@ func (p *Proxy) trigger() {
 	}
 }
 
-// Start runs the proxy until Stop.
+// Start runs the proxy until Stop; listeners open once the informers have
+// synced.
 func (p *Proxy) Start() {
 	go func() {
 		defer close(p.done)
+		if !cache.WaitForCacheSync(p.ctx.Done(), p.synced) {
+			return
+		}
 		var retry <-chan time.Time
 		for {
 			select {
@@ -170,7 +196,7 @@ func (p *Proxy) sync() bool {
 		if _, open := p.listeners[addr]; open {
 			continue
 		}
-		ln, err := net.Listen("tcp", addr)
+		ln, err := p.network.Listen("tcp", addr)
 		if err != nil {
 			ok = false
 			if p.failed[addr] != err.Error() {
@@ -270,26 +296,33 @@ func (p *Proxy) handle(l *serviceListener, client net.Conn) {
 // connect dials the target's backends in round-robin order until one
 // answers.
 func (p *Proxy) connect(l *serviceListener, t *serviceTarget) (net.Conn, error) {
-	pods, err := p.pods.Pods(t.namespace).List(t.selector)
+	slices, err := p.endpoints.EndpointSlices(t.namespace).List(labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: t.name}))
 	if err != nil {
 		return nil, err
 	}
-	backends := serviceBackends(pods, t)
+	backends := serviceBackends(slices, t)
 	if len(backends) == 0 {
-		return nil, errors.New("no ready pod of the Service on this node")
+		return nil, errors.New("no ready endpoint in the Service's EndpointSlices")
 	}
 	start := l.next.Add(1) - 1
 	var errs []error
 	for i := range backends {
 		b := backends[(start+uint64(i))%uint64(len(backends))]
-		c, err := p.dialer.DialContext(p.ctx, "tcp", b.addr)
+		c, err := p.dial(b.addr)
 		if err == nil {
 			return c, nil
 		}
-		p.log.V(1).Info("Service backend unreachable", "service", t.service, "pod", b.pod, "address", b.addr, "reason", err.Error())
-		errs = append(errs, fmt.Errorf("pod %s: %w", b.pod, err))
+		p.log.V(1).Info("Service backend unreachable", "service", t.service, "endpoint", b.name, "address", b.addr, "reason", err.Error())
+		errs = append(errs, fmt.Errorf("endpoint %s: %w", b.name, err))
 	}
 	return nil, errors.Join(errs...)
+}
+
+// dial connects to one backend, giving up after serviceDialTimeout.
+func (p *Proxy) dial(addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, serviceDialTimeout)
+	defer cancel()
+	return p.network.DialContext(ctx, "tcp", addr)
 }
 
 // track records an open connection, so that stop closes it; when the proxy

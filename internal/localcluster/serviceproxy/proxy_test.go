@@ -8,38 +8,90 @@ import (
 	"math/rand/v2"
 	"net"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	corev1listers "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
-// proxyFixture runs a Proxy over in-memory listers.
+// proxyFixture runs a Proxy over in-memory listers, on the host's loopback
+// addresses through a network that records what the proxy does with it.
 type proxyFixture struct {
 	proxy    *Proxy
 	services cache.Indexer
-	pods     cache.Indexer
+	slices   cache.Indexer
+	network  *recordingNetwork
 }
 
 func newProxyFixture(t testing.TB) *proxyFixture {
 	t.Helper()
 	f := &proxyFixture{
 		services: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
-		pods:     cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+		slices:   cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+		network:  &recordingNetwork{},
 	}
-	f.proxy = New(logr.Discard(), corev1listers.NewServiceLister(f.services), corev1listers.NewPodLister(f.pods), loopbackOnly(t))
+	f.proxy = New(Config{
+		Log:            logr.Discard(),
+		Services:       corev1listers.NewServiceLister(f.services),
+		EndpointSlices: discoverylisters.NewEndpointSliceLister(f.slices),
+		Synced:         func() bool { return true },
+		Eligible:       loopbackOnly(t),
+		Network:        f.network,
+	})
 	f.proxy.Start()
 	t.Cleanup(f.proxy.Stop)
 	return f
+}
+
+// setSlice adds or replaces an EndpointSlice; connections read it when
+// they arrive.
+func (f *proxyFixture) setSlice(t testing.TB, s *discoveryv1.EndpointSlice) {
+	t.Helper()
+	if err := f.slices.Update(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recordingNetwork is the host's network, recording the addresses the
+// proxy listens on and dials.
+type recordingNetwork struct {
+	mu       sync.Mutex
+	listened []string
+	dialed   []string
+}
+
+func (n *recordingNetwork) Listen(network, addr string) (net.Listener, error) {
+	n.mu.Lock()
+	n.listened = append(n.listened, addr)
+	n.mu.Unlock()
+	return HostNetwork{}.Listen(network, addr)
+}
+
+func (n *recordingNetwork) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	n.mu.Lock()
+	n.dialed = append(n.dialed, addr)
+	n.mu.Unlock()
+	return HostNetwork{}.DialContext(ctx, network, addr)
+}
+
+func (n *recordingNetwork) record() (listened, dialed []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.listened), slices.Clone(n.dialed)
 }
 
 func (f *proxyFixture) setService(t testing.TB, s *corev1.Service) {
@@ -85,10 +137,12 @@ func echoBackend(t testing.TB, ip, name string) int32 {
 
 // TestServiceProxyForwards runs the proxy over in-memory listers and real
 // sockets: backends listen on 127.0.0.1 and 127.0.0.2, each on a port of
-// its own named "echo".
+// its own named "echo", so each is in an EndpointSlice of its own.
 func TestServiceProxyForwards(t *testing.T) {
 	f := newProxyFixture(t)
 	e := newEchoPair(t, f)
+
+	t.Run("listens and dials through the network it is given", func(t *testing.T) { checkUsesNetwork(t, f, e) })
 
 	t.Run("round robin with half-close", func(t *testing.T) {
 		var got []string
@@ -105,11 +159,10 @@ func TestServiceProxyForwards(t *testing.T) {
 	})
 
 	t.Run("a backend that refuses is skipped", func(t *testing.T) {
-		dead := backendPod("ns", "0-dead", "127.0.0.3", e.labels, corev1.ContainerPort{Name: "echo", ContainerPort: e.portA})
-		if err := f.pods.Add(dead); err != nil {
-			t.Fatal(err)
-		}
-		defer f.pods.Delete(dead)
+		// Sorted first, so some connections try it before a or b.
+		dead := endpointSlice("ns", "echo-dead", "echo", discoveryv1.AddressTypeIPv4, slicePortOf("echo", e.portA), endpoint("0-dead", "127.0.0.3", readyPod))
+		f.setSlice(t, dead)
+		defer f.slices.Delete(dead)
 		seen := map[string]int{}
 		for range 6 {
 			reply, err := testutil.Exchange(e.addr, "x")
@@ -124,14 +177,12 @@ func TestServiceProxyForwards(t *testing.T) {
 	})
 
 	t.Run("no ready backend resets the connection", func(t *testing.T) {
-		for _, name := range []string{"a", "b"} {
-			obj, _, _ := f.pods.GetByKey("ns/" + name)
-			p := obj.(*corev1.Pod).DeepCopy()
-			p.Status.Conditions[0].Status = corev1.ConditionFalse
-			if err := f.pods.Update(p); err != nil {
-				t.Fatal(err)
-			}
-			defer f.pods.Update(obj)
+		for _, name := range []string{"echo-a", "echo-b"} {
+			obj, _, _ := f.slices.GetByKey("ns/" + name)
+			s := obj.(*discoveryv1.EndpointSlice).DeepCopy()
+			s.Endpoints[0].Conditions = endpoint("", "", unreadyPod).Conditions
+			f.setSlice(t, s)
+			defer f.slices.Update(obj)
 		}
 		reply, err := testutil.Exchange(e.addr, "x")
 		if err == nil {
@@ -143,11 +194,11 @@ func TestServiceProxyForwards(t *testing.T) {
 	})
 
 	t.Run("a changed Service keeps its listener, with the new target", func(t *testing.T) {
+		// The port is renamed; only b's slice has a port of the new name.
 		changed := e.service.DeepCopy()
-		changed.Spec.Ports[0].TargetPort = intstr.FromInt32(e.portB)
-		changed.Spec.Selector = map[string]string{"app": "echo"}
+		changed.Spec.Ports[0].Name = "b-only"
+		f.setSlice(t, endpointSlice("ns", "echo-b-only", "echo", discoveryv1.AddressTypeIPv4, slicePortOf("b-only", e.portB), endpoint("b", "127.0.0.2", readyPod)))
 		f.setService(t, changed)
-		// Only b listens on portB at its IP; a refuses.
 		for range 3 {
 			if reply, err := testutil.Exchange(e.addr, "y"); err != nil || reply != "b: y" {
 				t.Fatalf("got %q, %v; want b", reply, err)
@@ -160,31 +211,44 @@ func TestServiceProxyForwards(t *testing.T) {
 	})
 }
 
+// checkUsesNetwork checks that the proxy listened on the Service's address
+// and dials the backends through the network the fixture gave it.
+func checkUsesNetwork(t *testing.T, f *proxyFixture, e echoPair) {
+	t.Helper()
+	if reply, err := testutil.Exchange(e.addr, "via"); err != nil || !strings.HasSuffix(reply, ": via") {
+		t.Fatalf("got %q, %v", reply, err)
+	}
+	listened, dialed := f.network.record()
+	if !slices.Contains(listened, e.addr) {
+		t.Errorf("listened on %q through the network, want %s among them", listened, e.addr)
+	}
+	if len(dialed) == 0 || !slices.Contains([]string{e.backendA, e.backendB}, dialed[len(dialed)-1]) {
+		t.Errorf("dialed %q through the network, want %s or %s last", dialed, e.backendA, e.backendB)
+	}
+}
+
 // echoPair is a Service "echo" on port 7000 of a random service IP in front
 // of two ready pods: a on 127.0.0.1 and b on 127.0.0.2, each serving an
-// echo backend on a port of its own named "echo".
+// echo backend on a port of its own named "echo", as the EndpointSlices
+// echo-a and echo-b say.
 type echoPair struct {
-	service      *corev1.Service
-	addr         string
-	labels       map[string]string
-	portA, portB int32
+	service            *corev1.Service
+	addr               string
+	portA, portB       int32
+	backendA, backendB string
 }
 
 func newEchoPair(t *testing.T, f *proxyFixture) echoPair {
 	t.Helper()
-	e := echoPair{labels: map[string]string{"app": "echo"}}
+	var e echoPair
 	e.portA = echoBackend(t, "127.0.0.1", "a")
 	e.portB = echoBackend(t, "127.0.0.2", "b")
-	for _, p := range []*corev1.Pod{
-		backendPod("ns", "a", "127.0.0.1", e.labels, corev1.ContainerPort{Name: "echo", ContainerPort: e.portA}),
-		backendPod("ns", "b", "127.0.0.2", e.labels, corev1.ContainerPort{Name: "echo", ContainerPort: e.portB}),
-	} {
-		if err := f.pods.Add(p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.backendA = net.JoinHostPort("127.0.0.1", strconv.Itoa(int(e.portA)))
+	e.backendB = net.JoinHostPort("127.0.0.2", strconv.Itoa(int(e.portB)))
+	f.setSlice(t, endpointSlice("ns", "echo-a", "echo", discoveryv1.AddressTypeIPv4, slicePortOf("echo", e.portA), endpoint("a", "127.0.0.1", readyPod)))
+	f.setSlice(t, endpointSlice("ns", "echo-b", "echo", discoveryv1.AddressTypeIPv4, slicePortOf("echo", e.portB), endpoint("b", "127.0.0.2", readyPod)))
 	ip := randomServiceIP()
-	e.service = svc("ns", "echo", "", ip, e.labels, sport("echo", 7000, corev1.ProtocolTCP, intstr.FromString("echo")))
+	e.service = svc("ns", "echo", "", ip, map[string]string{"app": "echo"}, sport("echo", 7000, corev1.ProtocolTCP, intstr.FromString("echo")))
 	f.setService(t, e.service)
 	e.addr = net.JoinHostPort(ip, "7000")
 	return e
@@ -236,9 +300,7 @@ func BenchmarkServiceProxyConnection(b *testing.B) {
 	f := newProxyFixture(b)
 	ip := randomServiceIP()
 	port := echoBackend(b, "127.0.0.1", "a")
-	if err := f.pods.Add(backendPod("ns", "a", "127.0.0.1", map[string]string{"app": "echo"}, corev1.ContainerPort{Name: "echo", ContainerPort: port})); err != nil {
-		b.Fatal(err)
-	}
+	f.setSlice(b, endpointSlice("ns", "echo-a", "echo", discoveryv1.AddressTypeIPv4, slicePortOf("echo", port), endpoint("a", "127.0.0.1", readyPod)))
 	f.setService(b, svc("ns", "echo", "", ip, map[string]string{"app": "echo"}, sport("echo", 7000, corev1.ProtocolTCP, intstr.FromString("echo"))))
 	for _, bc := range []struct{ name, addr string }{
 		{"direct", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))},

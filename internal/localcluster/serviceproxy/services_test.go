@@ -3,12 +3,11 @@ package serviceproxy
 import (
 	"reflect"
 	"sort"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -36,6 +35,8 @@ func TestServiceListeners(t *testing.T) {
 		services []*corev1.Service
 		want     []string // "address service/port"
 		notes    []string // "service port: reason"
+		// family is the address family of listeners, where it matters.
+		family map[string]discoveryv1.AddressType
 	}{
 		{
 			name:     "ClusterIP, NodePort and LoadBalancer get their cluster IP served",
@@ -53,9 +54,9 @@ func TestServiceListeners(t *testing.T) {
 			notes:    []string{"a/dns udp: UDP is not proxied", "a/dns sctp: SCTP is not proxied"},
 		},
 		{
-			name:     "no selector: noted, not served",
+			name:     "no selector: served too, from EndpointSlices made by hand",
 			services: []*corev1.Service{svc("default", "kubernetes", "", "127.64.0.1", nil, sport("https", 443, corev1.ProtocolTCP, intstr.FromInt32(6443)))},
-			notes:    []string{"default/kubernetes : no selector: its endpoints are managed by hand, the node does not know them"},
+			want:     []string{"127.64.0.1:443 default/kubernetes/https"},
 		},
 		{
 			name: "dual stack: each eligible IP",
@@ -64,7 +65,8 @@ func TestServiceListeners(t *testing.T) {
 				s.Spec.ClusterIPs = []string{"127.64.0.10", "::1", "fd00::10"}
 				return s
 			}()},
-			want: []string{"127.64.0.10:80 a/dual/http", "[::1]:80 a/dual/http"},
+			want:   []string{"127.64.0.10:80 a/dual/http", "[::1]:80 a/dual/http"},
+			family: map[string]discoveryv1.AddressType{"127.64.0.10:80": discoveryv1.AddressTypeIPv4, "[::1]:80": discoveryv1.AddressTypeIPv6},
 		},
 		{
 			name:     "an address claimed twice (a stale cache) goes to the first by name",
@@ -82,8 +84,11 @@ func TestServiceListeners(t *testing.T) {
 			var got []string
 			for addr, tg := range want {
 				got = append(got, addr+" "+tg.service+"/"+tg.port.Name)
-				if tg.namespace != strings.Split(tg.service, "/")[0] {
-					t.Errorf("%s: namespace %q", addr, tg.namespace)
+				if tg.namespace+"/"+tg.name != tg.service {
+					t.Errorf("%s: namespace %q, name %q", addr, tg.namespace, tg.name)
+				}
+				if f, ok := tc.family[addr]; ok && tg.family != f {
+					t.Errorf("%s: family %s, want %s", addr, tg.family, f)
 				}
 			}
 			sort.Strings(got)
@@ -98,122 +103,5 @@ func TestServiceListeners(t *testing.T) {
 				t.Errorf("notes %q, want %q", gotNotes, tc.notes)
 			}
 		})
-	}
-}
-
-// backendPod is a running, Ready pod of namespace ns with an IP.
-func backendPod(ns, name, ip string, lbls map[string]string, ports ...corev1.ContainerPort) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Ports: ports}}},
-		Status: corev1.PodStatus{
-			Phase: corev1.PodRunning, PodIP: ip,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-		},
-	}
-}
-
-func TestServiceBackends(t *testing.T) {
-	web := map[string]string{"app": "web", "tier": "front"}
-	target := func(tp intstr.IntOrString, publishNotReady bool) *serviceTarget {
-		return &serviceTarget{service: "ns/web", namespace: "ns", selector: labels.SelectorFromSet(map[string]string{"app": "web"}),
-			port: sport("http", 80, corev1.ProtocolTCP, tp), publishNotReady: publishNotReady}
-	}
-	modify := func(p *corev1.Pod, f func(*corev1.Pod)) *corev1.Pod { f(p); return p }
-	now := metav1.Now()
-	tests := []struct {
-		name   string
-		pods   []*corev1.Pod
-		target *serviceTarget
-		want   []string
-	}{
-		{
-			name: "selector and namespace, sorted by name",
-			pods: []*corev1.Pod{
-				backendPod("ns", "web-b", "127.0.1.2", web),
-				backendPod("ns", "web-a", "127.0.1.1", web),
-				backendPod("ns", "db", "127.0.1.3", map[string]string{"app": "db"}),
-				backendPod("other", "web-c", "127.0.1.4", web),
-				backendPod("ns", "unlabelled", "127.0.1.5", nil),
-			},
-			target: target(intstr.FromInt32(8080), false),
-			want:   []string{"ns/web-a 127.0.1.1:8080", "ns/web-b 127.0.1.2:8080"},
-		},
-		{
-			name: "only running, Ready, not terminating pods with an IP",
-			pods: []*corev1.Pod{
-				backendPod("ns", "ok", "127.0.1.1", web),
-				modify(backendPod("ns", "pending", "127.0.1.2", web), func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }),
-				modify(backendPod("ns", "done", "127.0.1.3", web), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
-				modify(backendPod("ns", "unready", "127.0.1.4", web), func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }),
-				modify(backendPod("ns", "no-conditions", "127.0.1.5", web), func(p *corev1.Pod) { p.Status.Conditions = nil }),
-				modify(backendPod("ns", "terminating", "127.0.1.6", web), func(p *corev1.Pod) { p.DeletionTimestamp = &now }),
-				backendPod("ns", "no-ip", "", web),
-			},
-			target: target(intstr.FromInt32(8080), false),
-			want:   []string{"ns/ok 127.0.1.1:8080"},
-		},
-		{
-			name: "publishNotReadyAddresses admits unready pods, not terminating ones",
-			pods: []*corev1.Pod{
-				modify(backendPod("ns", "unready", "127.0.1.4", web), func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }),
-				modify(backendPod("ns", "terminating", "127.0.1.6", web), func(p *corev1.Pod) { p.DeletionTimestamp = &now }),
-			},
-			target: target(intstr.FromInt32(8080), true),
-			want:   []string{"ns/unready 127.0.1.4:8080"},
-		},
-		{
-			name:   "no targetPort: the Service port",
-			pods:   []*corev1.Pod{backendPod("ns", "a", "127.0.1.1", web)},
-			target: target(intstr.IntOrString{}, false),
-			want:   []string{"ns/a 127.0.1.1:80"},
-		},
-		{
-			name: "named targetPort: each pod's own number; pods without it are left out",
-			pods: []*corev1.Pod{
-				backendPod("ns", "a", "127.0.1.1", web, corev1.ContainerPort{Name: "metrics", ContainerPort: 9090}, corev1.ContainerPort{Name: "web", ContainerPort: 8080}),
-				backendPod("ns", "b", "127.0.1.2", web, corev1.ContainerPort{Name: "web", ContainerPort: 9000, Protocol: corev1.ProtocolTCP}),
-				backendPod("ns", "udp", "127.0.1.3", web, corev1.ContainerPort{Name: "web", ContainerPort: 9000, Protocol: corev1.ProtocolUDP}),
-				backendPod("ns", "none", "127.0.1.4", web),
-			},
-			target: target(intstr.FromString("web"), false),
-			want:   []string{"ns/a 127.0.1.1:8080", "ns/b 127.0.1.2:9000"},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, b := range serviceBackends(tc.pods, tc.target) {
-				got = append(got, b.pod+" "+b.addr)
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("backends %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestTargetPort(t *testing.T) {
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
-		{Name: "a", Ports: []corev1.ContainerPort{{Name: "dns", ContainerPort: 5353, Protocol: corev1.ProtocolUDP}}},
-		{Name: "b", Ports: []corev1.ContainerPort{{Name: "dns", ContainerPort: 5354}, {Name: "https", ContainerPort: 9443}}},
-	}}}
-	tests := []struct {
-		port   corev1.ServicePort
-		want   int32
-		wantOK bool
-	}{
-		{sport("", 443, "", intstr.FromInt32(9443)), 9443, true},
-		{sport("", 443, "", intstr.IntOrString{}), 443, true},
-		{sport("", 443, "", intstr.FromString("https")), 9443, true},
-		{sport("", 53, corev1.ProtocolTCP, intstr.FromString("dns")), 5354, true},
-		{sport("", 53, corev1.ProtocolUDP, intstr.FromString("dns")), 5353, true},
-		{sport("", 443, "", intstr.FromString("missing")), 0, false},
-	}
-	for _, tc := range tests {
-		got, ok := targetPort(pod, tc.port)
-		if got != tc.want || ok != tc.wantOK {
-			t.Errorf("%s %s: got %d %v, want %d %v", tc.port.Protocol, tc.port.TargetPort.String(), got, ok, tc.want, tc.wantOK)
-		}
 	}
 }

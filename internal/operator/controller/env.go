@@ -311,14 +311,9 @@ func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 // finds free for itself (launch/context/node.py: "first:last", both
 // included; 35100:64000 when unset): in Host intranet the pod's process
 // ports, so the ports the launcher takes are ones the operator reserved for
-// this pod on the node, not another pod's. Only there: where pods share a
-// network namespace but have addresses of their own (the local cluster's
-// SharedPodNetwork, in PodIP and Service intranet) the worker list is in the
-// launcher's environment, its collective rendezvous is worker-0's first
-// endpoint (launch/plugins/__init__.py, collective_compatible), which its
-// HTTP master binds on worker-0, and a one-port PORT_RANGE would leave the
-// candidate master pick (launch/controllers/collective.py) nothing but that
-// bound port.
+// this pod on the node, not another pod's. Only there: elsewhere every pod
+// has a network namespace of its own, where the launcher's default range is
+// free.
 func portRangeEnv(ports portRange) corev1.EnvVar {
 	return corev1.EnvVar{Name: "PORT_RANGE", Value: fmt.Sprintf("%d:%d", ports.First, ports.First+ports.processPorts()-1)}
 }

@@ -50,15 +50,6 @@ func waitsForEndpoints(spec *paddlev1.PaddleJobSpec) bool {
 	return !addressedByName(spec)
 }
 
-// ownsPortRanges reports whether each pod of the job gets a port range of
-// its own, allocated among all live pods: in Host intranet pods share their
-// node's address, and on a node whose pods share one network namespace (the
-// local cluster's, Options.SharedPodNetwork) every pod shares it. Elsewhere
-// every pod has an address of its own and the same range.
-func (r *PaddleJobReconciler) ownsPortRanges(spec *paddlev1.PaddleJobSpec) bool {
-	return onHostNetwork(spec) || r.Options.SharedPodNetwork
-}
-
 // serviceHost is a pod's stable DNS name, resolved through the job's headless
 // Service (the pod's hostname and subdomain).
 func serviceHost(job string, rt paddlev1.ReplicaType, index int) string {
@@ -128,8 +119,8 @@ func podPorts(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int) portR
 	return defaultPortRange(job.Spec.Replicas(rt))
 }
 
-// recordedHostPorts are the port ranges a job recorded for its pods (see
-// ownsPortRanges), by pod name.
+// recordedHostPorts are the port ranges a job recorded for its pods (Host
+// intranet), by pod name.
 func recordedHostPorts(job *paddlev1.PaddleJob) map[string]portRange {
 	out := map[string]portRange{}
 	for _, h := range job.Status.HostPorts {
@@ -140,13 +131,15 @@ func recordedHostPorts(job *paddlev1.PaddleJob) map[string]portRange {
 	return out
 }
 
-// ensureHostPorts gives every pod of a job that owns port ranges (see
-// ownsPortRanges) a range, before the pods exist: the job keeps them while
+// ensureHostPorts gives every pod of a Host-intranet job, whose pods share
+// their node's address, a range of its own among all live pods, before the
+// pods exist (elsewhere every pod has an address of its own and its role's
+// default range): the job keeps them while
 // it is suspended and its recreated pods get them back. It returns the job
 // with its ranges recorded (recordHostPorts); nil on a conflict; the job as
 // it was with an error (no free range, a failed write).
 func (r *PaddleJobReconciler) ensureHostPorts(ctx context.Context, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob, error) {
-	if !r.ownsPortRanges(&job.Spec) {
+	if !onHostNetwork(&job.Spec) {
 		return job, nil
 	}
 	have := recordedHostPorts(job)

@@ -36,13 +36,6 @@ type Options struct {
 	PodCreateParallelism int
 	// HostPortMin and HostPortMax bound the ports of Host-intranet pods.
 	HostPortMin, HostPortMax int32
-	// SharedPodNetwork says the cluster's pods share one network namespace
-	// (the local cluster's node, whose pods are processes told apart by
-	// their loopback addresses): a program listening on every address of a
-	// fixed port, as Paddle's launcher master and Gloo store do, would
-	// collide with another pod's. Every pod then gets a port range of its
-	// own, between HostPortMin and HostPortMax, as in Host intranet.
-	SharedPodNetwork bool
 	// RestartBackoff is the wait before recreating a failed pod, doubling
 	// with every restart of the job up to MaxRestartBackoff.
 	RestartBackoff, MaxRestartBackoff time.Duration

@@ -1,0 +1,120 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"testing"
+
+	"github.com/go-logr/logr"
+
+	"github.com/paddlejob/paddlejob/internal/testutil"
+)
+
+// echoServer answers every connection with its name and what it read.
+func echoServer(t *testing.T, name string) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				msg, _ := io.ReadAll(c)
+				fmt.Fprintf(c, "%s got %s", name, msg)
+			}()
+		}
+	}()
+	return ln
+}
+
+// freeTCPPort is a port nothing listens on at ip, for now.
+func freeTCPPort(t *testing.T, ip string) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestForwardersOnLoopback checks the forwarders' plumbing in the test's
+// own namespace, with 127.0.0.3 standing for the node IP: each port reaches
+// its own target and nothing else (forward_integration_test.go does the
+// same across real namespaces).
+func TestForwardersOnLoopback(t *testing.T) {
+	api, etcd := echoServer(t, "api"), echoServer(t, "etcd")
+	const nodeIP = "127.0.0.3"
+	apiPort, etcdPort := freeTCPPort(t, nodeIP), freeTCPPort(t, nodeIP)
+	fw, err := startForwarders(logr.Discard(), hostSockets{}, nodeIP, []Forward{
+		{Port: apiPort, Target: api.Addr().String()},
+		{Port: etcdPort, Target: etcd.Addr().String()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for port, want := range map[int]string{apiPort: "api got hello", etcdPort: "etcd got hello"} {
+		got, err := testutil.Exchange(net.JoinHostPort(nodeIP, strconv.Itoa(port)), "hello")
+		if err != nil || got != want {
+			t.Errorf("through port %d: %q, %v; want %q", port, got, err, want)
+		}
+	}
+	fw.stop()
+	if testutil.Listening(net.JoinHostPort(nodeIP, strconv.Itoa(apiPort))) {
+		t.Errorf("port %d still listens after stop", apiPort)
+	}
+}
+
+// TestForwarderTargetDown: a forward whose target does not answer resets
+// the connection instead of holding it.
+func TestForwarderTargetDown(t *testing.T) {
+	const nodeIP = "127.0.0.3"
+	port := freeTCPPort(t, nodeIP)
+	fw, err := startForwarders(logr.Discard(), hostSockets{}, nodeIP, []Forward{{Port: port, Target: net.JoinHostPort("127.0.0.1", strconv.Itoa(freeTCPPort(t, "127.0.0.1")))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fw.stop()
+	got, err := testutil.Exchange(net.JoinHostPort(nodeIP, strconv.Itoa(port)), "hello")
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("a forward to a closed port held the connection: %v", err)
+	}
+	if got != "" {
+		t.Fatalf("through a forward to a closed port: %q; want nothing", got)
+	}
+}
+
+func TestPodAPIServer(t *testing.T) {
+	forwards := []Forward{{Port: 2379, Target: "127.0.0.1:2379"}, {Port: 6443, Target: "127.0.0.1:6443"}}
+	tests := []struct {
+		server string
+		want   string
+	}{
+		{server: "https://127.0.0.1:6443", want: "https://172.18.0.2:6443"},
+		{server: "https://127.0.0.1:6443/", want: "https://172.18.0.2:6443/"},
+		// No forward leads to it: pods share the host's network.
+		{server: "https://127.0.0.1:7443", want: "https://127.0.0.1:7443"},
+		{server: "https://localhost:6443", want: "https://localhost:6443"},
+		{server: "https://api.example.com", want: "https://api.example.com"},
+	}
+	for _, tc := range tests {
+		if got := podAPIServer(tc.server, "172.18.0.2", forwards); got != tc.want {
+			t.Errorf("podAPIServer(%q) = %q; want %q", tc.server, got, tc.want)
+		}
+	}
+	env := apiServerEnv(podAPIServer("https://127.0.0.1:6443", "172.18.0.2", forwards))
+	if len(env) < 2 || env[0].Value != "172.18.0.2" || env[1].Value != "6443" {
+		t.Errorf("pods are told the API server is at %v; want 172.18.0.2:6443", env)
+	}
+}

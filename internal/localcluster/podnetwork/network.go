@@ -1,0 +1,365 @@
+package podnetwork
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Names of the node namespace's links, as a CNI bridge plugin and a node's
+// first interface are named on a cluster.
+const (
+	BridgeName   = "cni0"
+	NodeLinkName = "eth0"
+	// PodLinkName is a pod's end of its veth pair, inside the pod.
+	PodLinkName = "eth0"
+)
+
+// bridgeMAC is the bridge's fixed address: a bridge otherwise takes the
+// lowest address of its ports, so the pods' gateway would change its MAC as
+// pods come and go. Locally administered, unicast.
+var bridgeMAC = net.HardwareAddr{0x02, 0x70, 0x6a, 0x00, 0x00, 0x01}
+
+// NodeConfig is the addressing of a node's network.
+type NodeConfig struct {
+	// PodCIDR is the pods' network; the bridge has its first address, the
+	// pods' gateway.
+	PodCIDR netip.Prefix
+	// NodeIP is the node's InternalIP, on a dummy link in the node's
+	// namespace: its own listeners, and hostNetwork pods, are there.
+	NodeIP netip.Addr
+	// ServiceCIDRs are made local to the node's namespace (a local route on
+	// lo), so that a listener there may bind any cluster IP.
+	ServiceCIDRs []netip.Prefix
+}
+
+// Gateway is the pods' default gateway in podCIDR: its first address.
+func Gateway(podCIDR netip.Prefix) netip.Addr { return podCIDR.Masked().Addr().Next() }
+
+// Check reports what is wrong with the addressing, naming the field.
+func (c NodeConfig) Check() error {
+	if !c.PodCIDR.IsValid() || !c.PodCIDR.Addr().Is4() || c.PodCIDR.Bits() > 30 {
+		return fmt.Errorf("pod CIDR %q: want an IPv4 network of at least 4 addresses, such as 10.244.0.0/16", c.PodCIDR)
+	}
+	if !c.NodeIP.Is4() || c.NodeIP.IsLoopback() || c.NodeIP.IsUnspecified() {
+		return fmt.Errorf("node IP %q: want an IPv4 address that is not loopback, such as 172.18.0.2", c.NodeIP)
+	}
+	if c.PodCIDR.Contains(c.NodeIP) {
+		return fmt.Errorf("node IP %s lies in the pod CIDR %s", c.NodeIP, c.PodCIDR)
+	}
+	for _, s := range c.ServiceCIDRs {
+		if !s.IsValid() || !s.Addr().Is4() {
+			return fmt.Errorf("service CIDR %q: want an IPv4 network such as 10.96.0.0/16", s)
+		}
+		if s.Overlaps(c.PodCIDR) || s.Contains(c.NodeIP) {
+			return fmt.Errorf("service CIDR %s overlaps the pod CIDR %s or holds the node IP %s", s, c.PodCIDR, c.NodeIP)
+		}
+	}
+	return nil
+}
+
+// NodeNetwork is a node's network namespace: lo (with the service CIDRs
+// local to it), the dummy link holding the node IP, and the bridge the pods'
+// veth pairs hang off, holding their gateway. Nothing links it to the host.
+type NodeNetwork struct {
+	cfg    NodeConfig
+	ns     *Namespace
+	handle *netlink.Handle
+	bridge netlink.Link
+}
+
+// NewNodeNetwork creates the node's namespace and its links.
+func NewNodeNetwork(cfg NodeConfig) (*NodeNetwork, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	ns, err := New()
+	if err != nil {
+		return nil, err
+	}
+	n := &NodeNetwork{cfg: cfg, ns: ns}
+	if err := n.setUp(); err != nil {
+		n.Close()
+		return nil, fmt.Errorf("setting up the node's network namespace: %w", err)
+	}
+	return n, nil
+}
+
+func (n *NodeNetwork) setUp() error {
+	h, err := n.ns.netlinkHandle()
+	if err != nil {
+		return err
+	}
+	n.handle = h
+	lo, err := upLoopback(h)
+	if err != nil {
+		return err
+	}
+	for _, s := range n.cfg.ServiceCIDRs {
+		// AnyIP: every address of the CIDR is local, as 127.0.0.0/8 is.
+		r := &netlink.Route{Type: unix.RTN_LOCAL, Table: unix.RT_TABLE_LOCAL, Scope: unix.RT_SCOPE_HOST,
+			LinkIndex: lo.Attrs().Index, Dst: prefixNet(s.Masked())}
+		if err := h.RouteReplace(r); err != nil {
+			return fmt.Errorf("local route for the service CIDR %s: %w", s, err)
+		}
+	}
+
+	nodeLink, err := addNodeLink(h)
+	if err != nil {
+		return err
+	}
+	if err := h.AddrAdd(nodeLink, &netlink.Addr{IPNet: prefixNet(netip.PrefixFrom(n.cfg.NodeIP, 32))}); err != nil {
+		return fmt.Errorf("node IP %s on %s: %w", n.cfg.NodeIP, NodeLinkName, err)
+	}
+	if err := h.LinkSetUp(nodeLink); err != nil {
+		return fmt.Errorf("%s up: %w", NodeLinkName, err)
+	}
+
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name, attrs.HardwareAddr = BridgeName, bridgeMAC
+	br := &netlink.Bridge{LinkAttrs: attrs}
+	if err := h.LinkAdd(br); err != nil {
+		return fmt.Errorf("adding the bridge %s: %w", BridgeName, err)
+	}
+	gw := netip.PrefixFrom(Gateway(n.cfg.PodCIDR), n.cfg.PodCIDR.Bits())
+	if err := h.AddrAdd(br, &netlink.Addr{IPNet: prefixNet(gw)}); err != nil {
+		return fmt.Errorf("gateway %s on %s: %w", gw, BridgeName, err)
+	}
+	if err := h.LinkSetUp(br); err != nil {
+		return fmt.Errorf("%s up: %w", BridgeName, err)
+	}
+	if n.bridge, err = h.LinkByName(BridgeName); err != nil {
+		return err
+	}
+	// With forwarding off, a packet for an address no route leads to is
+	// dropped without a word, and a pod dialing outside the cluster waits
+	// for its connect timeout; with it on, the node answers "network
+	// unreachable" at once. No route leads out, so nothing is forwarded
+	// anywhere else.
+	return n.ns.Do(func() error {
+		return os.WriteFile("/proc/sys/net/ipv4/conf/"+BridgeName+"/forwarding", []byte("1"), 0)
+	})
+}
+
+// addNodeLink adds the link that holds the node IP: a dummy link, or, on a
+// kernel without the dummy driver (some VMs' kernels have no modules), one
+// end of a veth pair whose other end stays down in the node's namespace. An
+// address is local on either; neither leads anywhere.
+func addNodeLink(h *netlink.Handle) (netlink.Link, error) {
+	dummy := &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: NodeLinkName}}
+	err := h.LinkAdd(dummy)
+	if err == nil {
+		return dummy, nil
+	}
+	if !errors.Is(err, unix.EOPNOTSUPP) {
+		return nil, fmt.Errorf("adding %s: %w", NodeLinkName, err)
+	}
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: NodeLinkName}, PeerName: NodeLinkName + "-end"}
+	if err := h.LinkAdd(veth); err != nil {
+		return nil, fmt.Errorf("adding %s (a veth pair, the kernel has no dummy links): %w", NodeLinkName, err)
+	}
+	return veth, nil
+}
+
+// Namespace is the node's network namespace, valid until Close: the node's
+// listeners and its dials to pods and cluster IPs are made in it.
+func (n *NodeNetwork) Namespace() *Namespace { return n.ns }
+
+// Config is the network's addressing.
+func (n *NodeNetwork) Config() NodeConfig { return n.cfg }
+
+// Close releases the node's namespace; it goes once the pods' namespaces
+// and every socket in it are gone too.
+func (n *NodeNetwork) Close() error {
+	if n.handle != nil {
+		n.handle.Close()
+	}
+	return n.ns.Close()
+}
+
+// Pod is a pod's network namespace, linked to the node's bridge by a veth
+// pair: lo, and eth0 with the pod's IP and a default route via the gateway.
+type Pod struct {
+	node     *NodeNetwork
+	ns       *Namespace
+	ip       netip.Addr
+	hostLink string
+}
+
+// AddPod creates a pod's namespace with ip, an address of the pod CIDR.
+func (n *NodeNetwork) AddPod(ip netip.Addr) (*Pod, error) {
+	if !n.cfg.PodCIDR.Contains(ip) || ip == Gateway(n.cfg.PodCIDR) || ip == n.cfg.PodCIDR.Masked().Addr() {
+		return nil, fmt.Errorf("pod IP %s: not a pod address of %s", ip, n.cfg.PodCIDR)
+	}
+	ns, err := New()
+	if err != nil {
+		return nil, err
+	}
+	p := &Pod{node: n, ns: ns, ip: ip, hostLink: hostLinkName(ip)}
+	if err := p.setUp(); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("setting up the network of pod IP %s: %w", ip, err)
+	}
+	return p, nil
+}
+
+// hostLinkName names a pod's veth end on the bridge after its IP: unique
+// among live pods, at most 15 bytes.
+func hostLinkName(ip netip.Addr) string {
+	b := ip.As4()
+	return fmt.Sprintf("veth%02x%02x%02x%02x", b[0], b[1], b[2], b[3])
+}
+
+// podMAC is 0a:58 and the IP's four bytes: locally administered, unicast.
+func podMAC(ip netip.Addr) net.HardwareAddr {
+	b := ip.As4()
+	return net.HardwareAddr{0x0a, 0x58, b[0], b[1], b[2], b[3]}
+}
+
+func (p *Pod) setUp() error {
+	nh := p.node.handle
+	veth := &netlink.Veth{
+		LinkAttrs: netlink.LinkAttrs{Name: p.hostLink, MasterIndex: p.node.bridge.Attrs().Index},
+		PeerName:  PodLinkName,
+		// A pod's MAC follows from its IP, so that a peer's neighbour entry
+		// for a released address stays right for the next pod given it.
+		PeerHardwareAddr: podMAC(p.ip),
+		PeerNamespace:    netlink.NsFd(int(p.ns.Fd())),
+	}
+	err := nh.LinkAdd(veth)
+	if errors.Is(err, unix.EEXIST) {
+		// Left by a pod of the same IP whose release failed.
+		if old, lerr := nh.LinkByName(p.hostLink); lerr == nil {
+			_ = nh.LinkDel(old)
+		}
+		err = nh.LinkAdd(veth)
+	}
+	if err != nil {
+		return fmt.Errorf("adding the veth pair %s/%s: %w", p.hostLink, PodLinkName, err)
+	}
+	if err := nh.LinkSetUp(veth); err != nil {
+		return fmt.Errorf("%s up: %w", p.hostLink, err)
+	}
+
+	h, err := p.ns.netlinkHandle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if _, err := upLoopback(h); err != nil {
+		return err
+	}
+	eth, err := h.LinkByName(PodLinkName)
+	if err != nil {
+		return fmt.Errorf("finding %s in the pod: %w", PodLinkName, err)
+	}
+	addr := netip.PrefixFrom(p.ip, p.node.cfg.PodCIDR.Bits())
+	if err := h.AddrAdd(eth, &netlink.Addr{IPNet: prefixNet(addr)}); err != nil {
+		return fmt.Errorf("pod IP %s on %s: %w", addr, PodLinkName, err)
+	}
+	if err := h.LinkSetUp(eth); err != nil {
+		return fmt.Errorf("%s up: %w", PodLinkName, err)
+	}
+	gw := Gateway(p.node.cfg.PodCIDR)
+	if err := h.RouteAdd(&netlink.Route{LinkIndex: eth.Attrs().Index, Gw: net.IP(gw.AsSlice())}); err != nil {
+		return fmt.Errorf("default route via %s: %w", gw, err)
+	}
+	return p.awaitBridgePort()
+}
+
+// awaitBridgePort waits for the kernel to see the veth's carrier, which it
+// does asynchronously (up to a second later): until then the bridge drops
+// the pod's frames, and a pod's first connection would wait a SYN
+// retransmission.
+func (p *Pod) awaitBridgePort() error {
+	deadline := time.Now().Add(carrierTimeout)
+	for {
+		l, err := p.node.handle.LinkByName(p.hostLink)
+		if err != nil {
+			return err
+		}
+		if l.Attrs().OperState == netlink.OperUp {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is still %s after %s", p.hostLink, l.Attrs().OperState, carrierTimeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// carrierTimeout bounds the wait for a veth's carrier.
+const carrierTimeout = 5 * time.Second
+
+// Namespace is the pod's network namespace, valid until Close.
+func (p *Pod) Namespace() *Namespace { return p.ns }
+
+// IP is the pod's address.
+func (p *Pod) IP() netip.Addr { return p.ip }
+
+// Close removes the pod's veth pair and releases its namespace, which goes
+// with the last of its processes and sockets.
+func (p *Pod) Close() error {
+	var errs []error
+	if l, err := p.node.handle.LinkByName(p.hostLink); err == nil {
+		if err := p.node.handle.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+			errs = append(errs, fmt.Errorf("removing %s: %w", p.hostLink, err))
+		}
+	}
+	errs = append(errs, p.ns.Close())
+	return errors.Join(errs...)
+}
+
+// netlinkHandle is a route netlink handle whose socket is in ns, so that it
+// acts on ns's links from any thread.
+func (ns *Namespace) netlinkHandle() (*netlink.Handle, error) {
+	var h *netlink.Handle
+	err := ns.Do(func() error {
+		var err error
+		h, err = netlink.NewHandle(unix.NETLINK_ROUTE)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening netlink in a network namespace: %w", err)
+	}
+	return h, nil
+}
+
+func upLoopback(h *netlink.Handle) (netlink.Link, error) {
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		return nil, fmt.Errorf("finding lo: %w", err)
+	}
+	if err := h.LinkSetUp(lo); err != nil {
+		return nil, fmt.Errorf("lo up: %w", err)
+	}
+	return lo, nil
+}
+
+func prefixNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+// ParseCIDRs parses comma-separated IPv4 CIDRs ("" is none).
+func ParseCIDRs(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil || !p.Addr().Is4() {
+			return nil, fmt.Errorf("%q is not an IPv4 CIDR such as 10.96.0.0/16", part)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}

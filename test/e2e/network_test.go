@@ -1,0 +1,213 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// The pod network (docs/local-node.md#the-pod-network): every pod has a
+// network namespace and an IP of its own, so two pods serve the same port;
+// a third reaches both by IP, by the DNS names a headless Service gives
+// them and through a ClusterIP Service by its name, resolved by the cluster
+// DNS server; it cannot bind another pod's address, and of the machine it
+// reaches the API server (through the node's forward) and nothing of the
+// control plane's other ports.
+func TestPodNetwork(t *testing.T) {
+	ns := newNamespace(t)
+	const port = 8080
+	ips := startWebServers(t, ns, port)
+	podCIDR := netip.MustParsePrefix("10.244.0.0/16")
+	for name, ip := range ips {
+		a, err := netip.ParseAddr(ip)
+		if err != nil || a.IsLoopback() || !podCIDR.Contains(a) {
+			t.Errorf("%s has IP %q, want a non-loopback address of %s", name, ip, podCIDR)
+		}
+	}
+	if ips["web-a"] == ips["web-b"] {
+		t.Fatalf("both servers have IP %s", ips["web-a"])
+	}
+
+	// The client asks each target and reports what answered.
+	targets := map[string]string{
+		"a by IP": ips["web-a"] + ":" + strconv.Itoa(port), "b by IP": ips["web-b"] + ":" + strconv.Itoa(port),
+		"a by short name": "web-a.peers:" + strconv.Itoa(port), "b by short name": "web-b.peers:" + strconv.Itoa(port),
+		"a by FQDN":   "web-a.peers." + ns + ".svc.cluster.local:" + strconv.Itoa(port),
+		"web Service": "web:80", "web Service FQDN": "web." + ns + ".svc.cluster.local:80",
+	}
+	closed := map[string]string{
+		"etcd client": fmt.Sprint(cluster.Ports.EtcdClient), "etcd peer": fmt.Sprint(cluster.Ports.EtcdPeer),
+		"elastic etcd peer": fmt.Sprint(cluster.Ports.ElasticEtcdPeer), "kubelet": fmt.Sprint(cluster.Ports.Kubelet),
+		"scheduler": fmt.Sprint(cluster.Ports.Scheduler), "controller manager": fmt.Sprint(cluster.Ports.ControllerManager),
+		"webhook": fmt.Sprint(cluster.Ports.Webhook),
+	}
+	got := probeNetwork(t, ns, targets, closed, ips["web-a"])
+	for what := range targets {
+		want := []string{"web-a", "web-b"}
+		switch {
+		case strings.HasPrefix(what, "a "):
+			want = want[:1]
+		case strings.HasPrefix(what, "b "):
+			want = want[1:]
+		}
+		if a := got.Answers[what]; !slices.Contains(want, a) {
+			t.Errorf("%s (%s): answered %q, want one of %v", what, targets[what], a, want)
+		}
+	}
+	if len(got.Reachable) > 0 {
+		t.Errorf("the pod reached %v", got.Reachable)
+	}
+	for name, ip := range got.Resolved {
+		if ip != "10.96.0.1" {
+			t.Errorf("%s resolved to %s, want the kubernetes Service's 10.96.0.1", name, ip)
+		}
+	}
+	if !strings.HasPrefix(got.Bound, "refused: ") {
+		t.Errorf("binding web-a's address %s from another pod: %s, want it refused", ips["web-a"], got.Bound)
+	}
+}
+
+// startWebServers starts pods web-a and web-b of subdomain "peers", each
+// answering HTTP on port with its hostname, the headless Service "peers"
+// and the Service "web" (port 80) of both, and returns the pods' IPs once
+// both are ready.
+func startWebServers(t *testing.T, ns string, port int32) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	cs := pj.Clientset()
+	for _, svc := range []*corev1.Service{
+		{ObjectMeta: metav1.ObjectMeta{Name: "peers", Namespace: ns}, Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": "web"}, PublishNotReadyAddresses: true}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "web"},
+			Ports:    []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(port)}}}},
+	} {
+		if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each server answers with its hostname, on the same port.
+	server := fmt.Sprintf(`import http.server, socket
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = socket.gethostname().encode()
+        self.send_response(200); self.end_headers(); self.wfile.write(body)
+http.server.HTTPServer(("0.0.0.0", %d), H).serve_forever()`, port)
+	for _, name := range []string{"web-a", "web-b"} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{
+				Hostname: name, Subdomain: "peers",
+				Containers: []corev1.Container{{
+					Name: "web", Image: "paddlepaddle/paddle:3.0.0", Command: []string{"python3", "-c", server},
+					Ports:          []corev1.ContainerPort{{ContainerPort: port}},
+					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}}, PeriodSeconds: 1},
+				}},
+			},
+		}
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ips := map[string]string{}
+	poll(t, 2*time.Minute, "both servers ready", func() (bool, string) {
+		var states []string
+		for _, name := range []string{"web-a", "web-b"} {
+			p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			ready := false
+			for _, c := range p.Status.Conditions {
+				ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+			}
+			if !ready {
+				states = append(states, name+": "+statusLine(p))
+				continue
+			}
+			ips[name] = p.Status.PodIP
+		}
+		return len(states) == 0, strings.Join(states, "; ")
+	})
+	return ips
+}
+
+// networkProbe is what the client pod of TestPodNetwork reports.
+type networkProbe struct {
+	// Answers are what each target answered, or the error.
+	Answers map[string]string
+	// Reachable are the closed ports that accepted a connection.
+	Reachable []string
+	// Resolved are the kubernetes Service's names and their addresses.
+	Resolved map[string]string
+	// Bound says whether binding another pod's address worked.
+	Bound string
+}
+
+// probeNetwork runs a client pod that fetches each target, tries each
+// closed port on its loopback and the node IP, resolves the kubernetes
+// Service and binds otherIP, and returns its report.
+func probeNetwork(t *testing.T, ns string, targets, closed map[string]string, otherIP string) networkProbe {
+	t.Helper()
+	client := `import json, os, socket, sys, urllib.request
+targets, closed, other_ip = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+out = {"answers": {}, "reachable": [], "resolved": {}}
+for what, addr in targets.items():
+    try:
+        out["answers"][what] = urllib.request.urlopen("http://" + addr + "/", timeout=10).read().decode()
+    except Exception as e:
+        out["answers"][what] = "error: %s" % e
+node_ip = os.environ["KUBERNETES_SERVICE_HOST"]
+for what, port in closed.items():
+    for host in ("127.0.0.1", node_ip):
+        try:
+            socket.create_connection((host, int(port)), timeout=3).close()
+            out["reachable"].append("%s at %s:%s" % (what, host, port))
+        except OSError:
+            pass
+for name in ("kubernetes.default.svc.cluster.local", "kubernetes.default"):
+    out["resolved"][name] = socket.gethostbyname(name)
+s = socket.socket()
+try:
+    s.bind((other_ip, 0)); out["bound"] = "bound " + other_ip
+except OSError as e:
+    out["bound"] = "refused: %s" % e.strerror
+print("RESULT " + json.dumps(out))`
+	targetsJSON, _ := json.Marshal(targets)
+	closedJSON, _ := json.Marshal(closed)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: ns},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+			Name: "client", Image: "paddlepaddle/paddle:3.0.0",
+			Command: []string{"python3", "-c", client, string(targetsJSON), string(closedJSON), otherIP},
+		}}},
+	}
+	done, log := runPodToEnd(t, pod)
+	if done.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("the client pod ended %s", done.Status.Phase)
+	}
+	_, result, ok := strings.Cut(log, "RESULT ")
+	if !ok {
+		t.Fatal("the client printed no result")
+	}
+	var got struct {
+		Answers   map[string]string
+		Reachable []string
+		Resolved  map[string]string
+		Bound     string
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(result)), &got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
