@@ -81,9 +81,9 @@ lint: ## Check formatting, vet, and that no Go file or function grows past its s
 ##@ Test
 
 .PHONY: envtest
-envtest: ## Build (once, cached outside the repo) the kube-apiserver and etcd the integration tests run.
+envtest: ## Build (once, cached outside the repo) the kube-apiserver and etcd the integration tests run, and the controller manager whose endpoint controllers the Service proxy's test runs.
 	@mkdir -p $(LOCALBIN)
-	@go run ./hack/kubebin -components etcd,kube-apiserver > $(LOCALBIN)/.envtest-assets
+	@go run ./hack/kubebin -components etcd,kube-apiserver,kube-controller-manager > $(LOCALBIN)/.envtest-assets
 
 .PHONY: addons
 addons: ## Build (once, cached outside the repo) the local cluster's DNS server (CoreDNS) and the add-ons the gang-scheduling tests run: Volcano, scheduler-plugins, Kueue.
