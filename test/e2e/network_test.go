@@ -25,7 +25,9 @@ import (
 // control plane's other ports.
 func TestPodNetwork(t *testing.T) {
 	ns := newNamespace(t)
-	const port = 8080
+	// Below 1024: pods bind any port of their own network, as under a
+	// container runtime, though they run as a user without privileges.
+	const port = 80
 	ips := startWebServers(t, ns, port)
 	podCIDR := netip.MustParsePrefix("10.244.0.0/16")
 	for name, ip := range ips {

@@ -144,8 +144,20 @@ func (n *NodeNetwork) setUp() error {
 	// unreachable" at once. No route leads out, so nothing is forwarded
 	// anywhere else.
 	return n.ns.Do(func() error {
-		return os.WriteFile("/proc/sys/net/ipv4/conf/"+BridgeName+"/forwarding", []byte("1"), 0)
+		if err := os.WriteFile("/proc/sys/net/ipv4/conf/"+BridgeName+"/forwarding", []byte("1"), 0); err != nil {
+			return err
+		}
+		return allowUnprivilegedPorts()
 	})
+}
+
+// allowUnprivilegedPorts lets every process of the calling thread's network
+// namespace bind any port, as container runtimes set it in a pod's: a port
+// below 1024 guards nothing in a namespace of the pod's own, and the node's
+// Service proxy binds Services' low ports (a webhook's 443) without
+// CAP_NET_BIND_SERVICE, which a normal user's node does not have.
+func allowUnprivilegedPorts() error {
+	return os.WriteFile("/proc/sys/net/ipv4/ip_unprivileged_port_start", []byte("0"), 0)
 }
 
 // addNodeLink adds the link that holds the node IP: a dummy link, or, on a
@@ -270,6 +282,9 @@ func (p *Pod) setUp() error {
 	gw := Gateway(p.node.cfg.PodCIDR)
 	if err := h.RouteAdd(&netlink.Route{LinkIndex: eth.Attrs().Index, Gw: net.IP(gw.AsSlice())}); err != nil {
 		return fmt.Errorf("default route via %s: %w", gw, err)
+	}
+	if err := p.ns.Do(allowUnprivilegedPorts); err != nil {
+		return fmt.Errorf("letting the pod bind ports below 1024: %w", err)
 	}
 	return p.awaitBridgePort()
 }
