@@ -66,7 +66,7 @@ func TestSandbox(t *testing.T) {
 // user's files and the cluster's state, through a hostPath or a build
 // context's links; who it runs as, its capabilities, system calls and tmpfs
 // sizes, and who owns its files on the host; its memory and pids limits, the control plane going on past a fork
-// bomb; the etcds' ports.
+// bomb; the etcds' ports; its network, and what it reaches of the machine's.
 func checkSandbox(t *testing.T, c *sandboxCluster) {
 	if _, err := os.Stat(c.st.Kubeconfig()); err != nil {
 		t.Fatalf("the cluster's admin kubeconfig is not where the probes look: %v", err)
@@ -80,6 +80,8 @@ func checkSandbox(t *testing.T, c *sandboxCluster) {
 	t.Run("a memory limit is enforced", probeMemoryLimit)
 	t.Run("a fork bomb stops at its pids limit and the cluster goes on", probeForkBomb)
 	t.Run("the etcds refuse pods without credentials", func(t *testing.T) { probeEtcds(t, c.st) })
+	t.Run("pods have networks of their own, Services and cluster DNS", probePodNetwork)
+	t.Run("of the machine a pod reaches the node's forwards only", func(t *testing.T) { probeMachine(t, c.st) })
 }
 
 // writeSecret writes a file only its owner may read in dir (the owner is
