@@ -149,7 +149,7 @@ type networkProbe struct {
 // kubernetes Service and binds otherIP, and returns its report.
 func probeNetwork(t *testing.T, ns string, targets map[string]string, otherIP string) networkProbe {
 	t.Helper()
-	client := `import json, os, socket, sys, urllib.request
+	client := `import json, socket, sys, urllib.request
 targets, other_ip = json.loads(sys.argv[1]), sys.argv[2]
 out = {"answers": {}, "resolved": {}}
 for what, addr in targets.items():
