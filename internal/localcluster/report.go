@@ -3,6 +3,8 @@ package localcluster
 import (
 	"context"
 	"fmt"
+
+	"github.com/paddlejob/paddlejob/internal/localcluster/node"
 )
 
 // StatusReport describes a local cluster for `paddlejob status`.
@@ -60,7 +62,8 @@ func Report(ctx context.Context, opts Options) (*StatusReport, error) {
 			if err := nodeReady(ctx, cfg, NodeName); err != nil {
 				rep.Summary += "; node: " + err.Error()
 			} else {
-				rep.Summary += "; node " + NodeName + " Ready"
+				rep.Summary += fmt.Sprintf("; node %s Ready at %s (pods %s, Services %s, DNS %s)",
+					NodeName, nodeIP, node.DefaultPodCIDR, serviceCIDR, clusterDNSIP)
 			}
 		}
 	}
