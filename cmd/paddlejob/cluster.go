@@ -91,7 +91,7 @@ the context and makes the one that was current before current again.`,
 	}
 	f.bind(cmd)
 	cmd.Flags().BoolVar(&f.keepContext, "keep-context", false, "add the cluster's context to your kubeconfig without making it current")
-	cmd.Flags().StringVar(&f.binaries, "binaries", "", "directory holding etcd, kube-apiserver, kube-scheduler and kube-controller-manager (default: build and cache them)")
+	cmd.Flags().StringVar(&f.binaries, "binaries", "", "directory holding etcd, kube-apiserver, kube-scheduler and kube-controller-manager, and coredns if it has one (default: build and cache them)")
 	cmd.Flags().StringVar(&f.imageTable, "image-table", "", "YAML image table merged over the built-in one (see docs/local-node.md)")
 	cmd.Flags().BoolVar(&f.noOperator, "no-operator", false, "start without the operator, to install it yourself (kubectl apply -k config/default)")
 	cmd.Flags().StringVar(&f.capacity, "capacity", "", "resources the node advertises instead of this machine's CPUs and memory, e.g. cpu=32,memory=128Gi, for jobs sized for a real cluster (the scheduler then overcommits the machine; limits are still enforced per pod)")

@@ -203,7 +203,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	clusterDNS, err := kubebin.EnsureClusterDNS(ctx, kubebin.Options{Log: prefixed(opts.Out, "  ")})
+	clusterDNS, err := kubebin.EnsureClusterDNS(ctx, kubebin.Options{Dirs: opts.BinaryDirs, Log: prefixed(opts.Out, "  ")})
 	if err != nil {
 		return nil, err
 	}

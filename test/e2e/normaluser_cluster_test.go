@@ -35,6 +35,13 @@ func upAsNormalUser(t *testing.T, u *normalUser) *sandboxCluster {
 		t.Fatal(err)
 	}
 	plane := shareWithUser(t, filepath.Join(shared, "control-plane"), planeDir)
+	dnsDir, err := kubebin.EnsureClusterDNS(ctx, kubebin.Options{Dirs: opts.BinaryDirs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(dnsDir, "coredns"), filepath.Join(plane, "coredns")); err != nil {
+		t.Fatalf("sharing CoreDNS with %s: %v", u.name, err)
+	}
 	paddlejob := &userPaddlejob{u: u, bin: filepath.Join(shareWithUser(t, filepath.Join(shared, "bin"), binDir), "paddlejob"),
 		runtime: paddleRuntimeForUser(t, u, filepath.Join(shared, "paddle-runtime")), cgroupProcs: delegateCgroups(t, u)}
 	c, table := normalUserFiles(t, u)

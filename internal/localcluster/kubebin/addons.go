@@ -116,9 +116,15 @@ func EnsureAddon(ctx context.Context, opts Options, name string) (string, error)
 	return ensureAddon(ctx, opts, a)
 }
 
-// EnsureClusterDNS returns a directory holding ClusterDNS's binary, built
-// into the cache first when missing.
+// EnsureClusterDNS returns a directory holding ClusterDNS's binary: the
+// first of opts.Dirs that has one, else its build in the cache, built first
+// when missing.
 func EnsureClusterDNS(ctx context.Context, opts Options) (string, error) {
+	for _, d := range opts.Dirs {
+		if d != "" && hasAll(d, slices.Collect(maps.Keys(ClusterDNS.Binaries))) {
+			return d, nil
+		}
+	}
 	return ensureAddon(ctx, opts, ClusterDNS)
 }
 
