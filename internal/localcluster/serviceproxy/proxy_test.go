@@ -371,7 +371,7 @@ func TestPipeHalfClose(t *testing.T) {
 	clientEnd, a := tcpPair(t)
 	b, serverEnd := tcpPair(t)
 	done := make(chan struct{})
-	go func() { pipe(a, b); close(done) }()
+	go func() { Pipe(a, b); close(done) }()
 
 	// The client finishes its request; the server sees EOF, still answers.
 	io.WriteString(clientEnd, "request")
