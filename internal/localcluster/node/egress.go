@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
 )
 
 // The API server's egress into the cluster network. kube-apiserver runs on
@@ -228,7 +229,7 @@ func (e *egressServer) handle(client net.Conn) {
 		}
 	}
 	e.log.V(1).Info("Egress connected", "target", target.String())
-	pipe(client, backend)
+	serviceproxy.Pipe(client, backend)
 }
 
 // dial connects to target: on the host when it is one of hostTargets, else

@@ -3,9 +3,7 @@
 package node
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,52 +12,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
+	"github.com/paddlejob/paddlejob/internal/testutil"
 )
-
-// exchangeIn connects to addr from inside ns, sends msg, half-closes and
-// reads the reply to EOF.
-func exchangeIn(ns *podnetwork.Namespace, addr, msg string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := ns.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c, msg); err != nil {
-		return "", err
-	}
-	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
-		return "", err
-	}
-	reply, err := io.ReadAll(c)
-	return string(reply), err
-}
-
-// serveNamed answers every connection ln accepts with name and what it
-// read.
-func serveNamed(t *testing.T, ln net.Listener, name string) {
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				msg, _ := io.ReadAll(c)
-				fmt.Fprintf(c, "%s got %s", name, msg)
-			}()
-		}
-	}()
-}
 
 // hostAccessFixture is a real node network (podnetwork) with one pod and a
 // Service listener, and three loopback servers of the host, two of them
@@ -90,12 +48,7 @@ func newHostAccessFixture(t *testing.T) *hostAccessFixture {
 	t.Cleanup(func() { pod.Close() })
 	f := &hostAccessFixture{network: network, pod: pod, host: map[string]net.Listener{}}
 	for _, name := range []string{"api", "etcd", "private"} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		serveNamed(t, ln, name)
-		f.host[name] = ln
+		f.host[name] = testutil.ListenEcho(t, "127.0.0.1:0", name)
 	}
 	fw, err := startForwarders(logr.Discard(), network.Namespace(), testNodeIP.String(), []Forward{
 		{Port: f.port("api"), Target: f.host["api"].Addr().String()},
@@ -111,12 +64,12 @@ func newHostAccessFixture(t *testing.T) *hostAccessFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serveNamed(t, podLn, "pod")
+	testutil.ServeEcho(t, podLn, "pod")
 	svcLn, err := network.Namespace().Listen("tcp", "10.96.0.10:80")
 	if err != nil {
 		t.Fatal(err)
 	}
-	serveNamed(t, svcLn, "service")
+	testutil.ServeEcho(t, svcLn, "service")
 	return f
 }
 
@@ -131,8 +84,8 @@ func onNode(port int) string { return net.JoinHostPort(testNodeIP.String(), strc
 func TestPodReachesHostOnlyThroughForwards(t *testing.T) {
 	f := newHostAccessFixture(t)
 	for _, name := range []string{"api", "etcd"} {
-		got, err := exchangeIn(f.pod.Namespace(), onNode(f.port(name)), "hello")
-		if want := name + " got hello"; err != nil || got != want {
+		got, err := testutil.ExchangeWith(f.pod.Namespace().DialContext, onNode(f.port(name)), "hello")
+		if want := name + ": hello"; err != nil || got != want {
 			t.Errorf("pod -> %s: %q, %v; want %q", onNode(f.port(name)), got, err, want)
 		}
 	}
@@ -144,7 +97,7 @@ func TestPodReachesHostOnlyThroughForwards(t *testing.T) {
 		// node IP only.
 		net.JoinHostPort(podnetwork.Gateway(testPodCIDR).String(), strconv.Itoa(f.port("api"))),
 	} {
-		got, err := exchangeIn(f.pod.Namespace(), addr, "hello")
+		got, err := testutil.ExchangeWith(f.pod.Namespace().DialContext, addr, "hello")
 		if err == nil {
 			t.Errorf("pod -> %s: %q; want no connection", addr, got)
 		} else if !errors.Is(err, syscall.ECONNREFUSED) {
@@ -165,9 +118,9 @@ func TestEgressReachesOnlyTheClusterNetwork(t *testing.T) {
 	}
 	defer e.stop()
 	for target, want := range map[string]string{
-		"10.244.0.100:8080":    "pod got ping",
-		"10.96.0.10:80":        "service got ping",
-		onNode(f.port("etcd")): "etcd got ping", // the node's own forward
+		"10.244.0.100:8080":    "pod: ping",
+		"10.96.0.10:80":        "service: ping",
+		onNode(f.port("etcd")): "etcd: ping", // the node's own forward
 	} {
 		res, c, br := connectThrough(t, socket, target)
 		if res.StatusCode != http.StatusOK {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
 func TestEgressPolicy(t *testing.T) {
@@ -152,24 +154,7 @@ func connectThrough(t *testing.T, socket, target string) (*http.Response, net.Co
 // whose "pod network" is 127.0.0.2/32: an allowed target is joined, others
 // are refused with the reason in the status line, other methods get 405.
 func TestEgressProtocol(t *testing.T) {
-	backend, err := net.Listen("tcp", "127.0.0.2:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backend.Close()
-	go func() {
-		for {
-			c, err := backend.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				msg, _ := io.ReadAll(c)
-				fmt.Fprintf(c, "backend got %q", msg)
-			}()
-		}
-	}()
+	backend := testutil.ListenEcho(t, "127.0.0.2:0", "backend")
 	policy := newEgressPolicy(netip.MustParsePrefix("127.0.0.2/32"), nil, netip.MustParseAddr("172.18.0.2"))
 	socket := filepath.Join(shortTempDir(t), "egress.sock")
 	// The node IP's kubelet port leads to the host (here the backend).
@@ -187,7 +172,7 @@ func TestEgressProtocol(t *testing.T) {
 	io.WriteString(c, "ping")
 	c.(*net.UnixConn).CloseWrite()
 	reply, err := io.ReadAll(br)
-	if err != nil || string(reply) != `backend got "ping"` {
+	if err != nil || string(reply) != "backend: ping" {
 		t.Fatalf("through the egress: %q, %v; want the backend's echo", reply, err)
 	}
 
@@ -197,7 +182,7 @@ func TestEgressProtocol(t *testing.T) {
 	}
 	io.WriteString(c, "logs")
 	c.(*net.UnixConn).CloseWrite()
-	if reply, err := io.ReadAll(br); err != nil || string(reply) != `backend got "logs"` {
+	if reply, err := io.ReadAll(br); err != nil || string(reply) != "backend: logs" {
 		t.Fatalf("through the egress to a host target: %q, %v; want the backend's echo", reply, err)
 	}
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"net/url"
@@ -16,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
+	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
 )
 
 // Forwarders: what pods reach of the machine. Pods live in network
@@ -183,7 +183,7 @@ func (fw *forwarders) forward(client net.Conn, target string) {
 		return
 	}
 	defer fw.conns.remove(backend)
-	pipe(client, backend)
+	serviceproxy.Pipe(client, backend)
 }
 
 // stop closes the listeners and every forwarded connection, and waits for
@@ -239,33 +239,6 @@ func resetClose(c net.Conn) {
 		_ = tc.SetLinger(0)
 	}
 	c.Close()
-}
-
-// pipe copies bytes both ways until both sides are done. When one side ends
-// its stream the other's write side is shut (half-close), so protocols that
-// end a request with EOF work; a failed read or write aborts both.
-// (serviceproxy has the same for its connections.)
-func pipe(a, b net.Conn) {
-	var wg sync.WaitGroup
-	half := func(dst, src net.Conn) {
-		defer wg.Done()
-		if _, err := io.Copy(dst, src); err != nil {
-			a.Close()
-			b.Close()
-			return
-		}
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			_ = cw.CloseWrite()
-		} else {
-			dst.Close()
-		}
-	}
-	wg.Add(2)
-	go half(b, a)
-	go half(a, b)
-	wg.Wait()
-	a.Close()
-	b.Close()
 }
 
 // startNetworkServices starts the node's Service proxy, its forwarders,

@@ -2,8 +2,6 @@ package node
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"testing"
@@ -12,30 +10,6 @@ import (
 
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
-
-// echoServer answers every connection with its name and what it read.
-func echoServer(t *testing.T, name string) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				msg, _ := io.ReadAll(c)
-				fmt.Fprintf(c, "%s got %s", name, msg)
-			}()
-		}
-	}()
-	return ln
-}
 
 // freeTCPPort is a port nothing listens on at ip, for now.
 func freeTCPPort(t *testing.T, ip string) int {
@@ -53,7 +27,7 @@ func freeTCPPort(t *testing.T, ip string) int {
 // its own target and nothing else (forward_integration_test.go does the
 // same across real namespaces).
 func TestForwardersOnLoopback(t *testing.T) {
-	api, etcd := echoServer(t, "api"), echoServer(t, "etcd")
+	api, etcd := testutil.ListenEcho(t, "127.0.0.1:0", "api"), testutil.ListenEcho(t, "127.0.0.1:0", "etcd")
 	const nodeIP = "127.0.0.3"
 	apiPort, etcdPort := freeTCPPort(t, nodeIP), freeTCPPort(t, nodeIP)
 	fw, err := startForwarders(logr.Discard(), hostSockets{}, nodeIP, []Forward{
@@ -63,7 +37,7 @@ func TestForwardersOnLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for port, want := range map[int]string{apiPort: "api got hello", etcdPort: "etcd got hello"} {
+	for port, want := range map[int]string{apiPort: "api: hello", etcdPort: "etcd: hello"} {
 		got, err := testutil.Exchange(net.JoinHostPort(nodeIP, strconv.Itoa(port)), "hello")
 		if err != nil || got != want {
 			t.Errorf("through port %d: %q, %v; want %q", port, got, err, want)

@@ -11,7 +11,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
-	"io"
 	"math/big"
 	"net"
 	"os"
@@ -33,6 +32,7 @@ import (
 	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
 	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
+	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
 // What the Service proxy's integration tests share: their API server and
@@ -108,32 +108,6 @@ func startEndpointControllers(t *testing.T, cfg *rest.Config, binary string) {
 	})
 }
 
-// exchangeWith dials addr with dial, sends msg, half-closes, and returns
-// the reply.
-func exchangeWith(dial func(ctx context.Context, network, addr string) (net.Conn, error), addr, msg string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	c, err := dial(ctx, "tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c, msg); err != nil {
-		return "", err
-	}
-	if err := c.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
-		return "", err
-	}
-	reply, err := io.ReadAll(c)
-	return string(reply), err
-}
-
-// exchangeVia is exchangeWith from the namespace nodeNet.
-func exchangeVia(nodeNet *podnetwork.Namespace, addr, msg string) (string, error) {
-	return exchangeWith(nodeNet.DialContext, addr, msg)
-}
-
 // listeningVia reports whether something listens at addr in the namespace
 // nodeNet: a connection is not refused (the proxy may reset one it has no
 // backend for before the dial returns).
@@ -182,7 +156,7 @@ func waitServed(t *testing.T, nodeNet *podnetwork.Namespace, addr string, ok fun
 	var last string
 	var lastErr error
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		last, lastErr = exchangeVia(nodeNet, addr, "hello")
+		last, lastErr = testutil.ExchangeWith(nodeNet.DialContext, addr, "hello")
 		return lastErr == nil && ok(last), nil
 	})
 	if err != nil {

@@ -5,7 +5,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"testing"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
+	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
 // TestServiceProxyEndpointConditions runs the Service proxy, wired as the
@@ -74,7 +74,7 @@ func TestServiceProxyEndpointConditions(t *testing.T) {
 			}
 		}
 		waitUntil(t, "connections to echo closed once its pods are gone", func() bool {
-			_, err := exchangeVia(testNet, addr, "x")
+			_, err := testutil.ExchangeWith(testNet.DialContext, addr, "x")
 			return err != nil
 		})
 	})
@@ -99,7 +99,11 @@ func startConditionsFixture(t *testing.T) (client kubernetes.Interface, testNet 
 		t.Fatal(err)
 	}
 	for _, b := range []testBackend{backendA, backendB} {
-		serveEcho(t, testNet, b.ip, b.port, b.pod)
+		ln, err := testNet.Listen("tcp", hostPort(b.ip, int(b.port)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.ServeEcho(t, ln, b.pod)
 		createStatusOnlyPod(t, client, ns, b)
 	}
 	echo := createService(t, client.CoreV1().Services(ns), "echo", map[string]string{"app": "echo"},
@@ -242,31 +246,6 @@ func newServiceNetwork(t *testing.T, podIPs ...string) *podnetwork.Namespace {
 	return ns
 }
 
-// serveEcho serves on ip:port in the namespace nodeNet until the test
-// ends, answering each connection, once the client has half-closed it,
-// with "<name>: <what the client sent>".
-func serveEcho(t *testing.T, nodeNet *podnetwork.Namespace, ip string, port int32, name string) {
-	t.Helper()
-	ln, err := nodeNet.Listen("tcp", hostPort(ip, int(port)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				data, _ := io.ReadAll(c)
-				fmt.Fprintf(c, "%s: %s", name, data)
-			}()
-		}
-	}()
-}
-
 // setPodReady writes the pod's Ready condition, as its kubelet would.
 func setPodReady(t *testing.T, client kubernetes.Interface, ns, name string, ready bool) {
 	t.Helper()
@@ -291,7 +270,7 @@ func waitOnlyServes(t *testing.T, nodeNet *podnetwork.Namespace, addr, who strin
 	t.Helper()
 	waitServed(t, nodeNet, addr, func(string) bool {
 		for range 4 {
-			if reply, err := exchangeVia(nodeNet, addr, "x"); err != nil || reply != who+": x" {
+			if reply, err := testutil.ExchangeWith(nodeNet.DialContext, addr, "x"); err != nil || reply != who+": x" {
 				return false
 			}
 		}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
+	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
 // The Service proxy's integration tests run on a real API server whose
@@ -110,7 +111,7 @@ func runServiceHelper(name string, args []string) (code int, ok bool) {
 	case "service-backend":
 		return serveBackend(os.Getenv(backendEnv)), true
 	case "exchange":
-		reply, err := exchangeWith((&net.Dialer{Timeout: 10 * time.Second}).DialContext, args[0], args[1])
+		reply, err := testutil.ExchangeWith((&net.Dialer{Timeout: 10 * time.Second}).DialContext, args[0], args[1])
 		if err != nil {
 			reply = "error: " + err.Error()
 		}
@@ -168,7 +169,7 @@ func TestServiceProxy(t *testing.T) {
 
 	t.Run("large transfer both ways", func(t *testing.T) {
 		payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
-		reply, err := exchangeVia(nodeNet, byNumber, string(payload))
+		reply, err := testutil.ExchangeWith(nodeNet.DialContext, byNumber, string(payload))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,7 +322,7 @@ func checkRoundRobin(t *testing.T, nodeNet *podnetwork.Namespace, addr string) {
 	seen := map[string]int{}
 	for i := range 6 {
 		msg := "ping " + strconv.Itoa(i)
-		reply, err := exchangeVia(nodeNet, addr, msg)
+		reply, err := testutil.ExchangeWith(nodeNet.DialContext, addr, msg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -374,7 +375,7 @@ func checkNoReadyBackend(t *testing.T, nodeNet *podnetwork.Namespace, services s
 	addr := hostPort(nobody.Spec.ClusterIP, 8080)
 	waitUntil(t, "listener opened", func() bool { return listeningVia(nodeNet, addr) })
 	start := time.Now()
-	reply, err := exchangeVia(nodeNet, addr, "anyone?")
+	reply, err := testutil.ExchangeWith(nodeNet.DialContext, addr, "anyone?")
 	if err == nil {
 		t.Fatalf("got %q, want the connection closed", reply)
 	}

@@ -290,7 +290,7 @@ func (p *Proxy) handle(l *serviceListener, client net.Conn) {
 		return
 	}
 	defer p.untrack(backend)
-	pipe(client, backend)
+	Pipe(client, backend)
 }
 
 // connect dials the target's backends in round-robin order until one
@@ -344,11 +344,13 @@ func (p *Proxy) untrack(c net.Conn) {
 	delete(p.conns, c)
 }
 
-// pipe copies bytes both ways until both sides are done. When one side ends
-// its stream the other's write side is shut (half-close), so protocols that
-// signal the end of a request with EOF work; a failed read or write aborts
-// both connections.
-func pipe(a, b net.Conn) {
+// Pipe joins two connections, as a proxy joins a client to its backend: it
+// copies bytes both ways until both sides are done, then closes both. When
+// one side ends its stream the other's write side is shut (half-close), so
+// protocols that signal the end of a request with EOF work; a failed read or
+// write aborts both connections. The Service proxy uses it, and so do the
+// node's forwards and the API server's egress.
+func Pipe(a, b net.Conn) {
 	var wg sync.WaitGroup
 	half := func(dst, src net.Conn) {
 		defer wg.Done()

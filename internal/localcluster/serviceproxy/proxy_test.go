@@ -110,29 +110,9 @@ func randomServiceIP() string {
 	return fmt.Sprintf("127.200.%d.%d", rand.IntN(256), 1+rand.IntN(254))
 }
 
-// echoBackend serves on ip:0, answering each connection with its name and
-// what the client sent before closing its side.
+// echoBackend serves ServeEcho's answers on ip:0, and returns the port.
 func echoBackend(t testing.TB, ip, name string) int32 {
-	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				data, _ := io.ReadAll(c)
-				fmt.Fprintf(c, "%s: %s", name, data)
-			}()
-		}
-	}()
-	return int32(ln.Addr().(*net.TCPAddr).Port)
+	return int32(testutil.ListenEcho(t, ip+":0", name).Addr().(*net.TCPAddr).Port)
 }
 
 // TestServiceProxyForwards runs the proxy over in-memory listers and real
@@ -371,7 +351,7 @@ func TestPipeHalfClose(t *testing.T) {
 	clientEnd, a := tcpPair(t)
 	b, serverEnd := tcpPair(t)
 	done := make(chan struct{})
-	go func() { pipe(a, b); close(done) }()
+	go func() { Pipe(a, b); close(done) }()
 
 	// The client finishes its request; the server sees EOF, still answers.
 	io.WriteString(clientEnd, "request")
