@@ -95,8 +95,9 @@ func probeMachine(t *testing.T, st *localcluster.State) {
 		t.Fatal("the probe printed no result")
 	}
 	var got struct {
-		Reached                           []string
-		Abstract, Squat, SquatNodeIP, API string
+		Reached              []string
+		Abstract, Squat, API string
+		SquatNodeIP          string `json:"squat_node_ip"`
 	}
 	if err := json.Unmarshal([]byte(strings.TrimSpace(result)), &got); err != nil {
 		t.Fatal(err)
