@@ -28,8 +28,12 @@ func TestProgressOfWideAndDeep(t *testing.T) {
 	const passes = 6
 	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaWorker, paddlev1.ReplicaPS} {
 		c := &job.Spec.Replicas(rt).Template.Spec.Containers[0]
-		// Rows enough for the training to last several status intervals.
-		c.Args = []string{fmt.Sprintf("--passes=%d", passes), "--rows=480000"}
+		// Rows enough for the training to last several status intervals
+		// (progress.DefaultStatusInterval, 15 s): the status shows a report
+		// between the first and the final one only if the training outlasts
+		// one. 480,000 rows trained in 15 s to 25 s here, so some runs
+		// showed none; twice as many last two intervals.
+		c.Args = []string{fmt.Sprintf("--passes=%d", passes), "--rows=960000"}
 	}
 	job.Namespace = newNamespace(t)
 	writesBefore := apiStatusWrites(t)
