@@ -99,14 +99,14 @@ func checkConfig(cfg Config) (Config, nodeInputs, error) {
 	if err := checkForwards(cfg.Forwards); err != nil {
 		return cfg, nodeInputs{}, err
 	}
-	serviceCIDRs, err := serviceproxy.ParseCIDRs(cfg.ServiceCIDR)
-	if err != nil {
-		return cfg, nodeInputs{}, err
-	}
 	servicePrefixes, err := podnetwork.ParseCIDRs(cfg.ServiceCIDR)
+	if err == nil && len(servicePrefixes) == 0 {
+		err = fmt.Errorf("%q names no range, such as %s", cfg.ServiceCIDR, DefaultServiceCIDR)
+	}
 	if err != nil {
 		return cfg, nodeInputs{}, fmt.Errorf("service CIDR: %w", err)
 	}
+	serviceCIDRs := serviceproxy.CIDRs(servicePrefixes)
 	network := podnetwork.NodeConfig{PodCIDR: podCIDR, NodeIP: nodeIP, ServiceCIDRs: servicePrefixes}
 	if err := network.Check(); err != nil {
 		return cfg, nodeInputs{}, err

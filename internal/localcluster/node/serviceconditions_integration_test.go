@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -189,10 +190,7 @@ func createStatusOnlyPod(t *testing.T, client kubernetes.Interface, ns string, b
 // own (newServiceProxy), until the test ends.
 func startProxy(t *testing.T, client kubernetes.Interface, nodeNet *podnetwork.Namespace) {
 	t.Helper()
-	cidrs, err := serviceproxy.ParseCIDRs(serviceproxy.DefaultCIDR)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cidrs := serviceproxy.CIDRs{netip.MustParsePrefix(serviceproxy.DefaultCIDR)}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	proxy, err := newServiceProxy(logr.Discard(), factory, cidrs, nodeNet)
 	if err != nil {

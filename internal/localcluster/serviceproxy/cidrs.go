@@ -1,9 +1,7 @@
 package serviceproxy
 
 import (
-	"fmt"
 	"net/netip"
-	"strings"
 )
 
 // DefaultCIDR is the cluster IPs the node serves by default: the local
@@ -13,25 +11,6 @@ const DefaultCIDR = "10.96.0.0/16"
 
 // CIDRs is the set of cluster IPs the node serves.
 type CIDRs []netip.Prefix
-
-// ParseCIDRs parses a comma-separated list of CIDRs.
-func ParseCIDRs(s string) (CIDRs, error) {
-	var out CIDRs
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(f)
-		if err != nil {
-			return nil, fmt.Errorf("service CIDR %q: %w", f, err)
-		}
-		out = append(out, p.Masked())
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("service CIDR %q names no range", s)
-	}
-	return out, nil
-}
 
 // Contains reports whether ip, a textual address, lies in one of the ranges.
 func (c CIDRs) Contains(ip string) bool {

@@ -1,6 +1,8 @@
 package serviceproxy
 
 import (
+	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -8,33 +10,25 @@ import (
 // addresses, which the host's network has without a route of the tests'.
 func loopbackOnly(t testing.TB) func(string) bool {
 	t.Helper()
-	cidrs, err := ParseCIDRs("127.0.0.0/8")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cidrs.Contains
+	return CIDRs{netip.MustParsePrefix("127.0.0.0/8")}.Contains
 }
 
-func TestParseServiceCIDRs(t *testing.T) {
+func TestCIDRsContains(t *testing.T) {
 	tests := []struct {
-		in      string
-		wantErr bool
-		in4     []string
-		out     []string
+		in  string
+		in4 []string
+		out []string
 	}{
 		{in: DefaultCIDR, in4: []string{"10.96.0.1", "10.96.255.254"}, out: []string{"10.97.0.1", "10.244.0.101", "172.18.0.2", "127.0.0.1"}},
 		{in: "127.0.0.0/8", in4: []string{"127.0.0.1", "127.64.0.10", "::ffff:127.1.2.3"}, out: []string{"10.0.0.1", "::1", "None", "", "junk"}},
 		{in: "127.64.0.1/16", in4: []string{"127.64.200.1"}, out: []string{"127.65.0.1"}},
 		{in: "127.0.0.0/8, ::1/128", in4: []string{"::1", "127.0.0.2"}, out: []string{"::2"}},
-		{in: "", wantErr: true},
-		{in: "127.0.0.1", wantErr: true},
-		{in: "10.0.0.0/33", wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
-			c, err := ParseCIDRs(tc.in)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("error %v, want error %v", err, tc.wantErr)
+			var c CIDRs
+			for _, p := range strings.Split(tc.in, ",") {
+				c = append(c, netip.MustParsePrefix(strings.TrimSpace(p)))
 			}
 			for _, ip := range tc.in4 {
 				if !c.Contains(ip) {
