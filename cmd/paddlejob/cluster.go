@@ -30,6 +30,7 @@ type clusterFlags struct {
 	imageTable  string
 	noOperator  bool
 	gpus        int
+	nodes       int
 	nodeLabels  []string
 	with        []string
 	capacity    string
@@ -48,7 +49,7 @@ func (f *clusterFlags) options(cmd *cobra.Command) localcluster.Options {
 		}
 	}
 	return localcluster.Options{Home: f.home, BinaryDirs: dirs, ImageTable: f.imageTable, NoOperator: f.noOperator,
-		GPUs: f.gpus, Capacity: f.capacity, HostPathRW: f.hostPathRW, PaddleRuntime: os.Getenv(paddleruntime.EnvDir), With: f.with, Out: cmd.OutOrStdout(),
+		Nodes: f.nodes, GPUs: f.gpus, Capacity: f.capacity, HostPathRW: f.hostPathRW, PaddleRuntime: os.Getenv(paddleruntime.EnvDir), With: f.with, Out: cmd.OutOrStdout(),
 		// kubectl's kubeconfig: $KUBECONFIG, else ~/.kube/config.
 		UserKubeconfig: clientcmd.NewDefaultPathOptions(), KeepContext: f.keepContext}
 }
@@ -57,10 +58,12 @@ func newUpCmd() *cobra.Command {
 	var f clusterFlags
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Start a local single-node Kubernetes cluster that runs pods as sandboxed processes",
+		Short: "Start a local Kubernetes cluster whose nodes run pods as sandboxed processes",
 		Long: `Start a local cluster: etcd, kube-apiserver, kube-scheduler and kube-controller-manager
-bound to 127.0.0.1 with generated certificates, the PaddleJob CRD and operator, and a node
-that runs each pod as sandboxed host processes (bubblewrap). The first start builds the
+bound to 127.0.0.1 with generated certificates, the PaddleJob CRD and operator, and nodes
+(--nodes, one by default) that run each pod as sandboxed host processes (bubblewrap), every
+pod with a network namespace and an IP of its own, every node with its own IP, all joined
+by the cluster network (docs/local-cluster.md#network). The first start builds the
 control-plane binaries from Go modules (a few minutes, cached); later starts reuse them.
 A second 'up' reuses the running cluster (and refuses other settings than it runs with).
 
@@ -95,7 +98,8 @@ the context and makes the one that was current before current again.`,
 	cmd.Flags().StringVar(&f.imageTable, "image-table", "", "YAML image table merged over the built-in one (see docs/local-node.md)")
 	cmd.Flags().BoolVar(&f.noOperator, "no-operator", false, "start without the operator, to install it yourself (kubectl apply -k config/default)")
 	cmd.Flags().StringVar(&f.capacity, "capacity", "", "resources the node advertises instead of this machine's CPUs and memory, e.g. cpu=32,memory=128Gi, for jobs sized for a real cluster (the scheduler then overcommits the machine; limits are still enforced per pod)")
-	cmd.Flags().IntVar(&f.gpus, "gpus", 0, "nvidia.com/gpu the node advertises: emulated, so that GPU jobs schedule (their programs run on the CPU)")
+	cmd.Flags().IntVar(&f.nodes, "nodes", 1, fmt.Sprintf("nodes of the cluster, 1 to %d: each a process with a network of its own and its own IP (spreading, anti-affinity, Host intranet across nodes, a lost node)", localcluster.MaxNodes))
+	cmd.Flags().IntVar(&f.gpus, "gpus", 0, "nvidia.com/gpu each node advertises: emulated, so that GPU jobs schedule (their programs run on the CPU)")
 	cmd.Flags().StringSliceVar(&f.with, "with", nil, "add-ons to run besides the control plane, built from their Go modules the first time (minutes, cached): "+
 		"volcano (Volcano's scheduler with gang scheduling, its PodGroup and Queue CRDs and the default Queue), "+
 		"coscheduling (scheduler-plugins' scheduler with Coscheduling, named "+localcluster.CoschedulingSchedulerName+", and its PodGroup CRD), "+
@@ -112,6 +116,9 @@ func (f *clusterFlags) check() (map[string]string, error) {
 	labels, err := node.ParseNodeLabels(strings.Join(f.nodeLabels, ","))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--node-labels: %w", err))
+	}
+	if f.nodes < 1 || f.nodes > localcluster.MaxNodes {
+		errs = append(errs, fmt.Errorf("--nodes %d: a local cluster has 1 to %d nodes", f.nodes, localcluster.MaxNodes))
 	}
 	if f.gpus < 0 {
 		errs = append(errs, fmt.Errorf("--gpus %d: must be 0 or more", f.gpus))
@@ -153,7 +160,7 @@ func newStatusCmd() *cobra.Command {
 	var f clusterFlags
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show whether the local cluster runs, its components and its node",
+		Short: "Show whether the local cluster runs, its components and its nodes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := localcluster.Report(cmd.Context(), f.options(cmd))
@@ -171,6 +178,13 @@ func newStatusCmd() *cobra.Command {
 						state += "; last exit: " + c.LastExit
 					}
 					fmt.Fprintf(out, "%-26s %-8d %-9d %s\n", c.Name, c.PID, c.Restarts, state)
+				}
+			}
+			if len(rep.Nodes) > 0 {
+				fmt.Fprintln(out)
+				fmt.Fprintf(out, "%-26s %-12s %-16s %-5s %s\n", "NODE", "IP", "POD CIDR", "PODS", "STATE")
+				for _, n := range rep.Nodes {
+					fmt.Fprintf(out, "%-26s %-12s %-16s %-5d %s\n", n.Name, n.IP, n.PodCIDR, n.Pods, n.State)
 				}
 			}
 			if rep.Kubeconfig != "" {

@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 
 	"github.com/spf13/cobra"
@@ -53,9 +55,7 @@ then stops every pod.`,
 				return err
 			}
 			cfg.RESTConfig = rest
-			cfg.Log = zap.New(zap.Level(zapcore.Level(-verbosity)), zap.WriteTo(cmd.ErrOrStderr()),
-				// Errors the node retries (API conflicts) need no stack trace.
-				zap.StacktraceLevel(zapcore.PanicLevel))
+			cfg.Log = newLogger(cmd.ErrOrStderr(), verbosity)
 			klog.SetLogger(cfg.Log)
 			n, err := node.New(cfg)
 			if err != nil {
@@ -73,20 +73,13 @@ then stops every pod.`,
 	f.StringVar(&cfg.NodeIP, "node-ip", cfg.NodeIP, "the node's IP, in its network namespace: the kubelet API listens there, and hostNetwork pods have it")
 	f.StringVar(&cfg.PodCIDR, "pod-cidr", cfg.PodCIDR, "the pods' network: its first address is their gateway, and each pod gets one whose last octet is 100-254")
 	f.StringVar(&cfg.ServiceCIDR, "service-cidr", cfg.ServiceCIDR, "cluster IPs (comma-separated CIDRs), local to the node's network namespace")
-	f.Func("forward", "PORT=127.0.0.1:PORT: the node listens on PORT of --node-ip, in its network namespace, and forwards every connection to that loopback address of this machine (what pods reach of it: the API server, the elastic etcd guard, the progress endpoint); may be repeated", func(v string) error {
-		for _, one := range strings.Split(v, ",") {
-			fw, err := node.ParseForward(one)
-			if err != nil {
-				return err
-			}
-			cfg.Forwards = append(cfg.Forwards, fw)
-		}
-		return nil
-	})
 	f.StringVar(&cfg.ClusterDNS.IP, "cluster-dns", node.DefaultClusterDNSIP, "address of the cluster DNS server, in the service CIDR: pods resolve names with it (with --cluster-dns-server)")
 	f.StringVar(&cfg.ClusterDNS.Binary, "cluster-dns-server", "", "CoreDNS executable the node runs in its network namespace on --cluster-dns (default: none, and pods get no cluster name server)")
 	f.StringVar(&cfg.ClusterDNS.Kubeconfig, "cluster-dns-kubeconfig", "", "CoreDNS's kubeconfig, reaching the API server from the node's network namespace")
-	f.StringVar(&cfg.EgressSocket, "egress-socket", "", "Unix socket where the node serves the API server's egress into the cluster network (HTTP CONNECT to pod, Service and node IPs only); at most 107 bytes")
+	f.StringVar(&cfg.ClusterPodCIDR, "cluster-pod-cidr", "", "every node's pods, holding --pod-cidr (this node's share): the rest is reached over the node's uplink (default: --pod-cidr)")
+	f.StringVar(&cfg.NodesCIDR, "nodes-cidr", node.DefaultNodesCIDR, "the nodes' network, holding --node-ip: the other nodes are reached over the node's uplink")
+	f.StringVar(&cfg.ClusterNetworkSocket, "cluster-network", "", "Unix socket of the cluster network (paddlejob cluster-network) the node attaches its uplink to: the other nodes and the host's forwarded endpoints are behind it")
+	f.StringVar(&cfg.PodAPIServer, "pod-api-server", "", "the API server's URL as pods are given it (KUBERNETES_SERVICE_HOST and _PORT; default: the kubeconfig's)")
 	f.IntVar(&cfg.KubeletPort, "kubelet-port", cfg.KubeletPort, "port of the kubelet API (logs)")
 	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "serving certificate of the kubelet API (default: self-signed, kept in the state directory)")
 	f.StringVar(&cfg.TLSKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
@@ -170,4 +163,11 @@ func parseBytes(v string, out *int64, noneOK bool) error {
 	}
 	*out = q.Value()
 	return nil
+}
+
+// newLogger is a local cluster component's log: at verbosity v, with no
+// stack traces (errors a component retries, such as API conflicts, need
+// none).
+func newLogger(w io.Writer, v int) logr.Logger {
+	return zap.New(zap.Level(zapcore.Level(-v)), zap.WriteTo(w), zap.StacktraceLevel(zapcore.PanicLevel))
 }

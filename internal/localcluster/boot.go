@@ -29,7 +29,12 @@ const (
 	componentControllerManager = "kube-controller-manager"
 	componentScheduler         = "kube-scheduler"
 	componentOperator          = "paddlejob-operator"
-	componentNode              = "paddlejob-node"
+	// componentNode is the first node's process and the nodes' identity
+	// (certificate, kubeconfig); node i's process is nodeName(i).
+	componentNode = NodeName
+	// componentNetwork joins the nodes' networks and plays the host in
+	// them (network.go).
+	componentNetwork = "paddlejob-network"
 	// componentClusterDNS is CoreDNS, which the node runs: it has a
 	// client certificate and a kubeconfig, not a process of its own here.
 	componentClusterDNS = "coredns"
@@ -68,7 +73,7 @@ type boot struct {
 func (b *boot) run(ctx context.Context) (*State, error) {
 	b.st = &State{Home: b.l.home, Started: time.Now(), Binaries: b.bins, With: b.opts.With, Settings: b.opts.settings()}
 	ports := []*int{&b.st.Ports.EtcdClient, &b.st.Ports.EtcdPeer, &b.st.Ports.APIServer, &b.st.Ports.Scheduler,
-		&b.st.Ports.ControllerManager, &b.st.Ports.OperatorProbes, &b.st.Ports.Kubelet,
+		&b.st.Ports.ControllerManager, &b.st.Ports.OperatorProbes,
 		&b.st.Ports.ElasticEtcd, &b.st.Ports.ElasticEtcdPeer, &b.st.Ports.Webhook, &b.st.Ports.Progress}
 	addonPorts := map[string][]*int{
 		AddonVolcano:      {&b.st.Ports.Volcano},
@@ -77,6 +82,10 @@ func (b *boot) run(ctx context.Context) (*State, error) {
 	}
 	for _, name := range b.opts.With {
 		ports = append(ports, addonPorts[name]...)
+	}
+	b.st.Ports.Kubelets = make([]int, b.opts.Nodes)
+	for i := range b.st.Ports.Kubelets {
+		ports = append(ports, &b.st.Ports.Kubelets[i])
 	}
 	picked, err := freePorts(len(ports))
 	if err != nil {
@@ -105,7 +114,8 @@ func (b *boot) run(ctx context.Context) (*State, error) {
 		{componentScheduler, b.startScheduler},
 		{"add-ons", b.startAddons},
 		{componentOperator, b.startOperator},
-		{componentNode, b.startNode},
+		{componentNetwork, b.startNetwork},
+		{nodesStep(b.opts.Nodes), b.startNodes},
 		{"default service account", b.waitDefaultServiceAccount},
 	}
 	for _, s := range steps {
@@ -171,10 +181,10 @@ func (b *boot) certificates() error {
 		return err
 	}
 	specs := []certSpec{
-		// Pods reach the API server at its forward on the node IP
+		// Pods reach the API server at its forward on the host IP
 		// (KUBERNETES_SERVICE_HOST) or at the kubernetes Service.
 		{name: "apiserver", Spec: pki.Spec{CommonName: "kube-apiserver", Server: true,
-			Hosts: append(loopback, nodeIP, serviceIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")}},
+			Hosts: append(loopback, hostIP, serviceIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")}},
 		{name: "apiserver-kubelet-client", Spec: pki.Spec{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}, Client: true}},
 		{name: "admin", Spec: pki.Spec{CommonName: "paddlejob-admin", Organization: []string{"system:masters"}, Client: true}},
 		{name: componentControllerManager, Spec: pki.Spec{CommonName: "system:kube-controller-manager", Client: true}},
@@ -182,9 +192,9 @@ func (b *boot) certificates() error {
 		{name: componentOperator, Spec: pki.Spec{CommonName: operatorUser, Client: true}},
 		{name: componentNode, Spec: pki.Spec{CommonName: nodeUser, Client: true}},
 		{name: componentClusterDNS, Spec: pki.Spec{CommonName: clusterDNSUser, Client: true}},
-		// The API server reaches the kubelet API at the node IP, through
-		// its egress.
-		{name: "kubelet-serving", Spec: pki.Spec{CommonName: NodeName, Server: true, Hosts: append(loopback, nodeIP)}},
+		// The API server reaches each kubelet API at its node's IP,
+		// through its egress; the nodes share one serving certificate.
+		{name: "kubelet-serving", Spec: pki.Spec{CommonName: NodeName, Server: true, Hosts: append(loopback, b.st.NodeIPs()...)}},
 	}
 	issued := map[string]*keyPair{}
 	for _, s := range specs {
@@ -206,9 +216,9 @@ func (b *boot) certificates() error {
 			return err
 		}
 	}
-	// CoreDNS runs in the node's network namespace: it reaches the API
-	// server through the node's forward, on the node IP.
-	if err := writeKubeconfig(b.l.componentConfig(componentClusterDNS), onNode("https", b.st.Ports.APIServer), ca, issued[componentClusterDNS]); err != nil {
+	// CoreDNS runs in each node's network namespace: it reaches the API
+	// server through the cluster network's forward, on the host IP.
+	if err := writeKubeconfig(b.l.componentConfig(componentClusterDNS), onHost("https", b.st.Ports.APIServer), ca, issued[componentClusterDNS]); err != nil {
 		return err
 	}
 	return nil
@@ -226,9 +236,9 @@ func (b *boot) startAPIServer(ctx context.Context) error {
 	}
 	return b.launch(ctx, componentAPIServer, []string{b.bin("kube-apiserver"),
 		// The kubernetes Service's endpoint is the API server's forward on
-		// the node IP, which has the same port (nodeForwards).
-		"--bind-address=127.0.0.1", "--advertise-address=" + nodeIP, "--secure-port=" + itoa(b.st.Ports.APIServer),
-		// The cluster network is reached through the node (network.go).
+		// the host IP, which has the same port (forwards).
+		"--bind-address=127.0.0.1", "--advertise-address=" + hostIP, "--secure-port=" + itoa(b.st.Ports.APIServer),
+		// The cluster network is reached through its egress (network.go).
 		"--egress-selector-config-file=" + egressSelectorFile(b.l),
 		"--etcd-servers=https://127.0.0.1:" + itoa(b.st.Ports.EtcdClient),
 		"--etcd-cafile=" + b.etcdCA.CertFile, "--etcd-certfile=" + f(apiServerEtcdClient+".crt"), "--etcd-keyfile=" + f(apiServerEtcdClient+".key"),
@@ -384,32 +394,89 @@ func (b *boot) startOperator(ctx context.Context) error {
 		"--webhook-host=127.0.0.1", "--webhook-port=" + itoa(b.st.Ports.Webhook),
 		"--webhook-certs=external", "--webhook-cert-dir=" + certDir, "--operator-namespace=" + operatorNS,
 		// Pods reach the operator's progress endpoint through its forward
-		// on the node IP.
+		// on the host IP.
 		"--progress-bind-address=127.0.0.1:" + itoa(b.st.Ports.Progress),
-		"--progress-url=" + onNode("http", b.st.Ports.Progress),
+		"--progress-url=" + onHost("http", b.st.Ports.Progress),
 	}, []string{"KUBECONFIG=" + b.l.componentConfig(componentOperator)},
 		60*time.Second, func() error { return getPlain(ctx, "http://"+probes+"/readyz") })
 }
 
-func (b *boot) startNode(ctx context.Context) error {
+// startNetwork starts the cluster network, which the nodes attach to.
+func (b *boot) startNetwork(ctx context.Context) error {
+	args := []string{b.opts.Executable, "cluster-network",
+		"--socket=" + networkSocket(b.l),
+		"--egress-socket=" + egressSocket(b.l),
+		"--nodes-cidr=" + nodesCIDR, "--pod-cidr=" + podCIDR, "--service-cidr=" + serviceCIDR,
+	}
+	for i, port := range b.st.Ports.Kubelets {
+		ip, pods := nodeAddress(i)
+		args = append(args, fmt.Sprintf("--node=%s,%s,%d", ip, pods, port))
+	}
+	args = append(args, forwards(b.st.Ports)...)
+	return b.launch(ctx, componentNetwork, args, nil, 30*time.Second, func() error {
+		_, err := os.Stat(networkSocket(b.l))
+		return err
+	})
+}
+
+// nodesStep names the step that starts the nodes.
+func nodesStep(n int) string {
+	if n == 1 {
+		return componentNode
+	}
+	return fmt.Sprintf("%d nodes", n)
+}
+
+// startNodes starts every node, then waits for them all to be Ready.
+func (b *boot) startNodes(ctx context.Context) error {
 	if err := writeImageTable(b.l, b.opts.Executable, b.paddle, b.opts.ImageTable); err != nil {
 		return err
 	}
-	pki := b.l.pki()
 	cfg, err := kube.LoadConfig(b.l.kubeconfig(), "")
 	if err != nil {
 		return err
 	}
-	args := []string{b.opts.Executable, "node",
+	var started []*process
+	for i := range b.opts.Nodes {
+		p, err := startProcess(b.opts.Executable, nodeName(i), b.nodeArgs(i), nil, b.l.logs())
+		if err != nil {
+			return err
+		}
+		b.st.Processes = append(b.st.Processes, p)
+		started = append(started, p)
+	}
+	for i, p := range started {
+		err := waitFor(ctx, 90*time.Second, func() error {
+			if !p.alive() || p.supervised().Restarts > 0 {
+				return stopWaiting(fmt.Errorf("%s exited:\n%s", p.Name, tailFile(p.Log, 15)))
+			}
+			return nodeReady(ctx, cfg, nodeName(i))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeArgs is node i's command.
+func (b *boot) nodeArgs(i int) []string {
+	pki := b.l.pki()
+	ip, pods := nodeAddress(i)
+	name := nodeName(i)
+	return []string{b.opts.Executable, "node",
 		"--kubeconfig=" + b.l.componentConfig(componentNode),
-		"--node-name=" + NodeName,
-		"--state-dir=" + b.l.nodeState(),
+		"--node-name=" + name,
+		"--state-dir=" + b.l.nodeState(name),
 		// Keys, kubeconfigs, etcd: nothing of the cluster's state is a pod's.
 		"--hide=" + b.l.home,
 		"--host-path-rw=" + strings.Join(b.opts.HostPathRW, ","),
-		"--node-ip=" + nodeIP,
+		"--node-ip=" + ip,
+		"--nodes-cidr=" + nodesCIDR,
+		"--pod-cidr=" + pods,
+		"--cluster-pod-cidr=" + podCIDR,
 		"--service-cidr=" + serviceCIDR,
-		"--kubelet-port=" + itoa(b.st.Ports.Kubelet),
+		"--kubelet-port=" + itoa(b.st.Ports.Kubelets[i]),
 		"--tls-cert-file=" + filepath.Join(pki, "kubelet-serving.crt"),
 		"--tls-private-key-file=" + filepath.Join(pki, "kubelet-serving.key"),
 		"--client-ca-file=" + b.ca.CertFile,
@@ -421,16 +488,15 @@ func (b *boot) startNode(ctx context.Context) error {
 		"--pod-pids-limit=" + itoa(node.DefaultPodPidsLimit),
 		"--tmp-size=" + itoa(node.DefaultTmpSize),
 		"--shm-size=" + itoa(node.DefaultShmSize),
-		// What pods reach of this machine, and the API server's way into
-		// the cluster network (network.go).
-		"--egress-socket=" + egressSocket(b.l),
+		// The other nodes and the host's forwards are behind the cluster
+		// network (network.go); pods reach the API server at its forward.
+		"--cluster-network=" + networkSocket(b.l),
+		"--pod-api-server=" + onHost("https", b.st.Ports.APIServer),
 		// The cluster's DNS server, on the kube-dns address (clusterdns.go).
 		"--cluster-dns=" + clusterDNSIP,
 		"--cluster-dns-server=" + filepath.Join(b.clusterDNS, "coredns"),
 		"--cluster-dns-kubeconfig=" + b.l.componentConfig(componentClusterDNS),
 	}
-	args = append(args, nodeForwards(b.st.Ports)...)
-	return b.launch(ctx, componentNode, args, nil, 60*time.Second, func() error { return nodeReady(ctx, cfg, NodeName) })
 }
 
 // waitDefaultServiceAccount waits for the controller manager to create the

@@ -22,7 +22,8 @@ import (
 	"github.com/paddlejob/paddlejob/internal/fsutil"
 )
 
-// NodeName is the name of the local cluster's one node.
+// NodeName is the name of the local cluster's first node; the others are
+// NodeName-2, NodeName-3...
 const NodeName = "paddlejob-node"
 
 // Options configure a local cluster.
@@ -40,7 +41,10 @@ type Options struct {
 	// NoOperator starts the cluster without the operator (and its webhook),
 	// for installing it into the cluster as on a real one.
 	NoOperator bool
-	// GPUs is how many nvidia.com/gpu the node advertises. They are
+	// Nodes is how many nodes the cluster has, 1 (when 0) to MaxNodes: each
+	// a process with a network of its own, joined by the cluster network.
+	Nodes int
+	// GPUs is how many nvidia.com/gpu each node advertises. They are
 	// emulated: GPU pods schedule and run on the CPU.
 	GPUs int
 	// NodeLabels are labels of the node, for jobs that select nodes.
@@ -76,11 +80,12 @@ type Options struct {
 // settings are the options that shape a running cluster: Up on a running
 // cluster refuses to ignore different ones.
 func (o *Options) settings() Settings {
-	return Settings{ImageTable: o.ImageTable, NoOperator: o.NoOperator, GPUs: o.GPUs, NodeLabels: o.NodeLabels, Capacity: o.Capacity, PaddleRuntime: o.PaddleRuntime, HostPathRW: o.HostPathRW}
+	return Settings{Nodes: o.Nodes, ImageTable: o.ImageTable, NoOperator: o.NoOperator, GPUs: o.GPUs, NodeLabels: o.NodeLabels, Capacity: o.Capacity, PaddleRuntime: o.PaddleRuntime, HostPathRW: o.HostPathRW}
 }
 
 // Settings are what a cluster was started with, beyond its add-ons.
 type Settings struct {
+	Nodes         int               `json:"nodes,omitempty"`
 	ImageTable    string            `json:"imageTable,omitempty"`
 	NoOperator    bool              `json:"noOperator,omitempty"`
 	GPUs          int               `json:"gpus,omitempty"`
@@ -99,6 +104,7 @@ func (s Settings) differences(asked Settings) []string {
 			out = append(out, fmt.Sprintf("%s (runs with %v, asked %v)", flag, was, now))
 		}
 	}
+	diff("--nodes", s.nodes(), asked.nodes(), s.nodes() != asked.nodes())
 	diff("--image-table", s.ImageTable, asked.ImageTable, s.ImageTable != asked.ImageTable)
 	diff("--no-operator", s.NoOperator, asked.NoOperator, s.NoOperator != asked.NoOperator)
 	diff("--gpus", s.GPUs, asked.GPUs, s.GPUs != asked.GPUs)
@@ -109,7 +115,17 @@ func (s Settings) differences(asked Settings) []string {
 	return out
 }
 
+// nodes is how many nodes the cluster has (a state written before there
+// could be several says none: one).
+func (s Settings) nodes() int { return max(s.Nodes, 1) }
+
 func (o *Options) complete() error {
+	if o.Nodes == 0 {
+		o.Nodes = 1
+	}
+	if o.Nodes < 1 || o.Nodes > MaxNodes {
+		return fmt.Errorf("--nodes %d: a local cluster has 1 to %d nodes", o.Nodes, MaxNodes)
+	}
 	if o.Home == "" {
 		o.Home = DefaultHome()
 	}
@@ -375,7 +391,7 @@ func stopAll(st *State, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "  stopping %s (pid %d)\n", p.Name, p.PID)
 		grace := 10 * time.Second
-		if p.Name == componentNode {
+		if isNode(p.Name) {
 			grace = 40 * time.Second // it stops its pods first
 		}
 		if err := p.stop(grace); err != nil {
@@ -386,7 +402,7 @@ func stopAll(st *State, out io.Writer) error {
 }
 
 func wipe(l layout) error {
-	for _, dir := range []string{l.pki(), l.logs(), l.etcdData(), l.nodeState(), l.elasticEtcdData()} {
+	for _, dir := range []string{l.pki(), l.logs(), l.etcdData(), l.nodesState(), l.elasticEtcdData()} {
 		if err := os.RemoveAll(dir); err != nil {
 			return err
 		}

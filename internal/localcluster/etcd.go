@@ -118,9 +118,9 @@ func elasticEtcdArgs(l layout, bins string, ports Ports) []string {
 }
 
 // elasticEtcdURL is the elastic etcd guard's URL as pods reach it, its
-// forward on the node IP (network.go), given to elastic jobs as the elastic
+// forward on the host IP (network.go), given to elastic jobs as the elastic
 // etcd's.
-func elasticEtcdURL(ports Ports) string { return onNode("http", ports.ElasticEtcd) }
+func elasticEtcdURL(ports Ports) string { return onHost("http", ports.ElasticEtcd) }
 
 // elasticEtcdSocket is where the elastic etcd serves clients: the cluster's
 // home, which the node hides from every pod.

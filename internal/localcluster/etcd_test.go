@@ -167,8 +167,8 @@ func TestEtcdArgsRequirePeerCertificates(t *testing.T) {
 	if got, _ := flagValue(elastic, "listen-client-urls"); got != "unix:///home/u/.paddlejob/elastic-etcd.sock" {
 		t.Errorf("elastic etcd: --listen-client-urls=%q, want its socket in the cluster's home, which pods do not see", got)
 	}
-	if got, _ := flagValue(elastic, "advertise-client-urls"); got != elasticEtcdURL(ports) || got != "http://172.18.0.2:40003" {
-		t.Errorf("elastic etcd: --advertise-client-urls=%q, want %q, its guard's forward on the node IP, which elastic jobs are given", got, elasticEtcdURL(ports))
+	if got, _ := flagValue(elastic, "advertise-client-urls"); got != elasticEtcdURL(ports) || got != "http://172.18.0.1:40003" {
+		t.Errorf("elastic etcd: --advertise-client-urls=%q, want %q, its guard's forward on the host IP, which elastic jobs are given", got, elasticEtcdURL(ports))
 	}
 	guard := elasticEtcdGuardArgs(l, "/bin/paddlejob", ports)
 	for flag, value := range map[string]string{"listen": "127.0.0.1:40003", "etcd": "unix:///home/u/.paddlejob/elastic-etcd.sock"} {

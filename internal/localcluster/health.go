@@ -97,6 +97,11 @@ func nodeReady(ctx context.Context, cfg *rest.Config, name string) error {
 	if err != nil {
 		return err
 	}
+	return nodeReadyWith(ctx, cs, name)
+}
+
+// nodeReadyWith is nodeReady with a clientset.
+func nodeReadyWith(ctx context.Context, cs kubernetes.Interface, name string) error {
 	node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err

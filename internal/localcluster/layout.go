@@ -37,7 +37,8 @@ func (l layout) pki() string                     { return filepath.Join(l.home, 
 func (l layout) logs() string                    { return filepath.Join(l.home, "logs") }
 func (l layout) etcdData() string                { return filepath.Join(l.home, "etcd") }
 func (l layout) elasticEtcdData() string         { return filepath.Join(l.home, "elastic-etcd") }
-func (l layout) nodeState() string               { return filepath.Join(l.home, "node") }
+func (l layout) nodesState() string              { return filepath.Join(l.home, "nodes") }
+func (l layout) nodeState(name string) string    { return filepath.Join(l.nodesState(), name) }
 func (l layout) imageTable() string              { return filepath.Join(l.home, "images.yaml") }
 func (l layout) imageContexts() string           { return filepath.Join(l.home, "images") }
 func (l layout) componentConfig(c string) string { return filepath.Join(l.pki(), c+".kubeconfig") }
@@ -50,7 +51,8 @@ type Ports struct {
 	Scheduler         int `json:"scheduler"`
 	ControllerManager int `json:"controllerManager"`
 	OperatorProbes    int `json:"operatorProbes"`
-	Kubelet           int `json:"kubelet"`
+	// Kubelets are the nodes' kubelet APIs, in node order.
+	Kubelets          []int `json:"kubelets"`
 	ElasticEtcd       int `json:"elasticEtcd"`
 	ElasticEtcdPeer   int `json:"elasticEtcdPeer"`
 	Webhook           int `json:"webhook"`
@@ -66,13 +68,13 @@ type Ports struct {
 // All lists every port the cluster listens on.
 func (p Ports) All() []int {
 	var used []int
-	for _, port := range []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.Kubelet, p.ElasticEtcd, p.ElasticEtcdPeer, p.Webhook, p.Progress,
+	for _, port := range []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.Scheduler, p.ControllerManager, p.OperatorProbes, p.ElasticEtcd, p.ElasticEtcdPeer, p.Webhook, p.Progress,
 		p.Volcano, p.SchedulerPlugins, p.KueueWebhook, p.KueueProbes} {
 		if port != 0 { // an add-on the cluster does not run
 			used = append(used, port)
 		}
 	}
-	return used
+	return append(used, p.Kubelets...)
 }
 
 // State is what `paddlejob up` recorded about a running cluster.

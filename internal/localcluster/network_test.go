@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,10 +57,32 @@ func TestCheckSocketPaths(t *testing.T) {
 	}
 }
 
-func TestNodeForwards(t *testing.T) {
-	got := nodeForwards(Ports{APIServer: 40001, ElasticEtcd: 40002, Progress: 40003, EtcdClient: 40004, Kubelet: 40005})
+func TestForwards(t *testing.T) {
+	got := forwards(Ports{APIServer: 40001, ElasticEtcd: 40002, Progress: 40003, EtcdClient: 40004, Kubelets: []int{40005, 40006}})
 	want := []string{"--forward=40001=127.0.0.1:40001", "--forward=40002=127.0.0.1:40002", "--forward=40003=127.0.0.1:40003"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Fatalf("nodeForwards = %v; want %v (the API server, the elastic etcd guard, the progress endpoint, nothing else)", got, want)
+		t.Fatalf("forwards = %v; want %v (the API server, the elastic etcd guard, the progress endpoint, nothing else)", got, want)
+	}
+}
+
+func TestNodeAddresses(t *testing.T) {
+	seen := map[string]bool{}
+	for i := range MaxNodes {
+		ip, pods := nodeAddress(i)
+		name := nodeName(i)
+		if !isNode(name) || seen[ip] || seen[pods] || seen[name] {
+			t.Fatalf("node %d: %s %s %s repeats an earlier node's or is not a node's name", i, name, ip, pods)
+		}
+		seen[ip], seen[pods], seen[name] = true, true, true
+		p := netip.MustParsePrefix(pods)
+		if !netip.MustParsePrefix(podCIDR).Contains(p.Addr()) || p.Bits() != 20 || netip.MustParseAddr(ip) == netip.MustParseAddr(hostIP) {
+			t.Fatalf("node %d: pods %s outside %s, or IP %s is the host's", i, pods, podCIDR, ip)
+		}
+	}
+	if a, _ := nodeAddress(0); a != "172.18.0.2" || nodeName(0) != NodeName || nodeName(1) != "paddlejob-node-2" {
+		t.Fatalf("the first node is %s at %s, the second %s", nodeName(0), a, nodeName(1))
+	}
+	if isNode(componentNetwork) || isNode(componentOperator) {
+		t.Fatalf("isNode takes another component for a node")
 	}
 }

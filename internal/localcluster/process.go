@@ -50,7 +50,7 @@ func startProcess(supervisor, name string, args []string, env []string, logDir s
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if name == componentNode {
+	if isNode(name) || name == componentNetwork {
 		ownUserNamespace(cmd.SysProcAttr, os.Geteuid(), os.Getegid())
 	}
 	if err := cmd.Start(); err != nil {
@@ -63,7 +63,8 @@ func startProcess(supervisor, name string, args []string, env []string, logDir s
 	return p, nil
 }
 
-// ownUserNamespace starts a normal user's node (with its supervisor) in a
+// ownUserNamespace starts a normal user's node or cluster network (with its
+// supervisor) in a
 // user namespace of its own, where the user is mapped to itself, so that it
 // may create the pods' network namespaces and links, the way rootless
 // container engines do: it keeps CAP_SYS_ADMIN and CAP_NET_ADMIN there as

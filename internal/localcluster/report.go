@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/paddlejob/paddlejob/internal/localcluster/node"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // StatusReport describes a local cluster for `paddlejob status`.
@@ -13,6 +16,19 @@ type StatusReport struct {
 	Summary    string
 	Kubeconfig string
 	Components []ComponentStatus
+	// Nodes are the cluster's nodes, in node order.
+	Nodes []NodeStatus
+}
+
+// NodeStatus is one node of the cluster.
+type NodeStatus struct {
+	Name    string
+	IP      string
+	PodCIDR string
+	// State is "Ready", or why the node is not.
+	State string
+	// Pods counts the pods bound to it that have not finished.
+	Pods int
 }
 
 // ComponentStatus is one process of the cluster.
@@ -58,14 +74,38 @@ func Report(ctx context.Context, opts Options) (*StatusReport, error) {
 		rep.Summary = fmt.Sprintf("local cluster in %s is NOT healthy: run `paddlejob down` then `paddlejob up`", opts.Home)
 	default:
 		rep.Summary = fmt.Sprintf("local cluster running at %s since %s", st.Server(), st.Started.Format("2006-01-02 15:04:05"))
+		rep.Summary += fmt.Sprintf("; network %s (host %s), pods %s, Services %s, DNS %s",
+			nodesCIDR, hostIP, podCIDR, serviceCIDR, clusterDNSIP)
 		if cfg, err := loadAdmin(st); err == nil {
-			if err := nodeReady(ctx, cfg, NodeName); err != nil {
-				rep.Summary += "; node: " + err.Error()
-			} else {
-				rep.Summary += fmt.Sprintf("; node %s Ready at %s (pods %s, Services %s, DNS %s)",
-					NodeName, nodeIP, node.DefaultPodCIDR, serviceCIDR, clusterDNSIP)
-			}
+			rep.Nodes = nodeStatuses(ctx, cfg, st)
 		}
 	}
 	return rep, nil
+}
+
+// nodeStatuses says how each node is: Ready or why not, and its pods.
+func nodeStatuses(ctx context.Context, cfg *rest.Config, st *State) []NodeStatus {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil
+	}
+	pods := map[string]int{}
+	if list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range list.Items {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				pods[p.Spec.NodeName]++
+			}
+		}
+	}
+	out := make([]NodeStatus, st.Settings.nodes())
+	for i := range out {
+		name := nodeName(i)
+		ip, podCIDR := nodeAddress(i)
+		state := "Ready"
+		if err := nodeReadyWith(ctx, cs, name); err != nil {
+			state = err.Error()
+		}
+		out[i] = NodeStatus{Name: name, IP: ip, PodCIDR: podCIDR, State: state, Pods: pods[name]}
+	}
+	return out
 }

@@ -17,7 +17,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
@@ -125,7 +124,7 @@ func AddImages(ctx context.Context, home string, images map[string]string) ([]Ad
 	if err := fsutil.WriteFileAtomic(l.userImages(), record, 0o644); err != nil {
 		return nil, err
 	}
-	return added, restartNode(ctx, st, cs)
+	return added, restartNodes(ctx, st, cs)
 }
 
 // nextImageTable writes the node's image table with the added images
@@ -205,13 +204,13 @@ func clusterClient(st *State) (kubernetes.Interface, error) {
 
 // noPodsRunning refuses a node restart that would start pods again.
 func noPodsRunning(ctx context.Context, cs kubernetes.Interface) error {
-	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", NodeName).String()})
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("listing the node's pods: %w", err)
+		return fmt.Errorf("listing the nodes' pods: %w", err)
 	}
 	var running []string
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		if isNode(p.Spec.NodeName) && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			running = append(running, p.Namespace+"/"+p.Name)
 		}
 	}
@@ -222,50 +221,52 @@ func noPodsRunning(ctx context.Context, cs kubernetes.Interface) error {
 	if len(running) > 5 {
 		running = append(running[:5], fmt.Sprintf("and %d more", len(running)-5))
 	}
-	return fmt.Errorf("the local node reads a new image's Dockerfile when it starts, and restarting it now would start the pods it runs again from the beginning: %s; "+
+	return fmt.Errorf("the local nodes read a new image's Dockerfile when they start, and restarting them now would start the pods they run again from the beginning: %s; "+
 		"run again once they have finished (or delete their jobs). Changes to a context's other files need no restart",
 		strings.Join(running, ", "))
 }
 
-// restartNode stops the node's process, which its supervisor starts again,
+// restartNodes restarts every node, one after the other (restartNode).
+func restartNodes(ctx context.Context, st *State, cs kubernetes.Interface) error {
+	for i := range st.Settings.nodes() {
+		if err := restartNode(ctx, st, cs, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restartNode stops node i's process, which its supervisor starts again,
 // and waits until the new one serves and its Node is Ready.
-func restartNode(ctx context.Context, st *State, cs kubernetes.Interface) error {
+func restartNode(ctx context.Context, st *State, cs kubernetes.Interface, i int) error {
+	name := nodeName(i)
 	var p *process
 	for _, proc := range st.Processes {
-		if proc.Name == componentNode {
+		if proc.Name == name {
 			p = proc
 		}
 	}
-	if p == nil {
-		return errors.New("the local cluster's state names no node process")
+	if p == nil || i >= len(st.Ports.Kubelets) {
+		return fmt.Errorf("the local cluster's state names no node %s", name)
 	}
 	old := p.supervised().PID
 	if old == 0 {
-		return errors.New("the local node is not running: see paddlejob status")
+		return fmt.Errorf("the local node %s is not running: see paddlejob status", name)
 	}
 	if err := syscall.Kill(old, syscall.SIGTERM); err != nil {
-		return fmt.Errorf("restarting the local node (pid %d): %w", old, err)
+		return fmt.Errorf("restarting the local node %s (pid %d): %w", name, old, err)
 	}
 	err := waitFor(ctx, 2*time.Minute, func() error {
 		if pid := p.supervised().PID; pid == 0 || pid == old {
 			return errors.New("the node has not restarted yet")
 		}
-		if err := dialTLS(st.Ports.Kubelet); err != nil {
+		if err := dialTLS(st.Ports.Kubelets[i]); err != nil {
 			return err
 		}
-		n, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				return nil
-			}
-		}
-		return errors.New("the node is not Ready")
+		return nodeReadyWith(ctx, cs, name)
 	})
 	if err != nil {
-		return fmt.Errorf("restarting the local node to read the new image table: %w (its log: %s)", err, p.Log)
+		return fmt.Errorf("restarting the local node %s to read the new image table: %w (its log: %s)", name, err, p.Log)
 	}
 	return nil
 }

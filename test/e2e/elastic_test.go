@@ -237,13 +237,13 @@ func TestElasticJobScalesFrom2To3(t *testing.T) {
 // the job completes, and it learned as well as an undisturbed run.
 //
 // The job reaches etcd by a name beginning with "etcd" (a host alias of
-// the node IP, where the local cluster forwards its elastic etcd guard), the
+// the host IP, where the local cluster forwards its elastic etcd guard), the
 // form Paddle's launcher would cut to ".paddle" were it passed as it is.
 func TestElasticJobSurvivesTheLossOfAWorker(t *testing.T) {
 	const epochs = 8
 	withEtcdName := func(job *paddlev1.PaddleJob) {
 		job.Spec.ElasticPolicy.EtcdEndpoints = []string{fmt.Sprintf("http://etcd.paddle:%d", cluster.Ports.ElasticEtcd)}
-		job.Spec.Worker.Template.Spec.HostAliases = []corev1.HostAlias{{IP: cluster.NodeIP(), Hostnames: []string{"etcd.paddle"}}}
+		job.Spec.Worker.Template.Spec.HostAliases = []corev1.HostAlias{{IP: cluster.HostIP(), Hostnames: []string{"etcd.paddle"}}}
 	}
 	calm, _ := elasticJob(t, "calm3", 3, 2, 3, epochs)
 	withEtcdName(calm)

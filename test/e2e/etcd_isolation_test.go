@@ -183,10 +183,10 @@ func probeEtcds(t *testing.T, st *localcluster.State) {
 	env := map[string]string{"ETCD_PEER": strconv.Itoa(ports.EtcdPeer), "ELASTIC_ETCD_PEER": strconv.Itoa(ports.ElasticEtcdPeer),
 		"ETCD_CLIENT": strconv.Itoa(ports.EtcdClient), "ELASTIC_ETCD_CLIENT": strconv.Itoa(ports.ElasticEtcd),
 		"ELASTIC_ETCD_SOCKET": st.ElasticEtcdSocket(),
-		// Where pods reach the machine: the node IP, whose forwards lead to
-		// the guard (and the API server and progress endpoint) only; a
+		// Where pods reach the machine: the host IP, whose forwards lead
+		// to the guard (and the API server and progress endpoint) only; a
 		// pod's 127.0.0.1 is its own.
-		"HOST": st.NodeIP(),
+		"HOST": st.HostIP(),
 		// python-etcd3's generated code needs the pure-Python protobuf.
 		"PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"}
 	for name, value := range env {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/localcluster"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
@@ -186,13 +187,18 @@ func checkResumedJob(t *testing.T, job *paddlev1.PaddleJob, calm collectiveRepor
 	return logs
 }
 
-// killNode kills the local node with SIGKILL, as a crash would, runs
-// meanwhile (while it is down), and waits until its supervisor has started it
-// again.
+// killNode kills the suite cluster's node with SIGKILL, as a crash would,
+// runs meanwhile (while it is down), and waits until its supervisor has
+// started it again.
 func killNode(t *testing.T, meanwhile ...func()) {
 	t.Helper()
-	const name = "paddlejob-node"
-	before := component(t, opts, name)
+	killNodeOf(t, opts, localcluster.NodeName, meanwhile...)
+}
+
+// killNodeOf is killNode for node name of the cluster of options o.
+func killNodeOf(t *testing.T, o localcluster.Options, name string, meanwhile ...func()) {
+	t.Helper()
+	before := component(t, o, name)
 	if before.PID == 0 || before.State != "running" {
 		t.Fatalf("%s is not running: %+v", name, before)
 	}
@@ -203,7 +209,7 @@ func killNode(t *testing.T, meanwhile ...func()) {
 		f()
 	}
 	poll(t, time.Minute, name+" comes back", func() (bool, string) {
-		now := component(t, opts, name)
+		now := component(t, o, name)
 		return now.Restarts == before.Restarts+1 && now.State == "running" && now.PID != before.PID,
 			fmt.Sprintf("pid %d, %d restarts, %s, last exit %s", now.PID, now.Restarts, now.State, now.LastExit)
 	})

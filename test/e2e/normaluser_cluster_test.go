@@ -57,7 +57,9 @@ func upAsNormalUser(t *testing.T, u *normalUser) *sandboxCluster {
 			t.Errorf("processes of %s left after down:\n%s", u.name, describeProcesses(left))
 		}
 	})
-	if err := paddlejob.run(t, ctx, "up", "--binaries", plane, "--capacity", opts.Capacity, "--image-table", table,
+	// Two nodes: the pod network's checks cross the cluster network, which
+	// a normal user's nodes join each from a user namespace of its own.
+	if err := paddlejob.run(t, ctx, "up", "--nodes", "2", "--binaries", plane, "--capacity", opts.Capacity, "--image-table", table,
 		"--host-path-rw", c.writableDir); err != nil {
 		t.Fatalf("paddlejob up as %s: %v", u.name, err)
 	}

@@ -16,20 +16,21 @@ import (
 )
 
 // machineProbe is run by a pod: it tries an abstract Unix socket of the
-// host, every port of the cluster at the pod's loopback and at the node IP,
-// and squats the API server's port, then asks the API server through its
-// forward; it prints what it reached.
+// host, every port of the cluster at the pod's loopback, at the host IP
+// (KUBERNETES_SERVICE_HOST) and at its node's IP, and squats the API
+// server's port, then asks the API server through its forward; it prints
+// what it reached.
 const machineProbe = `import json, os, socket, ssl, sys, urllib.request
 abstract, ports = sys.argv[1], json.loads(sys.argv[2])
-node_ip, api_port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
-out = {"reached": [], "abstract": "", "squat": "", "squat_node_ip": "", "api": ""}
+host_ip, api_port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
+out = {"reached": [], "abstract": "", "squat": "", "squat_host_ip": "", "api": ""}
 s = socket.socket(socket.AF_UNIX)
 try:
     s.connect("\0" + abstract); out["abstract"] = "connected"
 except OSError as e:
     out["abstract"] = "refused: %s" % e.strerror
 for name, port in ports.items():
-    for host in ("127.0.0.1", node_ip):
+    for host in ("127.0.0.1", host_ip, os.environ["NODE_IP"]):
         try:
             socket.create_connection((host, port), timeout=3).close()
             out["reached"].append("%s:%s (%s)" % (host, port, name))
@@ -38,12 +39,12 @@ for name, port in ports.items():
 squat = socket.socket(); squat.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 squat.bind(("0.0.0.0", int(api_port))); squat.listen(); out["squat"] = "bound 0.0.0.0:" + api_port
 try:
-    socket.socket().bind((node_ip, int(api_port))); out["squat_node_ip"] = "bound"
+    socket.socket().bind((host_ip, int(api_port))); out["squat_host_ip"] = "bound"
 except OSError as e:
-    out["squat_node_ip"] = "refused: %s" % e.strerror
+    out["squat_host_ip"] = "refused: %s" % e.strerror
 ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
 try:
-    urllib.request.urlopen("https://%s:%s/version" % (node_ip, api_port), context=ctx, timeout=10)
+    urllib.request.urlopen("https://%s:%s/version" % (host_ip, api_port), context=ctx, timeout=10)
 except urllib.error.HTTPError as e:
     out["api"] = "HTTP %d from the API server" % e.code
 except Exception as e:
@@ -53,8 +54,8 @@ else:
 print("RESULT " + json.dumps(out))`
 
 // probeMachine checks what a pod reaches of the machine: of the cluster's
-// ports only the node's forwards (the API server, the elastic etcd guard,
-// the progress endpoint) at the node IP; no abstract Unix socket of the host
+// ports only the cluster network's forwards (the API server, the elastic
+// etcd guard, the progress endpoint) at the host IP, nothing at its node's IP; no abstract Unix socket of the host
 // (they belong to a network namespace); and binding a control-plane port is
 // binding it in the pod's own network, which takes nothing from the
 // component.
@@ -76,7 +77,7 @@ func probeMachine(t *testing.T, st *localcluster.State) {
 	}()
 	p := st.Ports
 	ports := map[string]int{"etcd client": p.EtcdClient, "etcd peer": p.EtcdPeer, "elastic etcd peer": p.ElasticEtcdPeer,
-		"kubelet": p.Kubelet, "scheduler": p.Scheduler, "controller manager": p.ControllerManager,
+		"kubelet": p.Kubelets[0], "scheduler": p.Scheduler, "controller manager": p.ControllerManager,
 		"operator probes": p.OperatorProbes, "webhook": p.Webhook,
 		"API server": p.APIServer, "elastic etcd guard": p.ElasticEtcd, "progress": p.Progress}
 	portsJSON, _ := json.Marshal(ports)
@@ -85,6 +86,7 @@ func probeMachine(t *testing.T, st *localcluster.State) {
 		ObjectMeta: metav1.ObjectMeta{Name: "machine-probe", Namespace: ns},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
 			Name: "probe", Image: "paddlepaddle/paddle:3.0.0", Command: []string{"python3", "-c", machineProbe, abstract, string(portsJSON)},
+			Env: []corev1.EnvVar{{Name: "NODE_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}}},
 		}}},
 	})
 	if done.Status.Phase != corev1.PodSucceeded {
@@ -97,16 +99,16 @@ func probeMachine(t *testing.T, st *localcluster.State) {
 	var got struct {
 		Reached              []string
 		Abstract, Squat, API string
-		SquatNodeIP          string `json:"squat_node_ip"`
+		SquatHostIP          string `json:"squat_host_ip"`
 	}
 	if err := json.Unmarshal([]byte(strings.TrimSpace(result)), &got); err != nil {
 		t.Fatal(err)
 	}
-	nodeIP := st.NodeIP()
+	hostIP := st.HostIP()
 	want := []string{
-		nodeIP + ":" + strconv.Itoa(p.APIServer) + " (API server)",
-		nodeIP + ":" + strconv.Itoa(p.ElasticEtcd) + " (elastic etcd guard)",
-		nodeIP + ":" + strconv.Itoa(p.Progress) + " (progress)",
+		hostIP + ":" + strconv.Itoa(p.APIServer) + " (API server)",
+		hostIP + ":" + strconv.Itoa(p.ElasticEtcd) + " (elastic etcd guard)",
+		hostIP + ":" + strconv.Itoa(p.Progress) + " (progress)",
 	}
 	for _, r := range got.Reached {
 		if !slices.Contains(want, r) {
@@ -121,8 +123,8 @@ func probeMachine(t *testing.T, st *localcluster.State) {
 	if !strings.HasPrefix(got.Abstract, "refused: ") {
 		t.Errorf("the host's abstract socket @%s: %s, want it refused", abstract, got.Abstract)
 	}
-	if !strings.HasPrefix(got.Squat, "bound ") || !strings.HasPrefix(got.SquatNodeIP, "refused: ") {
-		t.Errorf("squatting the API server's port: %q in the pod's network, %q at the node IP; want bound and refused", got.Squat, got.SquatNodeIP)
+	if !strings.HasPrefix(got.Squat, "bound ") || !strings.HasPrefix(got.SquatHostIP, "refused: ") {
+		t.Errorf("squatting the API server's port: %q in the pod's network, %q at the host IP; want bound and refused", got.Squat, got.SquatHostIP)
 	}
 	if !strings.HasPrefix(got.API, "HTTP ") || !strings.Contains(got.API, "from the API server") {
 		t.Errorf("the API server through its forward, with its port squatted in the pod: %s", got.API)

@@ -20,15 +20,20 @@ import (
 // network namespace and an IP of its own, so two pods serve the same port;
 // a third reaches both by IP, by the DNS names a headless Service gives
 // them and through a ClusterIP Service by its name, resolved by the cluster
-// DNS server; it cannot bind another pod's address, and of the machine it
-// reaches the API server (through the node's forward) and nothing of the
-// control plane's other ports (probeMachine). It is one of checkSandbox's.
+// DNS server — across nodes when the cluster has several; it cannot bind
+// another pod's address, and of the machine it reaches the API server
+// (through the cluster network's forward) and nothing of the control
+// plane's other ports (probeMachine). It is one of checkSandbox's.
 func probePodNetwork(t *testing.T) {
 	ns := newNamespace(t)
 	// Below 1024: pods bind any port of their own network, as under a
 	// container runtime, though they run as a user without privileges.
 	const port = 80
-	ips := startWebServers(t, ns, port)
+	// On a cluster of several nodes web-a runs on the first, web-b and the
+	// client on the last: every exchange crosses the cluster network.
+	nodes := clusterNodes(t)
+	first, last := nodes[0], nodes[len(nodes)-1]
+	ips := startWebServers(t, ns, port, map[string]string{"web-a": first, "web-b": last})
 	podCIDR := netip.MustParsePrefix("10.244.0.0/16")
 	for name, ip := range ips {
 		a, err := netip.ParseAddr(ip)
@@ -47,7 +52,7 @@ func probePodNetwork(t *testing.T) {
 		"a by FQDN":   "web-a.peers." + ns + ".svc.cluster.local:" + strconv.Itoa(port),
 		"web Service": "web:80", "web Service FQDN": "web." + ns + ".svc.cluster.local:80",
 	}
-	got := probeNetwork(t, ns, targets, ips["web-a"])
+	got := probeNetwork(t, ns, targets, ips["web-a"], last)
 	for what := range targets {
 		want := []string{"web-a", "web-b"}
 		switch {
@@ -71,10 +76,10 @@ func probePodNetwork(t *testing.T) {
 }
 
 // startWebServers starts pods web-a and web-b of subdomain "peers", each
-// answering HTTP on port with its hostname, the headless Service "peers"
-// and the Service "web" (port 80) of both, and returns the pods' IPs once
-// both are ready.
-func startWebServers(t *testing.T, ns string, port int32) map[string]string {
+// on the node nodes names for it and answering HTTP on port with its
+// hostname, the headless Service "peers" and the Service "web" (port 80) of
+// both, and returns the pods' IPs once both are ready.
+func startWebServers(t *testing.T, ns string, port int32, nodes map[string]string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	cs := pj.Clientset()
@@ -100,7 +105,7 @@ http.server.HTTPServer(("0.0.0.0", %d), H).serve_forever()`, port)
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "web"}},
 			Spec: corev1.PodSpec{
-				Hostname: name, Subdomain: "peers",
+				Hostname: name, Subdomain: "peers", NodeSelector: onNode(nodes[name]),
 				Containers: []corev1.Container{{
 					Name: "web", Image: "paddlepaddle/paddle:3.0.0", Command: []string{"python3", "-c", server},
 					Ports:          []corev1.ContainerPort{{ContainerPort: port}},
@@ -128,6 +133,9 @@ http.server.HTTPServer(("0.0.0.0", %d), H).serve_forever()`, port)
 				states = append(states, name+": "+statusLine(p))
 				continue
 			}
+			if p.Spec.NodeName != nodes[name] {
+				t.Fatalf("%s runs on %s, want %s", name, p.Spec.NodeName, nodes[name])
+			}
 			ips[name] = p.Status.PodIP
 		}
 		return len(states) == 0, strings.Join(states, "; ")
@@ -145,9 +153,9 @@ type networkProbe struct {
 	Bound string
 }
 
-// probeNetwork runs a client pod that fetches each target, resolves the
-// kubernetes Service and binds otherIP, and returns its report.
-func probeNetwork(t *testing.T, ns string, targets map[string]string, otherIP string) networkProbe {
+// probeNetwork runs a client pod on node that fetches each target,
+// resolves the kubernetes Service and binds otherIP, and returns its report.
+func probeNetwork(t *testing.T, ns string, targets map[string]string, otherIP, node string) networkProbe {
 	t.Helper()
 	client := `import json, socket, sys, urllib.request
 targets, other_ip = json.loads(sys.argv[1]), sys.argv[2]
@@ -168,7 +176,7 @@ print("RESULT " + json.dumps(out))`
 	targetsJSON, _ := json.Marshal(targets)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: ns},
-		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, NodeSelector: onNode(node), Containers: []corev1.Container{{
 			Name: "client", Image: "paddlepaddle/paddle:3.0.0",
 			Command: []string{"python3", "-c", client, string(targetsJSON), otherIP},
 		}}},
@@ -187,3 +195,24 @@ print("RESULT " + json.dumps(out))`
 	}
 	return got
 }
+
+// clusterNodes are the names of the cluster's nodes, sorted.
+func clusterNodes(t *testing.T) []string {
+	t.Helper()
+	list, err := pj.Clientset().CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range list.Items {
+		names = append(names, n.Name)
+	}
+	if len(names) == 0 {
+		t.Fatal("the cluster has no node")
+	}
+	slices.Sort(names)
+	return names
+}
+
+// onNode is the node selector of the node named name.
+func onNode(name string) map[string]string { return map[string]string{corev1.LabelHostname: name} }

@@ -43,9 +43,11 @@ func TestKilledComponentsComeBack(t *testing.T) {
 		return j.Status.Phase == paddlev1.PaddleJobRunning, string(j.Status.Phase)
 	})
 
-	// The node last: its pods die with it, and it reports them Failed
-	// (NodeRestarted, exit code 137) when it comes back.
-	for _, name := range []string{"paddlejob-operator", "elastic-etcd-guard", "elastic-etcd", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd", "paddlejob-node"} {
+	// The cluster network's restart cuts the pods' connections to the host
+	// (the node attaches again by itself). The node last: its pods die
+	// with it, and it reports them Failed (NodeRestarted, exit code 137)
+	// when it comes back.
+	for _, name := range []string{"paddlejob-operator", "elastic-etcd-guard", "elastic-etcd", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd", "paddlejob-network", "paddlejob-node"} {
 		before := component(t, o, name)
 		if before.PID == 0 || before.State != "running" {
 			t.Fatalf("%s is not running: %+v", name, before)

@@ -38,7 +38,9 @@ const (
 	DefaultNodeIP = "172.18.0.2"
 	// DefaultPodCIDR is the pods' network, on the bridge in the node's
 	// namespace; pods get its addresses 10.244.X.100-254 (ipam.go).
-	DefaultPodCIDR             = "10.244.0.0/16"
+	DefaultPodCIDR = "10.244.0.0/16"
+	// DefaultNodesCIDR is the nodes' network, which the node IP is on.
+	DefaultNodesCIDR           = "172.18.0.0/16"
 	DefaultKubeletPort         = 10250
 	DefaultMaxPods             = 500
 	DefaultShutdownGracePeriod = 5 * time.Second
@@ -120,16 +122,21 @@ type Config struct {
 	Bwrap string
 	// ShutdownGracePeriod caps each pod's grace period when the node stops.
 	ShutdownGracePeriod time.Duration
-	// Forwards are what pods reach of this machine (forward.go): each
-	// listens on NodeIP:Port inside the node's network namespace and leads
-	// to one loopback address of the host. A forward to the API server's
-	// address makes it the API server pods are given
-	// (KUBERNETES_SERVICE_HOST and _PORT).
-	Forwards []Forward
-	// EgressSocket, when set, is the Unix socket where the node serves the
-	// API server's egress into the cluster network (egress.go); it must be
-	// at most 107 bytes long.
-	EgressSocket string
+	// PodAPIServer is the API server's URL as pods are given it
+	// (KUBERNETES_SERVICE_HOST and _PORT): on the local cluster its forward
+	// on the cluster network's host address. Empty: RESTConfig's.
+	PodAPIServer string
+	// NodesCIDR is the nodes' network: NodeIP sits on the node's uplink
+	// with its prefix length, and every other node's IP is reached over it.
+	// Default DefaultNodesCIDR.
+	NodesCIDR string
+	// ClusterPodCIDR is every node's pods, PodCIDR being this node's share:
+	// the rest is reached over the uplink. Empty: PodCIDR (one node).
+	ClusterPodCIDR string
+	// ClusterNetworkSocket, when set, is the Unix socket of the cluster
+	// network the node attaches its uplink to (podnetwork.AttachNode): the
+	// other nodes, and the host's forwarded endpoints, are behind it.
+	ClusterNetworkSocket string
 	// ServiceCIDR is the cluster IPs (comma-separated CIDRs) whose Services
 	// the node proxies to their endpoints; they are local to the node's
 	// network namespace (any of them may be bound there). Default
@@ -228,7 +235,7 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 		HostPathRW:  cfg.HostPathRW,
 		NodeIP:      cfg.NodeIP,
 		Bwrap:       cfg.Bwrap,
-		APIServer:   podAPIServer(cfg.RESTConfig.Host, cfg.NodeIP, cfg.Forwards),
+		APIServer:   cfg.PodAPIServer,
 		ClusterDNS:  cfg.ClusterDNS.address(),
 		Sandbox: sandboxSettings{
 			asRoot:  os.Geteuid() == 0,
@@ -295,6 +302,12 @@ func withDefaults(cfg Config) Config {
 	if cfg.PodCIDR == "" {
 		cfg.PodCIDR = DefaultPodCIDR
 	}
+	if cfg.ClusterPodCIDR == "" {
+		cfg.ClusterPodCIDR = cfg.PodCIDR
+	}
+	if cfg.NodesCIDR == "" {
+		cfg.NodesCIDR = DefaultNodesCIDR
+	}
 	if cfg.MaxPods == 0 {
 		cfg.MaxPods = DefaultMaxPods
 	}
@@ -330,14 +343,15 @@ func (n *Node) Ready() <-chan struct{} { return n.ready }
 
 // NetworkNamespace is the node's network namespace, where its IP, the pods'
 // gateway and the cluster IPs are, and where hostNetwork pods run: the
-// node's listeners for pods (forwarders, the Service proxy) and its dials to
-// pod IPs and cluster IPs belong there. It is valid until Run returns.
+// node's listeners for pods (the Service proxy, the cluster DNS) and its
+// dials to pod IPs and cluster IPs belong there. It is valid until Run
+// returns.
 func (n *Node) NetworkNamespace() *podnetwork.Namespace { return n.network.Namespace() }
 
 // kubeletHost is where the kubelet API listens: the host's loopback, out of
 // the pods' reach. The Node names the node IP and this port; the API server
-// reaches it there through the egress, which leads that one address to the
-// host (startHostAccess).
+// reaches it there through the cluster network's egress, which leads that
+// one address to the host (clusternetwork package).
 const kubeletHost = "127.0.0.1"
 
 // KubeletAddress is where the kubelet API listens, host:port, on the host.

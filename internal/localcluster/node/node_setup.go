@@ -96,9 +96,6 @@ func checkConfig(cfg Config) (Config, nodeInputs, error) {
 			return cfg, nodeInputs{}, err
 		}
 	}
-	if err := checkForwards(cfg.Forwards); err != nil {
-		return cfg, nodeInputs{}, err
-	}
 	servicePrefixes, err := podnetwork.ParseCIDRs(cfg.ServiceCIDR)
 	if err == nil && len(servicePrefixes) == 0 {
 		err = fmt.Errorf("%q names no range, such as %s", cfg.ServiceCIDR, DefaultServiceCIDR)
@@ -107,7 +104,18 @@ func checkConfig(cfg Config) (Config, nodeInputs, error) {
 		return cfg, nodeInputs{}, fmt.Errorf("service CIDR: %w", err)
 	}
 	serviceCIDRs := serviceproxy.CIDRs(servicePrefixes)
-	network := podnetwork.NodeConfig{PodCIDR: podCIDR, NodeIP: nodeIP, ServiceCIDRs: servicePrefixes}
+	nodesCIDR, err := netip.ParsePrefix(cfg.NodesCIDR)
+	if err != nil {
+		return cfg, nodeInputs{}, fmt.Errorf("nodes' CIDR %q: want an IPv4 network such as %s", cfg.NodesCIDR, DefaultNodesCIDR)
+	}
+	clusterPodCIDR, err := netip.ParsePrefix(cfg.ClusterPodCIDR)
+	if err != nil {
+		return cfg, nodeInputs{}, fmt.Errorf("cluster pod CIDR %q: want an IPv4 network holding the pod CIDR, such as %s", cfg.ClusterPodCIDR, DefaultPodCIDR)
+	}
+	if cfg.PodAPIServer == "" {
+		cfg.PodAPIServer = cfg.RESTConfig.Host
+	}
+	network := podnetwork.NodeConfig{PodCIDR: podCIDR, ClusterPodCIDR: clusterPodCIDR.Masked(), NodeIP: nodeIP, NodesCIDR: nodesCIDR.Masked(), ServiceCIDRs: servicePrefixes}
 	if err := network.Check(); err != nil {
 		return cfg, nodeInputs{}, err
 	}
@@ -148,6 +156,9 @@ func (n *Node) newControllers(client kubernetes.Interface, recorder record.Event
 	}
 
 	n.node = nodeObject(n.cfg.NodeName, n.cfg.NodeIP, n.server.port(), capacity, hostSystemInfo())
+	// The node's share of the cluster's pod network, as a node IPAM
+	// controller would record it.
+	n.node.Spec.PodCIDR, n.node.Spec.PodCIDRs = n.cfg.PodCIDR, []string{n.cfg.PodCIDR}
 	for k, v := range n.cfg.NodeLabels {
 		n.node.Labels[k] = v
 	}

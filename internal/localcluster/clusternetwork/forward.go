@@ -1,4 +1,4 @@
-package node
+package clusternetwork
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
 )
 
@@ -84,27 +82,6 @@ func checkForwards(forwards []Forward) error {
 		seen[f.Port] = true
 	}
 	return nil
-}
-
-// podAPIServer is the API server's URL as pods reach it: through the
-// forward whose target is server's address, else server itself (a node
-// whose pods share the host's network).
-func podAPIServer(server, nodeIP string, forwards []Forward) string {
-	u, err := url.Parse(server)
-	if err != nil || u.Host == "" {
-		return server
-	}
-	at, err := netip.ParseAddrPort(u.Host)
-	if err != nil {
-		return server
-	}
-	for _, f := range forwards {
-		if t, err := netip.ParseAddrPort(f.Target); err == nil && t == at {
-			u.Host = net.JoinHostPort(nodeIP, strconv.Itoa(f.Port))
-			return u.String()
-		}
-	}
-	return server
 }
 
 // netnsSockets opens sockets inside a network namespace (the node's,
@@ -239,52 +216,4 @@ func resetClose(c net.Conn) {
 		_ = tc.SetLinger(0)
 	}
 	c.Close()
-}
-
-// startNetworkServices starts the node's Service proxy, its forwarders,
-// when an EgressSocket is configured the API server's egress, and when it
-// runs one the cluster DNS server, which it waits for: pods started before
-// it answers would not resolve their peers. The returned stop ends them all.
-func (n *Node) startNetworkServices(ctx context.Context) (stop func(), err error) {
-	n.services.Start()
-	hostAccess, err := n.startHostAccess(n.network)
-	if err != nil {
-		n.services.Stop()
-		return nil, err
-	}
-	dnsCtx, stopDNS := context.WithCancel(ctx)
-	stop = func() { stopDNS(); hostAccess(); n.services.Stop() }
-	dns, err := n.startClusterDNS(dnsCtx)
-	if err == nil && dns != nil {
-		err = dns.awaitReady(ctx, clusterDNSStartTimeout)
-	}
-	if err != nil {
-		stop()
-		return nil, err
-	}
-	return stop, nil
-}
-
-// startHostAccess starts what links the node's network to the host: the
-// forwarders, and the API server's egress when an EgressSocket is
-// configured. The returned stop ends both.
-func (n *Node) startHostAccess(network *podnetwork.NodeNetwork) (stop func(), err error) {
-	ns, addrs := network.Namespace(), network.Config()
-	fw, err := startForwarders(n.log.WithName("forward"), ns, addrs.NodeIP.String(), n.cfg.Forwards)
-	if err != nil {
-		return nil, err
-	}
-	if n.cfg.EgressSocket == "" {
-		return fw.stop, nil
-	}
-	policy := newEgressPolicy(addrs.PodCIDR, addrs.ServiceCIDRs, addrs.NodeIP)
-	kubelet := netip.AddrPortFrom(addrs.NodeIP, uint16(n.server.port()))
-	hostTargets := map[netip.AddrPort]string{kubelet: n.KubeletAddress()}
-	e, err := startEgress(n.log.WithName("egress"), ns, policy, hostTargets, n.cfg.EgressSocket)
-	if err != nil {
-		fw.stop()
-		return nil, err
-	}
-	n.log.Info("Serving the API server's egress into the cluster network", "socket", n.cfg.EgressSocket, "reaches", policy.String())
-	return func() { e.stop(); fw.stop() }, nil
 }

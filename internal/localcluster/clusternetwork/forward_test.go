@@ -1,4 +1,4 @@
-package node
+package clusternetwork
 
 import (
 	"errors"
@@ -66,29 +66,5 @@ func TestForwarderTargetDown(t *testing.T) {
 	}
 	if got != "" {
 		t.Fatalf("through a forward to a closed port: %q; want nothing", got)
-	}
-}
-
-func TestPodAPIServer(t *testing.T) {
-	forwards := []Forward{{Port: 2379, Target: "127.0.0.1:2379"}, {Port: 6443, Target: "127.0.0.1:6443"}}
-	tests := []struct {
-		server string
-		want   string
-	}{
-		{server: "https://127.0.0.1:6443", want: "https://172.18.0.2:6443"},
-		{server: "https://127.0.0.1:6443/", want: "https://172.18.0.2:6443/"},
-		// No forward leads to it: pods share the host's network.
-		{server: "https://127.0.0.1:7443", want: "https://127.0.0.1:7443"},
-		{server: "https://localhost:6443", want: "https://localhost:6443"},
-		{server: "https://api.example.com", want: "https://api.example.com"},
-	}
-	for _, tc := range tests {
-		if got := podAPIServer(tc.server, "172.18.0.2", forwards); got != tc.want {
-			t.Errorf("podAPIServer(%q) = %q; want %q", tc.server, got, tc.want)
-		}
-	}
-	env := apiServerEnv(podAPIServer("https://127.0.0.1:6443", "172.18.0.2", forwards))
-	if len(env) < 2 || env[0].Value != "172.18.0.2" || env[1].Value != "6443" {
-		t.Errorf("pods are told the API server is at %v; want 172.18.0.2:6443", env)
 	}
 }

@@ -1,15 +1,13 @@
-package node
+package clusternetwork
 
 import (
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -42,15 +40,17 @@ type egressNetwork struct {
 	prefix netip.Prefix
 }
 
-// newEgressPolicy allows the pod network, the Service networks and the node
-// IP.
-func newEgressPolicy(podNetwork netip.Prefix, serviceNetworks []netip.Prefix, nodeIP netip.Addr) egressPolicy {
+// newEgressPolicy allows the pod network, the Service networks and the
+// nodes' IPs.
+func newEgressPolicy(podNetwork netip.Prefix, serviceNetworks []netip.Prefix, nodeIPs ...netip.Addr) egressPolicy {
 	p := egressPolicy{networks: []egressNetwork{{name: "pod network", prefix: podNetwork.Masked()}}}
 	for _, s := range serviceNetworks {
 		p.networks = append(p.networks, egressNetwork{name: "Service network", prefix: s.Masked()})
 	}
-	nodeIP = nodeIP.Unmap()
-	p.networks = append(p.networks, egressNetwork{name: "node IP", prefix: netip.PrefixFrom(nodeIP, nodeIP.BitLen())})
+	for _, ip := range nodeIPs {
+		ip = ip.Unmap()
+		p.networks = append(p.networks, egressNetwork{name: "node IP", prefix: netip.PrefixFrom(ip, ip.BitLen())})
+	}
 	return p
 }
 
@@ -129,24 +129,8 @@ type egressServer struct {
 // startEgress listens on the Unix socket path (replacing a stale socket
 // left by an earlier node) and serves until stop.
 func startEgress(log logr.Logger, ns netnsSockets, policy egressPolicy, hostTargets map[netip.AddrPort]string, path string) (*egressServer, error) {
-	if len(path) > maxSocketPath {
-		return nil, fmt.Errorf("the egress socket %s is %d bytes long, more than a Unix socket's %d: give it a shorter path", path, len(path), maxSocketPath)
-	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode().Type() != fs.ModeSocket {
-			return nil, fmt.Errorf("the egress socket %s exists and is not a socket: not replacing it", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, err
-		}
-	}
-	ln, err := net.Listen("unix", path)
+	ln, err := listenUnix(path, "egress")
 	if err != nil {
-		return nil, fmt.Errorf("listening on the egress socket: %w", err)
-	}
-	// Whoever connects reaches the cluster network: the node's user only.
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
 		return nil, err
 	}
 	e := &egressServer{log: log, ns: ns, policy: policy, hostTargets: hostTargets, ln: ln, path: path, conns: newConnSet()}
@@ -154,10 +138,6 @@ func startEgress(log logr.Logger, ns netnsSockets, policy egressPolicy, hostTarg
 	go e.serve()
 	return e, nil
 }
-
-// maxSocketPath is the longest path a Unix socket may have (sun_path holds
-// 108 bytes, the last a NUL).
-const maxSocketPath = 107
 
 func (e *egressServer) serve() {
 	defer e.wg.Done()
