@@ -36,7 +36,7 @@ var (
 
 func newHostAccessFixture(t *testing.T) *hostAccessFixture {
 	t.Helper()
-	network, err := podnetwork.NewNodeNetwork(podnetwork.NodeConfig{PodCIDR: testPodCIDR, NodeIP: testNodeIP, ServiceCIDRs: []netip.Prefix{testServiceCIDR}})
+	network, err := podnetwork.NewNodeNetwork(podnetwork.NodeConfig{PodCIDR: testPodCIDR, NodeIP: testNodeIP, NodesCIDR: netip.MustParsePrefix("172.18.0.0/16"), ServiceCIDRs: []netip.Prefix{testServiceCIDR}})
 	if err != nil {
 		t.Fatalf("creating the node network (the test needs root or a user namespace's root): %v", err)
 	}

@@ -107,7 +107,9 @@ func checkConfig(cfg Config) (Config, nodeInputs, error) {
 		return cfg, nodeInputs{}, fmt.Errorf("service CIDR: %w", err)
 	}
 	serviceCIDRs := serviceproxy.CIDRs(servicePrefixes)
-	network := podnetwork.NodeConfig{PodCIDR: podCIDR, NodeIP: nodeIP, ServiceCIDRs: servicePrefixes}
+	// The nodes' network is the node IP's /16 (172.18.0.0/16) until the node
+	// takes it as configuration.
+	network := podnetwork.NodeConfig{PodCIDR: podCIDR, NodeIP: nodeIP, NodesCIDR: netip.PrefixFrom(nodeIP, 16).Masked(), ServiceCIDRs: servicePrefixes}
 	if err := network.Check(); err != nil {
 		return cfg, nodeInputs{}, err
 	}

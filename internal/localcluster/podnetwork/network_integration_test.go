@@ -18,6 +18,7 @@ func testNodeNetwork(t *testing.T) *NodeNetwork {
 	n, err := NewNodeNetwork(NodeConfig{
 		PodCIDR:      netip.MustParsePrefix("10.244.0.0/16"),
 		NodeIP:       netip.MustParseAddr("172.18.0.2"),
+		NodesCIDR:    netip.MustParsePrefix("172.18.0.0/16"),
 		ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")},
 	})
 	if err != nil {
