@@ -128,12 +128,11 @@ func NewClusterNetwork(cfg ClusterConfig) (*ClusterNetwork, error) {
 		return nil, err
 	}
 	c := &ClusterNetwork{
-		cfg:     cfg,
-		table:   routeTable{host: HostIP(cfg.NodesCIDR), nodes: cfg.Nodes, services: cfg.ServiceCIDRs},
-		ns:      ns,
-		uplinks: make([]*uplink, len(cfg.Nodes)),
+		cfg:   cfg,
+		table: routeTable{host: HostIP(cfg.NodesCIDR), nodes: cfg.Nodes, services: cfg.ServiceCIDRs},
+		ns:    ns,
 	}
-	c.current.Store(&c.uplinks)
+	c.publish(make([]*uplink, len(cfg.Nodes)))
 	if err := c.setUp(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("setting up the cluster network's namespace: %w", err)
@@ -233,8 +232,14 @@ func (c *ClusterNetwork) detach(i port, u *uplink) {
 func (c *ClusterNetwork) setUplink(i port, u *uplink) {
 	next := append([]*uplink(nil), c.uplinks...)
 	next[i] = u
-	c.uplinks = next
-	c.current.Store(&next)
+	c.publish(next)
+}
+
+// publish makes uplinks the routers' view; it is never written again. The
+// caller holds mu, or is NewClusterNetwork.
+func (c *ClusterNetwork) publish(uplinks []*uplink) {
+	c.uplinks = uplinks
+	c.current.Store(&uplinks)
 }
 
 // nodeIndex is the port of the node with ip, or dropPort.
@@ -274,8 +279,7 @@ func (c *ClusterNetwork) Close() error {
 	}
 	c.closed = true
 	uplinks := c.uplinks
-	c.uplinks = make([]*uplink, len(c.cfg.Nodes))
-	c.current.Store(&c.uplinks)
+	c.publish(make([]*uplink, len(c.cfg.Nodes)))
 	c.mu.Unlock()
 	for _, u := range uplinks {
 		if u != nil {
