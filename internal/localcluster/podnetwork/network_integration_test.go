@@ -28,7 +28,7 @@ func testNodeNetwork(t *testing.T) *NodeNetwork {
 	return n
 }
 
-func testPod(t *testing.T, n *NodeNetwork, ip string) *Pod {
+func testPod(t testing.TB, n *NodeNetwork, ip string) *Pod {
 	t.Helper()
 	p, err := n.AddPod(netip.MustParseAddr(ip))
 	if err != nil {
