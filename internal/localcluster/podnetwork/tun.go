@@ -1,6 +1,7 @@
 package podnetwork
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -25,7 +26,7 @@ func addTun(ns *Namespace, h *netlink.Handle, name string, addr netip.Prefix) (*
 	err := ns.Do(func() error {
 		fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return fmt.Errorf("opening /dev/net/tun: %w", err)
+			return fmt.Errorf("opening /dev/net/tun%s: %w", tunOpenHint(err), err)
 		}
 		ifr, err := unix.NewIfreq(name)
 		if err == nil {
@@ -76,6 +77,19 @@ func routeVia(h *netlink.Handle, link netlink.Link, dst netip.Prefix) error {
 		return fmt.Errorf("route to %s via %s: %w", dst, link.Attrs().Name, err)
 	}
 	return nil
+}
+
+// tunOpenHint says what a failure to open /dev/net/tun asks of the machine.
+func tunOpenHint(err error) string {
+	switch {
+	case errors.Is(err, unix.EACCES):
+		// Not even a user namespace's root may open a device the host's
+		// root alone may.
+		return " (a normal user's node needs it readable and writable by all, mode 0666, as udev makes it on most distributions)"
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENODEV), errors.Is(err, unix.ENXIO):
+		return " (the kernel's tun driver, module tun, is missing, or /dev/net/tun is not there)"
+	}
+	return ""
 }
 
 // isTun tells whether fd is a TUN device's file, as an uplink must be.
