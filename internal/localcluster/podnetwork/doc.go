@@ -1,12 +1,17 @@
 // Package podnetwork is the local cluster's pod network: network namespaces
 // held by file descriptor (Namespace), the node's namespace with the bridge
-// the pods hang off (NodeNetwork), and one namespace per pod joined to that
-// bridge by a veth pair (Pod).
+// the pods hang off (NodeNetwork), one namespace per pod joined to that
+// bridge by a veth pair (Pod), and the cluster network (ClusterNetwork)
+// joining the nodes.
 //
-// Nothing here routes to the host: the node's namespace has no link to the
-// host's and no default route, so pods reach each other, the node's own
-// addresses (where the node forwards what pods may reach of the machine) and
-// nothing else. Links are set up with netlink handles whose sockets are made
+// Each node's eth0 is a TUN device whose file the node hands over a Unix
+// socket to the cluster network (AttachNode, ClusterNetwork.Serve), which
+// routes IPv4 packets between the nodes' tuns and its own (HostIP, where
+// the local cluster's forwards listen) in userspace (route.go). No link
+// and no capability crosses a namespace boundary, so each process may be
+// in a user namespace of its own. Nothing routes to the machine's own
+// network: no namespace has a default route, so pods reach each other, the
+// nodes, the cluster network's HostIP and nothing else. Links are set up with netlink handles whose sockets are made
 // inside the namespace they act on (Namespace.Do), not with the ip binary.
 //
 // Tests: go test runs the unit tests; the integration tests create real

@@ -16,7 +16,8 @@ import (
 // Names of the node namespace's links, as a CNI bridge plugin and a node's
 // first interface are named on a cluster.
 const (
-	BridgeName   = "cni0"
+	BridgeName = "cni0"
+	// NodeLinkName is the node's uplink, a tun.
 	NodeLinkName = "eth0"
 	// PodLinkName is a pod's end of its veth pair, inside the pod.
 	PodLinkName = "eth0"
@@ -29,12 +30,20 @@ var bridgeMAC = net.HardwareAddr{0x02, 0x70, 0x6a, 0x00, 0x00, 0x01}
 
 // NodeConfig is the addressing of a node's network.
 type NodeConfig struct {
-	// PodCIDR is the pods' network; the bridge has its first address, the
-	// pods' gateway.
+	// PodCIDR is this node's pods' network; the bridge has its first
+	// address, the pods' gateway.
 	PodCIDR netip.Prefix
-	// NodeIP is the node's InternalIP, on a dummy link in the node's
-	// namespace: its own listeners, and hostNetwork pods, are there.
+	// ClusterPodCIDR holds every node's pods, routed over the uplink
+	// (eth0); PodCIDR lies in it. The zero value is PodCIDR itself: one
+	// node.
+	ClusterPodCIDR netip.Prefix
+	// NodeIP is the node's InternalIP, on the uplink eth0: its own
+	// listeners, and hostNetwork pods, are there.
 	NodeIP netip.Addr
+	// NodesCIDR is the nodes' network (172.18.0.0/16): NodeIP sits on eth0
+	// with its prefix length, and the cluster network has its first
+	// address (HostIP).
+	NodesCIDR netip.Prefix
 	// ServiceCIDRs are made local to the node's namespace (a local route on
 	// lo), so that a listener there may bind any cluster IP.
 	ServiceCIDRs []netip.Prefix
@@ -43,36 +52,69 @@ type NodeConfig struct {
 // Gateway is the pods' default gateway in podCIDR: its first address.
 func Gateway(podCIDR netip.Prefix) netip.Addr { return podCIDR.Masked().Addr().Next() }
 
+// clusterPodCIDR is ClusterPodCIDR, or PodCIDR when it is not set.
+func (c NodeConfig) clusterPodCIDR() netip.Prefix {
+	if c.ClusterPodCIDR == (netip.Prefix{}) {
+		return c.PodCIDR.Masked()
+	}
+	return c.ClusterPodCIDR.Masked()
+}
+
 // Check reports what is wrong with the addressing, naming the field.
 func (c NodeConfig) Check() error {
-	if !c.PodCIDR.IsValid() || !c.PodCIDR.Addr().Is4() || c.PodCIDR.Bits() > 30 {
+	if !isIPv4Network(c.PodCIDR) {
 		return fmt.Errorf("pod CIDR %q: want an IPv4 network of at least 4 addresses, such as 10.244.0.0/16", c.PodCIDR)
+	}
+	if c.ClusterPodCIDR != (netip.Prefix{}) {
+		cluster := c.ClusterPodCIDR
+		if !isIPv4Network(cluster) || cluster.Bits() > c.PodCIDR.Bits() || !cluster.Contains(c.PodCIDR.Addr()) {
+			return fmt.Errorf("cluster pod CIDR %q: want an IPv4 network holding the pod CIDR %s, such as 10.244.0.0/16", cluster, c.PodCIDR)
+		}
 	}
 	if !c.NodeIP.Is4() || c.NodeIP.IsLoopback() || c.NodeIP.IsUnspecified() {
 		return fmt.Errorf("node IP %q: want an IPv4 address that is not loopback, such as 172.18.0.2", c.NodeIP)
 	}
-	if c.PodCIDR.Contains(c.NodeIP) {
-		return fmt.Errorf("node IP %s lies in the pod CIDR %s", c.NodeIP, c.PodCIDR)
+	if c.clusterPodCIDR().Contains(c.NodeIP) {
+		return fmt.Errorf("node IP %s lies in the pod CIDR %s", c.NodeIP, c.clusterPodCIDR())
+	}
+	if !isIPv4Network(c.NodesCIDR) || c.NodesCIDR.Overlaps(c.clusterPodCIDR()) {
+		return fmt.Errorf("nodes CIDR %q: want an IPv4 network of at least 4 addresses apart from the pods', such as 172.18.0.0/16", c.NodesCIDR)
+	}
+	if !c.NodesCIDR.Contains(c.NodeIP) || c.NodeIP == HostIP(c.NodesCIDR) || c.NodeIP == c.NodesCIDR.Masked().Addr() {
+		return fmt.Errorf("node IP %s: want an address of the nodes CIDR %s other than its first two (%s is the cluster network's)",
+			c.NodeIP, c.NodesCIDR, HostIP(c.NodesCIDR))
 	}
 	for _, s := range c.ServiceCIDRs {
 		if !s.IsValid() || !s.Addr().Is4() {
 			return fmt.Errorf("service CIDR %q: want an IPv4 network such as 10.96.0.0/16", s)
 		}
-		if s.Overlaps(c.PodCIDR) || s.Contains(c.NodeIP) {
-			return fmt.Errorf("service CIDR %s overlaps the pod CIDR %s or holds the node IP %s", s, c.PodCIDR, c.NodeIP)
+		if s.Overlaps(c.clusterPodCIDR()) || s.Overlaps(c.NodesCIDR) {
+			return fmt.Errorf("service CIDR %s overlaps the pod CIDR %s or the nodes CIDR %s", s, c.clusterPodCIDR(), c.NodesCIDR)
 		}
 	}
 	return nil
 }
 
+// isIPv4Network: an IPv4 prefix of at least 4 addresses.
+func isIPv4Network(p netip.Prefix) bool {
+	return p.IsValid() && p.Addr().Is4() && p.Bits() <= 30
+}
+
 // NodeNetwork is a node's network namespace: lo (with the service CIDRs
-// local to it), the dummy link holding the node IP, and the bridge the pods'
-// veth pairs hang off, holding their gateway. Nothing links it to the host.
+// local to it), the uplink eth0 holding the node IP, and the bridge the
+// pods' veth pairs hang off, holding their gateway.
+//
+// The uplink is a TUN device: what the node's namespace routes over it (the
+// nodes' network, every node's pods) is read from its file, and what is
+// written to that file arrives on it. The node hands the file to the
+// cluster network (AttachNode), which routes between the nodes in
+// userspace; nothing else links the namespace to anything.
 type NodeNetwork struct {
 	cfg    NodeConfig
 	ns     *Namespace
 	handle *netlink.Handle
 	bridge netlink.Link
+	uplink *os.File
 }
 
 // NewNodeNetwork creates the node's namespace and its links.
@@ -110,20 +152,31 @@ func (n *NodeNetwork) setUp() error {
 			return fmt.Errorf("local route for the service CIDR %s: %w", s, err)
 		}
 	}
-
-	nodeLink, err := addNodeLink(h)
-	if err != nil {
+	if err := n.setUpBridge(); err != nil {
 		return err
 	}
-	if err := h.AddrAdd(nodeLink, &netlink.Addr{IPNet: prefixNet(netip.PrefixFrom(n.cfg.NodeIP, 32))}); err != nil {
-		return fmt.Errorf("node IP %s on %s: %w", n.cfg.NodeIP, NodeLinkName, err)
+	if err := n.setUpUplink(); err != nil {
+		return err
 	}
-	if err := h.LinkSetUp(nodeLink); err != nil {
-		return fmt.Errorf("%s up: %w", NodeLinkName, err)
-	}
+	// With forwarding off, a packet for an address no route leads to is
+	// dropped without a word, and a pod dialing outside the cluster waits
+	// for its connect timeout; with it on, the node answers "network
+	// unreachable" at once. No route leads anywhere but the cluster's
+	// networks. The uplink forwards what other nodes send to the pods.
+	return n.ns.Do(func() error {
+		for _, link := range []string{BridgeName, NodeLinkName} {
+			if err := os.WriteFile("/proc/sys/net/ipv4/conf/"+link+"/forwarding", []byte("1"), 0); err != nil {
+				return err
+			}
+		}
+		return allowUnprivilegedPorts()
+	})
+}
 
+func (n *NodeNetwork) setUpBridge() error {
+	h := n.handle
 	attrs := netlink.NewLinkAttrs()
-	attrs.Name, attrs.HardwareAddr = BridgeName, bridgeMAC
+	attrs.Name, attrs.HardwareAddr, attrs.MTU = BridgeName, bridgeMAC, UplinkMTU
 	br := &netlink.Bridge{LinkAttrs: attrs}
 	if err := h.LinkAdd(br); err != nil {
 		return fmt.Errorf("adding the bridge %s: %w", BridgeName, err)
@@ -135,20 +188,25 @@ func (n *NodeNetwork) setUp() error {
 	if err := h.LinkSetUp(br); err != nil {
 		return fmt.Errorf("%s up: %w", BridgeName, err)
 	}
-	if n.bridge, err = h.LinkByName(BridgeName); err != nil {
+	var err error
+	n.bridge, err = h.LinkByName(BridgeName)
+	return err
+}
+
+// setUpUplink adds eth0, the tun holding the node IP (its address routes
+// the nodes' network), and routes the other nodes' pods over it.
+func (n *NodeNetwork) setUpUplink() error {
+	addr := netip.PrefixFrom(n.cfg.NodeIP, n.cfg.NodesCIDR.Bits())
+	f, link, err := addTun(n.ns, n.handle, NodeLinkName, addr)
+	if err != nil {
 		return err
 	}
-	// With forwarding off, a packet for an address no route leads to is
-	// dropped without a word, and a pod dialing outside the cluster waits
-	// for its connect timeout; with it on, the node answers "network
-	// unreachable" at once. No route leads out, so nothing is forwarded
-	// anywhere else.
-	return n.ns.Do(func() error {
-		if err := os.WriteFile("/proc/sys/net/ipv4/conf/"+BridgeName+"/forwarding", []byte("1"), 0); err != nil {
-			return err
-		}
-		return allowUnprivilegedPorts()
-	})
+	n.uplink = f
+	if cluster := n.cfg.clusterPodCIDR(); cluster != n.cfg.PodCIDR.Masked() {
+		// The bridge's own, longer route keeps this node's pods on it.
+		return routeVia(n.handle, link, cluster)
+	}
+	return nil
 }
 
 // allowUnprivilegedPorts lets every process of the calling thread's network
@@ -160,25 +218,9 @@ func allowUnprivilegedPorts() error {
 	return os.WriteFile("/proc/sys/net/ipv4/ip_unprivileged_port_start", []byte("0"), 0)
 }
 
-// addNodeLink adds the link that holds the node IP: a dummy link, or, on a
-// kernel without the dummy driver (some VMs' kernels have no modules), one
-// end of a veth pair whose other end stays down in the node's namespace. An
-// address is local on either; neither leads anywhere.
-func addNodeLink(h *netlink.Handle) (netlink.Link, error) {
-	dummy := &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: NodeLinkName}}
-	err := h.LinkAdd(dummy)
-	if err == nil {
-		return dummy, nil
-	}
-	if !errors.Is(err, unix.EOPNOTSUPP) {
-		return nil, fmt.Errorf("adding %s: %w", NodeLinkName, err)
-	}
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: NodeLinkName}, PeerName: NodeLinkName + "-end"}
-	if err := h.LinkAdd(veth); err != nil {
-		return nil, fmt.Errorf("adding %s (a veth pair, the kernel has no dummy links): %w", NodeLinkName, err)
-	}
-	return veth, nil
-}
+// Uplink is the tun eth0's file, valid until Close: the node hands it to
+// the cluster network (AttachNode). The NodeNetwork owns and closes it.
+func (n *NodeNetwork) Uplink() *os.File { return n.uplink }
 
 // Namespace is the node's network namespace, valid until Close: the node's
 // listeners and its dials to pods and cluster IPs are made in it.
@@ -187,11 +229,15 @@ func (n *NodeNetwork) Namespace() *Namespace { return n.ns }
 // Config is the network's addressing.
 func (n *NodeNetwork) Config() NodeConfig { return n.cfg }
 
-// Close releases the node's namespace; it goes once the pods' namespaces
-// and every socket in it are gone too.
+// Close releases the node's namespace and its uplink; the namespace goes
+// once the pods' namespaces, every socket in it and every other copy of
+// the uplink's file (the cluster network's) are gone too.
 func (n *NodeNetwork) Close() error {
 	if n.handle != nil {
 		n.handle.Close()
+	}
+	if n.uplink != nil {
+		n.uplink.Close()
 	}
 	return n.ns.Close()
 }
@@ -238,7 +284,8 @@ func podMAC(ip netip.Addr) net.HardwareAddr {
 func (p *Pod) setUp() error {
 	nh := p.node.handle
 	veth := &netlink.Veth{
-		LinkAttrs: netlink.LinkAttrs{Name: p.hostLink, MasterIndex: p.node.bridge.Attrs().Index},
+		// Both ends take the MTU from LinkAttrs.
+		LinkAttrs: netlink.LinkAttrs{Name: p.hostLink, MasterIndex: p.node.bridge.Attrs().Index, MTU: UplinkMTU},
 		PeerName:  PodLinkName,
 		// A pod's MAC follows from its IP, so that a peer's neighbour entry
 		// for a released address stays right for the next pod given it.

@@ -18,6 +18,7 @@ func testNodeNetwork(t *testing.T) *NodeNetwork {
 	n, err := NewNodeNetwork(NodeConfig{
 		PodCIDR:      netip.MustParsePrefix("10.244.0.0/16"),
 		NodeIP:       netip.MustParseAddr("172.18.0.2"),
+		NodesCIDR:    netip.MustParsePrefix("172.18.0.0/16"),
 		ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")},
 	})
 	if err != nil {
@@ -27,7 +28,7 @@ func testNodeNetwork(t *testing.T) *NodeNetwork {
 	return n
 }
 
-func testPod(t *testing.T, n *NodeNetwork, ip string) *Pod {
+func testPod(t testing.TB, n *NodeNetwork, ip string) *Pod {
 	t.Helper()
 	p, err := n.AddPod(netip.MustParseAddr(ip))
 	if err != nil {

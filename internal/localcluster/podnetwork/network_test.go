@@ -10,6 +10,7 @@ func TestNodeConfigCheck(t *testing.T) {
 	good := NodeConfig{
 		PodCIDR:      netip.MustParsePrefix("10.244.0.0/16"),
 		NodeIP:       netip.MustParseAddr("172.18.0.2"),
+		NodesCIDR:    netip.MustParsePrefix("172.18.0.0/16"),
 		ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")},
 	}
 	tests := []struct {
@@ -25,6 +26,25 @@ func TestNodeConfigCheck(t *testing.T) {
 		{"a node IP in the pod CIDR", func(c *NodeConfig) { c.NodeIP = netip.MustParseAddr("10.244.0.5") }, "lies in the pod CIDR"},
 		{"a service CIDR over the pods'", func(c *NodeConfig) { c.ServiceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")} }, "overlaps"},
 		{"a service CIDR holding the node IP", func(c *NodeConfig) { c.ServiceCIDRs = []netip.Prefix{netip.MustParsePrefix("172.18.0.0/24")} }, "overlaps"},
+		{"a service CIDR over the other nodes' pods", func(c *NodeConfig) {
+			c.PodCIDR, c.ClusterPodCIDR = netip.MustParsePrefix("10.244.16.0/20"), netip.MustParsePrefix("10.0.0.0/8")
+			c.ServiceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")}
+		}, "overlaps"},
+		{"this node's share of the cluster's pods", func(c *NodeConfig) {
+			c.PodCIDR, c.ClusterPodCIDR = netip.MustParsePrefix("10.244.16.0/20"), netip.MustParsePrefix("10.244.0.0/16")
+		}, ""},
+		{"a cluster pod CIDR not holding the node's", func(c *NodeConfig) { c.ClusterPodCIDR = netip.MustParsePrefix("10.245.0.0/16") }, "cluster pod CIDR"},
+		{"a cluster pod CIDR narrower than the node's", func(c *NodeConfig) { c.ClusterPodCIDR = netip.MustParsePrefix("10.244.0.0/20") }, "cluster pod CIDR"},
+		{"an IPv6 cluster pod CIDR", func(c *NodeConfig) { c.ClusterPodCIDR = netip.MustParsePrefix("fd00::/8") }, "cluster pod CIDR"},
+		{"a node IP in another node's pods", func(c *NodeConfig) {
+			c.PodCIDR, c.ClusterPodCIDR = netip.MustParsePrefix("10.244.16.0/20"), netip.MustParsePrefix("10.0.0.0/8")
+			c.NodeIP, c.NodesCIDR = netip.MustParseAddr("10.1.0.2"), netip.MustParsePrefix("10.1.0.0/16")
+		}, "lies in the pod CIDR"},
+		{"no nodes CIDR", func(c *NodeConfig) { c.NodesCIDR = netip.Prefix{} }, "nodes CIDR"},
+		{"a nodes CIDR over the pods'", func(c *NodeConfig) { c.NodesCIDR = netip.MustParsePrefix("0.0.0.0/0") }, "nodes CIDR"},
+		{"a nodes CIDR without the node IP", func(c *NodeConfig) { c.NodesCIDR = netip.MustParsePrefix("172.19.0.0/16") }, "node IP"},
+		{"the cluster network's IP", func(c *NodeConfig) { c.NodeIP = netip.MustParseAddr("172.18.0.1") }, "cluster network's"},
+		{"the nodes CIDR's network address", func(c *NodeConfig) { c.NodeIP = netip.MustParseAddr("172.18.0.0") }, "node IP"},
 	}
 	for _, tc := range tests {
 		cfg := good
