@@ -64,13 +64,13 @@ func startProcess(supervisor, name string, args []string, env []string, logDir s
 }
 
 // ownUserNamespace starts a normal user's node or cluster network (with its
-// supervisor) in a
-// user namespace of its own, where the user is mapped to itself, so that it
-// may create the pods' network namespaces and links, the way rootless
-// container engines do: it keeps CAP_SYS_ADMIN and CAP_NET_ADMIN there as
-// ambient capabilities across exec (its uid stays the user's, so nothing
-// else about the node changes), capabilities over the namespaces it creates
-// and nothing of the host's. The node's process spawner drops them again for
+// supervisor) in a user namespace of its own, where the user is mapped to
+// itself, so that it may create network namespaces, links and the packet
+// socket of its uplink, the way rootless container engines do: it keeps
+// CAP_SYS_ADMIN, CAP_NET_ADMIN and CAP_NET_RAW there as ambient
+// capabilities across exec (its uid stays the user's, so nothing else about
+// it changes), capabilities over the namespaces it creates and nothing of
+// the host's. The node's process spawner drops them again for
 // bubblewrap (node/runtime.go). A root node needs none of this.
 func ownUserNamespace(attr *syscall.SysProcAttr, uid, gid int) {
 	if uid == 0 {
@@ -80,7 +80,7 @@ func ownUserNamespace(attr *syscall.SysProcAttr, uid, gid int) {
 	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	attr.GidMappingsEnableSetgroups = false
-	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN}
+	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_RAW}
 }
 
 // supervised is what the supervisor recorded of the component.
