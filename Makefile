@@ -132,9 +132,10 @@ test-e2e: envtest addons ## End-to-end tests on the local cluster, with real Pad
 	$(ENVTEST_ENV) go test -timeout 45m $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: bench
-bench: envtest addons ## Benchmark the operator (pod creation, deadlines, failover), the node (pod start, idle pods, service proxy), gang scheduling and the examples on the local cluster.
+bench: envtest addons ## Benchmark the operator (pod creation, deadlines, failover), the node (pod start, idle pods, service proxy), the network between nodes, gang scheduling and the examples on the local cluster.
 	$(ENVTEST_ENV) go test ./test/integration -run '^$$' -bench 'PodCreation|ActiveDeadline' -benchtime 3x
 	go test ./internal/localcluster/serviceproxy -run '^$$' -bench ServiceProxyConnection -benchtime 2000x
+	go test -tags integration ./internal/localcluster/podnetwork -run '^$$' -bench PodToPodTCP -benchtime 2s -count 3
 	$(ENVTEST_ENV) go test -tags integration ./internal/localcluster/node -run '^$$' -bench 'PodStart|ManyPods' -benchtime 3x
 	$(ENVTEST_ENV) go test ./test/e2e -run '^$$' -bench 'Example|CPUThreads|LeaderFailover|GangBinding' -benchtime 1x -timeout 60m
 

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -156,14 +157,27 @@ func checkPSJobSpreads(t *testing.T, nodes []string) {
 			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{paddlev1.LabelJobName: job.Name, paddlev1.LabelReplicaType: string(rt)}},
 		}}
 	}
-	done, logs := runReadingLogs(t, job)
+	// The pods' nodes, seen while they run: the job deletes its pods when
+	// it completes.
+	job.Namespace = newNamespace(t)
+	var mu sync.Mutex
+	placed := map[string]corev1.Pod{}
+	watchPods(t, job.Namespace, func(p *corev1.Pod) {
+		if p.Spec.NodeName != "" {
+			mu.Lock()
+			defer mu.Unlock()
+			placed[p.Name] = *p.DeepCopy()
+		}
+	})
+	done, logs := runInNamespace(t, job)
 	checkPSJob(t, done, logs)
-	pods := jobPods(t, done)
+	mu.Lock()
+	defer mu.Unlock()
 	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
 		role := map[string]corev1.Pod{}
 		for i := range job.Spec.ReplicaCount(rt) {
 			name := paddlev1.PodName(job.Name, rt, i)
-			if p, ok := pods[name]; ok {
+			if p, ok := placed[name]; ok {
 				role[name] = p
 			}
 		}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"strings"
@@ -223,12 +224,8 @@ func recordFailedPods(t *testing.T, ns string) func() map[types.UID]corev1.Pod {
 	t.Helper()
 	var mu sync.Mutex
 	seen := map[types.UID]corev1.Pod{}
-	record := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		p, ok := obj.(*corev1.Pod)
-		if !ok || p.Status.Phase != corev1.PodFailed {
+	watchPods(t, ns, func(p *corev1.Pod) {
+		if p.Status.Phase != corev1.PodFailed {
 			return
 		}
 		mu.Lock()
@@ -236,11 +233,30 @@ func recordFailedPods(t *testing.T, ns string) func() map[types.UID]corev1.Pod {
 		if _, ok := seen[p.UID]; !ok {
 			seen[p.UID] = *p.DeepCopy()
 		}
+	})
+	return func() map[types.UID]corev1.Pod {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(seen)
+	}
+}
+
+// watchPods calls record, from one goroutine, with every pod of a namespace
+// it sees added, changed or deleted, until the test ends.
+func watchPods(t *testing.T, ns string, record func(*corev1.Pod)) {
+	t.Helper()
+	handle := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if p, ok := obj.(*corev1.Pod); ok {
+			record(p)
+		}
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(pj.Clientset(), 0, informers.WithNamespace(ns))
 	inf := factory.Core().V1().Pods().Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) }, DeleteFunc: record,
+		AddFunc: handle, UpdateFunc: func(_, obj any) { handle(obj) }, DeleteFunc: handle,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -249,15 +265,6 @@ func recordFailedPods(t *testing.T, ns string) func() map[types.UID]corev1.Pod {
 	factory.Start(stop)
 	if !cache.WaitForCacheSync(stop, inf.HasSynced) {
 		t.Fatal("the pod watch did not sync")
-	}
-	return func() map[types.UID]corev1.Pod {
-		mu.Lock()
-		defer mu.Unlock()
-		out := make(map[types.UID]corev1.Pod, len(seen))
-		for uid, p := range seen {
-			out[uid] = p
-		}
-		return out
 	}
 }
 
