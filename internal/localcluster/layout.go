@@ -52,10 +52,10 @@ type Ports struct {
 	ControllerManager int `json:"controllerManager"`
 	OperatorProbes    int `json:"operatorProbes"`
 	// Kubelets are the nodes' kubelet APIs, in node order.
-	Kubelets          []int `json:"kubelets"`
-	ElasticEtcd       int `json:"elasticEtcd"`
-	ElasticEtcdPeer   int `json:"elasticEtcdPeer"`
-	Webhook           int `json:"webhook"`
+	Kubelets        []int `json:"kubelets"`
+	ElasticEtcd     int   `json:"elasticEtcd"`
+	ElasticEtcdPeer int   `json:"elasticEtcdPeer"`
+	Webhook         int   `json:"webhook"`
 	// The add-ons' ports, 0 for those the cluster does not run.
 	Volcano          int `json:"volcano,omitempty"`
 	SchedulerPlugins int `json:"schedulerPlugins,omitempty"`

@@ -292,52 +292,6 @@ func openKubeletAPI(cfg Config) (*kubeletServer, error) {
 	return listenKubelet(net.JoinHostPort(kubeletHost, strconv.Itoa(cfg.KubeletPort)), tlsConfig, cfg.Log)
 }
 
-func withDefaults(cfg Config) Config {
-	if cfg.NodeName == "" {
-		cfg.NodeName = DefaultNodeName
-	}
-	if cfg.NodeIP == "" {
-		cfg.NodeIP = DefaultNodeIP
-	}
-	if cfg.PodCIDR == "" {
-		cfg.PodCIDR = DefaultPodCIDR
-	}
-	if cfg.ClusterPodCIDR == "" {
-		cfg.ClusterPodCIDR = cfg.PodCIDR
-	}
-	if cfg.NodesCIDR == "" {
-		cfg.NodesCIDR = DefaultNodesCIDR
-	}
-	if cfg.MaxPods == 0 {
-		cfg.MaxPods = DefaultMaxPods
-	}
-	if cfg.PodPidsLimit == 0 {
-		cfg.PodPidsLimit = DefaultPodPidsLimit
-	}
-	if cfg.PodMemoryLimit == 0 {
-		cfg.PodMemoryLimit = defaultPodMemoryLimit()
-	}
-	if cfg.TmpSize == 0 {
-		cfg.TmpSize = DefaultTmpSize
-	}
-	if cfg.ShmSize == 0 {
-		cfg.ShmSize = DefaultShmSize
-	}
-	if cfg.ShutdownGracePeriod == 0 {
-		cfg.ShutdownGracePeriod = DefaultShutdownGracePeriod
-	}
-	if cfg.ServiceCIDR == "" {
-		cfg.ServiceCIDR = DefaultServiceCIDR
-	}
-	if cfg.Log.GetSink() == nil {
-		cfg.Log = logr.Discard()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
-	return cfg
-}
-
 // Ready is closed once the node is registered Ready and runs pods.
 func (n *Node) Ready() <-chan struct{} { return n.ready }
 

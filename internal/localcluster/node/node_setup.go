@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/go-logr/logr"
 	vknode "github.com/virtual-kubelet/virtual-kubelet/node"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
@@ -96,33 +98,18 @@ func checkConfig(cfg Config) (Config, nodeInputs, error) {
 			return cfg, nodeInputs{}, err
 		}
 	}
-	servicePrefixes, err := podnetwork.ParseCIDRs(cfg.ServiceCIDR)
-	if err == nil && len(servicePrefixes) == 0 {
-		err = fmt.Errorf("%q names no range, such as %s", cfg.ServiceCIDR, DefaultServiceCIDR)
-	}
+	network, err := networkConfig(cfg, nodeIP, podCIDR)
 	if err != nil {
-		return cfg, nodeInputs{}, fmt.Errorf("service CIDR: %w", err)
-	}
-	serviceCIDRs := serviceproxy.CIDRs(servicePrefixes)
-	nodesCIDR, err := netip.ParsePrefix(cfg.NodesCIDR)
-	if err != nil {
-		return cfg, nodeInputs{}, fmt.Errorf("nodes' CIDR %q: want an IPv4 network such as %s", cfg.NodesCIDR, DefaultNodesCIDR)
-	}
-	clusterPodCIDR, err := netip.ParsePrefix(cfg.ClusterPodCIDR)
-	if err != nil {
-		return cfg, nodeInputs{}, fmt.Errorf("cluster pod CIDR %q: want an IPv4 network holding the pod CIDR, such as %s", cfg.ClusterPodCIDR, DefaultPodCIDR)
+		return cfg, nodeInputs{}, err
 	}
 	if cfg.PodAPIServer == "" {
 		cfg.PodAPIServer = cfg.RESTConfig.Host
 	}
-	network := podnetwork.NodeConfig{PodCIDR: podCIDR, ClusterPodCIDR: clusterPodCIDR.Masked(), NodeIP: nodeIP, NodesCIDR: nodesCIDR.Masked(), ServiceCIDRs: servicePrefixes}
-	if err := network.Check(); err != nil {
+	if err := checkClusterDNSIP(cfg.ClusterDNS, network.ServiceCIDRs); err != nil {
 		return cfg, nodeInputs{}, err
 	}
-	if err := checkClusterDNSIP(cfg.ClusterDNS, servicePrefixes); err != nil {
-		return cfg, nodeInputs{}, err
-	}
-	return cfg, nodeInputs{images: images, ipRange: ipRange, capacity: capacity, serviceCIDRs: serviceCIDRs, network: network}, nil
+	return cfg, nodeInputs{images: images, ipRange: ipRange, capacity: capacity,
+		serviceCIDRs: serviceproxy.CIDRs(network.ServiceCIDRs), network: network}, nil
 }
 
 // newControllers makes the controllers that sync the pods with the
@@ -196,4 +183,73 @@ func namespaceChangeHandler(changed func(namespace string)) cache.ResourceEventH
 		UpdateFunc: func(_, obj any) { ns(obj) },
 		DeleteFunc: ns,
 	}
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.NodeName == "" {
+		cfg.NodeName = DefaultNodeName
+	}
+	if cfg.NodeIP == "" {
+		cfg.NodeIP = DefaultNodeIP
+	}
+	if cfg.PodCIDR == "" {
+		cfg.PodCIDR = DefaultPodCIDR
+	}
+	if cfg.ClusterPodCIDR == "" {
+		cfg.ClusterPodCIDR = cfg.PodCIDR
+	}
+	if cfg.NodesCIDR == "" {
+		cfg.NodesCIDR = DefaultNodesCIDR
+	}
+	if cfg.MaxPods == 0 {
+		cfg.MaxPods = DefaultMaxPods
+	}
+	if cfg.PodPidsLimit == 0 {
+		cfg.PodPidsLimit = DefaultPodPidsLimit
+	}
+	if cfg.PodMemoryLimit == 0 {
+		cfg.PodMemoryLimit = defaultPodMemoryLimit()
+	}
+	if cfg.TmpSize == 0 {
+		cfg.TmpSize = DefaultTmpSize
+	}
+	if cfg.ShmSize == 0 {
+		cfg.ShmSize = DefaultShmSize
+	}
+	if cfg.ShutdownGracePeriod == 0 {
+		cfg.ShutdownGracePeriod = DefaultShutdownGracePeriod
+	}
+	if cfg.ServiceCIDR == "" {
+		cfg.ServiceCIDR = DefaultServiceCIDR
+	}
+	if cfg.Log.GetSink() == nil {
+		cfg.Log = logr.Discard()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return cfg
+}
+
+// networkConfig is the node's network as cfg gives it: its IP and pod CIDR
+// (already read), the nodes' and the cluster's pod networks, the Service
+// CIDRs.
+func networkConfig(cfg Config, nodeIP netip.Addr, podCIDR netip.Prefix) (podnetwork.NodeConfig, error) {
+	servicePrefixes, err := podnetwork.ParseCIDRs(cfg.ServiceCIDR)
+	if err == nil && len(servicePrefixes) == 0 {
+		err = fmt.Errorf("%q names no range, such as %s", cfg.ServiceCIDR, DefaultServiceCIDR)
+	}
+	if err != nil {
+		return podnetwork.NodeConfig{}, fmt.Errorf("service CIDR: %w", err)
+	}
+	nodesCIDR, err := netip.ParsePrefix(cfg.NodesCIDR)
+	if err != nil {
+		return podnetwork.NodeConfig{}, fmt.Errorf("nodes' CIDR %q: want an IPv4 network such as %s", cfg.NodesCIDR, DefaultNodesCIDR)
+	}
+	clusterPodCIDR, err := netip.ParsePrefix(cfg.ClusterPodCIDR)
+	if err != nil {
+		return podnetwork.NodeConfig{}, fmt.Errorf("cluster pod CIDR %q: want an IPv4 network holding the pod CIDR, such as %s", cfg.ClusterPodCIDR, DefaultPodCIDR)
+	}
+	network := podnetwork.NodeConfig{PodCIDR: podCIDR, ClusterPodCIDR: clusterPodCIDR.Masked(), NodeIP: nodeIP, NodesCIDR: nodesCIDR.Masked(), ServiceCIDRs: servicePrefixes}
+	return network, network.Check()
 }
