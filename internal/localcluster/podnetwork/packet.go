@@ -144,7 +144,7 @@ func openPacketSocket(ns *Namespace, ifindex int) (*os.File, error) {
 		// Protocol 0 takes no frame before bind narrows it to the wire.
 		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return fmt.Errorf("opening a packet socket (a normal user's node needs CAP_NET_RAW): %w", err)
+			return fmt.Errorf("opening a packet socket (it takes CAP_NET_RAW in the user namespace owning the network namespace): %w", err)
 		}
 		// IPv4 only; and unlike ETH_P_ALL it does not see the frames the
 		// socket itself sends.
