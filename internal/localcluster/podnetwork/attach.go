@@ -122,8 +122,16 @@ func (c *ClusterNetwork) receiveNode(conn net.Conn) (port, *uplink, error) {
 	}
 	line, fds, err := readHello(uc)
 	var file *os.File
+	var refused error
 	for _, fd := range fds {
-		if file == nil && isTun(fd) && unix.SetNonblock(fd, true) == nil {
+		if file != nil {
+			unix.Close(fd)
+			continue
+		}
+		if refused = checkUplinkSocket(fd); refused == nil {
+			refused = unix.SetNonblock(fd, true)
+		}
+		if refused == nil {
 			file = os.NewFile(uintptr(fd), "uplink")
 		} else {
 			unix.Close(fd)
@@ -134,8 +142,10 @@ func (c *ClusterNetwork) receiveNode(conn net.Conn) (port, *uplink, error) {
 	i := c.nodeIndex(ip)
 	switch {
 	case err != nil:
+	case file == nil && refused != nil:
+		err = fmt.Errorf("the hello's descriptor is no uplink: %w", refused)
 	case file == nil:
-		err = errors.New("the hello carried no tun file descriptor")
+		err = errors.New("the hello carried no uplink descriptor")
 	case i == dropPort:
 		err = fmt.Errorf("node IP %s is not one of the cluster's nodes %v", ip, c.nodeIPs())
 	}

@@ -85,9 +85,9 @@ func (c ClusterConfig) checkNode(i int, n ClusterNode) error {
 
 // ClusterNetwork plays the host of the nodes' network, as the docker
 // bridge's gateway does for kind: a namespace of its own holding HostIP on
-// its tun eth0, where the local cluster's forwards listen and the API
-// server's egress dials. It routes IPv4 packets in userspace between that
-// tun and the nodes' uplinks, each handed over a Unix socket (Serve,
+// its eth0, where the local cluster's forwards listen and the API server's
+// egress dials. It routes IPv4 frames in userspace between eth0's wire
+// and the nodes' uplinks, packet sockets handed over a Unix socket (Serve,
 // AttachNode): no link and no capability crosses a namespace boundary, so
 // it works the same for a normal user whose every process is in a user
 // namespace of its own.
@@ -96,7 +96,7 @@ type ClusterNetwork struct {
 	table  routeTable
 	ns     *Namespace
 	handle *netlink.Handle
-	host   *os.File // the cluster network's own tun
+	host   *os.File // the packet socket on the cluster network's own wire
 
 	mu      sync.Mutex
 	closed  bool
@@ -106,7 +106,8 @@ type ClusterNetwork struct {
 	wg      sync.WaitGroup // routers and attachments
 }
 
-// uplink is an attached node's tun file and the connection that attached it.
+// uplink is an attached node's packet socket and the connection that
+// attached it.
 type uplink struct {
 	file *os.File
 	conn net.Conn
@@ -117,7 +118,7 @@ func (u *uplink) close() {
 	u.conn.Close()
 }
 
-// NewClusterNetwork creates the cluster network's namespace, its tun and
+// NewClusterNetwork creates the cluster network's namespace, its eth0 and
 // routes, and starts routing. Nodes attach through Serve.
 func NewClusterNetwork(cfg ClusterConfig) (*ClusterNetwork, error) {
 	if err := cfg.Check(); err != nil {
@@ -152,7 +153,7 @@ func (c *ClusterNetwork) setUp() error {
 		return err
 	}
 	addr := netip.PrefixFrom(HostIP(c.cfg.NodesCIDR), c.cfg.NodesCIDR.Bits())
-	f, link, err := addTun(c.ns, h, NodeLinkName, addr)
+	f, link, err := addUplink(c.ns, h, addr)
 	if err != nil {
 		return err
 	}
@@ -172,24 +173,27 @@ func (c *ClusterNetwork) setUp() error {
 	return c.ns.Do(allowUnprivilegedPorts)
 }
 
-// forward routes every packet read from the port's file until it is
-// closed. A failed write (a node's tun gone) drops that packet.
+// forward routes every frame read from the port's packet socket until it
+// is closed. A failed write (a node's wire gone) drops that frame.
 func (c *ClusterNetwork) forward(from port, f *os.File) {
 	defer c.wg.Done()
-	buf := make([]byte, UplinkMTU+1)
+	buf := make([]byte, ethHeaderLen+UplinkMTU+1)
 	for {
 		n, err := f.Read(buf)
 		if err != nil {
 			return // closed: detached, or the cluster network closed
 		}
-		packet := buf[:n]
+		frame := buf[:n]
 		uplinks := *c.current.Load()
-		switch to := c.table.route(packet, from, func(p port) bool { return uplinks[p] != nil }); to {
-		case dropPort:
-		case hostPort:
-			_, _ = c.host.Write(packet)
-		default:
-			_, _ = uplinks[to].file.Write(packet)
+		to := c.table.route(frame, from, func(p port) bool { return uplinks[p] != nil })
+		if to == dropPort {
+			continue
+		}
+		c.table.readdress(frame, to)
+		if to == hostPort {
+			_, _ = c.host.Write(frame)
+		} else {
+			_, _ = uplinks[to].file.Write(frame)
 		}
 	}
 }
@@ -208,7 +212,7 @@ func (c *ClusterNetwork) attach(i port, u *uplink) error {
 	c.mu.Unlock()
 	if old != nil {
 		// A restarted node attached again before its old connection
-		// ended: the old file goes, and so does its namespace.
+		// ended: the old socket goes, and with it the old namespace.
 		old.close()
 	}
 	go c.forward(i, u.file)
@@ -216,8 +220,8 @@ func (c *ClusterNetwork) attach(i port, u *uplink) error {
 }
 
 // detach stops routing to node i through u (if it is still the node's
-// uplink) and closes u: the node's namespace is held by the tun's file,
-// so it must not outlive the node's attachment.
+// uplink) and closes u: the node's namespace is held by its packet
+// socket, so it must not outlive the node's attachment.
 func (c *ClusterNetwork) detach(i port, u *uplink) {
 	c.mu.Lock()
 	if c.uplinks[i] == u {
@@ -269,7 +273,7 @@ func (c *ClusterNetwork) Attached() []netip.Addr {
 }
 
 // Close stops routing, drops every uplink (closing the cluster network's
-// copies of the nodes' tun files and their connections) and releases the
+// copies of the nodes' packet sockets and their connections) and releases the
 // namespace. Serve's listener is the caller's to close.
 func (c *ClusterNetwork) Close() error {
 	c.mu.Lock()

@@ -17,6 +17,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
@@ -180,7 +182,8 @@ func TestClusterNetworkRoutesBetweenNodes(t *testing.T) {
 
 // TestClusterNetworkReattachment: a node closed and started again for the
 // same IP is routed to again, and the cluster network keeps nothing of the
-// old one (its tun is gone, so its namespace can go); a cluster network
+// old one (no copy of its packet socket, which would hold its namespace);
+// a cluster network
 // restarted on the same socket is attached to again by AttachNode alone.
 func TestClusterNetworkReattachment(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "cluster.sock")
@@ -191,10 +194,10 @@ func TestClusterNetworkReattachment(t *testing.T) {
 	pod1 := testPod(t, node1, "10.244.0.10")
 	serveEchoIn(t, pod1.Namespace(), "10.244.0.10:8080", "pod1")
 
-	old := holdNamespace(t, node2.Namespace())
+	witness := witnessNamespace(t, node2.Namespace())
 	stopNode2()
 	awaitAttached(t, c, testNodes[0].IP)
-	awaitNoLink(t, old, NodeLinkName)
+	awaitNamespaceGone(t, witness)
 
 	node2, _ = startNode(t, 1, socket)
 	awaitAttached(t, c, testNodes[0].IP, testNodes[1].IP)
@@ -213,7 +216,8 @@ func TestClusterNetworkReattachment(t *testing.T) {
 }
 
 // TestClusterNetworkRefusesStrangers: an unknown node IP, or a hello
-// without a tun, is refused with the reason.
+// carrying anything but a packet socket bound to a link, is refused with
+// the reason.
 func TestClusterNetworkRefusesStrangers(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "cluster.sock")
 	startClusterNetwork(t, socket)
@@ -222,48 +226,80 @@ func TestClusterNetworkRefusesStrangers(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "172.18.0.9 is not one of the cluster's nodes") {
 		t.Errorf("attaching an unknown node IP: %v, want a refusal naming it", err)
 	}
-	notTun, err := os.Open("/dev/null")
+	notSocket, err := os.Open("/dev/null")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer notTun.Close()
-	_, err = attachOnce(context.Background(), socket, testNodes[1].IP, notTun)
-	if err == nil || !strings.Contains(err.Error(), "no tun") {
-		t.Errorf("attaching /dev/null as an uplink: %v, want a refusal", err)
-	}
-}
-
-// holdNamespace opens another descriptor of ns, which outlives ns.Close.
-func holdNamespace(t *testing.T, ns *Namespace) *Namespace {
-	t.Helper()
-	var held *Namespace
-	if err := ns.Do(func() error {
-		var err error
-		held, err = Current()
-		return err
-	}); err != nil {
+	defer notSocket.Close()
+	expectRefused(t, socket, notSocket, "/dev/null", "not a socket")
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { held.Close() })
-	return held
+	defer tcp.Close()
+	tcpFile, err := tcp.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcpFile.Close()
+	expectRefused(t, socket, tcpFile, "a TCP socket", "want an AF_PACKET (17) SOCK_RAW (3) socket")
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unbound := os.NewFile(uintptr(fd), "unbound packet socket")
+	defer unbound.Close()
+	expectRefused(t, socket, unbound, "an unbound packet socket", "bound to no link")
 }
 
-// awaitNoLink polls until ns has no link named name: a tun goes with the
-// last descriptor of its file.
-func awaitNoLink(t *testing.T, ns *Namespace, name string) {
+// expectRefused attaches what as node 2's uplink and expects a refusal
+// saying why.
+func expectRefused(t *testing.T, socket string, uplink *os.File, what, why string) {
 	t.Helper()
+	_, err := attachOnce(context.Background(), socket, testNodes[1].IP, uplink)
+	if err == nil || !strings.Contains(err.Error(), "no uplink: ") || !strings.Contains(err.Error(), why) {
+		t.Errorf("attaching %s as an uplink: %v, want a refusal saying %q", what, err, why)
+	}
+}
+
+// witnessNamespace links a veth end in a namespace of the test's own to
+// ns: the pair goes when ns does, which is when nothing (no process, no
+// descriptor of it, no socket made in it) holds ns any more.
+func witnessNamespace(t *testing.T, ns *Namespace) *Namespace {
+	t.Helper()
+	w, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
 	h, err := ns.netlinkHandle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "witness"}, PeerName: "witness", PeerNamespace: netlink.NsFd(int(w.Fd()))}
+	if err := h.LinkAdd(veth); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// awaitNamespaceGone polls until witness's end of the pair made by
+// witnessNamespace is gone, with the namespace it linked to.
+func awaitNamespaceGone(t *testing.T, witness *Namespace) {
+	t.Helper()
+	h, err := witness.netlinkHandle()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := h.LinkByName(name); err != nil {
+		if _, err := h.LinkByName("witness"); err != nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s is still in the closed node's namespace after 10s: someone holds its tun's file", name)
+			t.Fatal("the closed node's namespace is still there after 10s: someone holds it (a copy of its packet socket?)")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -3,11 +3,8 @@ package podnetwork
 import (
 	"errors"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 func TestClusterConfigCheck(t *testing.T) {
@@ -72,17 +69,5 @@ func TestHelloAndReply(t *testing.T) {
 	}
 	if err := decodeReply([]byte("ok\n")); err == nil {
 		t.Error("a reply that is not JSON decoded as ok")
-	}
-}
-
-func TestTunOpenHint(t *testing.T) {
-	for err, want := range map[error]string{
-		&os.PathError{Op: "open", Path: "/dev/net/tun", Err: unix.EACCES}: "mode 0666",
-		&os.PathError{Op: "open", Path: "/dev/net/tun", Err: unix.ENOENT}: "tun driver",
-		unix.EMFILE: "",
-	} {
-		if got := tunOpenHint(err); !strings.Contains(got, want) || (want == "" && got != "") {
-			t.Errorf("tunOpenHint(%v) = %q, want it to say %q", err, got, want)
-		}
 	}
 }

@@ -4,10 +4,12 @@
 // bridge by a veth pair (Pod), and the cluster network (ClusterNetwork)
 // joining the nodes.
 //
-// Each node's eth0 is a TUN device whose file the node hands over a Unix
-// socket to the cluster network (AttachNode, ClusterNetwork.Serve), which
-// routes IPv4 packets between the nodes' tuns and its own (HostIP, where
-// the local cluster's forwards listen) in userspace (route.go). No link
+// Each node's eth0 is one end of a veth pair in the node's namespace; a
+// packet socket on the other end, eth0-wire, is the uplink the node hands
+// over a Unix socket to the cluster network (AttachNode,
+// ClusterNetwork.Serve), which routes IPv4 frames between the nodes'
+// uplinks and its own (HostIP, where the local cluster's forwards listen)
+// in userspace (route.go). No device file is needed, and no link
 // and no capability crosses a namespace boundary, so each process may be
 // in a user namespace of its own. Nothing routes to the machine's own
 // network: no namespace has a default route, so pods reach each other, the

@@ -17,7 +17,8 @@ import (
 // first interface are named on a cluster.
 const (
 	BridgeName = "cni0"
-	// NodeLinkName is the node's uplink, a tun.
+	// NodeLinkName is the node's uplink: one end of a veth pair whose
+	// other end is WireLinkName.
 	NodeLinkName = "eth0"
 	// PodLinkName is a pod's end of its veth pair, inside the pod.
 	PodLinkName = "eth0"
@@ -104,11 +105,13 @@ func isIPv4Network(p netip.Prefix) bool {
 // local to it), the uplink eth0 holding the node IP, and the bridge the
 // pods' veth pairs hang off, holding their gateway.
 //
-// The uplink is a TUN device: what the node's namespace routes over it (the
-// nodes' network, every node's pods) is read from its file, and what is
-// written to that file arrives on it. The node hands the file to the
-// cluster network (AttachNode), which routes between the nodes in
-// userspace; nothing else links the namespace to anything.
+// The uplink is a packet socket bound to eth0's peer, eth0-wire: what the
+// node's namespace routes over eth0 (the nodes' network, every node's pods)
+// is read from it as Ethernet frames, and what is written to it arrives on
+// eth0. The node hands the socket to the cluster network (AttachNode),
+// which routes between the nodes in userspace; nothing else links the
+// namespace to anything. Unlike a tun it needs no device file, only
+// CAP_NET_RAW in the namespace's user namespace.
 type NodeNetwork struct {
 	cfg    NodeConfig
 	ns     *Namespace
@@ -193,11 +196,11 @@ func (n *NodeNetwork) setUpBridge() error {
 	return err
 }
 
-// setUpUplink adds eth0, the tun holding the node IP (its address routes
-// the nodes' network), and routes the other nodes' pods over it.
+// setUpUplink adds eth0 holding the node IP (its address routes the nodes'
+// network) and its wire, and routes the other nodes' pods over it.
 func (n *NodeNetwork) setUpUplink() error {
 	addr := netip.PrefixFrom(n.cfg.NodeIP, n.cfg.NodesCIDR.Bits())
-	f, link, err := addTun(n.ns, n.handle, NodeLinkName, addr)
+	f, link, err := addUplink(n.ns, n.handle, addr)
 	if err != nil {
 		return err
 	}
@@ -218,8 +221,9 @@ func allowUnprivilegedPorts() error {
 	return os.WriteFile("/proc/sys/net/ipv4/ip_unprivileged_port_start", []byte("0"), 0)
 }
 
-// Uplink is the tun eth0's file, valid until Close: the node hands it to
-// the cluster network (AttachNode). The NodeNetwork owns and closes it.
+// Uplink is the packet socket on eth0's wire, valid until Close: the node
+// hands it to the cluster network (AttachNode). The NodeNetwork owns and
+// closes it.
 func (n *NodeNetwork) Uplink() *os.File { return n.uplink }
 
 // Namespace is the node's network namespace, valid until Close: the node's
@@ -231,7 +235,7 @@ func (n *NodeNetwork) Config() NodeConfig { return n.cfg }
 
 // Close releases the node's namespace and its uplink; the namespace goes
 // once the pods' namespaces, every socket in it and every other copy of
-// the uplink's file (the cluster network's) are gone too.
+// the uplink's socket (the cluster network's) are gone too.
 func (n *NodeNetwork) Close() error {
 	if n.handle != nil {
 		n.handle.Close()

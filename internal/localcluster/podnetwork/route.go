@@ -1,14 +1,17 @@
 package podnetwork
 
-import "net/netip"
+import (
+	"net"
+	"net/netip"
+)
 
-// port is where the cluster network's router reads and writes packets: a
+// port is where the cluster network's router reads and writes frames: a
 // node's uplink, numbered by the node's place in ClusterConfig.Nodes, or
-// the cluster network's own tun.
+// the cluster network's own eth0.
 type port int
 
 const (
-	// hostPort is the cluster network's own tun, holding HostIP.
+	// hostPort is the cluster network's own eth0, holding HostIP.
 	hostPort port = -1
 	// dropPort is the decision to drop a packet.
 	dropPort port = -2
@@ -22,18 +25,37 @@ type routeTable struct {
 	services []netip.Prefix
 }
 
-// ipv4Addresses returns an IPv4 packet's source and destination; ok is
-// false for anything else (an IPv6 packet, a runt).
-func ipv4Addresses(packet []byte) (src, dst netip.Addr, ok bool) {
-	if len(packet) < 20 || packet[0]>>4 != 4 {
+// ipv4Addresses returns the source and destination of the IPv4 packet an
+// Ethernet frame carries; ok is false for anything else (IPv6, ARP, a runt).
+func ipv4Addresses(frame []byte) (src, dst netip.Addr, ok bool) {
+	if len(frame) < ethHeaderLen+20 || frame[12] != 0x08 || frame[13] != 0x00 {
+		return src, dst, false
+	}
+	packet := frame[ethHeaderLen:]
+	if packet[0]>>4 != 4 {
 		return src, dst, false
 	}
 	return netip.AddrFrom4([4]byte(packet[12:16])), netip.AddrFrom4([4]byte(packet[16:20])), true
 }
 
-// route decides where a packet read from port from goes. attached tells
+// mac is the eth0 MAC of port p: a node's, or the cluster network's.
+func (t *routeTable) mac(p port) net.HardwareAddr {
+	if p == hostPort {
+		return uplinkMAC(t.host)
+	}
+	return uplinkMAC(t.nodes[p].IP)
+}
+
+// readdress addresses frame to port to's eth0, from the router: the
+// receiving eth0 drops a frame addressed to another MAC (PACKET_OTHERHOST).
+func (t *routeTable) readdress(frame []byte, to port) {
+	copy(frame[0:6], t.mac(to))
+	copy(frame[6:12], routerMAC)
+}
+
+// route decides where a frame read from port from goes. attached tells
 // whether node i's uplink is there now. The rules:
-//   - IPv4 only;
+//   - IPv4 in Ethernet only;
 //   - a node's packet must come from its IP, its pods or a Service IP (its
 //     Service proxy answering), else it is spoofed;
 //   - HostIP goes to the host; a node's IP or pod goes to that node; a
@@ -41,8 +63,8 @@ func ipv4Addresses(packet []byte) (src, dst netip.Addr, ok bool) {
 //     Service proxy serves it (a node has Service IPs local: none of its
 //     packets to one comes here);
 //   - never back out of the port it came in by; anything else is dropped.
-func (t *routeTable) route(packet []byte, from port, attached func(port) bool) port {
-	src, dst, ok := ipv4Addresses(packet)
+func (t *routeTable) route(frame []byte, from port, attached func(port) bool) port {
+	src, dst, ok := ipv4Addresses(frame)
 	if !ok {
 		return dropPort
 	}
