@@ -7,7 +7,6 @@
 #   chromium     the headless browser the dashboard's end-to-end test drives
 #                (test/e2e/dashboard_test.go, through chromedp); chromium-driver
 #                comes with it for WebDriver tools
-# and makes /dev/net/tun usable by normal users (below).
 set -euo pipefail
 
 need_go="1.26"
@@ -36,16 +35,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \
     || { $sudo apt-get update >/dev/null && $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; }
-fi
-# A normal user's local cluster joins its nodes through TUN devices, each made
-# in a network namespace of the user's own: /dev/net/tun must be readable and
-# writable by all, as udev makes it on most distributions (opening it grants
-# nothing: making a device takes CAP_NET_ADMIN over a network namespace, as
-# rootless container engines rely on). Some VMs and containers leave it 0600.
-if [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" != 666 ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "setup: /dev/net/tun to mode 0666, as udev makes it (docs/local-node.md#as-a-normal-user)"
-  $sudo chmod 0666 /dev/net/tun
 fi
 echo "setup: ok ($(go version | cut -d' ' -f3), $(bwrap --version), $(python3 --version), $(chromium --version 2>/dev/null | head -1))"
