@@ -89,7 +89,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		hint := ""
 		if errors.Is(err, syscall.EPERM) {
-			hint = " (creating a network namespace takes CAP_SYS_ADMIN and CAP_NET_ADMIN: run it as root, or in a user namespace of its own, as paddlejob up does)"
+			hint = " (creating a network namespace takes CAP_SYS_ADMIN, CAP_NET_ADMIN and CAP_NET_RAW: run it as root, or in a user namespace of its own, as paddlejob up does)"
 		}
 		return fmt.Errorf("creating the cluster network: %w%s", err, hint)
 	}

@@ -197,7 +197,7 @@ func New(cfg Config) (*Node, error) {
 // networkPrivilegeHint explains a pod network the node may not create.
 func networkPrivilegeHint(err error) string {
 	if errors.Is(err, syscall.EPERM) {
-		return " (creating network namespaces and links takes CAP_SYS_ADMIN and CAP_NET_ADMIN: run the node as root, or in a user namespace of its own, as paddlejob up does)"
+		return " (creating network namespaces and links takes CAP_SYS_ADMIN, CAP_NET_ADMIN and CAP_NET_RAW: run the node as root, or in a user namespace of its own, as paddlejob up does)"
 	}
 	return ""
 }
