@@ -297,13 +297,9 @@ func checkNodeRestartFailures(t *testing.T, failed map[types.UID]corev1.Pod, sta
 // podUIDs are the UIDs of the job's pods, by name.
 func podUIDs(t *testing.T, job *paddlev1.PaddleJob) map[string]types.UID {
 	t.Helper()
-	pods, err := pj.Pods(context.Background(), job.Namespace, job.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]types.UID{}
-	for _, p := range pods {
-		out[p.Name] = p.UID
+	for name, p := range jobPods(t, job) {
+		out[name] = p.UID
 	}
 	return out
 }
