@@ -19,6 +19,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
@@ -108,12 +109,11 @@ func startNode(t testing.TB, i int, socket string) (n *NodeNetwork, stop func())
 // awaitAttached polls until the cluster network has exactly want attached.
 func awaitAttached(t testing.TB, c *ClusterNetwork, want ...netip.Addr) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !slices.Equal(c.Attached(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("attached nodes: %v after 10s, want %v", c.Attached(), want)
-		}
-		time.Sleep(10 * time.Millisecond)
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return slices.Equal(c.Attached(), want), nil
+	})
+	if err != nil {
+		t.Fatalf("attached nodes: %v after 10s, want %v", c.Attached(), want)
 	}
 }
 
@@ -293,14 +293,11 @@ func awaitNamespaceGone(t *testing.T, witness *Namespace) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := h.LinkByName("witness"); err != nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the closed node's namespace is still there after 10s: someone holds it (a copy of its packet socket?)")
-		}
-		time.Sleep(10 * time.Millisecond)
+	err = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, err := h.LinkByName("witness")
+		return err != nil, nil
+	})
+	if err != nil {
+		t.Fatal("the closed node's namespace is still there after 10s: someone holds it (a copy of its packet socket?)")
 	}
 }
