@@ -106,6 +106,13 @@ func recoverable(job *paddlev1.PaddleJob) {
 func createJob(t testing.TB, job *paddlev1.PaddleJob) {
 	t.Helper()
 	recoverable(job)
+	createJobAsWritten(t, job)
+}
+
+// createJobAsWritten creates a job with the policies it has (none: the
+// defaults a user gets), deleted when the test ends, as createJob.
+func createJobAsWritten(t testing.TB, job *paddlev1.PaddleJob) {
+	t.Helper()
 	if _, err := pj.Create(context.Background(), job); err != nil {
 		t.Fatal(err)
 	}

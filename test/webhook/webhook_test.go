@@ -100,7 +100,7 @@ func TestRejectsWhatTheSchemaCannot(t *testing.T) {
 	job := testutil.MakePaddleJob("bad", ns).Workers(2).Obj()
 	job.Spec.Worker.Template.Spec.Containers[0].Name = "wait-for-endpoints"
 	err := k8s.Create(context.Background(), job)
-	want := `admission webhook "vpaddlejob.batch.paddlepaddle.org" denied the request: PaddleJob.batch.paddlepaddle.org "bad" is invalid: spec.worker.template.spec.containers[0].name: Invalid value: "wait-for-endpoints": is reserved for the operator's init container`
+	want := `admission webhook "vpaddlejob.batch.paddlepaddle.org" denied the request: PaddleJob.batch.paddlepaddle.org "bad" is invalid: spec.worker.template.spec.containers[0].name: Invalid value: "wait-for-endpoints": is reserved for a container of the operator's`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v\nwant %q", err, want)
 	}

@@ -130,19 +130,25 @@ func parameterServerContractCases() []envContractCase {
 		ips:  contractPSIPs, pod: "wd-worker-1",
 		want: contractPSPodIP,
 	}, {
-		name: "PS, PodIP, Gloo on workers: a pserver gets the same lists",
+		// The store container serves the HTTP store: the servers are off
+		// it (level 0), with the same lists and store address.
+		name: "PS, PodIP, Gloo on workers: a pserver gets the same lists, at level 0",
 		job:  testutil.MakePaddleJob("wd", "").PS(2).Workers(2).WithGloo(1).Obj(),
 		ips:  contractPSIPs, pod: "wd-ps-0",
-		want: with(contractPSPodIP, "PADDLE_TRAINING_ROLE", "PSERVER", "TRAINING_ROLE", "PSERVER",
+		want: with(contractPSPodIP, "PADDLE_WITH_GLOO", "0", "PADDLE_TRAINING_ROLE", "PSERVER", "TRAINING_ROLE", "PSERVER",
 			"PADDLE_TRAINER_ID", "0", "TRAINER_ID", "0", "POD_IP", "10.0.0.10"),
 	}, {
-		// Paddle's role maker on ps-0 serves the store at every level above
-		// 0; over HTTP it builds the workers' group only, at 2 as at 1.
-		name: "PS, PodIP, Gloo on workers and servers: every pod gets level 2",
+		// Over HTTP Paddle builds the workers' group only, at 2 as at 1.
+		name: "PS, PodIP, Gloo level 2 over HTTP: workers at 2, servers at 0",
 		job:  testutil.MakePaddleJob("wd", "").PS(2).Workers(2).WithGloo(2).Obj(),
 		ips:  contractPSIPs, pod: "wd-ps-1",
-		want: with(contractPSPodIP, "PADDLE_WITH_GLOO", "2", "PADDLE_TRAINING_ROLE", "PSERVER", "TRAINING_ROLE", "PSERVER",
+		want: with(contractPSPodIP, "PADDLE_WITH_GLOO", "0", "PADDLE_TRAINING_ROLE", "PSERVER", "TRAINING_ROLE", "PSERVER",
 			"PADDLE_TRAINER_ID", "1", "TRAINER_ID", "1", "POD_IP", "10.0.0.11"),
+	}, {
+		name: "PS, PodIP, Gloo level 2 over HTTP: a worker at 2",
+		job:  testutil.MakePaddleJob("wd", "").PS(2).Workers(2).WithGloo(2).Obj(),
+		ips:  contractPSIPs, pod: "wd-worker-1",
+		want: with(contractPSPodIP, "PADDLE_WITH_GLOO", "2"),
 	}, {
 		name: "PS, Service intranet: DNS names, published before the pods",
 		job:  testutil.MakePaddleJob("wd", "").PS(2).Workers(2).Intranet(paddlev1.IntranetService).Obj(),

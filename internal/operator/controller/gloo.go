@@ -77,13 +77,13 @@ func hasGlooFSPath(spec *paddlev1.PaddleJobSpec) bool {
 // glooEnv is a pod's Gloo variables. PADDLE_WITH_GLOO is set at 0 too:
 // Paddle's launcher turns Gloo on when the variable is unset (--with_gloo
 // defaults to 1) and hands its children PADDLE_WITH_GLOO=1 without a
-// rendezvous. SYS_JOB_ID is the prefix of the store's keys: the job over the
-// HTTP store, which lives and dies with ps-0; the attempt (storePrefix) over
-// files, which outlive it.
+// rendezvous. Over the HTTP store the servers get 0 (glooLevel). SYS_JOB_ID
+// is the prefix of the store's keys: the job over the HTTP store, which lives
+// and dies with ps-0's pod; the attempt (storePrefix) over files, which
+// outlive it.
 func glooEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, jobID, storePrefix string) []corev1.EnvVar {
-	level := job.Spec.GlooLevel()
-	env := []corev1.EnvVar{{Name: "PADDLE_WITH_GLOO", Value: strconv.Itoa(int(level))}}
-	if level == 0 {
+	env := []corev1.EnvVar{{Name: "PADDLE_WITH_GLOO", Value: strconv.Itoa(int(glooLevel(&job.Spec, rt)))}}
+	if job.Spec.GlooLevel() == 0 {
 		return env
 	}
 	rendezvous, prefix := glooRendezvousHTTP, jobID
@@ -125,15 +125,26 @@ func glooStorePrefix(job *paddlev1.PaddleJob, pods []*corev1.Pod) string {
 	return fmt.Sprintf("%s-%s-%d-%s", job.Namespace+"-"+job.Name, job.UID, job.Status.RestartCount, hex.EncodeToString(attempt))
 }
 
+// glooLevel is the PADDLE_WITH_GLOO of a role's pods: the job's level, but
+// 0 on the servers of a job whose store the store container serves
+// (gloostore.go). Over the HTTP rendezvous Paddle builds the workers' group
+// only (role_maker.py _init_http: "TODO: initialize gloo for server and
+// all"), so a server loses no group; at 0 ps-0 starts no store of its own
+// and no server waits in fleet.init() for the workers, and a server's
+// fleet.util calls return its own value with Paddle's warning rather than
+// fail on a group that does not exist.
+func glooLevel(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) int32 {
+	if rt == paddlev1.ReplicaPS && servesGlooStore(spec) {
+		return 0
+	}
+	return spec.GlooLevel()
+}
+
 // glooWaitsForWorkers reports whether a parameter server's fleet.init returns
 // only once the workers have joined Gloo, so that it listens only after
-// them: ps-0 whenever Gloo is on (it serves the HTTP store until every
-// worker joined; Paddle's launcher gives its processes that store whatever
-// the operator sets), and at level 2 over files every server (each joins
-// the group of all processes).
-func glooWaitsForWorkers(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType, index int) bool {
-	if spec.PS == nil || spec.GlooLevel() == 0 || rt != paddlev1.ReplicaPS {
-		return false
-	}
-	return index == 0 || (spec.GlooLevel() == 2 && usesGlooFiles(spec, rt))
+// them: at level 2 over files every server, which joins the group of all
+// processes inside fleet.init(). (Over the HTTP store no server does:
+// glooLevel.)
+func glooWaitsForWorkers(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) bool {
+	return rt == paddlev1.ReplicaPS && spec.GlooLevel() == 2 && usesGlooFiles(spec, rt)
 }

@@ -34,8 +34,8 @@ func TestGlooRendezvous(t *testing.T) {
 	}{
 		{"level 0: Gloo off, no rendezvous", ps().WithGloo(0).Obj(),
 			map[string]string{"g-ps-0": "0 -", "g-worker-1": "0 -"}},
-		{"level 2 without a shared directory: the HTTP store", ps().WithGloo(2).Obj(),
-			map[string]string{"g-ps-0": "2 " + httpStore, "g-ps-1": "2 " + httpStore, "g-worker-0": "2 " + httpStore}},
+		{"level 2 without a shared directory: the HTTP store, the servers off it", ps().WithGloo(2).Obj(),
+			map[string]string{"g-ps-0": "0 " + httpStore, "g-ps-1": "0 " + httpStore, "g-worker-0": "2 " + httpStore}},
 		{"level 2 with a shared directory: files, on servers and workers", withGlooDir(ps()).WithGloo(2).Obj(),
 			map[string]string{"g-ps-0": "2 2 file", "g-ps-1": "2 2 file", "g-worker-0": "2 2 file", "g-worker-1": "2 2 file"}},
 		{"level 1 with a shared directory: files too", withGlooDir(ps()).WithGloo(1).Obj(),
@@ -164,27 +164,37 @@ func TestGlooStorePrefixAcrossAttempts(t *testing.T) {
 }
 
 // Which servers hold their trainers back in fleet.init until they joined
-// Gloo, and so are waited for only until they run.
+// Gloo, and so are waited for only until they run: at level 2 over files
+// every server; over the HTTP store none (the store container serves it and
+// the servers are at level 0).
 func TestGlooWaitsForWorkers(t *testing.T) {
 	ps := func() *testutil.JobWrapper { return testutil.MakePaddleJob("g", "").PS(2).Workers(2) }
 	tests := []struct {
-		name     string
-		spec     *paddlev1.PaddleJobSpec
-		ps0, ps1 bool
+		name  string
+		spec  *paddlev1.PaddleJobSpec
+		waits bool
+		// serverLevel is the servers' PADDLE_WITH_GLOO.
+		serverLevel int32
 	}{
-		{"Gloo off", &ps().Obj().Spec, false, false},
-		{"level 1 over HTTP: ps-0 serves the store", &ps().WithGloo(1).Obj().Spec, true, false},
-		{"level 2 over HTTP: ps-0 only", &ps().WithGloo(2).Obj().Spec, true, false},
-		{"level 1 over files: ps-0 (Paddle's launcher gives it the HTTP store)", &withGlooDir(ps()).WithGloo(1).Obj().Spec, true, false},
-		{"level 2 over files: every server joins the group of all processes", &withGlooDir(ps()).WithGloo(2).Obj().Spec, true, true},
+		{"Gloo off", &ps().Obj().Spec, false, 0},
+		{"level 1 over HTTP: the store container serves the store", &ps().WithGloo(1).Obj().Spec, false, 0},
+		{"level 2 over HTTP", &ps().WithGloo(2).Obj().Spec, false, 0},
+		{"level 1 over files: the servers' own group", &withGlooDir(ps()).WithGloo(1).Obj().Spec, false, 1},
+		{"level 2 over files: every server joins the group of all processes", &withGlooDir(ps()).WithGloo(2).Obj().Spec, true, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got0, got1 := glooWaitsForWorkers(tc.spec, paddlev1.ReplicaPS, 0), glooWaitsForWorkers(tc.spec, paddlev1.ReplicaPS, 1); got0 != tc.ps0 || got1 != tc.ps1 {
-				t.Errorf("ps-0 %v, ps-1 %v; want %v, %v", got0, got1, tc.ps0, tc.ps1)
+			if got := glooWaitsForWorkers(tc.spec, paddlev1.ReplicaPS); got != tc.waits {
+				t.Errorf("servers wait for the workers: %v, want %v", got, tc.waits)
 			}
-			if glooWaitsForWorkers(tc.spec, paddlev1.ReplicaWorker, 0) {
+			if glooWaitsForWorkers(tc.spec, paddlev1.ReplicaWorker) {
 				t.Error("a worker counted as a server")
+			}
+			if got := glooLevel(tc.spec, paddlev1.ReplicaPS); got != tc.serverLevel {
+				t.Errorf("servers' PADDLE_WITH_GLOO %d, want %d", got, tc.serverLevel)
+			}
+			if got := glooLevel(tc.spec, paddlev1.ReplicaWorker); got != tc.spec.GlooLevel() {
+				t.Errorf("workers' PADDLE_WITH_GLOO %d, want the job's %d", got, tc.spec.GlooLevel())
 			}
 		})
 	}

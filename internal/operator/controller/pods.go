@@ -143,6 +143,9 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 	if isServerRole(&job.Spec, rt) {
 		probeServer(spec, ports.First)
 	}
+	if hostsGlooStore(&job.Spec, rt, index) {
+		addGlooStore(spec, ports.glooPort())
+	}
 
 	if !hasVolume(spec.Volumes, endpointsVolume) {
 		spec.Volumes = append(spec.Volumes, endpointsVolumeSource(job.Name))

@@ -167,9 +167,22 @@ func restartable(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, p *corev1.Pod
 	return false
 }
 
+// trainingStatuses are the statuses of a pod's init containers and
+// containers, without its sidecars (the Gloo store): as for the kubelet,
+// their exits and restarts are not the training's.
+func trainingStatuses(p *corev1.Pod) []corev1.ContainerStatus {
+	out := make([]corev1.ContainerStatus, 0, len(p.Status.InitContainerStatuses)+len(p.Status.ContainerStatuses))
+	for _, cs := range p.Status.InitContainerStatuses {
+		if !isSidecar(&p.Spec, cs.Name) {
+			out = append(out, cs)
+		}
+	}
+	return append(out, p.Status.ContainerStatuses...)
+}
+
 // failedExitCode is the exit code of the first container that failed.
 func failedExitCode(p *corev1.Pod) (int32, bool) {
-	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+	for _, cs := range trainingStatuses(p) {
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
 			return t.ExitCode, true
 		}
@@ -179,10 +192,7 @@ func failedExitCode(p *corev1.Pod) (int32, bool) {
 
 func containerRestarts(p *corev1.Pod) int32 {
 	var n int32
-	for _, cs := range p.Status.InitContainerStatuses {
-		n += cs.RestartCount
-	}
-	for _, cs := range p.Status.ContainerStatuses {
+	for _, cs := range trainingStatuses(p) {
 		n += cs.RestartCount
 	}
 	return n
@@ -205,8 +215,7 @@ func lastRestartedContainer(pods []*corev1.Pod) string {
 // with a non-zero code (and the signal behind a code above 128), else the
 // pod's own reason (eviction, deadline, node restart...).
 func describeFailure(p *corev1.Pod) string {
-	statuses := append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
-	for _, cs := range statuses {
+	for _, cs := range trainingStatuses(p) {
 		t := cs.State.Terminated
 		if t == nil {
 			t = cs.LastTerminationState.Terminated

@@ -113,9 +113,9 @@ func paddleContainer(spec *corev1.PodSpec) *corev1.Container {
 // serversNotReady names, for each role, the server pods that pods of that
 // role still wait for: missing, or not Ready. Roles that wait for nothing
 // are absent. A server whose fleet.init waits for the trainers to join Gloo
-// (glooWaitsForWorkers: ps-0, which hosts Gloo's HTTP store, and at level 2
-// over files every server) listens only after them: it is waited for only
-// until it runs, and a Paddle 3 trainer must wait for it itself.
+// (glooWaitsForWorkers: at level 2 over files, every server) listens only
+// after them: it is waited for only until it runs, and a Paddle 3 trainer
+// must wait for it itself (docs/env-contract.md, start-up order).
 func serversNotReady(spec *paddlev1.PaddleJobSpec, job string, pods []*corev1.Pod) map[paddlev1.ReplicaType][]string {
 	ready := map[string]bool{}
 	for _, p := range pods {
@@ -145,8 +145,8 @@ func serversNotReady(spec *paddlev1.PaddleJobSpec, job string, pods []*corev1.Po
 // joinsGlooBeforeListening reports whether a server pod waits for the trainers in
 // Gloo's rendezvous before it listens (glooWaitsForWorkers).
 func joinsGlooBeforeListening(spec *paddlev1.PaddleJobSpec, p *corev1.Pod) bool {
-	rt, i, ok := podIndex(p)
-	return ok && glooWaitsForWorkers(spec, rt, i)
+	rt, _, ok := podIndex(p)
+	return ok && glooWaitsForWorkers(spec, rt)
 }
 
 // releasePods gives every pod that waits for the endpoints version it does

@@ -131,27 +131,36 @@ func TestStartOrderPass(t *testing.T) {
 	}
 }
 
-// With Gloo, ps-0 hosts the store the trainers join before it can listen:
-// the workers wait for it only until it runs.
+// With Gloo over the HTTP store the store container serves it and no server
+// waits for the trainers: the workers wait for every server, ps-0 like the
+// others, until it listens. At level 2 over files every server joins the
+// group of all processes before it listens: each is waited for only until
+// it runs.
 func TestStartOrderWithGloo(t *testing.T) {
-	job := testutil.MakePaddleJob("sg", "ns").UID("sg-uid").PS(2).Workers(1).WithGloo(1).Obj()
-	ps := func(i int, ip string) *testutil.PodWrapper {
+	http := testutil.MakePaddleJob("sg", "ns").UID("sg-uid").PS(2).Workers(1).WithGloo(1).Obj()
+	files := withGlooDir(testutil.MakePaddleJob("sg", "ns").UID("sg-uid").PS(2).Workers(1)).WithGloo(2).Obj()
+	ps := func(job *paddlev1.PaddleJob, i int, ip string) *testutil.PodWrapper {
 		return testutil.MakePod(job, paddlev1.ReplicaPS, i).Annotation(paddlev1.AnnotationPorts, "23000-23002").Running(ip)
 	}
-	worker := testutil.MakePod(job, paddlev1.ReplicaWorker, 0).Annotation(paddlev1.AnnotationPorts, "23000-23002").Pending("10.0.0.3").Obj()
+	pending := func(job *paddlev1.PaddleJob, i int, ip string) *corev1.Pod {
+		return testutil.MakePod(job, paddlev1.ReplicaPS, i).Annotation(paddlev1.AnnotationPorts, "23000-23002").Pending(ip).Obj()
+	}
 	tests := []struct {
 		name     string
+		job      *paddlev1.PaddleJob
 		ps0, ps1 *corev1.Pod
 		released bool
 	}{
-		{"ps-0 runs, not listening; ps-1 Ready: released", ps(0, "10.0.0.1").Unready().Obj(), ps(1, "10.0.0.2").Obj(), true},
-		{"ps-0 runs; ps-1 not listening yet: waits", ps(0, "10.0.0.1").Unready().Obj(), ps(1, "10.0.0.2").Unready().Obj(), false},
-		{"ps-0 not running yet: waits", testutil.MakePod(job, paddlev1.ReplicaPS, 0).Annotation(paddlev1.AnnotationPorts, "23000-23002").Pending("10.0.0.1").Obj(), ps(1, "10.0.0.2").Obj(), false},
+		{"HTTP: ps-0 runs, not listening; ps-1 Ready: waits", http, ps(http, 0, "10.0.0.1").Unready().Obj(), ps(http, 1, "10.0.0.2").Obj(), false},
+		{"HTTP: both Ready: released", http, ps(http, 0, "10.0.0.1").Obj(), ps(http, 1, "10.0.0.2").Obj(), true},
+		{"files, level 2: both run, not listening: released", files, ps(files, 0, "10.0.0.1").Unready().Obj(), ps(files, 1, "10.0.0.2").Unready().Obj(), true},
+		{"files, level 2: ps-0 not running yet: waits", files, pending(files, 0, "10.0.0.1"), ps(files, 1, "10.0.0.2").Unready().Obj(), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, Options{}, objects(job, tc.ps0, tc.ps1, worker.DeepCopy())...)
-			got := f.reconcile(t, job)
+			worker := testutil.MakePod(tc.job, paddlev1.ReplicaWorker, 0).Annotation(paddlev1.AnnotationPorts, "23000-23002").Pending("10.0.0.3").Obj()
+			f := newFixture(t, Options{}, objects(tc.job, tc.ps0, tc.ps1, worker)...)
+			got := f.reconcile(t, tc.job)
 			if got.err != nil {
 				t.Fatal(got.err)
 			}

@@ -16,8 +16,9 @@ import (
 // or 2 whose ps and worker templates set PADDLE_GLOO_FS_PATH meets over
 // Paddle's file-system rendezvous, the only one where Paddle (2.6, 3.0)
 // builds the servers' group and the group of all processes; without it the
-// operator gives the job Paddle's HTTP store, where level 2 works as 1
-// (internal/operator/controller/gloo.go, docs/env-contract.md).
+// operator gives the job Paddle's HTTP store, served beside ps-0, where only
+// the workers get a group (internal/operator/controller/gloo.go,
+// docs/env-contract.md).
 
 // GlooFSPath is the variable naming the shared directory.
 const GlooFSPath = "PADDLE_GLOO_FS_PATH"
@@ -72,6 +73,14 @@ func validateGlooDir(spec *paddlev1.PaddleJobSpec) field.ErrorList {
 	const why = "Paddle's file-system rendezvous for Gloo (spec.withGloo 1 or 2) needs one directory every pod of the job reads and writes"
 	var errs field.ErrorList
 	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
+		if i := launcherContainer(spec.Replicas(rt)); i >= 0 {
+			// The launcher gives its processes the HTTP store, whoever
+			// sets the directory: the servers would get no group, and
+			// ps-0's process would serve the store and listen only after
+			// the trainers had gone on to push to it.
+			errs = append(errs, field.Forbidden(field.NewPath("spec", string(rt), "template", "spec", "containers").Index(i).Child("command"),
+				fmt.Sprintf("runs %s, which gives the processes it starts Gloo's HTTP store (PADDLE_GLOO_RENDEZVOUS=3) and a %s of its own, so the shared directory %s sets would not be used: run the program directly (python train.py) to meet over the directory, or remove %s to meet over the HTTP store", launcherModule, GlooFSPath, first.path, GlooFSPath)))
+		}
 		if len(settings[rt]) == 0 {
 			errs = append(errs, field.Required(field.NewPath("spec", string(rt), "template", "spec", "containers").Index(0).Child("env"),
 				fmt.Sprintf("%s sets %s: set it in spec.%s's template too, to the same directory (%s)", first.path, GlooFSPath, rt, why)))
@@ -90,9 +99,9 @@ func validateGlooDir(spec *paddlev1.PaddleJobSpec) field.ErrorList {
 	return errs
 }
 
-// glooWarnings: level 2 without a shared directory (it works as level 1),
-// a shared directory on none of the container's volumes, and one Paddle's
-// launcher would replace.
+// glooWarnings: level 2 without a shared directory (the servers get no
+// group), level 2 with one (the servers listen only after the trainers
+// joined them), and a shared directory on none of the container's volumes.
 func (v *Validator) glooWarnings(spec *paddlev1.PaddleJobSpec) []string {
 	if spec.PS == nil || spec.GlooLevel() == 0 {
 		return nil
@@ -101,18 +110,18 @@ func (v *Validator) glooWarnings(spec *paddlev1.PaddleJobSpec) []string {
 		if spec.GlooLevel() != 2 {
 			return nil
 		}
-		return []string{fmt.Sprintf(`spec.withGloo is 2 but no container of spec.ps or spec.worker sets %[1]s: the operator then gives the job Gloo's HTTP store, over which Paddle builds the workers' group only, not the servers' or the group of all processes, so level 2 works as 1 (fleet.util calls on "server" or "all" fail); set %[1]s in both templates to a directory on a volume every pod of the job mounts read-write (a ReadWriteMany PersistentVolumeClaim, NFS) and the operator uses Paddle's file-system rendezvous`, GlooFSPath)}
+		return []string{fmt.Sprintf(`spec.withGloo is 2 but no container of spec.ps or spec.worker sets %[1]s: the operator then gives the job Gloo's HTTP store, over which Paddle builds the workers' group only, not the servers' or the group of all processes: the workers run at level 2, the servers without Gloo (fleet.util calls on "server" or "all" fail); set %[1]s in both templates to a directory on a volume every pod of the job mounts read-write (a ReadWriteMany PersistentVolumeClaim, NFS) and the operator uses Paddle's file-system rendezvous`, GlooFSPath)}
 	}
 	var out []string
+	if spec.GlooLevel() == 2 {
+		out = append(out, `spec.withGloo is 2 over a shared directory: every parameter server joins the group of all processes inside fleet.init(), so it listens only after the trainers joined it too, and Paddle's init_worker() pushes the parameters to the servers without waiting for them (Paddle 3.0's wait_server_ready returns at once): the trainers must wait for the servers before fleet.init_worker() — paddlejob.wait_for_servers(fleet.server_endpoints()) does — or the job fails with "push dense param failed"; level 1 needs no wait`)
+	}
 	settings := glooDirSettings(spec)
 	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
 		for _, s := range settings[rt] {
 			if s.env.ValueFrom == nil && path.IsAbs(s.env.Value) && !onVolume(s.env.Value, s.container.VolumeMounts) {
 				out = append(out, fmt.Sprintf("%s: %s %q is on none of the container's volumeMounts: the job's pods share it only on a volume they all mount (a ReadWriteMany PersistentVolumeClaim, NFS, a hostPath on one node)", s.path, GlooFSPath, s.env.Value))
 			}
-		}
-		if runsLauncher(spec.Replicas(rt)) {
-			out = append(out, fmt.Sprintf("spec.%s.template runs %s, which gives the processes it starts Gloo's HTTP store (PADDLE_GLOO_RENDEZVOUS=3) and a %s of its own: the shared directory is not used and the servers get no Gloo group; run the program directly (python train.py)", rt, launcherModule, GlooFSPath))
 		}
 	}
 	return out

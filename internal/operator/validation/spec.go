@@ -11,21 +11,24 @@ import (
 )
 
 // validateReservedNames refuses a template that uses a name the operator
-// gives its own init container or volume: the pod would hold two of one
+// gives its own containers (wait-for-endpoints, gloo-store) or volume: the pod would hold two of one
 // name. (A schema rule could refuse it too, but not name the container's
 // index, and the controller names it when it fails a job without the
 // webhook.)
 func validateReservedNames(spec *paddlev1.PaddleJobSpec) field.ErrorList {
 	var errs field.ErrorList
 	eachRole(spec, func(_ paddlev1.ReplicaType, rs *paddlev1.ReplicaSpec, path *field.Path) {
-		const renameContainer = "is reserved for the operator's init container; rename the container"
+		const renameContainer = "is reserved for a container of the operator's; rename the container"
+		reserved := func(name string) bool {
+			return name == paddlev1.ReservedInitContainer || name == paddlev1.ReservedGlooStoreContainer
+		}
 		for i, c := range rs.Template.Spec.InitContainers {
-			if c.Name == paddlev1.ReservedInitContainer {
+			if reserved(c.Name) {
 				errs = append(errs, field.Invalid(path.Child("initContainers").Index(i).Child("name"), c.Name, renameContainer))
 			}
 		}
 		for i, c := range rs.Template.Spec.Containers {
-			if c.Name == paddlev1.ReservedInitContainer {
+			if reserved(c.Name) {
 				errs = append(errs, field.Invalid(path.Child("containers").Index(i).Child("name"), c.Name, renameContainer))
 			}
 		}

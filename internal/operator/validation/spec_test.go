@@ -18,11 +18,14 @@ func TestReservedNames(t *testing.T) {
 		}},
 		{name: "a container named as the operator's init container", edit: func(j *paddlev1.PaddleJob) {
 			j.Spec.Worker.Template.Spec.Containers[0].Name = paddlev1.ReservedInitContainer
-		}, want: []string{`spec.worker.template.spec.containers[0].name: Invalid value: "wait-for-endpoints": is reserved for the operator's init container; rename the container`}},
+		}, want: []string{`spec.worker.template.spec.containers[0].name: Invalid value: "wait-for-endpoints": is reserved for a container of the operator's; rename the container`}},
 		{name: "an init container of that name", edit: func(j *paddlev1.PaddleJob) {
 			j.Spec.PS.Template.Spec.InitContainers = append(j.Spec.PS.Template.Spec.InitContainers, j.Spec.PS.Template.Spec.Containers[0])
 			j.Spec.PS.Template.Spec.InitContainers[0].Name = paddlev1.ReservedInitContainer
 		}, want: []string{`spec.ps.template.spec.initContainers[0].name: Invalid value: "wait-for-endpoints": is reserved`}},
+		{name: "a container named as the Gloo store", edit: func(j *paddlev1.PaddleJob) {
+			j.Spec.PS.Template.Spec.Containers[0].Name = paddlev1.ReservedGlooStoreContainer
+		}, want: []string{`spec.ps.template.spec.containers[0].name: Invalid value: "gloo-store": is reserved for a container of the operator's; rename the container`}},
 		{name: "the endpoints volume's name", edit: func(j *paddlev1.PaddleJob) {
 			j.Spec.PS.Template.Spec.Volumes = append(j.Spec.PS.Template.Spec.Volumes, testutil.EmptyDir(paddlev1.ReservedVolume))
 		}, want: []string{`spec.ps.template.spec.volumes[0].name: Invalid value: "paddlejob-endpoints": is reserved for the job's endpoints; rename the volume`}},

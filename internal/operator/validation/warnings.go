@@ -125,10 +125,19 @@ func launcherWarnings(spec *paddlev1.PaddleJobSpec) []string {
 // runsLauncher reports whether a container of the role starts Paddle's
 // launcher.
 func runsLauncher(rs *paddlev1.ReplicaSpec) bool {
-	for _, c := range rs.Template.Spec.Containers {
+	return launcherContainer(rs) >= 0
+}
+
+// launcherContainer is the index of the role's first container that starts
+// Paddle's launcher, -1 when none does (or there is no role).
+func launcherContainer(rs *paddlev1.ReplicaSpec) int {
+	if rs == nil {
+		return -1
+	}
+	for i, c := range rs.Template.Spec.Containers {
 		if strings.Contains(strings.Join(append(append([]string(nil), c.Command...), c.Args...), " "), launcherModule) {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
