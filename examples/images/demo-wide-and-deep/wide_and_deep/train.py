@@ -117,9 +117,10 @@ def run_trainer(args: argparse.Namespace, inputs, loss, probability, test_progra
         print(f"resumed from {resumed.name} (test_auc={resumed.test_auc:.4f}): {skipped}, {todo}", flush=True)
     if servers:
         # A PaddleJob and `paddlejob launch` start trainers once the servers
-        # listen, except the Gloo store's host (ps-0, withGloo 1 or 2): it
-        # listens only after every trainer joined its store, so a Paddle 3
-        # trainer waits for it here (docs/env-contract.md#start-up-order).
+        # listen. The wait is for the one layout they cannot order, withGloo
+        # 2 over a shared directory, where a server listens only after the
+        # trainers joined it in fleet.init(), and for runs outside either
+        # (docs/env-contract.md#start-up-order).
         wait_for_servers(servers, args.server_timeout)
         fleet.init_worker()
 
