@@ -110,6 +110,8 @@ type podRuntime struct {
 	volumesMu   sync.Mutex
 	projections map[string][32]byte
 
+	// publishMu keeps publish's statuses in order.
+	publishMu sync.Mutex
 	// mu guards the fields below.
 	mu           sync.Mutex
 	pod          *corev1.Pod
@@ -325,8 +327,13 @@ func (r *podRuntime) allRuns() []*containerRun {
 }
 
 // publish sends the pod's current status to virtual-kubelet, unless the pod
-// is gone from the API.
+// is gone from the API. Publishes go out one at a time, in the order their
+// statuses were taken: virtual-kubelet keeps the last it is given, so a
+// status taken earlier must not overtake a later one (the pod's containers
+// publish from goroutines of their own).
 func (r *podRuntime) publish() {
+	r.publishMu.Lock()
+	defer r.publishMu.Unlock()
 	current := r.deps.apiPod(r.namespace, r.name, r.uid)
 	if current == nil {
 		return
