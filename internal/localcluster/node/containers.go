@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 	"time"
 
@@ -76,14 +77,29 @@ type containerRun struct {
 	// lastWarning avoids repeating an event while a container keeps waiting
 	// for the same reason.
 	lastWarning string
-	// ready is whether the current run's readiness probe passes (probes.go).
-	ready bool
+	// started is whether the current run has started: its startup probe
+	// passed, or it has none the node runs (probes.go). ready is whether
+	// its readiness probe passes. probeKilled is whether a startup or
+	// liveness probe ended it.
+	started, ready, probeKilled bool
 }
 
 func (c *containerRun) restartCount() int32 { return int32(max(c.runs-1, 0)) }
 
+// markStarted records that the current run has started; the caller holds
+// the pod's mu.
+func (c *containerRun) markStarted() {
+	c.started = true
+}
+
 func (c *containerRun) status(podUID types.UID) corev1.ContainerStatus {
 	running := c.state.Running != nil
+	started := running && c.started
+	ready := started && (c.ready || !probedReadiness(c.spec))
+	if c.init {
+		// As the kubelet reports it: ready once it has completed.
+		ready = c.state.Terminated != nil && c.state.Terminated.ExitCode == 0
+	}
 	s := corev1.ContainerStatus{
 		Name:                 c.spec.Name,
 		Image:                c.spec.Image,
@@ -91,8 +107,8 @@ func (c *containerRun) status(podUID types.UID) corev1.ContainerStatus {
 		RestartCount:         c.restartCount(),
 		State:                *c.state.DeepCopy(),
 		LastTerminationState: *c.last.DeepCopy(),
-		Ready:                running && (c.ready || !probedReadiness(c.spec)),
-		Started:              ptr.To(running),
+		Ready:                ready,
+		Started:              ptr.To(started),
 	}
 	if c.runs > 0 {
 		s.ContainerID = containerID(podUID, c.spec.Name, c.runs-1)
@@ -139,7 +155,7 @@ func (r *podRuntime) runContainer(ctx context.Context, c *containerRun) bool {
 		if r.isStopping() {
 			return false
 		}
-		if !shouldRestart(r.restartPolicy(), c.init, term.ExitCode) {
+		if !shouldRestart(r.restartPolicy(), c.init, term.ExitCode, r.killedByProbe(c)) {
 			return term.ExitCode == 0
 		}
 		backoff = NextCrashBackoff(backoff, term.FinishedAt.Sub(term.StartedAt.Time))
@@ -178,18 +194,23 @@ func (r *podRuntime) runOnce(ctx context.Context, c *containerRun, spec processS
 	r.mu.Lock()
 	c.state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}
 	c.lastWarning = ""
-	c.ready = false
+	c.ready, c.started, c.probeKilled = false, false, false
+	if !runsProbe(c.spec.StartupProbe) {
+		c.markStarted()
+	}
 	run := c.runs - 1
 	r.mu.Unlock()
 	r.publish()
 	r.event(corev1.EventTypeNormal, "Started", "Started container "+c.spec.Name)
 
+	// The probes of this run end before its end is recorded: none of them
+	// changes what a later run reports.
 	probing, stopProbing := context.WithCancel(ctx)
-	if !c.init {
-		go r.probeReadiness(probing, c)
-	}
+	var probes sync.WaitGroup
+	probes.Go(func() { r.probe(probing, c, proc, started.Time) })
 	r.awaitExit(ctx, c, proc)
 	stopProbing()
+	probes.Wait()
 	_ = spec.Log.close()
 	oomKilled := false
 	if spec.Cgroup != nil {
