@@ -64,10 +64,23 @@ func waitingReason(err error) string {
 	return reasonCreateError
 }
 
+// containerKind is what part a container plays in its pod.
+type containerKind int
+
+const (
+	// kindContainer is one of the pod's containers.
+	kindContainer containerKind = iota
+	// kindInit is an init container that runs to completion.
+	kindInit
+	// kindSidecar is an init container with restartPolicy Always
+	// (sidecars.go).
+	kindSidecar
+)
+
 // containerRun is the node's record of one container of a pod.
 type containerRun struct {
 	spec *corev1.Container
-	init bool
+	kind containerKind
 	// runs counts the times the container was started.
 	runs  int
 	state corev1.ContainerState
@@ -82,6 +95,9 @@ type containerRun struct {
 	// its readiness probe passes. probeKilled is whether a startup or
 	// liveness probe ended it.
 	started, ready, probeKilled bool
+	// firstStart closes when a sidecar has started for the first time: the
+	// next init container may start (nil for other containers).
+	firstStart chan struct{}
 }
 
 func (c *containerRun) restartCount() int32 { return int32(max(c.runs-1, 0)) }
@@ -90,13 +106,20 @@ func (c *containerRun) restartCount() int32 { return int32(max(c.runs-1, 0)) }
 // the pod's mu.
 func (c *containerRun) markStarted() {
 	c.started = true
+	if c.firstStart != nil {
+		select {
+		case <-c.firstStart:
+		default:
+			close(c.firstStart)
+		}
+	}
 }
 
 func (c *containerRun) status(podUID types.UID) corev1.ContainerStatus {
 	running := c.state.Running != nil
 	started := running && c.started
 	ready := started && (c.ready || !probedReadiness(c.spec))
-	if c.init {
+	if c.kind == kindInit {
 		// As the kubelet reports it: ready once it has completed.
 		ready = c.state.Terminated != nil && c.state.Terminated.ExitCode == 0
 	}
@@ -126,8 +149,9 @@ func waiting(reason, message string) corev1.ContainerState {
 }
 
 // runContainer runs a container until it need not run again: an init
-// container until it succeeds, a container as its restart policy says. It
-// reports whether the container's last run succeeded.
+// container until it succeeds, a container as its restart policy says, a
+// sidecar until ctx ends. It reports whether the container's last run
+// succeeded.
 func (r *podRuntime) runContainer(ctx context.Context, c *containerRun) bool {
 	var backoff time.Duration
 	for ctx.Err() == nil {
@@ -152,10 +176,10 @@ func (r *podRuntime) runContainer(ctx context.Context, c *containerRun) bool {
 		default:
 			term = r.runOnce(ctx, c, spec)
 		}
-		if r.isStopping() {
+		if ctx.Err() != nil || r.isStopping() {
 			return false
 		}
-		if !shouldRestart(r.restartPolicy(), c.init, term.ExitCode, r.killedByProbe(c)) {
+		if !shouldRestart(r.restartPolicy(), c.kind, term.ExitCode, r.killedByProbe(c)) {
 			return term.ExitCode == 0
 		}
 		backoff = NextCrashBackoff(backoff, term.FinishedAt.Sub(term.StartedAt.Time))

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
+	"github.com/paddlejob/paddlejob/internal/sidecar"
 )
 
 // podDeps is what a podRuntime uses of its node: the Provider builds it
@@ -120,10 +121,13 @@ type podRuntime struct {
 	volumes      map[string]podVolume
 	sandboxReady bool
 	stopping     bool
-	killAt       time.Time
-	shutdown     bool
-	deleting     bool
-	finished     bool
+	// killAt is when the containers being stopped get SIGKILL: set by stop,
+	// or when the sidecars stop after the containers ended (stopSidecars);
+	// zero until then.
+	killAt   time.Time
+	shutdown bool
+	deleting bool
+	finished bool
 	// lastPodWarning avoids repeating a pod event, as lastWarning does.
 	lastPodWarning string
 
@@ -160,8 +164,11 @@ func newPodRuntime(deps *podDeps, pod *corev1.Pod, ip string, predecessor *podRu
 		firstReason = reasonPodInitializing
 	}
 	for i := range pod.Spec.InitContainers {
-		r.initRuns = append(r.initRuns, &containerRun{spec: &pod.Spec.InitContainers[i], init: true,
-			state: waiting(firstReason, "")})
+		c := &containerRun{spec: &pod.Spec.InitContainers[i], kind: kindInit, state: waiting(firstReason, "")}
+		if sidecar.Is(c.spec) {
+			c.kind, c.firstStart = kindSidecar, make(chan struct{})
+		}
+		r.initRuns = append(r.initRuns, c)
 	}
 	for i := range pod.Spec.Containers {
 		r.runs = append(r.runs, &containerRun{spec: &pod.Spec.Containers[i],
@@ -210,21 +217,22 @@ func (r *podRuntime) run() {
 	r.finish()
 }
 
+// execute runs the pod's init containers in order (sidecars.go), then its
+// containers all at once until none will run again; the sidecars stop last.
 func (r *podRuntime) execute(ctx context.Context) {
 	if !r.retry(ctx, r.prepare) {
 		return
 	}
 	go r.refreshProjectionsLoop(ctx)
-	for _, c := range r.initRuns {
-		if !r.runContainer(ctx, c) {
-			return
+	initialized, sidecars := r.initialize(ctx)
+	if initialized {
+		var wg sync.WaitGroup
+		for _, c := range r.runs {
+			wg.Go(func() { r.runContainer(ctx, c) })
 		}
+		wg.Wait()
 	}
-	var wg sync.WaitGroup
-	for _, c := range r.runs {
-		wg.Go(func() { r.runContainer(ctx, c) })
-	}
-	wg.Wait()
+	r.stopSidecars(sidecars)
 }
 
 // retry runs step until it succeeds; false if the pod was stopped first.
@@ -265,7 +273,7 @@ func (r *podRuntime) stop(grace time.Duration, shutdown bool) {
 		return
 	}
 	killAt := r.deps.clock.Now().Add(grace)
-	if !r.stopping || killAt.Before(r.killAt) {
+	if r.killAt.IsZero() || killAt.Before(r.killAt) {
 		r.killAt = killAt
 	}
 	r.stopping = true

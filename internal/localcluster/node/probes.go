@@ -16,9 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// Probes, as the kubelet runs them:
+// Probes, as the kubelet runs them, on containers and sidecars alike:
 //   - a startupProbe holds a run back from "started" until it passes; the
-//     run's liveness and readiness probes wait for it. failureThreshold
+//     run's liveness and readiness probes wait for it, and so does the next
+//     init container after a sidecar (sidecars.go). failureThreshold
 //     failures in a row kill the run;
 //   - a readinessProbe makes the container Ready only while it passes
 //     (successThreshold passes in a row make it Ready, failureThreshold
@@ -150,7 +151,7 @@ func (r *podRuntime) killForProbe(c *containerRun, proc containerProcess, p *cor
 		grace = time.Duration(*p.TerminationGracePeriodSeconds) * time.Second
 	}
 	msg := fmt.Sprintf("Container %s failed %s probe", c.spec.Name, kind)
-	if shouldRestart(policy, c.init, 0, true) {
+	if shouldRestart(policy, c.kind, 0, true) {
 		msg += ", will be restarted"
 	}
 	r.event(corev1.EventTypeNormal, "Killing", msg)

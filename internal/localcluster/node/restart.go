@@ -18,13 +18,17 @@ const (
 )
 
 // shouldRestart reports whether a container that exited with exitCode runs
-// again. An init container runs until it succeeds unless the policy is
-// Never; a regular container follows the pod's restartPolicy. A run that a
-// failed startup or liveness probe ended is a failure whatever its exit
-// code: the kubelet restarts it unless the policy is Never.
-func shouldRestart(policy corev1.RestartPolicy, isInit bool, exitCode int32, probeKilled bool) bool {
+// again. A sidecar always does, whatever the pod's restartPolicy; an init
+// container runs until it succeeds unless the policy is Never; a container
+// follows the pod's restartPolicy. A run that a failed startup or liveness
+// probe ended is a failure whatever its exit code: the kubelet restarts it
+// unless the policy is Never.
+func shouldRestart(policy corev1.RestartPolicy, kind containerKind, exitCode int32, probeKilled bool) bool {
 	failed := exitCode != 0 || probeKilled
-	if isInit {
+	switch {
+	case kind == kindSidecar:
+		return true
+	case kind == kindInit:
 		return failed && policy != corev1.RestartPolicyNever
 	}
 	switch policy {

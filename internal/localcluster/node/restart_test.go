@@ -11,29 +11,35 @@ func TestShouldRestart(t *testing.T) {
 	always, onFailure, never := corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever
 	tests := []struct {
 		policy      corev1.RestartPolicy
-		init        bool
+		kind        containerKind
 		exit        int32
 		probeKilled bool
 		want        bool
 	}{
-		{always, false, 0, false, true},
-		{always, false, 1, false, true},
-		{"", false, 0, false, true},
-		{onFailure, false, 0, false, false},
-		{onFailure, false, 137, false, true},
-		{never, false, 0, false, false},
-		{never, false, 1, false, false},
-		{always, true, 0, false, false},
-		{always, true, 1, false, true},
-		{onFailure, true, 2, false, true},
-		{never, true, 2, false, false},
+		{always, kindContainer, 0, false, true},
+		{always, kindContainer, 1, false, true},
+		{"", kindContainer, 0, false, true},
+		{onFailure, kindContainer, 0, false, false},
+		{onFailure, kindContainer, 137, false, true},
+		{never, kindContainer, 0, false, false},
+		{never, kindContainer, 1, false, false},
+		{always, kindInit, 0, false, false},
+		{always, kindInit, 1, false, true},
+		{onFailure, kindInit, 2, false, true},
+		{never, kindInit, 2, false, false},
+		// A sidecar runs again after any exit, under any policy.
+		{always, kindSidecar, 0, false, true},
+		{onFailure, kindSidecar, 0, false, true},
+		{never, kindSidecar, 0, false, true},
+		{never, kindSidecar, 143, false, true},
 		// A run its probe killed failed, even if it exited 0 on SIGTERM.
-		{onFailure, false, 0, true, true},
-		{never, false, 0, true, false},
+		{onFailure, kindContainer, 0, true, true},
+		{never, kindContainer, 0, true, false},
+		{never, kindSidecar, 0, true, true},
 	}
 	for _, tc := range tests {
-		if got := shouldRestart(tc.policy, tc.init, tc.exit, tc.probeKilled); got != tc.want {
-			t.Errorf("shouldRestart(%q, init=%v, exit=%d, probeKilled=%v) = %v, want %v", tc.policy, tc.init, tc.exit, tc.probeKilled, got, tc.want)
+		if got := shouldRestart(tc.policy, tc.kind, tc.exit, tc.probeKilled); got != tc.want {
+			t.Errorf("shouldRestart(%q, kind=%d, exit=%d, probeKilled=%v) = %v, want %v", tc.policy, tc.kind, tc.exit, tc.probeKilled, got, tc.want)
 		}
 	}
 }
