@@ -43,7 +43,8 @@ func ctlVolume(t *testing.T, pod *corev1.Pod) string {
 	return dir
 }
 
-// waitFile waits until the file exists and returns its content.
+// waitFile waits until the file exists and returns its content: a file
+// whose content matters must appear whole (renamed into place).
 func waitFile(t *testing.T, path string) string {
 	t.Helper()
 	var data []byte
@@ -206,7 +207,8 @@ func TestDeletionStopsTheContainerThenTheSidecar(t *testing.T) {
 	ns := n.namespace(t)
 	pod := n.shellPod(ns, "ordered-stop", `trap 'touch /ctl/main-term; while [ ! -e /ctl/release ]; do sleep 0.1; done; touch /ctl/main-exited; exit 0' TERM
 touch /ctl/main-trapping; while :; do sleep 0.1; done`)
-	pod.Spec.InitContainers = []corev1.Container{sidecarOf(shellContainer("proxy", `trap 'if [ -e /ctl/main-exited ]; then echo after > /ctl/proxy-term; else echo before > /ctl/proxy-term; fi; exit 0' TERM
+	// The sidecar's answer is renamed into place: the test reads it whole.
+	pod.Spec.InitContainers = []corev1.Container{sidecarOf(shellContainer("proxy", `trap 'if [ -e /ctl/main-exited ]; then echo after > /ctl/answer; else echo before > /ctl/answer; fi; mv /ctl/answer /ctl/proxy-term; exit 0' TERM
 touch /ctl/proxy-trapping; while :; do sleep 0.1; done`))}
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
 	ctl := ctlVolume(t, pod)
