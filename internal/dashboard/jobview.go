@@ -19,6 +19,7 @@ import (
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	opprogress "github.com/paddlejob/paddlejob/internal/operator/progress"
+	"github.com/paddlejob/paddlejob/internal/sidecar"
 	"github.com/paddlejob/paddlejob/internal/termprogress"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
@@ -175,8 +176,14 @@ func podRowOf(p *corev1.Pod) PodRow {
 		r.Containers = append(r.Containers, c.Name)
 	}
 	r.Reason, r.Message = p.Status.Reason, p.Status.Message
+	finished := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
 		r.Restarts += cs.RestartCount
+		// A sidecar's end is not the pod's: it is stopped once the
+		// containers are done, and its exit code fails nothing.
+		if sidecar.Named(&p.Spec, cs.Name) && (cs.State.Terminated != nil || finished) {
+			continue
+		}
 		switch {
 		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "" && cs.State.Waiting.Reason != "PodInitializing":
 			r.Reason, r.Message = cs.State.Waiting.Reason, cs.State.Waiting.Message

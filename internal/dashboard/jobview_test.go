@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	opprogress "github.com/paddlejob/paddlejob/internal/operator/progress"
@@ -167,4 +169,45 @@ func TestJobStreamSaysWhatTheUserMayNotRead(t *testing.T) {
 	}
 	var v JobView
 	s.waitFor(t, "job", &v, func() bool { return v.Exists })
+}
+
+// A pod row says why a pod stands where it does from its containers, not
+// from its sidecar (an init container with restartPolicy Always): a pod that
+// succeeded shows its container's exit code, not the 143 of the sidecar
+// stopped after it; a running pod whose sidecar crash-loops says so.
+func TestPodRowOfAPodWithASidecar(t *testing.T) {
+	terminated := func(name string, code int32, reason string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason}}}
+	}
+	crashLooping := corev1.ContainerStatus{Name: "proxy", RestartCount: 2,
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}}
+	tests := []struct {
+		name         string
+		phase        corev1.PodPhase
+		proxy, main  corev1.ContainerStatus
+		wantReason   string
+		wantExitCode *int32
+		wantRestarts int32
+	}{
+		{"succeeded, sidecar stopped after", corev1.PodSucceeded, terminated("proxy", 143, "Error"), terminated("main", 0, "Completed"), "Completed", ptr.To[int32](0), 0},
+		{"failed, sidecar stopped after", corev1.PodFailed, terminated("proxy", 143, "Error"), terminated("main", 3, "Error"), "Error", ptr.To[int32](3), 0},
+		{"succeeded, sidecar left in back-off", corev1.PodSucceeded, crashLooping, terminated("main", 0, "Completed"), "Completed", ptr.To[int32](0), 2},
+		{"running, sidecar crash-looping", corev1.PodRunning, crashLooping, corev1.ContainerStatus{Name: "main", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}, "CrashLoopBackOff", ptr.To[int32](1), 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &corev1.Pod{
+				Spec: corev1.PodSpec{
+					InitContainers: []corev1.Container{{Name: "proxy", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}},
+					Containers:     []corev1.Container{{Name: "main"}},
+				},
+				Status: corev1.PodStatus{Phase: tc.phase, InitContainerStatuses: []corev1.ContainerStatus{tc.proxy}, ContainerStatuses: []corev1.ContainerStatus{tc.main}},
+			}
+			r := podRowOf(p)
+			if r.Reason != tc.wantReason || !reflect.DeepEqual(r.ExitCode, tc.wantExitCode) || r.Restarts != tc.wantRestarts {
+				t.Errorf("row reason %q, exit code %v, restarts %d; want %q, %v, %d", r.Reason, ptr.Deref(r.ExitCode, -1), r.Restarts, tc.wantReason, ptr.Deref(tc.wantExitCode, -1), tc.wantRestarts)
+			}
+		})
+	}
 }

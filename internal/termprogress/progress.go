@@ -8,12 +8,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/sidecar"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
-// PodState is a pod's state in a word, as kubectl get pods shows it.
+// PodState is a pod's state in a word, as kubectl get pods shows it. A
+// sidecar (an init container with restartPolicy Always) that has started
+// counts as initialized, as a completed init container does: it runs beside
+// the containers, and the pod is not stuck in "Init:".
 func PodState(p *corev1.Pod) string {
 	if p.DeletionTimestamp != nil {
 		return "Terminating"
@@ -21,6 +26,9 @@ func PodState(p *corev1.Pod) string {
 	if p.Status.Phase == corev1.PodPending {
 		for i, cs := range p.Status.InitContainerStatuses {
 			if cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0 {
+				continue
+			}
+			if sidecar.Named(&p.Spec, cs.Name) && ptr.Deref(cs.Started, false) {
 				continue
 			}
 			if cs.State.Waiting != nil && cs.State.Waiting.Reason != "" && cs.State.Waiting.Reason != "PodInitializing" {

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/paddlejob/paddlejob/internal/sidecar"
 )
 
 // Why a pod stays Pending: the scheduler says only "0/1 nodes are available:
@@ -166,31 +168,49 @@ func unschedulable(pod *corev1.Pod) *corev1.PodCondition {
 	return nil
 }
 
-// PodRequests is what the scheduler reserves for a pod: each resource's
-// sum over its containers, or its largest init container's request when
-// that is more, plus the pod's overhead.
+// PodRequests is what the scheduler reserves for a pod, as Kubernetes
+// computes a pod's effective requests: for each resource, the sum over its
+// containers and sidecars (init containers with restartPolicy Always, which
+// run beside them), or, when that is more, the most any init container
+// needs while it runs: its own request plus those of the sidecars declared
+// before it, which run meanwhile; plus the pod's overhead.
 func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, c := range pod.Spec.Containers {
-		for name, q := range containerRequests(c) {
-			sum := out[name]
-			sum.Add(q)
-			out[name] = sum
-		}
+		addRequests(out, containerRequests(c))
 	}
+	sidecars, initPeak := corev1.ResourceList{}, corev1.ResourceList{}
 	for _, c := range pod.Spec.InitContainers {
-		for name, q := range containerRequests(c) {
-			if q.Cmp(out[name]) > 0 {
-				out[name] = q.DeepCopy()
+		reqs := containerRequests(c)
+		if sidecar.Is(&c) {
+			addRequests(out, reqs)
+			addRequests(sidecars, reqs)
+			reqs = sidecars
+		} else {
+			addRequests(reqs, sidecars)
+		}
+		for name, q := range reqs {
+			if q.Cmp(initPeak[name]) > 0 {
+				initPeak[name] = q.DeepCopy()
 			}
 		}
 	}
-	for name, q := range pod.Spec.Overhead {
-		sum := out[name]
-		sum.Add(q)
-		out[name] = sum
+	for name, q := range initPeak {
+		if q.Cmp(out[name]) > 0 {
+			out[name] = q.DeepCopy()
+		}
 	}
+	addRequests(out, pod.Spec.Overhead)
 	return out
+}
+
+// addRequests adds each of add's quantities to sum's.
+func addRequests(sum, add corev1.ResourceList) {
+	for name, q := range add {
+		total := sum[name]
+		total.Add(q)
+		sum[name] = total
+	}
 }
 
 // containerRequests are a container's requests; a resource with a limit and

@@ -145,3 +145,40 @@ func TestLocalClusterHint(t *testing.T) {
 		t.Errorf("hint %q for a reason capacity does not fix", got)
 	}
 }
+
+// A pod's requests count its sidecars (init containers with restartPolicy
+// Always) as the scheduler does: they run beside the containers, and beside
+// each init container declared after them.
+func TestPodRequestsWithSidecars(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	container := func(name, cpu string) corev1.Container {
+		return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Requests: resources("cpu", cpu)}}
+	}
+	sidecar := func(name, cpu string) corev1.Container {
+		c := container(name, cpu)
+		c.RestartPolicy = &always
+		return c
+	}
+	tests := []struct {
+		name       string
+		inits      []corev1.Container
+		containers []corev1.Container
+		want       string
+	}{
+		{"containers only", nil, []corev1.Container{container("a", "1"), container("b", "500m")}, "1500m"},
+		{"a larger init container", []corev1.Container{container("setup", "3")}, []corev1.Container{container("a", "1")}, "3"},
+		{"a sidecar adds to the containers", []corev1.Container{sidecar("proxy", "250m")}, []corev1.Container{container("a", "1")}, "1250m"},
+		{"an init container after a sidecar runs beside it", []corev1.Container{sidecar("proxy", "1"), container("setup", "3")}, []corev1.Container{container("a", "1")}, "4"},
+		{"an init container before a sidecar does not", []corev1.Container{container("setup", "3"), sidecar("proxy", "1")}, []corev1.Container{container("a", "1")}, "3"},
+		{"sidecars add up", []corev1.Container{sidecar("p1", "1"), sidecar("p2", "2"), container("setup", "2")}, []corev1.Container{container("a", "1")}, "5"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: tc.inits, Containers: tc.containers}}
+			got := PodRequests(pod)[corev1.ResourceCPU]
+			if want := resource.MustParse(tc.want); got.Cmp(want) != 0 {
+				t.Errorf("cpu request %s, want %s", got.String(), want.String())
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 	"time"
 
@@ -63,10 +64,23 @@ func waitingReason(err error) string {
 	return reasonCreateError
 }
 
+// containerKind is what part a container plays in its pod.
+type containerKind int
+
+const (
+	// kindContainer is one of the pod's containers.
+	kindContainer containerKind = iota
+	// kindInit is an init container that runs to completion.
+	kindInit
+	// kindSidecar is an init container with restartPolicy Always
+	// (sidecars.go).
+	kindSidecar
+)
+
 // containerRun is the node's record of one container of a pod.
 type containerRun struct {
 	spec *corev1.Container
-	init bool
+	kind containerKind
 	// runs counts the times the container was started.
 	runs  int
 	state corev1.ContainerState
@@ -76,14 +90,39 @@ type containerRun struct {
 	// lastWarning avoids repeating an event while a container keeps waiting
 	// for the same reason.
 	lastWarning string
-	// ready is whether the current run's readiness probe passes (probes.go).
-	ready bool
+	// started is whether the current run has started: its startup probe
+	// passed, or it has none the node runs (probes.go). ready is whether
+	// its readiness probe passes. probeKilled is whether a startup or
+	// liveness probe ended it.
+	started, ready, probeKilled bool
+	// firstStart closes when a sidecar has started for the first time: the
+	// next init container may start (nil for other containers).
+	firstStart chan struct{}
 }
 
 func (c *containerRun) restartCount() int32 { return int32(max(c.runs-1, 0)) }
 
+// markStarted records that the current run has started; the caller holds
+// the pod's mu.
+func (c *containerRun) markStarted() {
+	c.started = true
+	if c.firstStart != nil {
+		select {
+		case <-c.firstStart:
+		default:
+			close(c.firstStart)
+		}
+	}
+}
+
 func (c *containerRun) status(podUID types.UID) corev1.ContainerStatus {
 	running := c.state.Running != nil
+	started := running && c.started
+	ready := started && (c.ready || !probedReadiness(c.spec))
+	if c.kind == kindInit {
+		// As the kubelet reports it: ready once it has completed.
+		ready = c.state.Terminated != nil && c.state.Terminated.ExitCode == 0
+	}
 	s := corev1.ContainerStatus{
 		Name:                 c.spec.Name,
 		Image:                c.spec.Image,
@@ -91,8 +130,8 @@ func (c *containerRun) status(podUID types.UID) corev1.ContainerStatus {
 		RestartCount:         c.restartCount(),
 		State:                *c.state.DeepCopy(),
 		LastTerminationState: *c.last.DeepCopy(),
-		Ready:                running && (c.ready || !probedReadiness(c.spec)),
-		Started:              ptr.To(running),
+		Ready:                ready,
+		Started:              ptr.To(started),
 	}
 	if c.runs > 0 {
 		s.ContainerID = containerID(podUID, c.spec.Name, c.runs-1)
@@ -110,8 +149,9 @@ func waiting(reason, message string) corev1.ContainerState {
 }
 
 // runContainer runs a container until it need not run again: an init
-// container until it succeeds, a container as its restart policy says. It
-// reports whether the container's last run succeeded.
+// container until it succeeds, a container as its restart policy says, a
+// sidecar until ctx ends. It reports whether the container's last run
+// succeeded.
 func (r *podRuntime) runContainer(ctx context.Context, c *containerRun) bool {
 	var backoff time.Duration
 	for ctx.Err() == nil {
@@ -136,10 +176,10 @@ func (r *podRuntime) runContainer(ctx context.Context, c *containerRun) bool {
 		default:
 			term = r.runOnce(ctx, c, spec)
 		}
-		if r.isStopping() {
+		if ctx.Err() != nil || r.isStopping() {
 			return false
 		}
-		if !shouldRestart(r.restartPolicy(), c.init, term.ExitCode) {
+		if !shouldRestart(r.restartPolicy(), c.kind, term.ExitCode, r.killedByProbe(c)) {
 			return term.ExitCode == 0
 		}
 		backoff = NextCrashBackoff(backoff, term.FinishedAt.Sub(term.StartedAt.Time))
@@ -178,18 +218,23 @@ func (r *podRuntime) runOnce(ctx context.Context, c *containerRun, spec processS
 	r.mu.Lock()
 	c.state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}
 	c.lastWarning = ""
-	c.ready = false
+	c.ready, c.started, c.probeKilled = false, false, false
+	if !runsProbe(c.spec.StartupProbe) {
+		c.markStarted()
+	}
 	run := c.runs - 1
 	r.mu.Unlock()
 	r.publish()
 	r.event(corev1.EventTypeNormal, "Started", "Started container "+c.spec.Name)
 
+	// The probes of this run end before its end is recorded: none of them
+	// changes what a later run reports.
 	probing, stopProbing := context.WithCancel(ctx)
-	if !c.init {
-		go r.probeReadiness(probing, c)
-	}
+	var probes sync.WaitGroup
+	probes.Go(func() { r.probe(probing, c, proc, started.Time) })
 	r.awaitExit(ctx, c, proc)
 	stopProbing()
+	probes.Wait()
 	_ = spec.Log.close()
 	oomKilled := false
 	if spec.Cgroup != nil {

@@ -93,6 +93,16 @@ func runNetworkHelper(name string, args []string) (int, bool) {
 		c.Close()
 		fmt.Println("connected")
 		return 0, true
+	case "must-connect":
+		// One attempt: "connected" and exit 0, or the error and exit 1.
+		c, err := net.DialTimeout("tcp", args[0], 10*time.Second)
+		if err != nil {
+			fmt.Println("error:", err)
+			return 1, true
+		}
+		c.Close()
+		fmt.Println("connected")
+		return 0, true
 	case "bind":
 		// Binds args[0]: "bound" or the error.
 		l, err := net.Listen("tcp", args[0])

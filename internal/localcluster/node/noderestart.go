@@ -28,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/paddlejob/paddlejob/internal/sidecar"
 )
 
 // The status of a pod that ran when its node restarted.
@@ -62,7 +64,8 @@ func (f restartFate) String() string {
 // is Running, when one of its containers ran, or when one of its init
 // containers completed: a completed init container cannot run again (the API
 // refuses to see it leave its terminated state) and what it prepared in the
-// pod's volumes died with the node.
+// pod's volumes died with the node. A sidecar that ran does not count: the
+// API lets it run again, as it does after any exit.
 func fateAfterRestart(pod *corev1.Pod) restartFate {
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded, corev1.PodFailed:
@@ -76,7 +79,7 @@ func fateAfterRestart(pod *corev1.Pod) restartFate {
 		}
 	}
 	for _, cs := range pod.Status.InitContainerStatuses {
-		if t := cs.State.Terminated; t != nil && t.ExitCode == 0 {
+		if t := cs.State.Terminated; t != nil && t.ExitCode == 0 && !sidecar.Named(&pod.Spec, cs.Name) {
 			return fateFail
 		}
 	}
@@ -94,13 +97,12 @@ func ran(cs corev1.ContainerStatus) bool {
 // (or waiting to restart) terminated with exit code 137, as SIGKILL leaves
 // it; containers that had ended keep their end and those that never started
 // stay waiting. Addresses, start time and the conditions others own are kept.
+// A pod whose containers had all succeeded and would not run again, kept
+// Running only by its sidecars, Succeeded: its sidecars' end is not its own.
 func nodeRestartedStatus(pod *corev1.Pod, now metav1.Time) corev1.PodStatus {
-	base := *pod.Status.DeepCopy()
-	base.Phase = corev1.PodFailed
-	base.Reason, base.Message = reasonNodeRestarted, messageNodeRestarted
 	in := statusInput{
 		Spec:      &pod.Spec,
-		Base:      base,
+		Base:      *pod.Status.DeepCopy(),
 		PodIPs:    podIPsOf(&pod.Status),
 		HostIPs:   hostIPsOf(&pod.Status),
 		StartTime: pod.Status.StartTime,
@@ -112,6 +114,10 @@ func nodeRestartedStatus(pod *corev1.Pod, now metav1.Time) corev1.PodStatus {
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
 		in.Statuses = append(in.Statuses, killedByRestart(cs, now))
+	}
+	in.Base.Phase, in.Base.Reason, in.Base.Message = corev1.PodFailed, reasonNodeRestarted, messageNodeRestarted
+	if podPhase(&pod.Spec, in.InitStatuses, in.Statuses, false) == corev1.PodSucceeded {
+		in.Base.Phase, in.Base.Reason, in.Base.Message = corev1.PodSucceeded, "", ""
 	}
 	return buildPodStatus(in)
 }
@@ -156,13 +162,14 @@ func hostIPsOf(s *corev1.PodStatus) []string {
 }
 
 // failRestartedPod reports a pod that ran when the node restarted Failed
-// (nodeRestartedStatus) through virtual-kubelet, which writes it, and frees
-// the address held for it (it will not run again).
+// (or Succeeded, when only its sidecars still ran: nodeRestartedStatus)
+// through virtual-kubelet, which writes it, and frees the address held for
+// it (it will not run again).
 func (p *Provider) failRestartedPod(pod *corev1.Pod) {
 	p.ipam.release(string(pod.UID))
 	failed := pod.DeepCopy()
 	failed.Status = nodeRestartedStatus(pod, metav1.NewTime(p.clock.Now()))
-	p.log.Info("Pod ran before the node restarted: reporting it Failed, not running it again", "pod", podKey(pod.Namespace, pod.Name), "uid", pod.UID)
+	p.log.Info("Pod ran before the node restarted: not running it again", "pod", podKey(pod.Namespace, pod.Name), "uid", pod.UID, "phase", failed.Status.Phase)
 	p.deps.recorder.Event(pod, corev1.EventTypeWarning, reasonNodeRestarted, messageNodeRestarted)
 	p.notifyPod(failed)
 }

@@ -55,6 +55,21 @@ func TestFateAfterRestart(t *testing.T) {
 		{"succeeded", foundPod("a", corev1.PodSucceeded, nil, statuses{exited("main", 0)}), fateLeave},
 		{"failed", foundPod("a", corev1.PodFailed, nil, statuses{exited("main", 1)}), fateLeave},
 	}
+	// A sidecar, "proxy", before the endpoints wait: that it ran says
+	// nothing, as it may run again.
+	withProxy := func(pod *corev1.Pod) *corev1.Pod {
+		withSidecars(&pod.Spec, "proxy")
+		return pod
+	}
+	tests = append(tests, []struct {
+		name string
+		pod  *corev1.Pod
+		want restartFate
+	}{
+		{"a sidecar runs beside the endpoints wait", withProxy(foundPod("a", corev1.PodPending, statuses{sidecarStatus("proxy", true), running(waitContainer)}, statuses{waitingFor("main", reasonPodInitializing)})), fateRunAgain},
+		{"a sidecar exited 0 during the endpoints wait", withProxy(foundPod("a", corev1.PodPending, statuses{exited("proxy", 0), running(waitContainer)}, statuses{waitingFor("main", reasonPodInitializing)})), fateRunAgain},
+		{"a sidecar runs, the endpoints wait completed", withProxy(foundPod("a", corev1.PodPending, statuses{sidecarStatus("proxy", true), exited(waitContainer, 0)}, statuses{waitingFor("main", reasonContainerCreating)})), fateFail},
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := fateAfterRestart(tc.pod); got != tc.want {
@@ -135,6 +150,36 @@ func TestNodeRestartedStatus(t *testing.T) {
 	// The input is left as it was.
 	if pod.Status.Phase != corev1.PodRunning || pod.Status.ContainerStatuses[0].State.Running == nil {
 		t.Errorf("nodeRestartedStatus modified the pod: %+v", pod.Status)
+	}
+}
+
+// A pod whose containers had ended, kept Running by its sidecar when the
+// node restarted, is not failed for the sidecar it killed: its containers
+// decide. One whose container still ran fails as any other.
+func TestNodeRestartedStatusWithASidecar(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	tests := []struct {
+		name       string
+		main       corev1.ContainerStatus
+		wantPhase  corev1.PodPhase
+		wantReason string
+	}{
+		{"the container had succeeded", exited("main", 0), corev1.PodSucceeded, ""},
+		{"the container had failed", exited("main", 1), corev1.PodFailed, reasonNodeRestarted},
+		{"the container ran", running("main"), corev1.PodFailed, reasonNodeRestarted},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := foundPod("a", corev1.PodRunning, []corev1.ContainerStatus{sidecarStatus("proxy", true)}, []corev1.ContainerStatus{tc.main})
+			withSidecars(&pod.Spec, "proxy")
+			got := nodeRestartedStatus(pod, now)
+			if got.Phase != tc.wantPhase || got.Reason != tc.wantReason {
+				t.Errorf("phase %s, reason %q; want %s, %q", got.Phase, got.Reason, tc.wantPhase, tc.wantReason)
+			}
+			if term := got.InitContainerStatuses[0].State.Terminated; term == nil || term.ExitCode != exitCodeKilled {
+				t.Errorf("sidecar %+v, want killed with the node (%d)", got.InitContainerStatuses[0].State, exitCodeKilled)
+			}
+		})
 	}
 }
 

@@ -295,7 +295,7 @@ func (r *podRuntime) checkPaddle(c *containerRun, entry ImageEntry, env *envList
 		return &waitError{reason: reasonErrImagePull, err: fmt.Errorf("image %q: %s", c.spec.Image, sel.Problem)}
 	}
 	// Init containers prepare; the operator gives them the role's env too.
-	if role := parameterServerRole(env.lookup); role != "" && !sel.ParameterServer && !c.init {
+	if role := parameterServerRole(env.lookup); role != "" && !sel.ParameterServer && c.kind == kindContainer {
 		return &refusal{reason: reasonParameterServerUnsupported, message: fmt.Sprintf(
 			"Paddle %s has no parameter-server runtime (PyPI's CPU wheels from 3.1 on are built without it), so this %s cannot run; parameter-server and heter jobs need an image of Paddle %s",
 			sel.Version, role, strings.Join(sel.ParameterServerReleases, " or "))}

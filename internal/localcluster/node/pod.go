@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
+	"github.com/paddlejob/paddlejob/internal/sidecar"
 )
 
 // podDeps is what a podRuntime uses of its node: the Provider builds it
@@ -110,6 +111,8 @@ type podRuntime struct {
 	volumesMu   sync.Mutex
 	projections map[string][32]byte
 
+	// publishMu keeps publish's statuses in order.
+	publishMu sync.Mutex
 	// mu guards the fields below.
 	mu           sync.Mutex
 	pod          *corev1.Pod
@@ -118,10 +121,13 @@ type podRuntime struct {
 	volumes      map[string]podVolume
 	sandboxReady bool
 	stopping     bool
-	killAt       time.Time
-	shutdown     bool
-	deleting     bool
-	finished     bool
+	// killAt is when the containers being stopped get SIGKILL: set by stop,
+	// or when the sidecars stop after the containers ended (stopSidecars);
+	// zero until then.
+	killAt   time.Time
+	shutdown bool
+	deleting bool
+	finished bool
 	// lastPodWarning avoids repeating a pod event, as lastWarning does.
 	lastPodWarning string
 
@@ -158,8 +164,11 @@ func newPodRuntime(deps *podDeps, pod *corev1.Pod, ip string, predecessor *podRu
 		firstReason = reasonPodInitializing
 	}
 	for i := range pod.Spec.InitContainers {
-		r.initRuns = append(r.initRuns, &containerRun{spec: &pod.Spec.InitContainers[i], init: true,
-			state: waiting(firstReason, "")})
+		c := &containerRun{spec: &pod.Spec.InitContainers[i], kind: kindInit, state: waiting(firstReason, "")}
+		if sidecar.Is(c.spec) {
+			c.kind, c.firstStart = kindSidecar, make(chan struct{})
+		}
+		r.initRuns = append(r.initRuns, c)
 	}
 	for i := range pod.Spec.Containers {
 		r.runs = append(r.runs, &containerRun{spec: &pod.Spec.Containers[i],
@@ -208,21 +217,22 @@ func (r *podRuntime) run() {
 	r.finish()
 }
 
+// execute runs the pod's init containers in order (sidecars.go), then its
+// containers all at once until none will run again; the sidecars stop last.
 func (r *podRuntime) execute(ctx context.Context) {
 	if !r.retry(ctx, r.prepare) {
 		return
 	}
 	go r.refreshProjectionsLoop(ctx)
-	for _, c := range r.initRuns {
-		if !r.runContainer(ctx, c) {
-			return
+	initialized, sidecars := r.initialize(ctx)
+	if initialized {
+		var wg sync.WaitGroup
+		for _, c := range r.runs {
+			wg.Go(func() { r.runContainer(ctx, c) })
 		}
+		wg.Wait()
 	}
-	var wg sync.WaitGroup
-	for _, c := range r.runs {
-		wg.Go(func() { r.runContainer(ctx, c) })
-	}
-	wg.Wait()
+	r.stopSidecars(sidecars)
 }
 
 // retry runs step until it succeeds; false if the pod was stopped first.
@@ -263,7 +273,7 @@ func (r *podRuntime) stop(grace time.Duration, shutdown bool) {
 		return
 	}
 	killAt := r.deps.clock.Now().Add(grace)
-	if !r.stopping || killAt.Before(r.killAt) {
+	if r.killAt.IsZero() || killAt.Before(r.killAt) {
 		r.killAt = killAt
 	}
 	r.stopping = true
@@ -325,8 +335,13 @@ func (r *podRuntime) allRuns() []*containerRun {
 }
 
 // publish sends the pod's current status to virtual-kubelet, unless the pod
-// is gone from the API.
+// is gone from the API. Publishes go out one at a time, in the order their
+// statuses were taken: virtual-kubelet keeps the last it is given, so a
+// status taken earlier must not overtake a later one (the pod's containers
+// publish from goroutines of their own).
 func (r *podRuntime) publish() {
+	r.publishMu.Lock()
+	defer r.publishMu.Unlock()
 	current := r.deps.apiPod(r.namespace, r.name, r.uid)
 	if current == nil {
 		return

@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"fmt"
+	"net"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -105,6 +108,18 @@ func (s *fakeStarter) process(i int) *fakeProcess {
 	return s.started[i]
 }
 
+// commands are the last words of the command lines started so far, in
+// order: the container's name, for the containers of namedPod.
+func (s *fakeStarter) commands() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, spec := range s.specs {
+		out = append(out, spec.Args[len(spec.Args)-1])
+	}
+	return out
+}
+
 // podFixture runs one pod on fakes.
 type podFixture struct {
 	t     *testing.T
@@ -117,6 +132,10 @@ type podFixture struct {
 	released []types.UID
 	// inAPI is the pod the API holds, as the node's cache would see it.
 	inAPI *corev1.Pod
+	// listening are the addresses the pod's probes reach; dials counts the
+	// probes' dials of each address.
+	listening map[string]bool
+	dials     map[string]int
 }
 
 var fixtureStart = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -135,7 +154,8 @@ func runPod(t *testing.T, pod *corev1.Pod, procs *fakeStarter) *podFixture {
 // runPodWithImages is runPod with an image table of the test's.
 func runPodWithImages(t *testing.T, pod *corev1.Pod, procs *fakeStarter, images *ImageTable) *podFixture {
 	t.Helper()
-	f := &podFixture{t: t, clock: clocktesting.NewFakeClock(fixtureStart), procs: procs}
+	f := &podFixture{t: t, clock: clocktesting.NewFakeClock(fixtureStart), procs: procs,
+		listening: map[string]bool{}, dials: map[string]int{}}
 	f.inAPI = pod.DeepCopy()
 	f.inAPI.Status = corev1.PodStatus{}
 	deps := &podDeps{
@@ -163,6 +183,7 @@ func runPodWithImages(t *testing.T, pod *corev1.Pod, procs *fakeStarter, images 
 			f.last = p
 		},
 		bwrapPath:   func() (string, error) { return "/usr/bin/bwrap", nil },
+		dial:        f.dial,
 		podsDir:     t.TempDir(),
 		nodeIP:      "127.0.0.1",
 		hostname:    "node",
@@ -170,7 +191,7 @@ func runPodWithImages(t *testing.T, pod *corev1.Pod, procs *fakeStarter, images 
 		// The containers use no image files: the host file system is not read.
 		hostFS: fstest.MapFS{},
 	}
-	f.r = newPodRuntime(deps, pod, "127.1.0.100", nil)
+	f.r = newPodRuntime(deps, pod, fixturePodIP, nil)
 	go f.r.run()
 	t.Cleanup(func() {
 		// A fake process always exits on SIGKILL, which a zero grace
@@ -183,6 +204,50 @@ func runPodWithImages(t *testing.T, pod *corev1.Pod, procs *fakeStarter, images 
 		}
 	})
 	return f
+}
+
+// fixturePodIP is the address the fixture's pods get, which probes dial.
+const fixturePodIP = "127.1.0.100"
+
+// dial stands for the pod's network: a probe's dial succeeds while the
+// test says the address listens.
+func (f *podFixture) dial(_ context.Context, _, address string) (net.Conn, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dials[address]++
+	if !f.listening[address] {
+		return nil, fmt.Errorf("dial tcp %s: connection refused", address)
+	}
+	client, server := net.Pipe()
+	server.Close()
+	return client, nil
+}
+
+// listen makes the pod's port accept (true) or refuse (false) probes.
+func (f *podFixture) listen(port string, accept bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.listening[net.JoinHostPort(fixturePodIP, port)] = accept
+}
+
+// dialsOf is how many times the probes dialed the pod's port.
+func (f *podFixture) dialsOf(port string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dials[net.JoinHostPort(fixturePodIP, port)]
+}
+
+// probeUntil moves the clock a second at a time, letting the probes run,
+// until cond holds; it fails the test after 10s of real time.
+func (f *podFixture) probeUntil(what string, cond func() bool) {
+	f.t.Helper()
+	eventually(f.t, what, func() bool {
+		if cond() {
+			return true
+		}
+		f.clock.Step(time.Second)
+		return false
+	})
 }
 
 // status is the latest container status the runtime reported for name.
@@ -265,4 +330,58 @@ func crashPod(policy corev1.RestartPolicy) *corev1.Pod {
 			Containers:    []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"sh", "-c", "exit"}}},
 		},
 	}
+}
+
+// named is a container whose command line ends in its name, which
+// fakeStarter.commands reports.
+func named(name string) corev1.Container {
+	return corev1.Container{Name: name, Image: "busybox", Command: []string{"sh", "-c", name}}
+}
+
+// namedPod is a pod of one container, "main", after the init containers,
+// each named as named names it.
+func namedPod(policy corev1.RestartPolicy, inits ...corev1.Container) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "named", UID: "uid-named"},
+		Spec:       corev1.PodSpec{RestartPolicy: policy, InitContainers: inits, Containers: []corev1.Container{named("main")}},
+	}
+}
+
+// tcpProbe probes the pod's port every second.
+func tcpProbe(port int32, failureThreshold int32) *corev1.Probe {
+	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}},
+		PeriodSeconds: 1, FailureThreshold: failureThreshold}
+}
+
+// wantCommands checks which containers started so far, in order.
+func (f *podFixture) wantCommands(want ...string) {
+	f.t.Helper()
+	if got := f.procs.commands(); !slices.Equal(got, want) {
+		f.t.Fatalf("started %v, want %v", got, want)
+	}
+}
+
+// condition is the pod condition the runtime last reported.
+func (f *podFixture) condition(t corev1.PodConditionType) corev1.PodCondition {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.last == nil {
+		return corev1.PodCondition{}
+	}
+	c, _ := findCondition(f.last.Status.Conditions, t)
+	return c
+}
+
+// nth waits until the n-th process (from 1) has started and returns it;
+// others may have started since, unlike waitStarted.
+func (f *podFixture) nth(n int) *fakeProcess {
+	f.t.Helper()
+	eventually(f.t, fmt.Sprintf("%d container runs started", n), func() bool { return f.procs.count() >= n })
+	return f.procs.process(n - 1)
+}
+
+// waitSignals waits until p has received n signals.
+func (f *podFixture) waitSignals(p *fakeProcess, what string, n int) {
+	f.t.Helper()
+	eventually(f.t, what, func() bool { return len(p.receivedSignals()) >= n })
 }

@@ -129,3 +129,28 @@ func TestExecReadinessProbeIsNotRun(t *testing.T) {
 		t.Fatalf("no ProbeNotRun warning event saying the exec probe is not run: %v", err)
 	}
 }
+
+// A liveness probe that keeps failing kills the container (SIGTERM: a Go
+// program without a handler ends with 143), which restarts as its
+// restartPolicy says.
+func TestLivenessProbeRestartsTheContainer(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	ns := n.namespace(t)
+	pod := n.shellPod(ns, "liveness-probed", "")
+	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	c := helperContainer(t, "main", "serve", "$(POD_IP):8083")
+	c.Env = append(c.Env, podIPEnvVar)
+	// Nothing listens on 8084.
+	c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8084)}},
+		PeriodSeconds: 1, FailureThreshold: 2}
+	pod.Spec.Containers = []corev1.Container{c}
+	n.create(t, pod)
+	got := n.waitPod(t, ns, pod.Name, 30*time.Second, "restarted after its liveness probe failed", func(p *corev1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1
+	})
+	if last := got.Status.ContainerStatuses[0].LastTerminationState.Terminated; last == nil || last.ExitCode != 143 {
+		t.Errorf("last state %s, want terminated by SIGTERM (143)", describeStatus(got))
+	}
+	waitEvent(t, n, ns, pod.Name, "Killing", "Container main failed liveness probe, will be restarted")
+}

@@ -18,17 +18,24 @@ const (
 )
 
 // shouldRestart reports whether a container that exited with exitCode runs
-// again. An init container runs until it succeeds unless the policy is Never;
-// a regular container follows the pod's restartPolicy.
-func shouldRestart(policy corev1.RestartPolicy, isInit bool, exitCode int32) bool {
-	if isInit {
-		return exitCode != 0 && policy != corev1.RestartPolicyNever
+// again. A sidecar always does, whatever the pod's restartPolicy; an init
+// container runs until it succeeds unless the policy is Never; a container
+// follows the pod's restartPolicy. A run that a failed startup or liveness
+// probe ended is a failure whatever its exit code: the kubelet restarts it
+// unless the policy is Never.
+func shouldRestart(policy corev1.RestartPolicy, kind containerKind, exitCode int32, probeKilled bool) bool {
+	failed := exitCode != 0 || probeKilled
+	switch {
+	case kind == kindSidecar:
+		return true
+	case kind == kindInit:
+		return failed && policy != corev1.RestartPolicyNever
 	}
 	switch policy {
 	case corev1.RestartPolicyNever:
 		return false
 	case corev1.RestartPolicyOnFailure:
-		return exitCode != 0
+		return failed
 	default: // Always, the API default
 		return true
 	}

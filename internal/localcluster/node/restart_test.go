@@ -8,27 +8,38 @@ import (
 )
 
 func TestShouldRestart(t *testing.T) {
+	always, onFailure, never := corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever
 	tests := []struct {
-		policy corev1.RestartPolicy
-		init   bool
-		exit   int32
-		want   bool
+		policy      corev1.RestartPolicy
+		kind        containerKind
+		exit        int32
+		probeKilled bool
+		want        bool
 	}{
-		{corev1.RestartPolicyAlways, false, 0, true},
-		{corev1.RestartPolicyAlways, false, 1, true},
-		{"", false, 0, true},
-		{corev1.RestartPolicyOnFailure, false, 0, false},
-		{corev1.RestartPolicyOnFailure, false, 137, true},
-		{corev1.RestartPolicyNever, false, 0, false},
-		{corev1.RestartPolicyNever, false, 1, false},
-		{corev1.RestartPolicyAlways, true, 0, false},
-		{corev1.RestartPolicyAlways, true, 1, true},
-		{corev1.RestartPolicyOnFailure, true, 2, true},
-		{corev1.RestartPolicyNever, true, 2, false},
+		{always, kindContainer, 0, false, true},
+		{always, kindContainer, 1, false, true},
+		{"", kindContainer, 0, false, true},
+		{onFailure, kindContainer, 0, false, false},
+		{onFailure, kindContainer, 137, false, true},
+		{never, kindContainer, 0, false, false},
+		{never, kindContainer, 1, false, false},
+		{always, kindInit, 0, false, false},
+		{always, kindInit, 1, false, true},
+		{onFailure, kindInit, 2, false, true},
+		{never, kindInit, 2, false, false},
+		// A sidecar runs again after any exit, under any policy.
+		{always, kindSidecar, 0, false, true},
+		{onFailure, kindSidecar, 0, false, true},
+		{never, kindSidecar, 0, false, true},
+		{never, kindSidecar, 143, false, true},
+		// A run its probe killed failed, even if it exited 0 on SIGTERM.
+		{onFailure, kindContainer, 0, true, true},
+		{never, kindContainer, 0, true, false},
+		{never, kindSidecar, 0, true, true},
 	}
 	for _, tc := range tests {
-		if got := shouldRestart(tc.policy, tc.init, tc.exit); got != tc.want {
-			t.Errorf("shouldRestart(%q, init=%v, exit=%d) = %v, want %v", tc.policy, tc.init, tc.exit, got, tc.want)
+		if got := shouldRestart(tc.policy, tc.kind, tc.exit, tc.probeKilled); got != tc.want {
+			t.Errorf("shouldRestart(%q, kind=%d, exit=%d, probeKilled=%v) = %v, want %v", tc.policy, tc.kind, tc.exit, tc.probeKilled, got, tc.want)
 		}
 	}
 }

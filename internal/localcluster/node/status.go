@@ -6,6 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/paddlejob/paddlejob/internal/sidecar"
 )
 
 // Pod status reasons and messages the node sets.
@@ -61,74 +64,130 @@ func buildPodStatus(in statusInput) corev1.PodStatus {
 	return s
 }
 
-// podPhase follows the kubelet: Pending until init containers succeed and
-// every container has started; Running while any container runs or will be
-// restarted; Succeeded or Failed when none will run again.
+// podPhase follows the kubelet: Pending until the init containers have
+// completed (sidecars: started) and every container has started; Running
+// while any container runs or will be restarted; Succeeded or Failed when
+// none will run again, as the containers ended. A sidecar never decides the
+// phase: a running one keeps the pod Running, and its end does not count.
 func podPhase(spec *corev1.PodSpec, initStatuses, statuses []corev1.ContainerStatus, terminal bool) corev1.PodPhase {
-	pendingInit, failedInit := 0, 0
-	for _, c := range spec.InitContainers {
-		cs, ok := findStatus(initStatuses, c.Name)
-		switch {
-		case !ok || cs.State.Running != nil:
-			pendingInit++
-		case cs.State.Terminated != nil:
-			if cs.State.Terminated.ExitCode != 0 {
-				failedInit++
-			}
-		case cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode != 0:
-			failedInit++ // waiting to be restarted after a failure
-		default:
-			pendingInit++
+	n := countForPhase(spec, initStatuses, statuses)
+	if n.failedInit > 0 && (spec.RestartPolicy == corev1.RestartPolicyNever || terminal) {
+		if n.runningSidecars > 0 && !terminal {
+			// As the kubelet, no terminal phase while a container runs:
+			// the sidecars started so far are being stopped.
+			return corev1.PodPending
 		}
-	}
-	if failedInit > 0 && (spec.RestartPolicy == corev1.RestartPolicyNever || terminal) {
 		return corev1.PodFailed
 	}
-	if pendingInit > 0 || failedInit > 0 {
+	if n.pendingInit > 0 || n.failedInit > 0 || (n.pendingSidecars > 0 && !n.initialized) {
 		if terminal {
 			return corev1.PodFailed
 		}
 		return corev1.PodPending
 	}
-
-	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
-	for _, c := range spec.Containers {
-		cs, ok := findStatus(statuses, c.Name)
-		switch {
-		case !ok:
-			unknown++
-		case cs.State.Running != nil:
-			running++
-		case cs.State.Terminated != nil:
-			stopped++
-			if cs.State.Terminated.ExitCode == 0 {
-				succeeded++
-			}
-		case cs.LastTerminationState.Terminated != nil:
-			stopped++ // waiting to be restarted
-		default:
-			waiting++
-		}
-	}
 	switch {
 	case terminal:
-		if running == 0 && waiting == 0 && unknown == 0 && stopped == succeeded && stopped > 0 {
+		if n.running == 0 && n.waiting == 0 && n.unknown == 0 && n.stopped == n.succeeded && n.stopped > 0 {
 			return corev1.PodSucceeded
 		}
 		return corev1.PodFailed
-	case waiting > 0 || unknown > 0:
+	case n.waiting > 0 || n.unknown > 0:
 		return corev1.PodPending
-	case running > 0:
+	case n.running > 0:
 		return corev1.PodRunning
 	case spec.RestartPolicy == corev1.RestartPolicyAlways || spec.RestartPolicy == "":
 		return corev1.PodRunning
-	case stopped == succeeded:
+	case n.stopped == n.succeeded:
 		return corev1.PodSucceeded
 	case spec.RestartPolicy == corev1.RestartPolicyNever:
 		return corev1.PodFailed
 	default: // OnFailure: the failed containers will be restarted
 		return corev1.PodRunning
 	}
+}
+
+// phaseCounts counts a pod's containers by state, as the kubelet's phase
+// computation does.
+type phaseCounts struct {
+	// Regular init containers not completed yet, and failed ones (waiting to
+	// be retried, or not to be).
+	pendingInit, failedInit int
+	// Sidecars not started yet, and those running.
+	pendingSidecars, runningSidecars int
+	// initialized: a container has run, so every init container completed
+	// or started once.
+	initialized bool
+	// Containers, and sidecars that run or wait for their first start; a
+	// sidecar that ended (or waits to restart) is not counted.
+	unknown, running, waiting, stopped, succeeded int
+}
+
+func countForPhase(spec *corev1.PodSpec, initStatuses, statuses []corev1.ContainerStatus) phaseCounts {
+	var n phaseCounts
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		cs, ok := findStatus(initStatuses, c.Name)
+		switch {
+		case sidecar.Is(c):
+			n.countSidecar(cs, ok)
+		case !ok || cs.State.Running != nil:
+			n.pendingInit++
+		case cs.State.Terminated != nil:
+			if cs.State.Terminated.ExitCode != 0 {
+				n.failedInit++
+			}
+		case cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode != 0:
+			n.failedInit++ // waiting to be restarted after a failure
+		default:
+			n.pendingInit++
+		}
+	}
+	for _, c := range spec.Containers {
+		cs, ok := findStatus(statuses, c.Name)
+		switch {
+		case !ok:
+			n.unknown++
+		case cs.State.Running != nil:
+			n.running++
+		case cs.State.Terminated != nil:
+			n.stopped++
+			if cs.State.Terminated.ExitCode == 0 {
+				n.succeeded++
+			}
+		case cs.LastTerminationState.Terminated != nil:
+			n.stopped++ // waiting to be restarted
+		default:
+			n.waiting++
+		}
+		n.initialized = n.initialized || (ok && containerRan(cs))
+	}
+	return n
+}
+
+// countSidecar counts a sidecar's status (ok: it has one).
+func (n *phaseCounts) countSidecar(cs corev1.ContainerStatus, ok bool) {
+	switch {
+	case !ok:
+		n.pendingSidecars++
+		n.unknown++
+	case cs.State.Running != nil:
+		if !ptr.Deref(cs.Started, false) {
+			n.pendingSidecars++
+		}
+		n.runningSidecars++
+		n.running++
+	case cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil:
+		// It ran: its end is not the pod's.
+	default:
+		n.pendingSidecars++
+		n.waiting++
+	}
+}
+
+// containerRan reports whether a container's status shows it was started in
+// this pod: it runs, ended, or waits to restart.
+func containerRan(cs corev1.ContainerStatus) bool {
+	return cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil
 }
 
 func findStatus(statuses []corev1.ContainerStatus, name string) (corev1.ContainerStatus, bool) {
@@ -151,14 +210,14 @@ func podConditions(in statusInput, phase corev1.PodPhase) []corev1.PodCondition 
 		return reason
 	}
 
-	var notInitialized []string
-	for _, c := range in.Spec.InitContainers {
-		cs, ok := findStatus(in.InitStatuses, c.Name)
-		if !ok || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
-			notInitialized = append(notInitialized, c.Name)
+	notInitialized := uninitialized(in.Spec, in.InitStatuses, in.Statuses, phase)
+	var unready []string
+	for i := range in.Spec.InitContainers {
+		c := &in.Spec.InitContainers[i]
+		if cs, ok := findStatus(in.InitStatuses, c.Name); sidecar.Is(c) && (!ok || !cs.Ready) {
+			unready = append(unready, c.Name)
 		}
 	}
-	var unready []string
 	for _, c := range in.Spec.Containers {
 		if cs, ok := findStatus(in.Statuses, c.Name); !ok || !cs.Ready {
 			unready = append(unready, c.Name)
@@ -201,6 +260,34 @@ func podConditions(in statusInput, phase corev1.PodPhase) []corev1.PodCondition 
 		out = append(out, c)
 	}
 	return out
+}
+
+// uninitialized names the init containers that keep the pod from being
+// Initialized, as the kubelet decides it: those that have not completed, or
+// (sidecars) not started. None once a container has run or the pod
+// succeeded: a sidecar restarting later does not undo the initialization.
+func uninitialized(spec *corev1.PodSpec, initStatuses, statuses []corev1.ContainerStatus, phase corev1.PodPhase) []string {
+	if phase == corev1.PodSucceeded {
+		return nil
+	}
+	for _, cs := range statuses {
+		if containerRan(cs) {
+			return nil
+		}
+	}
+	var names []string
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		cs, ok := findStatus(initStatuses, c.Name)
+		done := ok && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		if sidecar.Is(c) {
+			done = ok && ptr.Deref(cs.Started, false)
+		}
+		if !done {
+			names = append(names, c.Name)
+		}
+	}
+	return names
 }
 
 func condition(t corev1.PodConditionType, ok bool, reason, message string) corev1.PodCondition {

@@ -1,11 +1,13 @@
 package node
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func running(name string) corev1.ContainerStatus {
@@ -142,5 +144,111 @@ func TestBuildPodStatus(t *testing.T) {
 	s = buildPodStatus(statusInput{Spec: spec, Base: base, Shutdown: true, Now: now})
 	if s.Phase != corev1.PodSucceeded {
 		t.Errorf("a terminal phase changed to %s", s.Phase)
+	}
+}
+
+// sidecarStatus is a sidecar running, started or not (its startup probe
+// pending), ready once started.
+func sidecarStatus(name string, started bool) corev1.ContainerStatus {
+	s := running(name)
+	s.Started, s.Ready = ptr.To(started), started
+	return s
+}
+
+// withSidecars makes the named init containers of spec sidecars.
+func withSidecars(spec *corev1.PodSpec, names ...string) *corev1.PodSpec {
+	for i := range spec.InitContainers {
+		if slices.Contains(names, spec.InitContainers[i].Name) {
+			spec.InitContainers[i].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+		}
+	}
+	return spec
+}
+
+// The phase of a pod with sidecars, "s" (and "s2"), before a regular init
+// container "i" or alone, and a container "a": the sidecars hold the pod in
+// Pending until they started, keep it Running while they run, and their own
+// end never decides it.
+func TestPodPhaseWithSidecars(t *testing.T) {
+	never, onFailure := corev1.RestartPolicyNever, corev1.RestartPolicyOnFailure
+	type statuses = []corev1.ContainerStatus
+	spec := func(policy corev1.RestartPolicy, inits ...string) *corev1.PodSpec {
+		return withSidecars(specWith(policy, inits, "a"), "s", "s2")
+	}
+	initializing := statuses{waitingFor("a", reasonPodInitializing)}
+	tests := []struct {
+		name     string
+		spec     *corev1.PodSpec
+		inits    statuses
+		main     statuses
+		terminal bool
+		want     corev1.PodPhase
+	}{
+		{"sidecar not started yet", spec(never, "s", "i"), statuses{sidecarStatus("s", false), waitingFor("i", reasonPodInitializing)}, initializing, false, corev1.PodPending},
+		{"sidecar started, init container runs", spec(never, "s", "i"), statuses{sidecarStatus("s", true), running("i")}, initializing, false, corev1.PodPending},
+		{"sidecar crash-looping before it started", spec(never, "s"), statuses{backingOff("s", 1)}, initializing, false, corev1.PodPending},
+		{"initialized, container creating", spec(never, "s"), statuses{sidecarStatus("s", true)}, statuses{waitingFor("a", reasonContainerCreating)}, false, corev1.PodPending},
+		{"sidecar beside a running container", spec(never, "s"), statuses{sidecarStatus("s", true)}, statuses{running("a")}, false, corev1.PodRunning},
+		{"sidecar restarting beside a running container", spec(never, "s"), statuses{backingOff("s", 1)}, statuses{running("a")}, false, corev1.PodRunning},
+		{"sidecar restarted, startup probe pending", spec(never, "s"), statuses{sidecarStatus("s", false)}, statuses{running("a")}, false, corev1.PodRunning},
+		{"container done, sidecar still running", spec(never, "s"), statuses{sidecarStatus("s", true)}, statuses{exited("a", 0)}, false, corev1.PodRunning},
+		{"container succeeded, sidecars stopped", spec(never, "s", "s2"), statuses{exited("s", 143), exited("s2", 137)}, statuses{exited("a", 0)}, false, corev1.PodSucceeded},
+		{"container failed, sidecar stopped", spec(never, "s"), statuses{exited("s", 143)}, statuses{exited("a", 1)}, false, corev1.PodFailed},
+		{"OnFailure, container succeeded, sidecar stopped", spec(onFailure, "s"), statuses{exited("s", 1)}, statuses{exited("a", 0)}, false, corev1.PodSucceeded},
+		{"sidecar left in back-off once the container succeeded", spec(never, "s"), statuses{backingOff("s", 1)}, statuses{exited("a", 0)}, false, corev1.PodSucceeded},
+		{"init container failed under Never, sidecar being stopped", spec(never, "s", "i"), statuses{sidecarStatus("s", true), exited("i", 1)}, initializing, false, corev1.PodPending},
+		{"init container failed under Never, sidecar stopped", spec(never, "s", "i"), statuses{exited("s", 143), exited("i", 1)}, initializing, false, corev1.PodFailed},
+		{"init container failed under OnFailure, retried", spec(onFailure, "s", "i"), statuses{sidecarStatus("s", true), backingOff("i", 1)}, initializing, false, corev1.PodPending},
+		{"deleted while running", spec(never, "s"), statuses{exited("s", 143)}, statuses{exited("a", 143)}, true, corev1.PodFailed},
+		{"deleted after the container succeeded", spec(never, "s"), statuses{exited("s", 143)}, statuses{exited("a", 0)}, true, corev1.PodSucceeded},
+		{"deleted while initializing", spec(never, "s", "i"), statuses{exited("s", 143), exited("i", 143)}, initializing, true, corev1.PodFailed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := podPhase(tc.spec, tc.inits, tc.main, tc.terminal); got != tc.want {
+				t.Errorf("phase = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// The conditions of a pod with a sidecar "s" before an init container "i":
+// Initialized once each init container completed or (the sidecar) started,
+// and for good once a container ran; ContainersReady and Ready count the
+// sidecar's readiness with the containers'.
+func TestConditionsWithASidecar(t *testing.T) {
+	spec := withSidecars(specWith(corev1.RestartPolicyAlways, []string{"s", "i"}, "a"), "s")
+	unready := func(s corev1.ContainerStatus) corev1.ContainerStatus { s.Ready = false; return s }
+	type statuses = []corev1.ContainerStatus
+	initializing := statuses{waitingFor("a", reasonPodInitializing)}
+	tests := []struct {
+		name                string
+		inits, main         statuses
+		wantInitialized     string // "" when True, else the message
+		wantContainersReady string
+	}{
+		{"sidecar not started", statuses{sidecarStatus("s", false), waitingFor("i", reasonPodInitializing)}, initializing,
+			"containers with incomplete status: [s i]", "containers with unready status: [s a]"},
+		{"sidecar started, init container runs", statuses{sidecarStatus("s", true), running("i")}, initializing,
+			"containers with incomplete status: [i]", "containers with unready status: [a]"},
+		{"sidecar and container ready", statuses{sidecarStatus("s", true), exited("i", 0)}, statuses{running("a")}, "", ""},
+		{"sidecar unready", statuses{unready(sidecarStatus("s", true)), exited("i", 0)}, statuses{running("a")},
+			"", "containers with unready status: [s]"},
+		{"sidecar restarting after the container ran", statuses{backingOff("s", 1), exited("i", 0)}, statuses{running("a")},
+			"", "containers with unready status: [s]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := buildPodStatus(statusInput{Spec: spec, InitStatuses: tc.inits, Statuses: tc.main, SandboxReady: true})
+			for _, want := range []struct {
+				cond    corev1.PodConditionType
+				message string
+			}{{corev1.PodInitialized, tc.wantInitialized}, {corev1.ContainersReady, tc.wantContainersReady}, {corev1.PodReady, tc.wantContainersReady}} {
+				c, _ := findCondition(s.Conditions, want.cond)
+				if (c.Status == corev1.ConditionTrue) != (want.message == "") || c.Message != want.message {
+					t.Errorf("%s = %s %q, want message %q", want.cond, c.Status, c.Message, want.message)
+				}
+			}
+		})
 	}
 }
