@@ -90,15 +90,3 @@ func addGlooStore(spec *corev1.PodSpec, port int32) {
 	}
 	spec.InitContainers = append(spec.InitContainers, store)
 }
-
-// isSidecar reports whether a pod's init container runs beside its
-// containers (restartPolicy Always): its exits and restarts are not the
-// training's.
-func isSidecar(spec *corev1.PodSpec, name string) bool {
-	for _, c := range spec.InitContainers {
-		if c.Name == name {
-			return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-		}
-	}
-	return false
-}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/sidecar"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -72,7 +73,7 @@ func TestGlooStoreContainerShape(t *testing.T) {
 	if store.Image != "paddle:3.0.0" || store.Command[0] != "python3" || store.Command[len(store.Command)-1] != strconv.Itoa(int(ports.glooPort())) {
 		t.Errorf("store runs %s %v, want the Paddle image's python3 on port %d", store.Image, store.Command[:1], ports.glooPort())
 	}
-	if !isSidecar(&pod.Spec, glooStoreContainerName) {
+	if !sidecar.Named(&pod.Spec, glooStoreContainerName) {
 		t.Error("the store is not a sidecar (restartPolicy Always)")
 	}
 	if p := store.StartupProbe; p == nil || p.TCPSocket == nil || p.TCPSocket.Port.IntValue() != int(ports.glooPort()) {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/sidecar"
 	"github.com/paddlejob/paddlejob/internal/truncate"
 )
 
@@ -173,7 +174,7 @@ func restartable(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, p *corev1.Pod
 func trainingStatuses(p *corev1.Pod) []corev1.ContainerStatus {
 	out := make([]corev1.ContainerStatus, 0, len(p.Status.InitContainerStatuses)+len(p.Status.ContainerStatuses))
 	for _, cs := range p.Status.InitContainerStatuses {
-		if !isSidecar(&p.Spec, cs.Name) {
+		if !sidecar.Named(&p.Spec, cs.Name) {
 			out = append(out, cs)
 		}
 	}
