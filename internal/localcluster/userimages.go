@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -236,8 +235,9 @@ func restartNodes(ctx context.Context, st *State, cs kubernetes.Interface) error
 	return nil
 }
 
-// restartNode stops node i's process, which its supervisor starts again,
-// and waits until the new one serves and its Node is Ready.
+// restartNode stops node i's process, which its supervisor starts again at
+// once (a requested restart: no crash back-off), and waits until the new
+// one serves and its Node is Ready.
 func restartNode(ctx context.Context, st *State, cs kubernetes.Interface, i int) error {
 	name := nodeName(i)
 	var p *process
@@ -253,7 +253,8 @@ func restartNode(ctx context.Context, st *State, cs kubernetes.Interface, i int)
 	if old == 0 {
 		return fmt.Errorf("the local node %s is not running: see paddlejob status", name)
 	}
-	if err := syscall.Kill(old, syscall.SIGTERM); err != nil {
+	// Asked for, not a crash: its supervisor starts it again at once.
+	if err := requestRestart(p.Status, old); err != nil {
 		return fmt.Errorf("restarting the local node %s (pid %d): %w", name, old, err)
 	}
 	err := waitFor(ctx, 2*time.Minute, func() error {
