@@ -109,7 +109,11 @@ func runFromBuildContexts(ctx context.Context, f *runFlags, images map[string]st
 		if a.New {
 			how = "the node restarted to read its Dockerfile"
 		}
-		fmt.Fprintf(w, "image %s: the local node runs it from the build context %s (%s)\n", a.Image, a.Context, how)
+		fmt.Fprintf(w, "image %s: the local node runs it from the build context %s (%s)", a.Image, a.Context, how)
+		if fi, err := os.Stat(a.Output); err == nil && fi.IsDir() {
+			fmt.Fprintf(w, "; pods may write in %s", a.Output)
+		}
+		fmt.Fprintln(w)
 	}
 	return nil
 }

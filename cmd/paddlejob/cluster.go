@@ -177,6 +177,9 @@ func newStatusCmd() *cobra.Command {
 					if c.LastExit != "" {
 						state += "; last exit: " + c.LastExit
 					}
+					if c.Requested > 0 {
+						state += fmt.Sprintf("; restarted %d times on request (new image tables)", c.Requested)
+					}
 					fmt.Fprintf(out, "%-26s %-8d %-9d %s\n", c.Name, c.PID, c.Restarts, state)
 				}
 			}

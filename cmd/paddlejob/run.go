@@ -11,14 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/kube"
 	"github.com/paddlejob/paddlejob/internal/localcluster"
-	"github.com/paddlejob/paddlejob/internal/termprogress"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
@@ -64,7 +62,7 @@ pods without one. IMAGE=DIR names the image when the job runs several.`,
 	}
 	f.target.bind(cmd)
 	cmd.Flags().StringVarP(&f.file, "filename", "f", "", "manifest with the PaddleJob (- for stdin)")
-	cmd.Flags().StringSliceVar(&f.follow, "follow", nil, "stream the logs of these pods (all, a role like worker, or pods like worker-0), each line prefixed")
+	cmd.Flags().StringSliceVar(&f.follow, "follow", nil, "stream the logs of these pods (all, a role like worker, or pods like worker-0), each line prefixed, until the job ends (then at most 5s more for what they still hold)")
 	cmd.Flags().Lookup("follow").NoOptDefVal = "all"
 	cmd.Flags().BoolVar(&f.replace, "replace", false, "delete a job of the same name first")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "give up waiting after this long (the job keeps running)")
@@ -166,106 +164,6 @@ func splitManifests(file string, objs []*unstructured.Unstructured) (job *unstru
 		return nil, nil, fmt.Errorf("%s holds no PaddleJob", file)
 	}
 	return job, others, nil
-}
-
-// follow shows the job's progress until it finishes, streaming the chosen
-// pods' logs meanwhile.
-func follow(ctx context.Context, c *client.Client, f *runFlags, ns, name string, out, errOut io.Writer) error {
-	if f.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.timeout)
-		defer cancel()
-	}
-	// Logs and an in-place display would overwrite each other.
-	tty := len(f.follow) == 0 && isTerminal(errOut)
-	r := termprogress.NewRenderer(errOut, tty)
-	start := time.Now()
-	streaming := map[string]bool{}
-	logCtx, stopLogs := context.WithCancel(ctx)
-	defer stopLogs()
-	logsDone := make(chan struct{}, 64)
-	var final *paddlev1.PaddleJob
-
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	ticker := time.NewTicker(time.Second) // keeps the elapsed time moving on a terminal
-	defer ticker.Stop()
-	var last client.Snapshot
-	go func() {
-		for {
-			select {
-			case <-watchCtx.Done():
-				return
-			case <-ticker.C:
-				if tty {
-					r.Render(last, time.Since(start))
-				}
-			}
-		}
-	}()
-	err := c.Watch(watchCtx, ns, name, func(s client.Snapshot) (bool, error) {
-		last = s
-		r.Render(s, time.Since(start))
-		for _, p := range s.Pods {
-			if !streaming[p.Name] && followed(f.follow, name, &p) {
-				streaming[p.Name] = true
-				go func() {
-					short := strings.TrimPrefix(p.Name, name+"-")
-					_ = c.StreamLogs(logCtx, ns, []client.PodLog{{Pod: p.Name, Prefix: "[" + short + "] "}}, out, client.StreamOptions{Follow: true})
-					logsDone <- struct{}{}
-				}()
-			}
-		}
-		if s.Job != nil && s.Job.Status.IsFinished() {
-			final = s.Job
-			return true, nil
-		}
-		if s.Job == nil && time.Since(start) > 10*time.Second {
-			return false, fmt.Errorf("PaddleJob %s/%s was deleted", ns, name)
-		}
-		return false, nil
-	})
-	stopWatch()
-	if final != nil {
-		// Let the followed logs drain: their containers have exited.
-		drain := time.After(5 * time.Second)
-		for range streaming {
-			select {
-			case <-logsDone:
-			case <-drain:
-			}
-		}
-		return finished(final, errOut, time.Since(start))
-	}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return exitError{code: 2, msg: fmt.Sprintf("timed out after %s; PaddleJob %s/%s keeps running", f.timeout, ns, name)}
-	case errors.Is(err, context.Canceled):
-		return exitError{code: 130, msg: fmt.Sprintf("stopped watching; PaddleJob %s/%s keeps running", ns, name)}
-	}
-	return err
-}
-
-// finished reports the end of the job and its exit code.
-func finished(job *paddlev1.PaddleJob, w io.Writer, took time.Duration) error {
-	if job.Status.Phase == paddlev1.PaddleJobCompleted {
-		fmt.Fprintf(w, "PaddleJob %s/%s completed in %s\n", job.Namespace, job.Name, took.Round(time.Second))
-		return nil
-	}
-	return exitError{code: 1, msg: fmt.Sprintf("PaddleJob %s/%s failed: %s", job.Namespace, job.Name,
-		strings.TrimPrefix(client.FailureMessage(job), client.ErrJobFailed.Error()+": "))}
-}
-
-// followed reports whether a pod's log was asked for: "all", a role
-// ("worker"), or a pod by its short name ("worker-0") or full name.
-func followed(selectors []string, job string, p *corev1.Pod) bool {
-	short := strings.TrimPrefix(p.Name, job+"-")
-	for _, s := range selectors {
-		if s == "all" || s == p.Name || s == short || s == p.Labels[paddlev1.LabelReplicaType] {
-			return true
-		}
-	}
-	return false
 }
 
 func replaceJob(ctx context.Context, c *client.Client, ns, name string) error {

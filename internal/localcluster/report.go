@@ -37,8 +37,9 @@ type ComponentStatus struct {
 	// PID is the component's, or its supervisor's while it waits to restart.
 	PID   int
 	State string
-	// Restarts counts the supervisor's restarts of the component.
-	Restarts int
+	// Restarts counts the supervisor's restarts of the component after it
+	// exited on its own, Requested those the cluster asked for.
+	Restarts, Requested int
 	// LastExit says how it last ended, when it was restarted.
 	LastExit string
 }
@@ -56,7 +57,7 @@ func Report(ctx context.Context, opts Options) (*StatusReport, error) {
 	rep := &StatusReport{Kubeconfig: l.kubeconfig()}
 	for _, p := range st.Processes {
 		sup := p.supervised()
-		c := ComponentStatus{Name: p.Name, PID: sup.PID, State: "running", Restarts: sup.Restarts}
+		c := ComponentStatus{Name: p.Name, PID: sup.PID, State: "running", Restarts: sup.Restarts, Requested: sup.Requested}
 		switch {
 		case !p.alive():
 			c.PID, c.State = p.PID, "not running, nor its supervisor (log: "+p.Log+")"

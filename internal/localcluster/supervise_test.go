@@ -104,3 +104,87 @@ func TestSuperviseStopsItsComponent(t *testing.T) {
 		t.Errorf("a stopped component counted as restarted: %+v", st)
 	}
 }
+
+// The supervisor's decision after its component exits: a crash waits the
+// back-off, doubling, back to 1 s after 10 minutes up; a restart the
+// cluster asked for starts it at once and resets the back-off.
+func TestNextStart(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		previous, ran     time.Duration
+		requested         bool
+		wantWait, wantOff time.Duration
+	}{
+		{"the first crash", 0, time.Second, false, time.Second, time.Second},
+		{"another crash doubles", 64 * time.Second, time.Second, false, 128 * time.Second, 128 * time.Second},
+		{"a crash after 10 minutes up", 128 * time.Second, 10 * time.Minute, false, time.Second, time.Second},
+		{"a requested restart", 64 * time.Second, time.Second, true, 0, 0},
+		{"the crash after a requested restart", 0, time.Second, false, time.Second, time.Second},
+	} {
+		wait, backoff := nextStart(tc.previous, tc.ran, tc.requested)
+		if wait != tc.wantWait || backoff != tc.wantOff {
+			t.Errorf("%s: wait %s, back-off %s; want %s, %s", tc.name, wait, backoff, tc.wantWait, tc.wantOff)
+		}
+	}
+	// Ten requested restarts in a row never wait.
+	var backoff time.Duration
+	for i := range 10 {
+		var wait time.Duration
+		if wait, backoff = nextStart(backoff, time.Second, true); wait != 0 {
+			t.Fatalf("requested restart %d waits %s", i+1, wait)
+		}
+	}
+}
+
+// A component crashes, the cluster asks for a restart, it crashes again:
+// the crashes are counted and backed off, the requested restart is neither
+// (it starts at once) and resets the back-off, so the second crash waits
+// 1 s again, not 2 s. The supervisor's log says which was which.
+func TestSuperviseRestartsOnRequestAtOnce(t *testing.T) {
+	status := filepath.Join(t.TempDir(), "c.supervisor.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := &testutil.SyncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- Supervise(ctx, []string{"sleep", "60"}, status, log) }()
+	running := func(what string, not int) int {
+		var pid int
+		waitUntil(t, what, func() bool { pid = readSupervisedStatus(status).PID; return pid != 0 && pid != not })
+		return pid
+	}
+	pid := running("the component to run", 0)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	pid = running("the component back after a crash", pid)
+	if err := requestRestart(status, pid); err != nil {
+		t.Fatal(err)
+	}
+	pid = running("the component back after the requested restart", pid)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	running("the component back after the second crash", pid)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ended (signal: killed)", "; restart 1 in 1s\n",
+		"ended (signal: terminated)", "; restarted on request (1 so far) at once\n",
+		"; restart 2 in 1s\n"}
+	got := log.String()
+	for _, w := range want {
+		i := strings.Index(got, w)
+		if i < 0 {
+			t.Fatalf("the supervisor's log lacks %q after what came before:\n%s", w, log)
+		}
+		got = got[i+len(w):]
+	}
+	st := readSupervisedStatus(status)
+	if st.Restarts != 2 || st.Requested != 1 || st.LastExit != "signal: killed" {
+		t.Errorf("status %+v, want 2 restarts after crashes (the last killed) and 1 requested", st)
+	}
+	if _, err := os.Stat(restartRequestPath(status)); !os.IsNotExist(err) {
+		t.Errorf("the restart request outlived the restart: %v", err)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,12 +32,21 @@ import (
 // each container starts, so editing the program needs no restart. A restart
 // would start the pods running on the node again from the beginning, so it
 // is refused while any runs.
+//
+// A context's output/ is where its jobs keep what they write (paddlejob
+// init's jobs mount it through hostPath volumes): the cluster's owner named
+// the context, so its nodes let pods write there, as they do in the
+// --host-path-rw directories, and nowhere else in it. The table records
+// each context's output/ by its real path, read when the node starts.
 
 // userImage is an image added to the running cluster's table.
 type userImage struct {
 	Context string `json:"context"`
 	// Dockerfile is the SHA-256 of the Dockerfile the node read.
 	Dockerfile string `json:"dockerfile"`
+	// Output is the context's output/ by its real path: pods may write
+	// there.
+	Output string `json:"output,omitempty"`
 }
 
 func (l layout) userImages() string { return filepath.Join(l.home, "user-images.json") }
@@ -49,6 +57,9 @@ type AddedImage struct {
 	// New is true when the node did not run the image from this context
 	// with this Dockerfile before.
 	New bool
+	// Output is the context's output/ directory, which pods may write to
+	// (while it is a directory).
+	Output string
 }
 
 // AddImages makes the running local cluster in home run each image
@@ -89,9 +100,13 @@ func AddImages(ctx context.Context, home string, images map[string]string) ([]Ad
 			return nil, fmt.Errorf("build context of %s: %w (a build context is a directory holding a Dockerfile)", image, err)
 		}
 		sum := sha256.Sum256(data)
-		u := userImage{Context: dir, Dockerfile: hex.EncodeToString(sum[:])}
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return nil, err
+		}
+		u := userImage{Context: dir, Dockerfile: hex.EncodeToString(sum[:]), Output: filepath.Join(real, "output")}
 		isNew := known[image] != u
-		added = append(added, AddedImage{Image: image, Context: dir, New: isNew})
+		added = append(added, AddedImage{Image: image, Context: dir, New: isNew, Output: u.Output})
 		if isNew {
 			known[image] = u
 			changed = true
@@ -149,6 +164,12 @@ func nextImageTable(l layout, known map[string]userImage, added []AddedImage) (s
 		}
 		file.Images[a.Image] = node.ImageEntry{Context: a.Context}
 	}
+	for _, u := range known {
+		if u.Output != "" && !slices.Contains(file.BuildContextOutputs, u.Output) {
+			file.BuildContextOutputs = append(file.BuildContextOutputs, u.Output)
+		}
+	}
+	slices.Sort(file.BuildContextOutputs)
 	data, err := yaml.Marshal(file)
 	if err != nil {
 		return "", err
@@ -236,8 +257,9 @@ func restartNodes(ctx context.Context, st *State, cs kubernetes.Interface) error
 	return nil
 }
 
-// restartNode stops node i's process, which its supervisor starts again,
-// and waits until the new one serves and its Node is Ready.
+// restartNode stops node i's process, which its supervisor starts again at
+// once (a requested restart: no crash back-off), and waits until the new
+// one serves and its Node is Ready.
 func restartNode(ctx context.Context, st *State, cs kubernetes.Interface, i int) error {
 	name := nodeName(i)
 	var p *process
@@ -253,7 +275,8 @@ func restartNode(ctx context.Context, st *State, cs kubernetes.Interface, i int)
 	if old == 0 {
 		return fmt.Errorf("the local node %s is not running: see paddlejob status", name)
 	}
-	if err := syscall.Kill(old, syscall.SIGTERM); err != nil {
+	// Asked for, not a crash: its supervisor starts it again at once.
+	if err := requestRestart(p.Status, old); err != nil {
 		return fmt.Errorf("restarting the local node %s (pid %d): %w", name, old, err)
 	}
 	err := waitFor(ctx, 2*time.Minute, func() error {

@@ -115,6 +115,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.HostPortRange, "host-port-range", o.HostPortRange, "ports handed to pods of Host-intranet jobs, first-last")
 	fs.DurationVar(&o.Controller.RestartBackoff, "restart-backoff", o.Controller.RestartBackoff, "wait before recreating a failed pod, doubling with each restart of the job")
 	fs.DurationVar(&o.Controller.MaxRestartBackoff, "max-restart-backoff", o.Controller.MaxRestartBackoff, "longest wait before recreating a failed pod")
+	fs.DurationVar(&o.Controller.FailureSettleWindow, "failure-settle-window", o.Controller.FailureSettleWindow, "how long after a job's first failure the failures of its other pods are judged with it, so that pods failing together get one decision whatever order they are seen in")
 	fs.StringVar(&o.Controller.GangScheduler, "gang-scheduler", o.Controller.GangScheduler, "gang scheduler of jobs with a schedulingPolicy whose templates name none: volcano, scheduler-plugins or none")
 	fs.StringVar(&o.Controller.SchedulerPluginsName, "scheduler-plugins-name", o.Controller.SchedulerPluginsName, "scheduler name of scheduler-plugins' coscheduling")
 	fs.Func("elastic-etcd-endpoints", "comma-separated etcd endpoints (http://host:port) of elastic jobs that name none: their pods get PADDLE_MASTER=etcd://<the first>", func(v string) error {

@@ -320,6 +320,18 @@ func (w *PodWrapper) Failed(container string, code int32) *PodWrapper {
 	return w.terminated(corev1.PodFailed, container, code)
 }
 
+// FinishedAt sets when the pod's terminated containers finished (Failed
+// and Succeeded say now): a failure's time decides which failures the
+// operator judges together.
+func (w *PodWrapper) FinishedAt(at time.Time) *PodWrapper {
+	for i := range w.Status.ContainerStatuses {
+		if t := w.Status.ContainerStatuses[i].State.Terminated; t != nil {
+			t.FinishedAt = metav1.NewTime(at)
+		}
+	}
+	return w
+}
+
 func (w *PodWrapper) terminated(phase corev1.PodPhase, failed string, code int32) *PodWrapper {
 	w.Status.Phase = phase
 	now := metav1.NewTime(time.Now())

@@ -200,3 +200,99 @@ func podNamesOf(pods []corev1.Pod) []string {
 	}
 	return out
 }
+
+// run --follow=all returns once its job has failed, with exit code 1 and
+// the reason, whatever the job's pods are doing: a rank that failed while
+// its peer still ran (the operator stops it), or pods that never started
+// (their servers never scheduled) in a job its deadline fails. Each run is
+// given no --timeout: one that does not return is killed after 5 minutes
+// and fails the test.
+func TestRunFollowReturnsWhenTheJobFails(t *testing.T) {
+	env := []string{"KUBECONFIG=" + cluster.Kubeconfig()}
+	for _, tc := range []struct {
+		name, manifest string
+		wantErr        []string
+		wantOut        string
+	}{{
+		name:     "a rank fails, its peer still runs",
+		manifest: failingRankJob,
+		wantErr:  []string{"PaddleJob NS/rank-fails failed: PodFailed: pod rank-fails-worker-0: container \"paddle\" exited with code 3"},
+		wantOut:  "[worker-0] rank 0 fails\n",
+	}, {
+		name:     "its pods never start",
+		manifest: neverStartsJob,
+		wantErr:  []string{"PaddleJob NS/never-starts failed: DeadlineExceeded"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			file := filepath.Join(t.TempDir(), "job.yaml")
+			if err := os.WriteFile(file, []byte(tc.manifest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, filepath.Join(binDir, "paddlejob"), "run", "-f", file, "--follow=all", "-n", ns)
+			cmd.Env = append(os.Environ(), env...)
+			var out, errOut strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			start := time.Now()
+			err := cmd.Run()
+			if ctx.Err() != nil {
+				t.Fatalf("paddlejob run --follow=all did not return in 5 minutes:\n%s%s", out.String(), errOut.String())
+			}
+			t.Logf("paddlejob run --follow=all returned %v after %s", err, time.Since(start).Round(100*time.Millisecond))
+			if code := cmd.ProcessState.ExitCode(); code != 1 {
+				t.Errorf("exit code %d, want 1 (the job failed):\n%s", code, errOut.String())
+			}
+			for _, w := range tc.wantErr {
+				if w = strings.ReplaceAll(w, "NS", ns); !strings.Contains(errOut.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut.String())
+				}
+			}
+			if !strings.Contains(out.String(), tc.wantOut) {
+				t.Errorf("the followed logs lack %q:\n%s", tc.wantOut, out.String())
+			}
+		})
+	}
+}
+
+// failingRankJob is a collective job whose rank 0 fails while rank 1
+// waits: under restartPolicy Never the job fails and rank 1 is stopped.
+const failingRankJob = `apiVersion: batch.paddlepaddle.org/v1
+kind: PaddleJob
+metadata:
+  name: rank-fails
+spec:
+  intranet: Service
+  worker:
+    replicas: 2
+    template:
+      spec:
+        containers:
+        - name: paddle
+          image: busybox
+          command: [sh, -c, 'if [ "$PADDLE_TRAINER_ID" = 0 ]; then sleep 3; echo rank 0 fails; exit 3; fi; echo rank 1 waits; exec sleep 600']
+`
+
+// neverStartsJob is a parameter-server job whose servers no node takes:
+// its trainers wait for them until the job's deadline fails it.
+const neverStartsJob = `apiVersion: batch.paddlepaddle.org/v1
+kind: PaddleJob
+metadata:
+  name: never-starts
+spec:
+  activeDeadlineSeconds: 15
+  ps:
+    replicas: 2
+    template:
+      spec:
+        nodeSelector: {paddlejob.test/no-such-node: "true"}
+        containers:
+        - {name: paddle, image: busybox, command: [sleep, "600"]}
+  worker:
+    replicas: 2
+    template:
+      spec:
+        containers:
+        - {name: paddle, image: busybox, command: [sleep, "600"]}
+`

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,30 +14,31 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
+	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
-// A new user's path, on a local cluster started as `paddlejob up` starts it
-// (this machine's CPUs and memory, no GPUs): `paddlejob init` in an empty
-// directory, then the starter's parameter-server and collective jobs run
-// from their build context with `paddlejob run --build-context` to
-// Completed, each writing its model; Paddle says who every process was and
-// what the model learned. A job larger than the machine stays Pending and
-// run, get and describe say why; validate says offline what the cluster
-// says. It runs a cluster of its own: adding an image restarts the node.
+// A new user's path, on a local cluster started by `paddlejob up` with no
+// flags (this machine's CPUs and memory, no GPUs, pods may write only
+// below /tmp/paddlejob-examples): `paddlejob init` in an empty directory,
+// then the starter's parameter-server and collective jobs run from their
+// build context with `paddlejob run --build-context` to Completed, each
+// writing its checkpoints and model to the context's output/; Paddle says
+// who every process was and what the model learned. A job larger than the
+// machine stays Pending and run, get and describe say why; validate says
+// offline what the cluster says. It runs a cluster of its own: adding an
+// image restarts the node.
 func TestYourOwnProgram(t *testing.T) {
 	home, err := os.MkdirTemp("", "paddlejob-e2e-yours-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := opts
-	o.Home, o.Capacity, o.GPUs, o.NodeLabels = home, "", 0, nil
-	st := withCluster(t, o)
-	env := []string{"KUBECONFIG=" + st.Kubeconfig(), "PADDLEJOB_HOME=" + home}
+	env := upWithoutFlags(t, home)
 	dir := filepath.Join(t.TempDir(), "my-ctr")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -63,14 +65,45 @@ func TestYourOwnProgram(t *testing.T) {
 	})
 }
 
+// upWithoutFlags starts a local cluster in home with `paddlejob up` and no
+// flag, as a new user does, its context in a kubeconfig of its own that the
+// returned environment names; pj talks to it until the test ends, when
+// `paddlejob down` stops it.
+func upWithoutFlags(t *testing.T, home string) []string {
+	t.Helper()
+	env := []string{"KUBECONFIG=" + filepath.Join(t.TempDir(), "kubeconfig"), "PADDLEJOB_HOME=" + home}
+	start := time.Now()
+	if out, errOut, code := paddlejobCLI(t, env, "up"); code != 0 {
+		t.Fatalf("paddlejob up: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Logf("paddlejob up in %s", time.Since(start).Round(100*time.Millisecond))
+	main := pj
+	c, err := client.NewFromKubeconfig(strings.TrimPrefix(env[0], "KUBECONFIG="), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pj = c
+	t.Cleanup(func() {
+		pj = main
+		if out, errOut, code := paddlejobCLI(t, env, "down"); code != 0 {
+			t.Errorf("paddlejob down: exit %d\n%s%s", code, out, errOut)
+		}
+		if left := processesMentioning(home); len(left) > 0 {
+			t.Errorf("processes left after down:\n%s", strings.Join(left, "\n"))
+		}
+	})
+	return env
+}
+
 // runYourPSProgram runs the parameter-server job of the program init
 // wrote in dir, building its image from dir: the node restarts to read the
 // Dockerfile, each trainer says who it was, and the model learned.
 func runYourPSProgram(t *testing.T, env []string, dir string) {
 	ns := newNamespace(t)
 	_, errOut, code := paddlejobCLI(t, env, "run", "-f", filepath.Join(dir, "job-ps.yaml"), "--build-context", dir, "-n", ns)
-	// The first run adds the image: the node restarts to read the Dockerfile.
-	if code != 0 || !strings.Contains(errOut, "image my-ctr:v1: the local node runs it from the build context "+dir+" (the node restarted to read its Dockerfile)") ||
+	// The first run adds the image: the node restarts to read the
+	// Dockerfile, and lets pods write the context's output/.
+	if code != 0 || !strings.Contains(errOut, "image my-ctr:v1: the local node runs it from the build context "+dir+" (the node restarted to read its Dockerfile); pods may write in "+filepath.Join(dir, "output")) ||
 		!strings.Contains(errOut, "PaddleJob "+ns+"/my-ctr-ps completed") {
 		dumpJob(t, ns, "my-ctr-ps")
 		t.Fatalf("paddlejob run: exit %d\n%s", code, errOut)
@@ -251,12 +284,32 @@ func checkModel(t *testing.T, output, logs string) {
 	if meta.Epochs != 5 || len(params) != 1 {
 		t.Errorf("model after %d epochs, parameters %v", meta.Epochs, params)
 	}
-	m := regexp.MustCompile(`epoch 1/5: loss=[\d.]+ test_accuracy=([\d.]+)`).FindStringSubmatch(logs)
-	if m == nil {
-		t.Fatalf("no first epoch in the logs:\n%s", logs)
+	// What the program printed, epoch by epoch (the first rank to print
+	// each), and rank 0 at the end.
+	loss, accuracy := map[int]float64{}, map[int]float64{}
+	for _, m := range regexp.MustCompile(`epoch (\d)/5: loss=([\d.]+) test_accuracy=([\d.]+)`).FindAllStringSubmatch(logs, -1) {
+		epoch, _ := strconv.Atoi(m[1])
+		if _, seen := loss[epoch]; !seen {
+			loss[epoch], _ = strconv.ParseFloat(m[2], 64)
+			accuracy[epoch], _ = strconv.ParseFloat(m[3], 64)
+		}
 	}
-	first, _ := strconv.ParseFloat(m[1], 64)
-	t.Logf("test accuracy %.3f after epoch 1, %.3f at the end (the data's optimum: about 0.84)", first, meta.TestAccuracy)
+	if len(loss) != 5 {
+		t.Fatalf("the logs print epochs %v, want 1 to 5:\n%s", loss, logs)
+	}
+	t.Logf("epoch 1: loss %.4f, test accuracy %.3f; epoch 5: loss %.4f, test accuracy %.3f (the data's optimum: about 0.84)",
+		loss[1], accuracy[1], loss[5], accuracy[5])
+	if loss[5] >= loss[1] {
+		t.Errorf("the training loss did not fall: %.4f after epoch 1, %.4f after epoch 5", loss[1], loss[5])
+	}
+	final := regexp.MustCompile(`final: rank=0 world_size=2 test_accuracy=([\d.]+)`).FindStringSubmatch(logs)
+	if final == nil {
+		t.Fatalf("rank 0 printed no final accuracy:\n%s", logs)
+	}
+	printed, _ := strconv.ParseFloat(final[1], 64)
+	if math.Abs(printed-meta.TestAccuracy) > 5e-5 {
+		t.Errorf("rank 0 printed a final test accuracy of %.4f, the model it wrote says %.4f", printed, meta.TestAccuracy)
+	}
 	// An untrained classifier scores about 0.5.
 	if meta.TestAccuracy < 0.8 {
 		t.Errorf("the model's test accuracy is %.3f: it did not learn", meta.TestAccuracy)

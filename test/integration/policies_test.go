@@ -22,10 +22,12 @@ import (
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
-// fastBackoff keeps restart backoffs short enough for tests.
+// fastBackoff keeps restart backoffs, and the wait for failures to settle
+// before a restart, short enough for tests.
 func fastBackoff(o *operator.Options) {
 	o.Controller.RestartBackoff = time.Second
 	o.Controller.MaxRestartBackoff = 4 * time.Second
+	o.Controller.FailureSettleWindow = time.Second
 }
 
 // serviceJob is a job whose pods need no IPs to start (Service intranet),

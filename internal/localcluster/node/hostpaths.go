@@ -21,6 +21,12 @@ type hostPathRules struct {
 	Hidden []string
 	// Writable are the directories whose paths pods may mount read-write.
 	Writable []string
+	// Outputs are more such directories, the output/ of the build
+	// contexts the cluster's owner named: each counts only while it is a
+	// directory whose absolute path holds no symlink, so that a link put in
+	// its place (by a pod that can write beside it, say) leads nowhere
+	// writable.
+	Outputs []string
 }
 
 // errHostPathRefused marks a host path the rules refuse.
@@ -61,7 +67,23 @@ func (h hostPathRules) writable(real string) bool {
 			}
 		}
 	}
+	for _, o := range h.Outputs {
+		if isUnder(real, o) && realDirectory(o) {
+			return true
+		}
+	}
 	return false
+}
+
+// realDirectory reports whether dir is a directory and no part of its path
+// a symlink.
+func realDirectory(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	return err == nil && real == filepath.Clean(dir)
 }
 
 // checkPath is check for a path that may hold symlinks or not exist yet

@@ -68,6 +68,11 @@ type ImageTableFile struct {
 	// Paddle are the node's Paddle runtimes, for the entries with a
 	// paddleRelease.
 	Paddle *PaddleRuntimes `json:"paddle,omitempty"`
+	// BuildContextOutputs are the output/ directories of the build
+	// contexts the cluster's owner named (paddlejob run --build-context):
+	// pods may mount them read-write, each while it is a directory whose
+	// absolute path holds no symlink (hostPathRules.Outputs).
+	BuildContextOutputs []string `json:"buildContextOutputs,omitempty"`
 }
 
 // builtinImages are known without a table file. busybox is a POSIX shell
@@ -95,6 +100,17 @@ type ImageTable struct {
 	warnings []string
 	// paddle are the node's Paddle runtimes (nil without any).
 	paddle *PaddleRuntimes
+	// outputs are the file's buildContextOutputs.
+	outputs []string
+}
+
+// BuildContextOutputs are the directories the table lets pods write to:
+// its build contexts' output/.
+func (t *ImageTable) BuildContextOutputs() []string {
+	if t == nil {
+		return nil
+	}
+	return t.outputs
 }
 
 // LoadImageTable reads the table file at path (none when empty) and merges
@@ -102,6 +118,7 @@ type ImageTable struct {
 func LoadImageTable(path string) (*ImageTable, error) {
 	entries := builtinImages()
 	var paddle *PaddleRuntimes
+	var outputs []string
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -113,10 +130,19 @@ func LoadImageTable(path string) (*ImageTable, error) {
 		}
 		entries = mergeImageEntries(entries, file.Images)
 		paddle = file.Paddle
+		for _, o := range file.BuildContextOutputs {
+			if !filepath.IsAbs(o) {
+				return nil, fmt.Errorf("image table %s: buildContextOutputs: %q is not an absolute path", path, o)
+			}
+			outputs = append(outputs, filepath.Clean(o))
+		}
 	}
 	t, err := newImageTableWithPaddle(path, entries, paddle)
 	if err != nil && path != "" {
 		return nil, fmt.Errorf("image table %s: %w", path, err)
+	}
+	if t != nil {
+		t.outputs = outputs
 	}
 	return t, err
 }

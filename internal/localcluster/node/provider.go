@@ -101,7 +101,7 @@ func newProvider(cfg providerConfig) *Provider {
 		notify:   func(*corev1.Pod) {},
 		spawner:  newSpawner(cfg.Network.Namespace()),
 	}
-	hostPaths := hostPathRules{Hidden: append([]string{cfg.StateDir}, cfg.HiddenPaths...), Writable: cfg.HostPathRW}
+	hostPaths := hostPathRules{Hidden: append([]string{cfg.StateDir}, cfg.HiddenPaths...), Writable: cfg.HostPathRW, Outputs: cfg.Images.BuildContextOutputs()}
 	p.deps = podDeps{
 		log:       cfg.Log,
 		clock:     cfg.Clock,

@@ -86,7 +86,7 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // its progress deadline — a restart of the whole job, or its failure — and
 // returns how long until the deadline otherwise.
 func (r *PaddleJobReconciler) applyProgressDeadline(job *paddlev1.PaddleJob, fails failures, now time.Time, pods []*corev1.Pod) (failures, time.Duration) {
-	if r.Options.Progress.Store == nil || fails.fatal != nil || fails.restarting() {
+	if r.Options.Progress.Store == nil || fails.fatal != nil || fails.restarting() || fails.settling != nil {
 		return fails, 0
 	}
 	cause, wait := progressStalled(job, r.lastReportOf(job), now)

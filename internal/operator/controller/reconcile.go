@@ -39,6 +39,9 @@ type Options struct {
 	// RestartBackoff is the wait before recreating a failed pod, doubling
 	// with every restart of the job up to MaxRestartBackoff.
 	RestartBackoff, MaxRestartBackoff time.Duration
+	// FailureSettleWindow is how long after a job's first new failure the
+	// failures of its other pods are judged with it (failuresettle.go).
+	FailureSettleWindow time.Duration
 	// GangScheduler gang-schedules jobs with a schedulingPolicy whose
 	// templates name no scheduler: volcano, scheduler-plugins or none.
 	GangScheduler string
@@ -70,6 +73,7 @@ func DefaultOptions() Options {
 		HostPortMax:             DefaultHostPortMax,
 		RestartBackoff:          DefaultRestartBackoff,
 		MaxRestartBackoff:       DefaultMaxRestartBackoff,
+		FailureSettleWindow:     DefaultFailureSettleWindow,
 		GangScheduler:           GangVolcano,
 		SchedulerPluginsName:    DefaultSchedulerPluginsName,
 		PodEventBatchPeriod:     DefaultPodEventBatchPeriod,
@@ -131,6 +135,9 @@ func NewReconciler(c client.Client, recorder events.EventRecorder, opts Options)
 	}
 	if opts.MaxRestartBackoff < opts.RestartBackoff {
 		opts.MaxRestartBackoff = max(def.MaxRestartBackoff, opts.RestartBackoff)
+	}
+	if opts.FailureSettleWindow <= 0 {
+		opts.FailureSettleWindow = def.FailureSettleWindow
 	}
 	if opts.GangScheduler == "" {
 		opts.GangScheduler = def.GangScheduler
@@ -216,7 +223,7 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 	var actErr error
 	if obs.invalid == "" {
 		active, _ := splitPods(job, pods)
-		fails := evaluateFailures(job, active)
+		fails := evaluateFailures(job, active, now, r.Options.FailureSettleWindow)
 		fails, untilStall := r.applyProgressDeadline(job, fails, now, active)
 		pastDeadline, untilDeadline := deadlineFailure(job, now)
 		switch {
@@ -235,6 +242,10 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 				return reconcile.Result{}, actErr // a write-ahead step met a newer job
 			}
 			requeue = earliest(earliest(untilDeadline, untilStall), wait)
+			if fails.settling != nil {
+				obs.settling = fails.settling.settling()
+				requeue = earliest(requeue, fails.settling.wait)
+			}
 			if obs.created > 0 && actErr == nil {
 				// The status is written by the pass the new pods' events
 				// bring (batched), from what the cache shows then: written

@@ -65,6 +65,10 @@ type failures struct {
 	// last describes the latest failure the policies restart, for the
 	// backoff limit's message.
 	last string
+	// settling, when set, are new failures the policies would restart,
+	// whose decision waits until the pods failing with them have failed
+	// too (failuresettle.go): nothing restarts meanwhile.
+	settling *failureSet
 }
 
 // restartCause is why a job restarts as a whole: the Restarting condition's
@@ -74,10 +78,14 @@ type restartCause struct {
 }
 
 // evaluateFailures applies each role's restart policy, the job's restart
-// scope and its backoff limit to its pods, in role and index order. Pods
-// already counted (their UID in status.recreatingPods) are neither counted
-// nor failed again.
-func evaluateFailures(job *paddlev1.PaddleJob, pods []*corev1.Pod) failures {
+// scope and its backoff limit to its pods at now, with the failure
+// settling window. Pods already counted
+// (their UID in status.recreatingPods) are neither counted nor failed
+// again. The new failures are judged as a set (failuresettle.go): those
+// that fail together, in the order their containers finished, once the
+// settling window of the first has passed — or at once when one of them
+// fails the job.
+func evaluateFailures(job *paddlev1.PaddleJob, pods []*corev1.Pod, now time.Time, window time.Duration) failures {
 	counted := map[string]bool{}
 	for _, uid := range job.Status.RecreatingPods {
 		counted[uid] = true
@@ -85,14 +93,19 @@ func evaluateFailures(job *paddlev1.PaddleJob, pods []*corev1.Pod) failures {
 	wholeJob := job.Spec.EffectiveRestartScope() == paddlev1.RestartScopeJob
 	var f failures
 	restarts := job.Status.RestartCount
+	var failed []*corev1.Pod
 	for _, p := range pods {
 		if counted[string(p.UID)] {
 			continue
 		}
 		restarts += containerRestarts(p)
-		if p.Status.Phase != corev1.PodFailed {
-			continue
+		if p.Status.Phase == corev1.PodFailed {
+			failed = append(failed, p)
 		}
+	}
+	set := settleFailures(failed, now, window)
+	inPlace := restarts
+	for _, p := range set.pods {
 		rt, _, _ := podIndex(p)
 		msg := describeFailure(p)
 		if !restartable(job, rt, p) {
@@ -116,8 +129,13 @@ func evaluateFailures(job *paddlev1.PaddleJob, pods []*corev1.Pod) failures {
 		restarts++ // the whole job restarts once, whatever failed
 	}
 	f.restarts = restarts
-	if f.fatal != nil {
+	switch {
+	case f.fatal != nil:
 		f.recreate, f.restartJob = nil, nil // nothing restarts a failed job
+	case set.wait > 0:
+		// The set is still open: a failure yet to come may fail the job.
+		f.recreate, f.restartJob, f.last, f.restarts = nil, nil, "", inPlace
+		f.settling = &set
 	}
 	f.checkBackoffLimit(job, pods)
 	return f
@@ -127,7 +145,7 @@ func evaluateFailures(job *paddlev1.PaddleJob, pods []*corev1.Pod) failures {
 // against the backoff limit, unless the failures already fail the job or
 // restart pods.
 func (f failures) restartJobFor(job *paddlev1.PaddleJob, pods []*corev1.Pod, cause restartCause) failures {
-	if f.fatal != nil || f.restarting() {
+	if f.fatal != nil || f.restarting() || f.settling != nil {
 		return f
 	}
 	f.restartJob = &cause

@@ -19,6 +19,14 @@ import (
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
+// settled is when failures that happened at t0 are judged: once their
+// settling window has passed.
+var settled = t0.Add(DefaultFailureSettleWindow)
+
+// longAgo is when the failures of the pass tests happened: their settling
+// window has passed at t0.
+var longAgo = t0.Add(-time.Minute)
+
 // failuresCase is a job's restart settings, its pods, and what
 // evaluateFailures must decide of them.
 type failuresCase struct {
@@ -46,7 +54,7 @@ func (tc failuresCase) check(t *testing.T) {
 	job.Spec.BackoffLimit = &tc.backoffLimit
 	job.Status.RestartCount = tc.recorded
 	job.Status.RecreatingPods = tc.counted
-	f := evaluateFailures(job, tc.pods)
+	f := evaluateFailures(job, tc.pods, settled, DefaultFailureSettleWindow)
 	switch {
 	case tc.wantFatal == "" && f.fatal != nil:
 		t.Fatalf("job failed: %+v", f.fatal)
@@ -73,7 +81,7 @@ func TestEvaluateFailures(t *testing.T) {
 		rt, idx := paddlev1.ReplicaWorker, 0
 		fmt.Sscanf(name[len("j-worker-"):], "%d", &idx)
 		job := testutil.MakePaddleJob("j", "ns").Workers(4).Obj()
-		p := state(testutil.WrapPod(newPod(job, rt, idx, portRange{23000, 3}, podOptions{}))).Obj()
+		p := state(testutil.WrapPod(newPod(job, rt, idx, portRange{23000, 3}, podOptions{}))).FinishedAt(t0).Obj()
 		p.UID = types.UID("uid-" + name)
 		for i := range p.Status.ContainerStatuses {
 			p.Status.ContainerStatuses[i].RestartCount = restarts
@@ -191,7 +199,7 @@ func TestRestartPass(t *testing.T) {
 			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
 				return []*corev1.Pod{
 					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
-					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 137).Obj(),
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 137).FinishedAt(longAgo).Obj(),
 				}
 			},
 			want: passWant{deleted: []string{"rs-worker-1"}},
@@ -225,7 +233,7 @@ func TestRestartPass(t *testing.T) {
 			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
 				return []*corev1.Pod{
 					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
-					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 137).Obj(),
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 137).FinishedAt(longAgo).Obj(),
 				}
 			},
 			want: passWant{deleted: []string{"rs-worker-1"}},
@@ -248,7 +256,7 @@ func TestRestartPassFailsTheJob(t *testing.T) {
 			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
 				return []*corev1.Pod{
 					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
-					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 1).Obj(),
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 1).FinishedAt(longAgo).Obj(),
 				}
 			},
 			want: passWant{deleted: []string{"rs-worker-0"}, phase: paddlev1.PaddleJobFailed,
@@ -260,7 +268,7 @@ func TestRestartPassFailsTheJob(t *testing.T) {
 			pods: func(j *paddlev1.PaddleJob) []*corev1.Pod {
 				return []*corev1.Pod{
 					testutil.MakePod(j, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj(),
-					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 137).Obj(),
+					testutil.MakePod(j, paddlev1.ReplicaWorker, 1).Failed("paddle", 137).FinishedAt(longAgo).Obj(),
 				}
 			},
 			want: passWant{deleted: []string{"rs-worker-0"}, phase: paddlev1.PaddleJobFailed,
@@ -276,7 +284,7 @@ func runningOrFailedPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, i int,
 	if code == 0 {
 		return w.Running(fmt.Sprintf("10.0.0.%d", i+1)).Obj()
 	}
-	return w.Failed("paddle", code).Obj()
+	return w.Failed("paddle", code).FinishedAt(t0).Obj()
 }
 
 // wholeJobRestartCase is a job, the exit codes of its failed pods, and
@@ -304,7 +312,7 @@ func (tc wholeJobRestartCase) check(t *testing.T) {
 			pods = append(pods, runningOrFailedPod(tc.job, rt, i, tc.codes[fmt.Sprintf("%s-%d", rt, i)]))
 		}
 	}
-	f := evaluateFailures(tc.job, pods)
+	f := evaluateFailures(tc.job, pods, settled, DefaultFailureSettleWindow)
 	if tc.wantFatal != "" {
 		if f.fatal == nil || f.fatal.Reason != tc.wantFatal {
 			t.Fatalf("fatal = %+v, want reason %s", f.fatal, tc.wantFatal)
@@ -411,7 +419,7 @@ func TestWholeJobRestartPasses(t *testing.T) {
 		Status(paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobRunning}).Obj()
 	pods := []*corev1.Pod{
 		testutil.MakePod(job, paddlev1.ReplicaPS, 0).Running("10.0.0.1").Obj(),
-		testutil.MakePod(job, paddlev1.ReplicaPS, 1).Failed("paddle", 139).Obj(),
+		testutil.MakePod(job, paddlev1.ReplicaPS, 1).Failed("paddle", 139).FinishedAt(longAgo).Obj(),
 		testutil.MakePod(job, paddlev1.ReplicaWorker, 0).Running("10.0.0.3").Obj(),
 		// A finalizer holds it: it stops slowly.
 		testutil.MakePod(job, paddlev1.ReplicaWorker, 1).Running("10.0.0.4").Terminating().Obj(),

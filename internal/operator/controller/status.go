@@ -29,6 +29,7 @@ const (
 	ReasonWaitingForPodGroup = "WaitingForPodGroup"
 	ReasonPodGroupAdmitted   = "PodGroupAdmitted"
 	ReasonRestartBackoff     = "RestartBackoff"
+	ReasonSettlingFailures   = "SettlingFailures"
 	ReasonPodFailed          = "PodFailed"
 	ReasonInvalidSpec        = "InvalidSpec"
 	ReasonWorkersSucceeded   = "AllWorkersSucceeded"
@@ -72,6 +73,9 @@ type observed struct {
 	// specChanged, when set, says what changed since the live pods were
 	// made: no pod is created (specchange.go).
 	specChanged string
+	// settling, when set, says which failures wait for the pods failing
+	// with them before they are judged (failuresettle.go).
+	settling string
 }
 
 // nextStatus computes the job's status from what was observed. It is pure:
@@ -173,6 +177,8 @@ func setRunningCondition(st *paddlev1.PaddleJobStatus, job *paddlev1.PaddleJob, 
 	case len(obs.stopping) > 0:
 		setCondition(st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonStoppingPods,
 			"restarting: waiting for "+listNames(obs.stopping)+" to stop")
+	case obs.settling != "":
+		setCondition(st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonSettlingFailures, obs.settling)
 	case obs.backoff > 0:
 		setCondition(st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonRestartBackoff,
 			fmt.Sprintf("recreating failed pods after a %s backoff (restart %d of at most %d)",

@@ -91,7 +91,7 @@ func (tc nextStatusCase) check(t *testing.T) {
 	t.Helper()
 	now := statusTime
 	obs := observed{pods: podsOf(tc.job, tc.states), missingHosts: tc.missing, invalid: tc.invalid}
-	obs.fatal = evaluateFailures(tc.job, obs.pods).fatal
+	obs.fatal = evaluateFailures(tc.job, obs.pods, now.Time, DefaultFailureSettleWindow).fatal
 	st := nextStatus(tc.job, obs, now)
 	if st.Phase != tc.wantPhase || st.Mode != tc.wantMode {
 		t.Errorf("phase, mode = %s, %s; want %s, %s", st.Phase, st.Mode, tc.wantPhase, tc.wantMode)
