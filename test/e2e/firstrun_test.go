@@ -33,7 +33,12 @@ func TestFirstParameterServerProgramRuns(t *testing.T) {
 		level    int32
 		intranet paddlev1.Intranet
 		launcher bool
-		runs     int
+		// plainAsync: a_sync without GEO's k_steps, where trainer 0
+		// pushes the dense parameters to every server in init_worker()
+		// (what failed with "push dense param failed"); the trainers'
+		// own parameters do not learn there (docs/paddle-known-issues.md).
+		plainAsync bool
+		runs       int
 	}
 	var all []series
 	for _, rel := range paddleruntime.Releases() {
@@ -49,6 +54,7 @@ func TestFirstParameterServerProgramRuns(t *testing.T) {
 			series{release: rel.Version, level: 1, intranet: paddlev1.IntranetService, runs: 3},
 			series{release: rel.Version, level: 1, intranet: paddlev1.IntranetHost, runs: 3},
 			series{release: rel.Version, level: 1, intranet: paddlev1.IntranetPodIP, launcher: true, runs: 3},
+			series{release: rel.Version, level: 1, intranet: paddlev1.IntranetPodIP, plainAsync: true, runs: 3},
 		)
 	}
 	for _, s := range all {
@@ -56,12 +62,18 @@ func TestFirstParameterServerProgramRuns(t *testing.T) {
 		if s.launcher {
 			name += ", paddle.distributed.launch"
 		}
+		if s.plainAsync {
+			name += ", plain a_sync"
+		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			for run := 1; run <= s.runs; run++ {
 				t.Run(fmt.Sprintf("run %d", run), func(t *testing.T) {
 					job := minimalPSJob(t, s.release, s.level)
 					job.Spec.Intranet = s.intranet
+					if s.plainAsync {
+						withArgs(job, "--k_steps", "0")
+					}
 					logDir := ""
 					if s.launcher {
 						logDir = launchEveryPod(t, job)
@@ -79,7 +91,7 @@ func TestFirstParameterServerProgramRuns(t *testing.T) {
 					if s.launcher {
 						logs = launchedProcessLogs(t, done, logDir)
 					}
-					checkMinimalPS(t, done, s.release, logs)
+					checkMinimalPS(t, done, s.release, !s.plainAsync, logs)
 				})
 			}
 		})
@@ -120,8 +132,8 @@ var (
 // checkMinimalPS asserts what the minimal program's processes reported
 // through Paddle: the release they imported, each server its index among
 // the servers, each trainer its index among the trainers and the servers it
-// sees, and a loss that fell to a tenth of its first value.
-func checkMinimalPS(t *testing.T, job *paddlev1.PaddleJob, release string, logs map[string]string) {
+// sees, and (learns) a loss that fell to a tenth of its first value.
+func checkMinimalPS(t *testing.T, job *paddlev1.PaddleJob, release string, learns bool, logs map[string]string) {
 	t.Helper()
 	checkImported(t, release, logs)
 	servers, trainers := int(job.Spec.PS.Replicas), int(job.Spec.Worker.Replicas)
@@ -144,7 +156,7 @@ func checkMinimalPS(t *testing.T, job *paddlev1.PaddleJob, release string, logs 
 		}
 		first, _ := strconv.ParseFloat(losses[0][2], 64)
 		last, _ := strconv.ParseFloat(losses[len(losses)-1][2], 64)
-		if !(last < first/10) {
+		if learns && !(last < first/10) {
 			t.Errorf("%s: loss %.4f at step 0, %.4f at step 199: it did not learn (%s)", pod, first, last, strings.Join(minimalLossLine.FindAllString(log, -1), "; "))
 		}
 	}

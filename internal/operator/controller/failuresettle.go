@@ -83,7 +83,7 @@ func settleFailures(failed []*corev1.Pod, now time.Time, window time.Duration) f
 // its creation. Each is a time the API stores, the same in every pass.
 func failedAt(p *corev1.Pod) time.Time {
 	var at time.Time
-	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+	for _, cs := range trainingStatuses(p) {
 		t := cs.State.Terminated
 		if t == nil || t.ExitCode == 0 || t.FinishedAt.IsZero() {
 			continue

@@ -1,12 +1,19 @@
 """Linear regression in parameter-server mode, as Paddle's own quick start
-writes one: fleet with the PaddleCloudRoleMaker, asynchronous GEO-SGD, the
-servers serving, the trainers training. Nothing else: no wait for the
-servers, no flags of its own, no progress reports.
+writes one: fleet with the PaddleCloudRoleMaker, asynchronous training (GEO-SGD,
+or plain a_sync with --k_steps 0), the servers serving, the trainers training.
+Nothing else: no wait for the servers, no flags of Paddle's, no progress
+reports.
 """
+
+import argparse
 
 import numpy as np
 import paddle
 import paddle.distributed.fleet as fleet
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--k_steps", type=int, default=10, help="GEO-SGD's local steps; 0: plain asynchronous training")
+args = parser.parse_args()
 
 paddle.enable_static()
 fleet.init(fleet.PaddleCloudRoleMaker())
@@ -19,7 +26,8 @@ loss = paddle.mean(paddle.nn.functional.square_error_cost(prediction, y))
 
 strategy = fleet.DistributedStrategy()
 strategy.a_sync = True
-strategy.a_sync_configs = {"k_steps": 10}
+if args.k_steps > 0:
+    strategy.a_sync_configs = {"k_steps": args.k_steps}
 optimizer = fleet.distributed_optimizer(paddle.optimizer.SGD(learning_rate=0.05), strategy)
 optimizer.minimize(loss)
 
