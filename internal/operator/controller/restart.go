@@ -202,8 +202,9 @@ func lastRestartedContainer(pods []*corev1.Pod) string {
 }
 
 // describeFailure says why a pod failed: the first container that exited
-// with a non-zero code (and the signal behind a code above 128), else the
-// pod's own reason (eviction, deadline, node restart...).
+// with a non-zero code (and the signal behind a code above 128, the line of
+// its log that says what failed, what a known failure means: explain.go),
+// else the pod's own reason (eviction, deadline, node restart...).
 func describeFailure(p *corev1.Pod) string {
 	statuses := append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
 	for _, cs := range statuses {
@@ -225,13 +226,12 @@ func describeFailure(p *corev1.Pod) string {
 		if len(notes) > 0 {
 			msg += " (" + strings.Join(notes, ", ") + ")"
 		}
-		if m := strings.TrimSpace(t.Message); m != "" {
-			msg += ": " + truncate.String(m, 256)
-		}
+		line, explanation := explainTermination(p, cs.Name, t)
+		msg += line
 		if p.Status.Reason != "" {
 			msg += "; pod " + p.Status.Reason
 		}
-		return msg
+		return msg + explanation
 	}
 	msg := fmt.Sprintf("pod %s failed", p.Name)
 	if p.Status.Reason != "" {
