@@ -5,6 +5,28 @@ import (
 	"strings"
 )
 
+// exceptionLine is a line that names a Python exception (Paddle's errors
+// are ones): "ValueError: (InvalidArgument) ...", "AssertionError".
+var exceptionLine = regexp.MustCompile(`^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)(?::\s.*)?$`)
+
+// KeyLine is the line of a termination message that says what failed, ""
+// for an empty message: a message of one line as it is, else the last line
+// naming a Python exception, else the last line; trimmed.
+func KeyLine(message string) string {
+	lines := strings.Split(strings.TrimSpace(message), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); exceptionLine.MatchString(l) {
+			return l
+		}
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
 // An explanation travels in the messages people and programs read (a
 // PaddleJob's Failed and Restarting conditions, the operator's events) as
 // one sentence String writes and Parse finds again, also after text

@@ -1,9 +1,6 @@
 package controller
 
 import (
-	"regexp"
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/paddlejob/paddlejob/internal/paddlefailure"
@@ -40,25 +37,11 @@ const (
 	maxExplainedLogLine = 160
 )
 
-// exceptionLine is a line that names a Python exception (Paddle's errors
-// are ones): "ValueError: (InvalidArgument) ...", "AssertionError".
-var exceptionLine = regexp.MustCompile(`^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)(?::\s.*)?$`)
-
 // logSummary is ": <line>", the line of a termination message that says
-// what failed, at most limit bytes ("" for an empty message): a message of
-// one line as it is, else the last line naming a Python exception, else
-// the last line.
+// what failed (paddlefailure.KeyLine), at most limit bytes ("" for an
+// empty message).
 func logSummary(message string, limit int) string {
-	lines := strings.Split(strings.TrimSpace(message), "\n")
-	line := ""
-	for i := len(lines) - 1; i >= 0 && line == ""; i-- {
-		if l := strings.TrimSpace(lines[i]); exceptionLine.MatchString(l) {
-			line = l
-		}
-	}
-	for i := len(lines) - 1; i >= 0 && line == ""; i-- {
-		line = strings.TrimSpace(lines[i])
-	}
+	line := paddlefailure.KeyLine(message)
 	if line == "" {
 		return ""
 	}
