@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/paddlejob/paddlejob/internal/paddlefailure"
@@ -50,12 +52,24 @@ func logSummary(message string, limit int) string {
 
 // explainTermination is what a failure's message says of a container's
 // end beyond its exit code: the line of its log that says what failed
-// (logSummary) and, for a failure the table knows, ". Known failure [id]:
-// <cause> Fix: <fix> See <doc>" (paddlefailure.Explanation.String).
-func explainTermination(p *corev1.Pod, container string, t *corev1.ContainerStateTerminated) (line, explanation string) {
+// (logSummary), and the explanation of a failure the table knows (nil for
+// another), which withExplanation appends.
+func explainTermination(p *corev1.Pod, container string, t *corev1.ContainerStateTerminated) (string, *paddlefailure.Explanation) {
 	e := paddlefailure.Explain(p, container, t)
 	if e == nil {
-		return logSummary(t.Message, maxLogLine), ""
+		return logSummary(t.Message, maxLogLine), nil
 	}
-	return logSummary(t.Message, maxExplainedLogLine), ". " + e.String()
+	return logSummary(t.Message, maxExplainedLogLine), e
+}
+
+// withExplanation ends a failure's message with the sentence of its
+// explanation: "... Known failure [id]: <cause> Fix: <fix> See <doc>".
+func withExplanation(msg string, e *paddlefailure.Explanation) string {
+	if e == nil {
+		return msg
+	}
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg + " " + e.String()
 }

@@ -132,6 +132,9 @@ func TestFailureMessagesExplainKnownFailures(t *testing.T) {
 			if !strings.HasPrefix(msg, tc.want) {
 				t.Errorf("message %q\nwant it to start %q", msg, tc.want)
 			}
+			if strings.Contains(msg, ".. Known failure") {
+				t.Errorf("a line ending in a period gets another:\n%s", msg)
+			}
 			e := paddlefailure.Parse(msg)
 			switch {
 			case tc.wantID == "" && e != nil:

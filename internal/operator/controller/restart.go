@@ -231,7 +231,7 @@ func describeFailure(p *corev1.Pod) string {
 		if p.Status.Reason != "" {
 			msg += "; pod " + p.Status.Reason
 		}
-		return msg + explanation
+		return withExplanation(msg, explanation)
 	}
 	msg := fmt.Sprintf("pod %s failed", p.Name)
 	if p.Status.Reason != "" {
