@@ -25,8 +25,9 @@ help: ## Show the targets.
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code, and the known failures' section of docs/paddle-known-issues.md from internal/paddlefailure/signatures.yaml.
 	$(CONTROLLER_GEN) object paths="./api/..."
+	go run ./hack/failuredocs
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the markers.
@@ -38,7 +39,7 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the mar
 	go run ./hack/chartgen
 
 GENERATED := api/v1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml config/webhook/manifests.yaml \
-	charts/paddlejob/crds charts/paddlejob/templates/_generated.tpl
+	charts/paddlejob/crds charts/paddlejob/templates/_generated.tpl docs/paddle-known-issues.md
 
 .PHONY: verify-generated
 verify-generated: $(CONTROLLER_GEN) ## Fail when the generated files are not what the markers generate.

@@ -26,7 +26,7 @@ func newDescribeCmd() *cobra.Command {
 	var t targetFlags
 	cmd := &cobra.Command{
 		Use:   "describe NAME",
-		Short: "Show a PaddleJob's spec, conditions, pods with their state and exit codes, and recent events",
+		Short: "Show a PaddleJob's spec, conditions, pods with their state and exit codes, failed containers (why, what to do, their last lines), and recent events",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := t.client(cmd)

@@ -220,7 +220,8 @@ func dash(s string) string {
 }
 
 // describeJob writes a human summary of a job: spec, status, conditions,
-// pods with their state and exit codes, and recent events.
+// pods with their state and exit codes, failed containers with their
+// explanation and last lines (failures.go), and recent events.
 func describeJob(w io.Writer, j *paddlev1.PaddleJob, pods []corev1.Pod, pending []client.Unschedulable, events []corev1.Event, now time.Time) {
 	fmt.Fprintf(w, "Name:              %s\n", j.Name)
 	fmt.Fprintf(w, "Namespace:         %s\n", j.Namespace)
@@ -279,6 +280,7 @@ func describeJob(w io.Writer, j *paddlev1.PaddleJob, pods []corev1.Pod, pending 
 	for _, l := range termprogress.PendingLines(j.Name, pending) {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
+	describeFailures(w, j, pods)
 	fmt.Fprintln(w, "Events:")
 	if len(events) == 0 {
 		fmt.Fprintln(w, "  none")

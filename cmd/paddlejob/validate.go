@@ -37,14 +37,7 @@ import (
 
 func init() { register(newValidateCmd) }
 
-func newValidateCmd() *cobra.Command {
-	var t targetFlags
-	var file string
-	var server bool
-	cmd := &cobra.Command{
-		Use:   "validate -f job.yaml",
-		Short: "Check the PaddleJobs of a manifest as the API server and the operator's webhook would, without a cluster",
-		Long: `Check each PaddleJob of a manifest, offline, as creating it would: the CRD's schema
+const validateLong = `Check each PaddleJob of a manifest, offline, as creating it would: the CRD's schema
 (unknown fields, types, enums, bounds and its validation rules) as the API server
 checks it, then the operator's admission webhook (the same code, so the same messages),
 then each container's image reference. Warnings go to stderr. Exits 0 when every job is
@@ -52,8 +45,24 @@ valid, 1 otherwise.
 
 Offline, the pods' templates are not checked as the API server checks pods (the
 webhook does that with a dry run on a cluster): --server sends the manifest's jobs to
-the cluster as a server-side dry run (nothing is stored), with the operator's webhook.`,
+the cluster as a server-side dry run (nothing is stored), with the operator's webhook.
+
+--build-context DIR (or IMAGE=DIR, as for run) also reads the Python programs of the
+image's build context, and warns when they and the job's mode disagree: a collective
+program (fleet.init(is_collective=True), init_parallel_env) in a job with spec.ps, or a
+parameter-server program (fleet.init_server, run_server) in a job without.`
+
+func newValidateCmd() *cobra.Command {
+	var t targetFlags
+	var file string
+	var server bool
+	var buildContexts []string
+	cmd := &cobra.Command{
+		Use:   "validate -f job.yaml",
+		Short: "Check the PaddleJobs of a manifest as the API server and the operator's webhook would, without a cluster",
+		Long:  validateLong,
 		Example: `  paddlejob validate -f job.yaml
+  paddlejob validate -f job.yaml --build-context .   # also: does the program fit the job's mode?
   paddlejob validate -f job.yaml --server   # a dry run on the current context's cluster`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -79,6 +88,13 @@ the cluster as a server-side dry run (nothing is stored), with the operator's we
 					err = c.DryRun(cmd.Context(), o, t.ns())
 				} else {
 					warnings, err = validateOffline(cmd.Context(), o)
+				}
+				if err == nil && len(buildContexts) > 0 {
+					more, cerr := programWarnings(buildContexts, o)
+					if cerr != nil {
+						return cerr
+					}
+					warnings = append(warnings, more...)
 				}
 				for _, w := range warnings {
 					fmt.Fprintf(errOut, "Warning: %s\n", w)
@@ -106,6 +122,7 @@ the cluster as a server-side dry run (nothing is stored), with the operator's we
 	t.bind(cmd)
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "manifest with PaddleJobs (- for stdin); other objects are skipped")
 	cmd.Flags().BoolVar(&server, "server", false, "validate on the cluster (a server-side dry run) instead of offline")
+	cmd.Flags().StringArrayVar(&buildContexts, "build-context", nil, "a build context of the job's image (DIR, or IMAGE=DIR; may be repeated): warn when its programs and the job's mode disagree")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }

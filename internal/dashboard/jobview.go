@@ -19,6 +19,7 @@ import (
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	opprogress "github.com/paddlejob/paddlejob/internal/operator/progress"
+	"github.com/paddlejob/paddlejob/internal/paddlefailure"
 	"github.com/paddlejob/paddlejob/internal/sidecar"
 	"github.com/paddlejob/paddlejob/internal/termprogress"
 	"github.com/paddlejob/paddlejob/pkg/client"
@@ -53,6 +54,9 @@ type JobView struct {
 	// Restarts are when the job was restarted, oldest first, to mark on the
 	// curves.
 	Restarts []time.Time `json:"restarts"`
+	// Failure is the job's latest failure when the operator explained it,
+	// or when one of its pods failed (failure.go).
+	Failure *FailureView `json:"failure,omitempty"`
 }
 
 // SpecSummary is what the job asked for, in brief.
@@ -90,11 +94,15 @@ type PodRow struct {
 	// State is the pod's state in a word, as kubectl get pods shows it.
 	State string `json:"state"`
 	// Reason and Message say why a container waits or ended (its last
-	// state's, for one that restarted); ExitCode is a terminated
+	// state's, for one that restarted; of a terminated container's message,
+	// the line that says what failed); ExitCode is a terminated
 	// container's.
-	Reason         string    `json:"reason,omitempty"`
-	Message        string    `json:"message,omitempty"`
-	ExitCode       *int32    `json:"exitCode,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Message  string `json:"message,omitempty"`
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	// Known is the id of the known failure its failed container met
+	// (docs/paddle-known-issues.md), "" for none.
+	Known          string    `json:"known,omitempty"`
 	Restarts       int32     `json:"restarts"`
 	Node           string    `json:"node,omitempty"`
 	IP             string    `json:"ip,omitempty"`
@@ -159,6 +167,7 @@ func viewOf(s client.Snapshot, events []corev1.Event) JobView {
 		v.Pods = append(v.Pods, podRowOf(&s.Pods[i]))
 	}
 	v.Restarts = restartTimes(j, events)
+	v.Failure = failureOf(j, s.Pods)
 	return v
 }
 
@@ -192,8 +201,12 @@ func podRowOf(p *corev1.Pod) PodRow {
 			}
 		case cs.State.Terminated != nil && (cs.State.Terminated.ExitCode != 0 || r.ExitCode == nil):
 			t := cs.State.Terminated
-			r.Reason, r.Message, r.ExitCode = t.Reason, t.Message, &t.ExitCode
+			// The message is the end of the log: the row shows its key line.
+			r.Reason, r.Message, r.ExitCode = t.Reason, paddlefailure.KeyLine(t.Message), &t.ExitCode
 		}
+	}
+	if f := client.ContainerFailures([]corev1.Pod{*p}); len(f) > 0 && f[0].Explanation != nil {
+		r.Known = f[0].Explanation.ID
 	}
 	return r
 }

@@ -257,9 +257,7 @@ func (r *podRuntime) runOnce(ctx context.Context, c *containerRun, spec processS
 		if oomKilled {
 			term.Reason = reasonOOMKilled
 		}
-		if c.spec.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError {
-			term.Message = output
-		}
+		term.Message = failureMessage(c.spec.TerminationMessagePolicy, output)
 	}
 	r.setState(c, corev1.ContainerState{Terminated: &term})
 	r.deps.log.V(1).Info("Container exited", "pod", r.key, "container", c.spec.Name, "exitCode", term.ExitCode, "reason", term.Reason)

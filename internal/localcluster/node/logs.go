@@ -164,6 +164,17 @@ func (l *containerLog) terminationMessage() string {
 	return strings.Join(lines, "\n")
 }
 
+// failureMessage is the termination message of a container that failed,
+// as the kubelet makes it: under FallbackToLogsOnError the end of its log
+// (terminationMessage), under File the termination-log file's content,
+// which the node does not keep (none).
+func failureMessage(policy corev1.TerminationMessagePolicy, logEnd string) string {
+	if policy == corev1.TerminationMessageFallbackToLogsOnError {
+		return logEnd
+	}
+	return ""
+}
+
 // copyLog writes the log file at path to w as the options ask, with the
 // kubelet's reader (tail, since, limit, timestamps, follow). live is the log
 // while its run goes on (nil once it ended); with Follow, copyLog then waits

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
+	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/paddlejob/paddlejob/internal/testutil"
@@ -250,5 +251,45 @@ func TestTerminationMessage(t *testing.T) {
 	msg := l.terminationMessage()
 	if !strings.HasSuffix(msg, "fatal: out of cheese") || strings.Count(msg, "\n") > terminationMessageLines-1 || len(msg) > terminationMessageBytes {
 		t.Errorf("termination message of %d bytes, %d lines, ending %q", len(msg), strings.Count(msg, "\n")+1, msg[max(0, len(msg)-30):])
+	}
+}
+
+// A failed container's message is what the kubelet gives it: under
+// FallbackToLogsOnError (the operator's default for PaddleJob pods) the
+// end of its log, here a real Paddle failure written after a long
+// training log, on stdout and stderr as Paddle writes them; under File or
+// no policy, nothing (the node keeps no termination-log file).
+func TestFailureMessage(t *testing.T) {
+	tail, err := os.ReadFile(filepath.Join("..", "..", "paddlefailure", "testdata", "logs", "missing-module-3.0.0.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := createContainerLog(filepath.Join(t.TempDir(), "0.log"), clocktesting.NewFakePassiveClock(logStart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for i := range 500 {
+		line := fmt.Sprintf("step %d loss 0.69\n", i)
+		l.writer(streamStdout).Write([]byte(line))
+		all.WriteString(line)
+	}
+	l.writer(streamStderr).Write(tail)
+	all.Write(tail)
+	// The kubelet's reading: the last 80 lines, then their last 2048 bytes.
+	lines := strings.SplitAfter(strings.TrimRight(all.String(), "\n"), "\n")
+	kubelet := strings.Join(lines[len(lines)-80:], "")
+	kubelet = kubelet[max(0, len(kubelet)-2048):]
+	for _, tc := range []struct {
+		policy corev1.TerminationMessagePolicy
+		want   string
+	}{
+		{corev1.TerminationMessageFallbackToLogsOnError, kubelet},
+		{corev1.TerminationMessageReadFile, ""},
+		{"", ""},
+	} {
+		if got := failureMessage(tc.policy, l.terminationMessage()); got != tc.want {
+			t.Errorf("policy %q: message %q, want %q", tc.policy, got, tc.want)
+		}
 	}
 }

@@ -28,6 +28,10 @@
 //	              publication (up front, or once every pod has an IP)
 //	restart.go    restartPolicy, backoffLimit, restart backoff and the
 //	              recreation of failed pods (write-ahead: recordRestarts)
+//	explain.go    a failure explains itself: containers keep the end of
+//	              their logs (FallbackToLogsOnError), and a failure's
+//	              message quotes the failing line and, for a known
+//	              failure (internal/paddlefailure), its cause and fix
 //	cleanup.go    a finished job: cleanPodPolicy and ttlSecondsAfterFinished
 //	suspend.go    spec.suspend and the resume
 //	deadline.go   activeDeadlineSeconds

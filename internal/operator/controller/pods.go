@@ -155,6 +155,7 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 	}
 	gangPod(pod, job.Name, opts.gang, opts.schedulerName)
 	injectProgress(pod, job, opts.progressURL)
+	keepLogTails(spec)
 	return pod
 }
 

@@ -231,8 +231,9 @@ func lastRestartedContainer(pods []*corev1.Pod) string {
 }
 
 // describeFailure says why a pod failed: the first container that exited
-// with a non-zero code (and the signal behind a code above 128), else the
-// pod's own reason (eviction, deadline, node restart...).
+// with a non-zero code (and the signal behind a code above 128, the line of
+// its log that says what failed, what a known failure means: explain.go),
+// else the pod's own reason (eviction, deadline, node restart...).
 func describeFailure(p *corev1.Pod) string {
 	for _, cs := range trainingStatuses(p) {
 		t := cs.State.Terminated
@@ -253,13 +254,12 @@ func describeFailure(p *corev1.Pod) string {
 		if len(notes) > 0 {
 			msg += " (" + strings.Join(notes, ", ") + ")"
 		}
-		if m := strings.TrimSpace(t.Message); m != "" {
-			msg += ": " + truncate.String(m, 256)
-		}
+		line, explanation := explainTermination(p, cs.Name, t)
+		msg += line
 		if p.Status.Reason != "" {
 			msg += "; pod " + p.Status.Reason
 		}
-		return msg
+		return withExplanation(msg, explanation)
 	}
 	msg := fmt.Sprintf("pod %s failed", p.Name)
 	if p.Status.Reason != "" {

@@ -37,7 +37,7 @@ from .errors import (
 )
 from .image import build_image_context
 from .job import ROLES, CephFSVolume, PaddleJob
-from .objects import PHASES, Job, JobCondition, JobProgress, JobStatus, ReplicaStatus
+from .objects import PHASES, FailureExplanation, Job, JobCondition, JobProgress, JobStatus, ReplicaStatus
 from .progress import ProgressReporter, flush_progress, report_progress
 from .runtime import dataset_from_reader, dist_reader, trainer_id, trainers, wait_for_servers
 
@@ -59,7 +59,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "PHASES", "ROLES", "AlreadyExistsError", "ApiError", "CephFSVolume", "ClusterUnreachableError", "ConflictError",
-    "ForbiddenError", "ImageContextError", "InvalidArgumentError", "InvalidError", "Job", "JobCondition", "JobFailedError",
+    "FailureExplanation", "ForbiddenError", "ImageContextError", "InvalidArgumentError", "InvalidError", "Job", "JobCondition", "JobFailedError",
     "JobProgress", "JobStatus", "LogLine", "NoClusterError", "NoDockerEngineError", "NotFoundError", "PaddleJob",
     "PaddleJobClient", "PaddleJobError", "ProgressReporter", "ReplicaStatus", "ValidationError", "WaitTimeoutError",
     "build_image_context", "dataset_from_reader", "dist_reader", "failure_message", "flush_progress", "job_condition",

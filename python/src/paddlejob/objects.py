@@ -8,6 +8,7 @@ keeps working; ``job.raw`` is that dict.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, Iterator, List, Mapping, Optional
@@ -105,6 +106,35 @@ class JobProgress:
                    reporter=str(d.get("reporter") or ""), last_update_time=_time(d.get("lastUpdateTime")))
 
 
+# The sentence in which the operator writes a known failure's explanation
+# into a message: "Known failure [<id>]: <cause> Fix: <fix> See <doc>"
+# (internal/paddlefailure/message.go; the Go SDK parses it the same way).
+_EXPLANATION = re.compile(
+    r"Known failure \[([a-z0-9]+(?:-[a-z0-9]+)*)\]: (.+) Fix: (.+?) See (docs/[A-Za-z0-9._/-]+#[a-z0-9_-]+)")
+
+
+@dataclass(frozen=True)
+class FailureExplanation:
+    """What a known failure means (docs/paddle-known-issues.md, "Failures the operator explains")."""
+
+    #: The failure's id in the operator's table (missing-module, read-only-file-system...).
+    id: str
+    #: Why the container failed, naming what its log and its pod showed.
+    cause: str
+    #: What to change.
+    fix: str
+    #: Where it is described: docs/paddle-known-issues.md#<anchor>.
+    doc: str
+
+    @classmethod
+    def parse(cls, message: str) -> Optional["FailureExplanation"]:
+        """The explanation in a condition's or an event's message, or None."""
+        m = _EXPLANATION.search(message)
+        if not m:
+            return None
+        return cls(id=m.group(1), cause=m.group(2), fix=m.group(3), doc=m.group(4))
+
+
 @dataclass(frozen=True)
 class JobStatus:
     """status of a PaddleJob."""
@@ -140,6 +170,20 @@ class JobStatus:
     @property
     def finished(self) -> bool:
         return self.phase in TERMINAL
+
+    @property
+    def failure_explanation(self) -> Optional[FailureExplanation]:
+        """The explanation of the job's latest failure when the operator knows it, else None.
+
+        The latest failure is the Failed condition's when the job failed,
+        else the Restarting condition's (the failure the job last restarted
+        after, kept once its pods run again).
+        """
+        failed = self.condition("Failed")
+        if failed and failed.true:
+            return FailureExplanation.parse(failed.message)
+        restarting = self.condition("Restarting")
+        return FailureExplanation.parse(restarting.message) if restarting else None
 
     @property
     def failure_message(self) -> str:

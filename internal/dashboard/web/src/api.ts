@@ -57,12 +57,33 @@ export interface PodRow {
   reason?: string;
   message?: string;
   exitCode?: number;
+  // the id of the known failure its failed container met
+  known?: string;
   restarts: number;
   node?: string;
   ip?: string;
   created: string;
   containers: string[];
   initContainers: string[];
+}
+
+// What a known failure means (docs/paddle-known-issues.md).
+export interface Explanation {
+  id: string;
+  cause: string;
+  fix: string;
+  doc: string;
+}
+
+// The job's latest failure: its explanation, and while the pod exists the
+// failed container and the last lines of its log.
+export interface FailureView {
+  explanation?: Explanation;
+  pod?: string;
+  container?: string;
+  exitCode?: number;
+  reason?: string;
+  lastLines?: string;
 }
 
 export interface RoleSpec {
@@ -92,6 +113,7 @@ export interface JobView {
   conditions: Condition[];
   pods: PodRow[];
   restarts: string[];
+  failure?: FailureView;
 }
 
 export interface EventRow {

@@ -1,5 +1,5 @@
 import { useMemo, useState } from 'preact/hooks';
-import { EventRow, History, jobURL, JobView, useStream } from './api';
+import { EventRow, FailureView, History, jobURL, JobView, useStream } from './api';
 import { href, Route } from './app';
 import { MetricChart, XMode } from './chart';
 import { age, clock, dateTime, duration, etaLeft, useNow } from './format';
@@ -53,6 +53,7 @@ export function JobPage({ route }: { route: JobRoute }) {
       {view?.exists && (
         <>
           <Summary view={view} now={now} />
+          {view.failure && <Failure failure={view.failure} failed={view.row.phase === 'Failed'} onLog={(pod) => go({ log: pod, container: undefined })} />}
           <section class="card" aria-labelledby="curves-title">
             <div class="title-row">
               <h2 id="curves-title">Training curves</h2>
@@ -171,6 +172,46 @@ function Summary({ view, now }: { view: JobView; now: number }) {
   );
 }
 
+// Failure says why the job failed (or last restarted): what a known failure
+// means and what to do, and the failed container's last lines.
+function Failure({ failure, failed, onLog }: { failure: FailureView; failed: boolean; onLog: (pod: string) => void }) {
+  const e = failure.explanation;
+  return (
+    <section class="card failure" aria-labelledby="failure-title" data-testid="failure">
+      <h2 id="failure-title">{failed ? 'Why it failed' : 'Why it last restarted'}</h2>
+      {failure.pod && (
+        <p>
+          <span class="mono">{failure.pod}/{failure.container}</span> exited with code {failure.exitCode}
+          {failure.reason && <> ({failure.reason})</>}.{' '}
+          <button type="button" onClick={() => onLog(failure.pod!)}>
+            Log
+          </button>
+        </p>
+      )}
+      {e ? (
+        <dl class="explanation" data-known={e.id}>
+          <dt>Known failure</dt>
+          <dd class="mono">{e.id}</dd>
+          <dt>Cause</dt>
+          <dd>{e.cause}</dd>
+          <dt>Fix</dt>
+          <dd>{e.fix}</dd>
+          <dt>More</dt>
+          <dd class="mono">{e.doc}</dd>
+        </dl>
+      ) : (
+        <p class="muted">Not a failure the operator knows: its last lines say what happened.</p>
+      )}
+      {failure.lastLines && (
+        <>
+          <h3 class="small">Last lines of its log</h3>
+          <pre class="logtext" tabIndex={0}>{failure.lastLines}</pre>
+        </>
+      )}
+    </section>
+  );
+}
+
 function Pods({ view, now, selected, onLog }: { view: JobView; now: number; selected?: string; onLog: (pod: string) => void }) {
   return (
     <section class="card" aria-labelledby="pods-title">
@@ -201,6 +242,7 @@ function Pods({ view, now, selected, onLog }: { view: JobView; now: number; sele
                     {p.reason ?? ''}
                     {p.exitCode !== undefined && <> (exit code {p.exitCode})</>}
                     {p.message && <div class="muted small">{p.message}</div>}
+                    {p.known && <div class="small">known failure <span class="mono">{p.known}</span></div>}
                   </td>
                   <td class="num">{p.restarts}</td>
                   <td>{p.node ?? '-'}</td>

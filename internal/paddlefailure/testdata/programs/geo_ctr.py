@@ -1,0 +1,43 @@
+"""The click-through-rate model of ps_ctr.py, trained with GEO-SGD: each
+trainer trains a local copy and exchanges updates with the servers every
+k steps."""
+
+import numpy as np
+import paddle
+import paddle.distributed.fleet as fleet
+
+paddle.enable_static()
+fleet.init()
+
+slots = 4
+ids = [paddle.static.data(name=f"slot{i}", shape=[None, 1], dtype="int64") for i in range(slots)]
+label = paddle.static.data(name="label", shape=[None, 1], dtype="int64")
+
+embs = [paddle.static.nn.sparse_embedding(input=x, size=[10000, 8]) for x in ids]
+concat = paddle.concat([paddle.reshape(e, [-1, 8]) for e in embs], axis=1)
+hidden = paddle.static.nn.fc(concat, size=32, activation="relu")
+predict = paddle.static.nn.fc(hidden, size=2, activation="softmax")
+cost = paddle.nn.functional.cross_entropy(input=predict, label=label)
+avg_cost = paddle.mean(cost)
+
+strategy = fleet.DistributedStrategy()
+strategy.a_sync = True
+strategy.a_sync_configs = {"k_steps": 100}
+optimizer = fleet.distributed_optimizer(paddle.optimizer.SGD(learning_rate=0.01), strategy)
+optimizer.minimize(avg_cost)
+
+if fleet.is_server():
+    fleet.init_server()
+    fleet.run_server()
+else:
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(paddle.static.default_startup_program())
+    fleet.init_worker()
+    rng = np.random.default_rng(fleet.worker_index())
+    for step in range(200):
+        feed = {f"slot{i}": rng.integers(0, 10000, size=(32, 1)).astype("int64") for i in range(slots)}
+        feed["label"] = rng.integers(0, 2, size=(32, 1)).astype("int64")
+        (loss,) = exe.run(paddle.static.default_main_program(), feed=feed, fetch_list=[avg_cost])
+        if step % 50 == 0:
+            print(f"step {step} loss {float(np.asarray(loss)):.4f}")
+    fleet.stop_worker()
