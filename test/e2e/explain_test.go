@@ -123,20 +123,24 @@ func mountEvery(job *paddlev1.PaddleJob, v corev1.Volume, path string, readOnly 
 // readOnlyHostDir is a directory outside the ones the suite's cluster lets
 // pods write (the temporary directory: HostPathRW), so the node mounts it
 // read-only, as it mounts a user's directory that up --host-path-rw does not
-// name.
+// name: one in the user's cache, where the project keeps its builds.
 func readOnlyHostDir(t *testing.T) string {
 	t.Helper()
-	parent := filepath.Join(testenv.RepoRoot(), "bin")
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Join(cache, "paddlejob", "e2e")
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp(parent, "e2e-read-only-output-")
+	dir, err := os.MkdirTemp(parent, "read-only-output-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	if rel, err := filepath.Rel(os.TempDir(), dir); err == nil && !strings.HasPrefix(rel, "..") {
-		t.Fatalf("%s is inside the temporary directory, which the suite's cluster lets pods write: run the suite from a repository outside %s", dir, os.TempDir())
+		t.Fatalf("%s is inside the temporary directory, which the suite's cluster lets pods write: the user's cache must lie outside %s", dir, os.TempDir())
 	}
 	return dir
 }
