@@ -27,7 +27,9 @@ const explainedProgramDir = "/program"
 // the job fails, and its Failed condition (and the SDK, and the failed
 // container's terminated state) says why and what to do — a collective
 // program given parameter servers, a parameter-server program given none,
-// a module the image lacks, an output volume the node mounts read-only.
+// a module the image lacks, a GPU device asked of the CPU build, Paddle's
+// GEO-SGD bug with sparse_embedding, an output volume the node mounts
+// read-only.
 func TestFailuresExplainThemselves(t *testing.T) {
 	output := readOnlyHostDir(t)
 	for _, tc := range []struct {
@@ -46,6 +48,10 @@ func TestFailuresExplainThemselves(t *testing.T) {
 			wantID: "ps-program-in-collective-job", words: []string{"Add spec.ps"}, wantPod: "worker-"},
 		{name: "a module the image does not have", program: "ps_ctr_auc.py", ps: 1, workers: 1,
 			wantID: "missing-module", words: []string{"module sklearn", "build context"}},
+		{name: "a GPU device on the CPU build", program: "gpu_resnet.py", workers: 2,
+			wantID: "gpu-on-cpu-build", words: []string{"paddle.is_compiled_with_cuda()"}, wantPod: "worker-"},
+		{name: "Paddle's GEO-SGD with sparse_embedding", program: "geo_ctr.py", ps: 1, workers: 2,
+			wantID: "geo-sparse-embedding", words: []string{"is_sparse=True"}, wantPod: "worker-"},
 		{name: "an output volume the node mounts read-only", program: "save_model.py", workers: 1,
 			env: map[string]string{"OUTPUT_DIR": "/output/run-1"}, output: true,
 			wantID: "read-only-file-system", words: []string{"/output/run-1", "hostPath volume output (" + output + ") at /output", "paddlejob up --host-path-rw " + output},
