@@ -1,10 +1,19 @@
 """Collective (data-parallel) training of a small ResNet, started by
 `python -m paddle.distributed.launch train_fleet.py` in every pod.
 
-Dygraph fleet: every rank trains on its shard of a synthetic image set (ten
-classes, each a fixed pattern under noise and a random shift), gradients are
-all-reduced (Gloo on CPU, NCCL on GPU), and rank 0 reports the loss of every
-epoch and the accuracy on held-out images. With a checkpoint directory
+Dygraph data parallel: every rank trains on its shard of a synthetic image set
+(ten classes, each a fixed pattern under noise and a random shift), gradients
+are all-reduced (Gloo on CPU, NCCL on GPU), and rank 0 reports the loss of
+every epoch and the accuracy on held-out images.
+
+The ranks share one process group, the one paddle.distributed.init_parallel_env
+creates, and the model is a paddle.DataParallel: what fleet.distributed_model
+makes of it for plain data parallelism. fleet.init(is_collective=True) would
+also create Paddle's hybrid-parallel groups (the data group and two check
+groups of all the ranks) one after the other, and Paddle (2.6.2 to 3.3.1)
+cannot create Gloo groups back to back reliably: a rank may read a peer's
+address of the previous group and fail ("connect ...: Connection refused") or
+hang (docs/paddle-known-issues.md, "Gloo groups created one after another"). With a checkpoint directory
 (--checkpoint-dir or PADDLE_CHECKPOINT_DIR, on storage every pod shares) rank
 0 saves the model after every epoch and every rank resumes from the newest
 one: an elastic job, whose training processes Paddle's launcher restarts
@@ -21,7 +30,6 @@ import time
 import numpy as np
 import paddle
 import paddle.distributed as dist
-import paddle.distributed.fleet as fleet
 import paddle.nn as nn
 import paddle.nn.functional as F
 
@@ -115,7 +123,7 @@ def main() -> None:
     # The CPU threads Paddle computes with: importing paddle set
     # OMP_NUM_THREADS to what it uses (1 when the pod did not set it).
     print(f"omp_num_threads={os.environ['OMP_NUM_THREADS']}", flush=True)
-    fleet.init(is_collective=True)
+    dist.init_parallel_env()  # one process group of all the ranks (none for one rank)
     rank, world = dist.get_rank(), dist.get_world_size()
     print(f"role=TRAINER rank={rank} world_size={world} endpoint={os.environ.get('PADDLE_CURRENT_ENDPOINT', '')}", flush=True)
 
@@ -131,8 +139,8 @@ def main() -> None:
             model.set_state_dict(paddle.load(prefix + ".pdparams"))
             optimizer.set_state_dict(paddle.load(prefix + ".pdopt"))
             print(f"rank {rank}: resumed after epoch {start_epoch} from {prefix}", flush=True)
-    model = fleet.distributed_model(model)
-    optimizer = fleet.distributed_optimizer(optimizer)
+    if world > 1:
+        model = paddle.DataParallel(model)  # all-reduces the gradients in backward
 
     images, labels = synthetic_images(args.images, stream=0)
     mine = np.arange(args.images) % world == rank
