@@ -149,6 +149,8 @@ func programCases() []explainCase {
 			wantID: "rendezvous-timeout", want: []string{"paddlejob describe"}},
 		{name: "Gloo's store in fleet.init, nobody else joined", log: "rendezvous-timeout-gloo-ps-3.0.0", code: 1, reason: e, pod: psPod(),
 			wantID: "rendezvous-timeout", want: []string{"Gloo's store"}},
+		{name: "Gloo groups created one after another", log: "gloo-groups-race-3.0.0", code: 1, reason: e, pod: collectivePod(),
+			wantID: "gloo-groups-race", want: []string{"init_parallel_env()", "paddle.DataParallel"}},
 		{name: "a trainer before its server", log: "trainer-before-server-3.0.0", code: 1, reason: e, pod: psPod(),
 			wantID: "trainer-before-server", want: []string{"wait_for_servers"}},
 		{name: "the all group on a server, 2.6.2", log: "gloo-group-missing-ps-2.6.2", code: 1, reason: e, pod: psPod(), wantID: "gloo-group-missing"},

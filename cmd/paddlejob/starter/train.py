@@ -125,7 +125,11 @@ def report(epoch: int, epochs: int, step: int, steps: int, **metrics: float) -> 
 def train_collective(args: argparse.Namespace) -> None:
     import paddle.distributed as dist
 
-    fleet.init(is_collective=True)
+    # One process group, made by init_parallel_env: fleet.init(is_collective=True)
+    # makes three on CPU, one after another, and Paddle's Gloo groups can then
+    # read each other's addresses and fail (docs/paddle-known-issues.md in the
+    # paddlejob project). Data parallelism needs no more.
+    dist.init_parallel_env()
     rank, world = dist.get_rank(), dist.get_world_size()
     print(f"role=TRAINER mode=collective rank={rank} world_size={world}", flush=True)
     x, y = my_shard(*read_csv(os.path.join(args.data_dir, "train.csv")), rank, world)
@@ -141,8 +145,7 @@ def train_collective(args: argparse.Namespace) -> None:
         model.set_state_dict(paddle.load(os.path.join(path, "model.pdparams")))
         optimizer.set_state_dict(paddle.load(os.path.join(path, "model.pdopt")))
         print(f"rank {rank}: resumed after epoch {start} from {path}", flush=True)
-    model = fleet.distributed_model(model)
-    optimizer = fleet.distributed_optimizer(optimizer)
+    model = paddle.DataParallel(model)
     loss_fn = paddle.nn.BCEWithLogitsLoss()
 
     def evaluate() -> float:
