@@ -130,7 +130,7 @@ test-integration: envtest $(HELM) $(KUSTOMIZE) ## Integration tests against a re
 
 .PHONY: test-e2e
 test-e2e: envtest addons ## End-to-end tests on the local cluster, with real PaddlePaddle and real gang schedulers.
-	$(ENVTEST_ENV) go test -timeout 45m $(GO_TEST_FLAGS) ./test/e2e/...
+	$(ENVTEST_ENV) go test -timeout 55m $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: bench
 bench: envtest addons ## Benchmark the operator (pod creation, deadlines, failover), the node (pod start, idle pods, service proxy), the network between nodes, gang scheduling and the examples on the local cluster.

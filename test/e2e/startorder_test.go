@@ -18,12 +18,12 @@ import (
 // An unmodified parameter-server program whose trainers call
 // fleet.init_worker() as soon as they start — no wait for the servers of
 // their own, on Paddle 3.0, whose wait_server_ready returns at once — trains
-// ten times in a row without a restart: the operator starts the trainers
+// three times in a row without a restart: the operator starts the trainers
 // only once every parameter server accepts connections (its readiness
 // probe). paddle-operator's example 5 as written, with Gloo off as it is there.
 func TestTrainersStartAfterTheServersListen(t *testing.T) {
 	code := wideAndDeepWithoutServerWait(t)
-	for run := 1; run <= 10; run++ {
+	for run := 1; run <= 3; run++ {
 		t.Run(fmt.Sprintf("run %d", run), func(t *testing.T) {
 			ns := newNamespace(t)
 			applyLocalPV(t, ns, code)
