@@ -228,7 +228,7 @@ func TestElasticJobScalesFrom2To3(t *testing.T) {
 	}
 }
 
-// An elastic job of 3 workers (at least 2) forms the first time, five times
+// An elastic job of 3 workers (at least 2) forms the first time, ten times
 // in a row: each completes without a restart of the job, its last training
 // run reported by ranks 0, 1 and 2 with world size 3, and the loss fell.
 // Paddle's launcher may still restart every worker's training once when a
@@ -238,7 +238,7 @@ func TestElasticJobScalesFrom2To3(t *testing.T) {
 // longer does (docs/paddle-known-issues.md): no rank may be refused by
 // Gloo.
 func TestElasticJobFormsTheFirstTime(t *testing.T) {
-	const runs = 5
+	const runs = 10
 	for i := range runs {
 		job, _ := elasticJob(t, fmt.Sprintf("form-%d", i), 3, 2, 3, 3)
 		setEnv(&job.Spec.Worker.Template.Spec.Containers[0], "EPOCH_DELAY", "0")

@@ -20,11 +20,11 @@ import (
 // A user's first parameter-server program runs the first time: the
 // unmodified minimal program of testdata/minimalps (no wait for the servers,
 // no flags, no progress reports) on the defaults — restartPolicy Never, no
-// progress deadline — completes five times in a row without a restart at
+// progress deadline — completes ten times in a row without a restart at
 // each Gloo level, on each Paddle release with a parameter-server runtime.
 // Gloo at 1 and 2 used to lose a race every time on 3.0: ps-0 served
 // Gloo's store and listened only after the trainers had pushed to it
-// (docs/env-contract.md, start-up order). Five runs are a repeat count, not
+// (docs/env-contract.md, start-up order). Ten runs are a repeat count, not
 // a retry: any failure fails the test. The series run side by side, so the
 // node is as loaded as a user's busy machine.
 func TestFirstParameterServerProgramRuns(t *testing.T) {
@@ -46,7 +46,7 @@ func TestFirstParameterServerProgramRuns(t *testing.T) {
 			continue
 		}
 		for _, level := range []int32{0, 1, 2} {
-			all = append(all, series{release: rel.Version, level: level, intranet: paddlev1.IntranetPodIP, runs: 5})
+			all = append(all, series{release: rel.Version, level: level, intranet: paddlev1.IntranetPodIP, runs: 10})
 		}
 		// The other layouts, Gloo on: the store's address is ps-0's name,
 		// the node's address, or the launcher's own choice.
