@@ -194,6 +194,7 @@ func bwrapArgs(host fs.FS, s sandboxSpec) []string {
 		}
 	}
 	a.add("--proc", "/proc", "--dev", "/dev")
+	a.kernelKnobs()
 	a.tmpfs("/dev/shm", s.ShmSize)
 	a.tmpfs("/tmp", s.TmpSize)
 	binds := append([]string(nil), a.boundRoots...)
