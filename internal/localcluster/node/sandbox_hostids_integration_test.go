@@ -42,10 +42,7 @@ func TestRootNodePodsRunAsTheirHostIDs(t *testing.T) {
 		t.Errorf("the Node's %s annotation is %q, want %q", PodHostIDsAnnotation, got, ids.Range.String())
 	}
 
-	shared := t.TempDir()
-	if err := os.Chmod(shared, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	shared := podsHostDir(t)
 	script := `echo "UIDMAP $(cat /proc/self/uid_map)"
 if (printf '%s\n' "$(cat /proc/sys/vm/swappiness)" > /proc/sys/vm/swappiness) 2>/dev/null; then echo "SYSCTL written"; else echo "SYSCTL refused"; fi
 if (echo "$(id -u)" > /shared/by-$(id -u)) 2>/dev/null; then echo "HOSTPATH written"; else echo "HOSTPATH refused"; fi

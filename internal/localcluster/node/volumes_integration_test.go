@@ -22,7 +22,7 @@ func TestVolumes(t *testing.T) {
 	n := sharedNode(t)
 	ns := n.namespace(t)
 	createVolumeSources(t, n, ns)
-	hostDir := t.TempDir()
+	hostDir := podsHostDir(t)
 	if err := os.WriteFile(filepath.Join(hostDir, "in-host-dir"), []byte("from the host\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func createVolumeSources(t *testing.T, n *testNode, ns string) {
 	if _, err := n.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pvDir := t.TempDir()
+	pvDir := podsHostDir(t)
 	if err := os.WriteFile(filepath.Join(pvDir, "dataset"), []byte("from the PV\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
