@@ -192,17 +192,20 @@ func checkHostUID(t *testing.T, c *sandboxCluster, ns, name string, uid int64) {
 		return strings.Contains(string(b), "READY"), string(b)
 	})
 	t.Logf("%s: %s", name, podLog(t, ns, name))
-	want := podHostUID(t, c, uid)
 	uids := hostUIDsOf(t, "PROBE_TOKEN="+ns)
 	if len(uids) == 0 {
 		t.Fatal("no process of the pod found on the host")
 	}
+	t.Logf("host uids of the pod's processes: %v", uids)
+	for _, u := range uids {
+		if c.rootNode && (u == 0 || u == c.nodeUID) {
+			t.Fatalf("a process of the pod is host uid %d: the host's root or the node's user", u)
+		}
+	}
+	want := podHostUID(t, c, uid)
 	for _, u := range uids {
 		if u != want {
 			t.Errorf("a process of the pod is host uid %d, want %d", u, want)
-		}
-		if c.rootNode && (u == 0 || u == c.nodeUID) {
-			t.Errorf("a process of the pod is host uid %d: the host's root or the node's user", u)
 		}
 	}
 	_ = pj.Clientset().CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
