@@ -94,7 +94,7 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 	}
 	args := bwrapArgs(r.deps.hostFS, sandbox)
 	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log, Cgroup: cgroup, Files: sandboxFiles(sandbox), Opened: opened,
-		Netns: r.netns, Credential: run.credential, Unstage: run.unstage}, nil
+		Netns: r.netns, Credential: run.credential, Staged: run.staged}, nil
 }
 
 // sandboxOf is the sandbox one run of the pod's container starts in: the

@@ -206,8 +206,9 @@ func (r *podRuntime) runOnce(ctx context.Context, c *containerRun, spec processS
 	// bwrap holds its own copies of the mounts' descriptors now, and the
 	// sandbox its own of the staged mounts.
 	closeFiles(spec.Opened)
-	if spec.Unstage != nil {
-		spec.Unstage()
+	if spec.Staged != nil {
+		spec.Staged.unmount()
+		defer spec.Staged.remove()
 	}
 	if err != nil {
 		_ = spec.Log.close()

@@ -135,9 +135,9 @@ type processSpec struct {
 	// Credential, when set, is the host user bwrap runs as (a root node's
 	// range, sandbox_hostids.go); nil runs it as the node's user.
 	Credential *syscall.Credential
-	// Unstage, when set, removes the staged mounts (sandbox_stage.go) once
-	// bwrap has cloned the sandbox, or failed to.
-	Unstage func()
+	// Staged, when set, are the run's staged mounts (sandbox_stage.go):
+	// unmounted once bwrap has cloned the sandbox, removed once it is gone.
+	Staged *stagedRun
 }
 
 func closeFiles(files []*os.File) {

@@ -151,7 +151,7 @@ func newSandboxHostIDs(stateDir string) (*sandboxHostIDs, error) {
 // its host user, from staged mounts.
 type hostRun struct {
 	credential *syscall.Credential
-	unstage    func()
+	staged     *stagedRun
 }
 
 // asHostIDs prepares a run of c as the node's range, on a root node (none
@@ -175,11 +175,11 @@ func (r *podRuntime) asHostIDs(c *containerRun, sb *sandboxSpec, user sandboxIde
 	if err := os.Lchown(filepath.Join(filepath.Dir(rootfs), "home"), int(cred.Uid), int(cred.Gid)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return hostRun{}, &waitError{reason: reasonCreateError, err: err}
 	}
-	unstage, err := ids.stager.stage(fmt.Sprintf("%s-%s-%d", r.uid, c.spec.Name, c.runs), sb)
+	staged, err := ids.stager.stage(fmt.Sprintf("%s-%s-%d", r.uid, c.spec.Name, c.runs), sb)
 	if err != nil {
 		return hostRun{}, &waitError{reason: reasonCreateError, err: err}
 	}
-	return hostRun{credential: cred, unstage: unstage}, nil
+	return hostRun{credential: cred, staged: staged}, nil
 }
 
 // chownTree gives dir and everything in it to cred's user and group, links
@@ -204,4 +204,16 @@ func releaseRun(cgroup *containerCgroup, log *containerLog) {
 		cgroup.remove()
 	}
 	_ = log.close()
+}
+
+// giveToPodRoot gives dir's tree, written by the node, to the pod's root
+// (base+0) on a root node: the kubelet's files are root's, so a pod running
+// as root reads a 0600 ConfigMap or Secret item and others read what its
+// mode lets them, as on Kubernetes.
+func (r *podRuntime) giveToPodRoot(dir string) error {
+	ids := r.deps.sandbox.hostIDs
+	if ids == nil {
+		return nil
+	}
+	return chownTree(dir, &syscall.Credential{Uid: ids.Range.Base, Gid: ids.Range.Base})
 }

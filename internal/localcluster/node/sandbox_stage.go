@@ -112,32 +112,53 @@ func idmapUserNamespace(ids hostIDRange) (*os.File, error) {
 	return ns, err
 }
 
+// stagedRun is what one run has staged: its directory and the mount
+// points in it.
+type stagedRun struct {
+	dir    string
+	points []string
+}
+
+// unmount detaches the staged mounts, here only: the sandbox's mount
+// namespace, cloned before, keeps its copies (the staging tmpfs is private,
+// so nothing propagates). Host processes no longer reach the pod's sources
+// through the staging.
+func (r *stagedRun) unmount() {
+	for i := len(r.points) - 1; i >= 0; i-- {
+		_ = unix.Unmount(r.points[i], unix.MNT_DETACH)
+	}
+}
+
+// remove deletes the run's mount points, once its sandbox is gone: the
+// kernel detaches the mounts on a mount point it deletes in every mount
+// namespace, the sandbox's included. Entry by entry, never recursively: a
+// mount left in place is not entered (a writable host path is the users'
+// files).
+func (r *stagedRun) remove() {
+	r.unmount()
+	for i := len(r.points) - 1; i >= 0; i-- {
+		_ = os.Remove(r.points[i])
+	}
+	_ = os.Remove(r.dir)
+}
+
 // stage binds the sandbox's mount sources and its hosts, hostname and
 // resolv.conf files under the staging directory, in a directory of the run's
-// own, and points the sandbox at them. unstage removes them; it is the
-// caller's to call once bwrap has cloned the sandbox, or on error.
-func (s *stager) stage(run string, sb *sandboxSpec) (unstage func(), err error) {
-	dir := filepath.Join(s.dir, run)
-	if err := os.Mkdir(dir, 0o711); err != nil {
+// own, and points the sandbox at them. The caller unmounts them once bwrap
+// has cloned the sandbox and removes them once the sandbox is gone; stage
+// removes them itself on error.
+func (s *stager) stage(run string, sb *sandboxSpec) (_ *stagedRun, err error) {
+	staged := &stagedRun{dir: filepath.Join(s.dir, run)}
+	if err := os.Mkdir(staged.dir, 0o711); err != nil {
 		return nil, err
-	}
-	var staged []string
-	unstage = func() {
-		// Entry by entry, never recursively: a mount left in place is not
-		// entered (a writable host path is the users' files).
-		for i := len(staged) - 1; i >= 0; i-- {
-			_ = unix.Unmount(staged[i], unix.MNT_DETACH)
-			_ = os.Remove(staged[i])
-		}
-		_ = os.Remove(dir)
 	}
 	defer func() {
 		if err != nil {
-			unstage()
+			staged.remove()
 		}
 	}()
 	next := func(f *os.File, source string, idmap bool) (string, error) {
-		target := filepath.Join(dir, strconv.Itoa(len(staged)))
+		target := filepath.Join(staged.dir, strconv.Itoa(len(staged.points)))
 		if f == nil {
 			opened, err := openPath(source)
 			if err != nil {
@@ -147,7 +168,7 @@ func (s *stager) stage(run string, sb *sandboxSpec) (unstage func(), err error) 
 			f = opened
 		}
 		err := s.bind(f, target, idmap)
-		staged = append(staged, target) // its mount point, at least
+		staged.points = append(staged.points, target) // its mount point, at least
 		if err != nil {
 			return "", fmt.Errorf("staging %s: %w", source, err)
 		}
@@ -172,7 +193,7 @@ func (s *stager) stage(run string, sb *sandboxSpec) (unstage func(), err error) 
 		}
 	}
 	sb.BindFD = false
-	return unstage, nil
+	return staged, nil
 }
 
 // bind mounts what f is on target, made as a directory or a file as f is;

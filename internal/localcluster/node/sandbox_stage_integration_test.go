@@ -60,7 +60,7 @@ func TestStagedSandboxAsHostIDs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		unstage, err := ids.stager.stage(fmt.Sprint("run-", uid), &sb)
+		staged, err := ids.stager.stage(fmt.Sprint("run-", uid), &sb)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestStagedSandboxAsHostIDs(t *testing.T) {
 		defer info.Close()
 		cmd.ExtraFiles = []*os.File{info} // --info-fd 3
 		out, err := cmd.CombinedOutput()
-		unstage()
+		staged.remove()
 		t.Logf("uid %d: %v\n%s", uid, err, out)
 		if !strings.Contains(string(out), "inside root's directory") || !strings.Contains(string(out), "localhost") {
 			t.Errorf("uid %d: the sandbox did not read its staged sources", uid)
