@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -60,9 +61,10 @@ func probeKernelKnobs(t *testing.T) {
 					Containers: []corev1.Container{{Name: "probe", Image: "busybox:1.36", Command: []string{"sh", "-c", kernelProbe}}},
 				},
 			}
-			if _, err := tc.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			createAsTenant(t, func() error {
+				_, err := tc.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
+				return err
+			})
 			checkKernelProbe(t, ns, pod.Name)
 		})
 	}
@@ -70,9 +72,10 @@ func probeKernelKnobs(t *testing.T) {
 		tc, ns := paddleJobUser(t)
 		job := testutil.MakePaddleJob("knobs", ns).Workers(1).Image("busybox:1.36").
 			CleanPodPolicy(paddlev1.CleanPodPolicyNever).Command(paddlev1.ReplicaWorker, "sh", "-c", kernelProbe).Obj()
-		if _, err := tc.Create(context.Background(), job); err != nil {
-			t.Fatal(err)
-		}
+		createAsTenant(t, func() error {
+			_, err := tc.Create(context.Background(), job)
+			return err
+		})
 		t.Cleanup(func() { _ = pj.Delete(context.Background(), ns, job.Name) })
 		checkKernelProbe(t, ns, job.Name+"-worker-0")
 	})
@@ -160,9 +163,10 @@ func probeHostUID(t *testing.T, c *sandboxCluster) {
 			if uid == 0 {
 				pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)}
 			}
-			if _, err := tc.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			createAsTenant(t, func() error {
+				_, err := tc.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
+				return err
+			})
 			checkHostUID(t, c, ns, pod.Name, uid)
 		})
 	}
@@ -170,9 +174,10 @@ func probeHostUID(t *testing.T, c *sandboxCluster) {
 		tc, ns := paddleJobUser(t)
 		job := testutil.MakePaddleJob("ids", ns).Workers(1).Image("busybox:1.36").
 			Env(paddlev1.ReplicaWorker, "PROBE_TOKEN", ns).Command(paddlev1.ReplicaWorker, "sh", "-c", hostIDProbe).Obj()
-		if _, err := tc.Create(context.Background(), job); err != nil {
-			t.Fatal(err)
-		}
+		createAsTenant(t, func() error {
+			_, err := tc.Create(context.Background(), job)
+			return err
+		})
 		t.Cleanup(func() { _ = pj.Delete(context.Background(), ns, job.Name) })
 		checkHostUID(t, c, ns, job.Name+"-worker-0", int64(c.podUID))
 	})
@@ -282,9 +287,10 @@ func probeSharedHostPath(t *testing.T, c *sandboxCluster) {
 				Volumes: []corev1.Volume{volume},
 			},
 		}
-		if _, err := tc.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		createAsTenant(t, func() error {
+			_, err := tc.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
+			return err
+		})
 		if done := awaitPodEnd(t, ns, pod.Name); done.Status.Phase != corev1.PodSucceeded {
 			t.Errorf("writer %s ended %s: %s", w.name, done.Status.Phase, podLog(t, ns, pod.Name))
 		}
@@ -297,9 +303,10 @@ func probeSharedHostPath(t *testing.T, c *sandboxCluster) {
 		spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To(w.uid), RunAsGroup: ptr.To(w.uid)}
 		spec.Volumes = []corev1.Volume{volume}
 		spec.Containers[0].VolumeMounts = mountShared
-		if _, err := jc.Create(context.Background(), job); err != nil {
-			t.Fatal(err)
-		}
+		createAsTenant(t, func() error {
+			_, err := jc.Create(context.Background(), job)
+			return err
+		})
 		t.Cleanup(func() { _ = pj.Delete(context.Background(), jns, job.Name) })
 		if done := awaitPodEnd(t, jns, job.Name+"-worker-0"); done.Status.Phase != corev1.PodSucceeded {
 			t.Errorf("job %s's worker ended %s: %s", w.name, done.Status.Phase, podLog(t, jns, job.Name+"-worker-0"))
@@ -341,4 +348,21 @@ func checkOwnedBy(t *testing.T, dir, suffix string, uid int) {
 	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid {
 		t.Errorf("%s is host uid %d's, want %d's", matches[0], st.Uid, uid)
 	}
+}
+
+// createAsTenant creates an object as a tenant, whose RoleBinding was just
+// made: the API server's authorizer learns it from its informer, so the
+// first requests may be forbidden for a moment.
+func createAsTenant(t *testing.T, create func() error) {
+	t.Helper()
+	poll(t, time.Minute, "the tenant's create is allowed", func() (bool, string) {
+		err := create()
+		if apierrors.IsForbidden(err) {
+			return false, err.Error()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return true, "created"
+	})
 }
