@@ -73,9 +73,10 @@ func newStager(stateDir string, ids hostIDRange) (*stager, error) {
 	return &stager{dir: dir, userns: userns}, nil
 }
 
-// close unmounts the staging tmpfs.
+// close unmounts the staging tmpfs and removes its mount point.
 func (s *stager) close() {
 	unmountAll(s.dir)
+	_ = os.Remove(s.dir)
 	s.userns.Close()
 }
 
