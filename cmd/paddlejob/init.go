@@ -137,6 +137,11 @@ func writeStarter(cmd *cobra.Command, dir string, f initFlags) error {
 	if err := os.MkdirAll(v.OutputDir, 0o755); err != nil {
 		return err
 	}
+	// The job's pods write here, as whatever uid they run as: a root node's
+	// pods are not root on the host (docs/local-node.md#host-paths).
+	if err := os.Chmod(v.OutputDir, 0o777); err != nil {
+		return err
+	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "wrote %s in %s: train.py, Dockerfile, paddlejob/, data/ (%d training and %d test rows), job-ps.yaml, job-collective.yaml, README.md\n",
 		name, abs, f.rows, f.rows/4)

@@ -90,7 +90,7 @@ func TestFailuresExplainThemselves(t *testing.T) {
 // in every pod, on the Paddle 3.0.0 image.
 func explainedJob(t *testing.T, program string, ps, workers int32, env map[string]string) *paddlev1.PaddleJob {
 	t.Helper()
-	dir := t.TempDir()
+	dir := podsDir(t)
 	if err := fsutil.CopyTree(filepath.Join(testenv.RepoRoot(), "internal/paddlefailure/testdata/programs"), dir); err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ const glooSharedPath = "/gloo-shared"
 // PADDLE_GLOO_FS_PATH; it returns the host directory.
 func shareGlooDirectory(t *testing.T, job *paddlev1.PaddleJob) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir := podsDir(t)
 	for _, c := range mountHostDir(job, "gloo", dir, glooSharedPath, false) {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "PADDLE_GLOO_FS_PATH", Value: glooSharedPath})
 	}
@@ -161,7 +161,7 @@ const glooProgramPath = "/gloo/gloo_check.py"
 // program from a host directory: the program and the SDK beside it.
 func glooJob(t *testing.T, level int32) *paddlev1.PaddleJob {
 	t.Helper()
-	dir := t.TempDir()
+	dir := podsDir(t)
 	if err := fsutil.CopyTree(filepath.Join(testenv.RepoRoot(), "test/e2e/testdata/gloo"), dir); err != nil {
 		t.Fatal(err)
 	}

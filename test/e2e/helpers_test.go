@@ -183,10 +183,22 @@ func podLog(t *testing.T, ns, pod string) string {
 	return string(b)
 }
 
+// podsDir is a fresh directory for pods to read and write through a
+// hostPath: 0777, as one gives a directory to pods of any uid (a root
+// node's pods are not root on the host, docs/local-node.md#host-paths).
+func podsDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // outputDir points a job's output hostPath volume at a fresh directory.
 func outputDir(t testing.TB, job *paddlev1.PaddleJob) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir := podsDir(t)
 	for _, rt := range paddlev1.ReplicaTypes {
 		if rs := job.Spec.Replicas(rt); rs != nil {
 			for i := range rs.Template.Spec.Volumes {

@@ -163,7 +163,7 @@ func TestPaddleOperatorExamplesRunAsWritten(t *testing.T) {
 	})
 	t.Run("5 data on a PersistentVolume", func(t *testing.T) {
 		ns := newNamespace(t)
-		code := t.TempDir()
+		code := podsDir(t)
 		// The volume holds what the image's /wide_and_deep holds: the example
 		// and the SDK its Dockerfile copies beside it.
 		if err := fsutil.CopyTree(filepath.Join(testenv.RepoRoot(), "examples/images/demo-wide-and-deep/wide_and_deep"), filepath.Join(code, "wide_and_deep")); err != nil {
@@ -316,7 +316,7 @@ func mountHostDir(job *paddlev1.PaddleJob, volume, dir, path string, readOnly bo
 // launcher, logging per pod into a directory of the host, which it returns.
 func launchEveryPod(t *testing.T, job *paddlev1.PaddleJob) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir := podsDir(t)
 	for _, c := range mountHostDir(job, "logs", dir, "/logs", false) {
 		c.Command = []string{"python3", "-m", "paddle.distributed.launch", "train.py"}
 		c.Env = append(c.Env,

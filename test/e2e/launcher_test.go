@@ -158,7 +158,7 @@ func threeNodeBatchJob(t *testing.T, ns, tag string) (*batchv1.Job, string) {
 	t.Helper()
 	const name = "paddle-cluster-job"
 	installLauncherRBAC(t, ns)
-	mfs := t.TempDir()
+	mfs := podsDir(t)
 	train := filepath.Join(t.TempDir(), "train.txt")
 	gen := exec.Command(paddlePython(t), filepath.Join(testenv.RepoRoot(), "examples/images/demo-wide-and-deep/wide_and_deep/ctr_data.py"), "--rows", "60000", "--out", train)
 	if out, err := gen.CombinedOutput(); err != nil {
@@ -264,7 +264,7 @@ func paddlePython(t *testing.T) string {
 // the output volume.
 func TestSingleNodeBatchJob(t *testing.T) {
 	ns := newNamespace(t)
-	out := t.TempDir()
+	out := podsDir(t)
 	job := runJob(t, loadBatchJob(t, "config/samples/seed000/job.yaml", ns, out), jobTimeout)
 	if job.Status.Succeeded != 1 {
 		dumpJobPods(t, job)

@@ -104,7 +104,7 @@ var allReduceLine = regexp.MustCompile(`all_reduce rank=(\d+) sum=\[([0-9., ]+)\
 // intranet that may not share a node: each runs on its own node, with its
 // node's IP, and Paddle's all-reduce gives both ranks the sum of both.
 func checkAllReduceAcrossNodes(t *testing.T, nodes []string) {
-	dir := t.TempDir()
+	dir := podsDir(t)
 	if err := fsutil.CopyTree(filepath.Join(testenv.RepoRoot(), "test/e2e/testdata/allreduce"), dir); err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,7 @@ const identityProbe = `
 import ctypes, errno, os, platform
 libc = ctypes.CDLL(None, use_errno=True)
 print("UID", os.getuid(), "GID", os.getgid())
+print("UIDMAP", " ".join(open("/proc/self/uid_map").read().split()))
 for line in open("/proc/self/status"):
     if line.startswith("CapEff:"):
         print("CAPEFF", line.split()[1])
@@ -104,6 +105,14 @@ func probeIdentity(t *testing.T, c *sandboxCluster) {
 	}
 	if strings.Contains(log, "UID 0 ") {
 		t.Error("the pod runs as uid 0")
+	}
+	// Its user namespace maps it to one id only. On a root node that is,
+	// seen from the host, the node's range (probeHostUID): bwrap, run as
+	// that host user, maps the pod's uid through a namespace of its own
+	// where the host user is 0 (it mounts /dev/pts there), so inside,
+	// uid_map reads "1000 0 1" as it did when the host user was root.
+	if want := fmt.Sprintf("UIDMAP %d 0 1\n", c.podUID); c.rootNode && !strings.Contains(log, want) {
+		t.Errorf("the pod's uid_map is not %q", strings.TrimSpace(want))
 	}
 	if !strings.Contains(log, "CAPEFF 0000000000000000") {
 		t.Error("the pod has effective capabilities")

@@ -238,7 +238,7 @@ func TestUnmodifiedStaticPSProgram(t *testing.T) {
 // the line that sets FLAGS_enable_pir_api for runs outside a PaddleJob.
 func unmodifiedWideAndDeep(t *testing.T) string {
 	t.Helper()
-	code := t.TempDir()
+	code := podsDir(t)
 	dir := filepath.Join(code, "wide_and_deep")
 	if err := fsutil.CopyTree(filepath.Join(testenv.RepoRoot(), "examples/images/demo-wide-and-deep/wide_and_deep"), dir); err != nil {
 		t.Fatal(err)
@@ -437,7 +437,7 @@ func checkLauncherRefusesParameterServer(t *testing.T, release string) {
 	t.Helper()
 	ns := newNamespace(t)
 	installLauncherRBAC(t, ns)
-	spec := loadBatchJob(t, "config/samples/seed001/job.yaml", ns, t.TempDir())
+	spec := loadBatchJob(t, "config/samples/seed001/job.yaml", ns, podsDir(t))
 	retarget(spec, ns, release)
 	jobs := pj.Clientset().BatchV1().Jobs(ns)
 	if _, err := jobs.Create(context.Background(), spec, metav1.CreateOptions{}); err != nil {

@@ -181,16 +181,23 @@ func probeImageLinks(t *testing.T, c *sandboxCluster) {
 }
 
 // probeFileOwner: a file a pod writes through a writable hostPath is, in
-// the pod, its own uid's and gid's, and on the host the node's user's (root
-// on a root node), whoever the pod runs as: the user namespace maps one to
-// the other.
+// the pod, its own uid's and gid's; on the host it is the same uid's and
+// gid's on a root node, whose writable host paths are idmapped to its pods'
+// host ids, and the node's user's on a normal user's node, whose user
+// namespace maps the pod's uid to that user. The directory is given to
+// whoever the pod's files are on the host, as a user gives a directory to a
+// job's uid on Kubernetes.
 func probeFileOwner(t *testing.T, c *sandboxCluster) {
 	ns := newNamespace(t)
 	dir, err := os.MkdirTemp(c.writableDir, "owner-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chown(dir, c.nodeUID, c.nodeGID); err != nil {
+	ownerUID, ownerGID := fileOwner(c, int64(c.podUID)), c.nodeGID
+	if c.rootNode {
+		ownerGID = c.podGID
+	}
+	if err := os.Chown(dir, ownerUID, ownerGID); err != nil {
 		t.Fatal(err)
 	}
 	pod := &corev1.Pod{
@@ -216,7 +223,7 @@ func probeFileOwner(t *testing.T, c *sandboxCluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != c.nodeUID || int(st.Gid) != c.nodeGID {
-		t.Errorf("on the host the file is %d:%d's, want the node's user's, %d:%d", st.Uid, st.Gid, c.nodeUID, c.nodeGID)
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != ownerUID || int(st.Gid) != ownerGID {
+		t.Errorf("on the host the file is %d:%d's, want %d:%d", st.Uid, st.Gid, ownerUID, ownerGID)
 	}
 }

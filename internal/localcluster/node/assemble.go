@@ -87,8 +87,14 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 	}
 
 	sandbox := r.sandboxOf(bwrap, argv, wd, mounts, user, seccomp)
+	run, err := r.asHostIDs(c, &sandbox, user)
+	if err != nil {
+		releaseRun(cgroup, log)
+		return processSpec{}, err
+	}
 	args := bwrapArgs(r.deps.hostFS, sandbox)
-	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log, Cgroup: cgroup, Files: sandboxFiles(sandbox), Opened: opened, Netns: r.netns}, nil
+	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log, Cgroup: cgroup, Files: sandboxFiles(sandbox), Opened: opened,
+		Netns: r.netns, Credential: run.credential, Staged: run.staged}, nil
 }
 
 // sandboxOf is the sandbox one run of the pod's container starts in: the

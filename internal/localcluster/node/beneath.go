@@ -215,8 +215,25 @@ func mkdirBeneath(root *os.File, name string, perm uint32) error {
 		if err != nil && !errors.Is(err, unix.EEXIST) {
 			return &os.PathError{Op: "mkdir", Path: path.Join(root.Name(), path.Join(parts[:i+1]...)), Err: err}
 		}
+		if err == nil && perm&0o022 != 0 {
+			// The umask took the write bits off: set them on the directory
+			// made, through a descriptor, never through a link put there.
+			if err := chmodBeneath(root, path.Join(parts[:i+1]...), perm); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// chmodBeneath sets the mode of name, beneath root, with no link followed.
+func chmodBeneath(root *os.File, name string, perm uint32) error {
+	f, err := openBeneath(root, name, noLinks)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return os.Chmod(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.FileMode(perm))
 }
 
 // realPath is the path a descriptor's file has now, as the kernel names it.

@@ -203,8 +203,13 @@ func (r *podRuntime) runContainer(ctx context.Context, c *containerRun) bool {
 func (r *podRuntime) runOnce(ctx context.Context, c *containerRun, spec processSpec) corev1.ContainerStateTerminated {
 	started := metav1.NewTime(r.deps.clock.Now())
 	proc, err := r.deps.processes.start(spec)
-	// bwrap holds its own copies of the mounts' descriptors now.
+	// bwrap holds its own copies of the mounts' descriptors now, and the
+	// sandbox its own of the staged mounts.
 	closeFiles(spec.Opened)
+	if spec.Staged != nil {
+		spec.Staged.unmount()
+		defer spec.Staged.remove()
+	}
 	if err != nil {
 		_ = spec.Log.close()
 		if spec.Cgroup != nil {

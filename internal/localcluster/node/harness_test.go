@@ -366,3 +366,17 @@ func (n *testNode) logsRequest(ctx context.Context, ns, pod, container, query st
 }
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
+
+// podsHostDir is a host directory of the test's for pods to read and write
+// through a hostPath: 0777, as one gives a directory to pods of any uid (a
+// root node's run as unprivileged host users, its writable host paths
+// idmapped, where the test's own root-owned 0700 directory is nobody's
+// they may enter).
+func podsHostDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

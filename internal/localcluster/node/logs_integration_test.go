@@ -19,7 +19,7 @@ func TestLogsOverKubeletAPI(t *testing.T) {
 	ns := n.namespace(t)
 	// The container prints a line, then waits for a file before printing the
 	// rest, so a follower is there before the end.
-	dir := t.TempDir()
+	dir := podsHostDir(t)
 	pod := n.shellPod(ns, "talker", "echo one; echo two; until [ -e /ctl/go ]; do sleep 0.05; done; echo three; echo four")
 	pod.Spec.Volumes = []corev1.Volume{{Name: "ctl", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}}}}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "ctl", MountPath: "/ctl"}}

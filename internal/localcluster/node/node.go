@@ -169,6 +169,8 @@ type Node struct {
 	// off; closed when Run returns (or New fails).
 	network *podnetwork.NodeNetwork
 	ready   chan struct{}
+	// hostIDs, on a root node, are its pods' host ids and their staging.
+	hostIDs *sandboxHostIDs
 }
 
 // New prepares a node: it loads its settings, opens the kubelet API port and
@@ -202,7 +204,7 @@ func networkPrivilegeHint(err error) string {
 	return ""
 }
 
-func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *podnetwork.NodeNetwork) (*Node, error) {
+func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *podnetwork.NodeNetwork) (_ *Node, err error) {
 	images, ipRange, capacity, serviceCIDRs, stateDir := in.images, in.ipRange, in.capacity, in.serviceCIDRs, cfg.StateDir
 	n := &Node{cfg: cfg, log: cfg.Log, client: client, network: network, ready: make(chan struct{})}
 	n.podInformers = informers.NewSharedInformerFactoryWithOptions(client, time.Minute,
@@ -218,6 +220,23 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 	n.events = record.NewBroadcaster()
 	recorder := n.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "paddlejob-node", Host: cfg.NodeName})
 
+	sandbox := sandboxSettings{
+		asRoot:  os.Geteuid() == 0,
+		limits:  DefaultLimits{MemoryBytes: max(cfg.PodMemoryLimit, 0), Pids: max(cfg.PodPidsLimit, 0)},
+		tmpSize: cfg.TmpSize,
+		shmSize: cfg.ShmSize,
+	}
+	if sandbox.asRoot {
+		if sandbox.hostIDs, err = newSandboxHostIDs(stateDir); err != nil {
+			return nil, err
+		}
+		n.hostIDs = sandbox.hostIDs
+		defer func() {
+			if err != nil {
+				n.hostIDs.stager.close()
+			}
+		}()
+	}
 	n.provider = newProvider(providerConfig{
 		Log:         cfg.Log,
 		Clock:       cfg.Clock,
@@ -237,12 +256,7 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 		Bwrap:       cfg.Bwrap,
 		APIServer:   cfg.PodAPIServer,
 		ClusterDNS:  cfg.ClusterDNS.address(),
-		Sandbox: sandboxSettings{
-			asRoot:  os.Geteuid() == 0,
-			limits:  DefaultLimits{MemoryBytes: max(cfg.PodMemoryLimit, 0), Pids: max(cfg.PodPidsLimit, 0)},
-			tmpSize: cfg.TmpSize,
-			shmSize: cfg.ShmSize,
-		},
+		Sandbox:     sandbox,
 	})
 	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: n.provider.podDeleted}); err != nil {
 		return nil, err
@@ -252,7 +266,6 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 			return nil, err
 		}
 	}
-	var err error
 	if n.services, err = newServiceProxy(cfg.Log, n.objInformers, serviceCIDRs, network.Namespace()); err != nil {
 		return nil, err
 	}
@@ -319,7 +332,7 @@ func (n *Node) KubeletAddress() string {
 func (n *Node) Run(ctx context.Context) error {
 	// Closed after everything below (defers run last first): the pods'
 	// namespaces are released as they stop.
-	defer n.network.Close()
+	defer n.releaseHost()
 	log := n.log.WithValues("node", n.cfg.NodeName)
 	if _, err := n.provider.deps.bwrapPath(); err != nil {
 		log.Error(err, "Pods cannot start on this node until bubblewrap is installed")
@@ -458,4 +471,13 @@ func (n *Node) waitForFinalStatuses(ctx context.Context) {
 		}
 		return true, nil
 	})
+}
+
+// releaseHost unmounts the pods' staging and closes their network, once
+// every pod has stopped.
+func (n *Node) releaseHost() {
+	if n.hostIDs != nil {
+		n.hostIDs.stager.close()
+	}
+	n.network.Close()
 }

@@ -149,6 +149,9 @@ func (n *Node) newControllers(client kubernetes.Interface, recorder record.Event
 	for k, v := range n.cfg.NodeLabels {
 		n.node.Labels[k] = v
 	}
+	if ids := n.provider.deps.sandbox.hostIDs; ids != nil {
+		n.node.Annotations = map[string]string{PodHostIDsAnnotation: ids.Range.String()}
+	}
 	n.nodeStatus = vknode.NewNaiveNodeProvider()
 	nodes := client.CoreV1().Nodes()
 	n.nodes, err = vknode.NewNodeController(n.nodeStatus, n.node.DeepCopy(), nodes,

@@ -101,6 +101,10 @@ func TestHostPathOutsideTheWritableDirectoriesIsReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	// Writable by every uid: only the read-only mount keeps the pod out.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "input"), []byte("read me\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func TestRestartPolicyOnFailureSucceedsAfterRetry(t *testing.T) {
 	t.Parallel()
 	n := sharedNode(t)
 	ns := n.namespace(t)
-	dir := t.TempDir()
+	dir := podsHostDir(t)
 	// Fails on the first run, succeeds on the second.
 	pod := n.shellPod(ns, "flaky", "if [ -e /state/ran ]; then exit 0; fi; touch /state/ran; exit 7")
 	pod.Spec.RestartPolicy = corev1.RestartPolicyOnFailure

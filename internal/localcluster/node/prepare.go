@@ -121,6 +121,9 @@ func (r *podRuntime) syncProjections() error {
 		if err := writeProjection(r.projectionDir(v.Name), files); err != nil {
 			return fmt.Errorf("writing volume %q: %w", v.Name, err)
 		}
+		if err := r.giveToPodRoot(r.projectionDir(v.Name)); err != nil {
+			return fmt.Errorf("volume %q: %w", v.Name, err)
+		}
 		r.projections[v.Name] = d
 	}
 	return nil

@@ -39,7 +39,7 @@ func TestTCPReadinessProbe(t *testing.T) {
 	t.Parallel()
 	n := sharedNode(t)
 	ns := n.namespace(t)
-	ctl := t.TempDir()
+	ctl := podsHostDir(t)
 	listen := filepath.Join(ctl, "listen")
 	if err := syscall.Mkfifo(listen, 0o666); err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestHTTPReadinessProbe(t *testing.T) {
 	t.Parallel()
 	n := sharedNode(t)
 	ns := n.namespace(t)
-	ctl := t.TempDir()
+	ctl := podsHostDir(t)
 	pod := n.shellPod(ns, "http-probed", "")
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
 	c := helperContainer(t, "main", "http-ready", "/ctl/ok", "$(POD_IP):8081")

@@ -132,6 +132,12 @@ type processSpec struct {
 	// Netns is the network namespace the sandbox starts in: the pod's, or
 	// the node's for a hostNetwork pod.
 	Netns *podnetwork.Namespace
+	// Credential, when set, is the host user bwrap runs as (a root node's
+	// range, sandbox_hostids.go); nil runs it as the node's user.
+	Credential *syscall.Credential
+	// Staged, when set, are the run's staged mounts (sandbox_stage.go):
+	// unmounted once bwrap has cloned the sandbox, removed once it is gone.
+	Staged *stagedRun
 }
 
 func closeFiles(files []*os.File) {
@@ -165,7 +171,9 @@ func startProcess(sp *spawner, spec processSpec) (*process, error) {
 	cmd.Stdout = spec.Log.writer(streamStdout)
 	cmd.Stderr = spec.Log.writer(streamStderr)
 	cmd.ExtraFiles = append([]*os.File{infoW}, spec.Files...) // infoFD, then firstMountFD...
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Go's child sets the parent-death signal after the credential, which
+	// would clear it: it holds for the unprivileged bwrap too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: spec.Credential}
 	// Output of processes that outlive the sandbox's init cannot hold up Wait.
 	cmd.WaitDelay = 2 * time.Second
 	err = sp.run(cmd, spec.Cgroup, spec.Netns)

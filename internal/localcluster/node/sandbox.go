@@ -50,6 +50,9 @@ type mount struct {
 	// Symlink, when set, makes Target a symlink holding it instead of a
 	// bind: an image's link arrives as a link, resolved inside the sandbox.
 	Symlink string
+	// IDMap: a writable host path, bound idmapped to the node's range of
+	// host ids when its pods run as that range (sandbox_stage.go).
+	IDMap bool
 }
 
 // sandboxSpec describes one container's sandbox.
@@ -91,7 +94,10 @@ const firstMountFD = infoFD + 1
 type sandboxSettings struct {
 	// asRoot: the node runs as root, so its sandboxes drop capabilities and
 	// run as DefaultSandboxUID unless the pod says otherwise.
-	asRoot           bool
+	asRoot bool
+	// hostIDs, on a root node, are the host ids its pods run as
+	// (sandbox_hostids.go); nil runs them as the node's user.
+	hostIDs          *sandboxHostIDs
 	limits           DefaultLimits
 	tmpSize, shmSize int64
 }
@@ -194,6 +200,7 @@ func bwrapArgs(host fs.FS, s sandboxSpec) []string {
 		}
 	}
 	a.add("--proc", "/proc", "--dev", "/dev")
+	a.kernelKnobs()
 	a.tmpfs("/dev/shm", s.ShmSize)
 	a.tmpfs("/tmp", s.TmpSize)
 	binds := append([]string(nil), a.boundRoots...)

@@ -33,7 +33,7 @@ func sidecarOf(c corev1.Container) corev1.Container {
 // other with files and FIFOs.
 func ctlVolume(t *testing.T, pod *corev1.Pod) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir := podsHostDir(t)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ctl", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}}})
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {

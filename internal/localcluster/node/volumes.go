@@ -105,6 +105,7 @@ func (p volumeMountPlan) open(rules hostPathRules) (mount, error) {
 		if !rules.writable(real) {
 			m.ReadOnly = true
 		}
+		m.IDMap = !m.ReadOnly
 	}
 	m.Source = p.Volume.HostPath
 	if p.SubPath == "" {
@@ -114,7 +115,9 @@ func (p volumeMountPlan) open(rules hostPathRules) (mount, error) {
 	defer root.Close()
 	f, err := openBeneath(root, p.SubPath, linksInside)
 	if errors.Is(err, unix.ENOENT) && !p.Volume.Projection && !m.ReadOnly {
-		if err := mkdirBeneath(root, p.SubPath, 0o755); err != nil {
+		// As an emptyDir: writable by pods of every uid (a root node's run
+		// as unprivileged host users, sandbox_hostids.go).
+		if err := mkdirBeneath(root, p.SubPath, 0o777); err != nil {
 			return m, fmt.Errorf("creating subPath %q of volume %q: %w", p.SubPath, p.Volume.Name, err)
 		}
 		f, err = openBeneath(root, p.SubPath, linksInside)
@@ -149,7 +152,7 @@ func setUpHostVolume(ctx context.Context, client kubernetes.Interface, rules hos
 		if err := rules.checkPath(p); err != nil {
 			return podVolume{}, fmt.Errorf("hostPath volume %q (%s): %w", v.Name, p, err)
 		}
-		if err := prepareHostPath(p, v.HostPath.Type); err != nil {
+		if err := prepareHostPath(p, v.HostPath.Type, rules.writablePath(p)); err != nil {
 			return podVolume{}, fmt.Errorf("hostPath volume %q: %w", v.Name, err)
 		}
 		return podVolume{Name: v.Name, HostPath: p, Host: true, ReadOnly: !rules.writablePath(p)}, nil
@@ -164,8 +167,11 @@ func setUpHostVolume(ctx context.Context, client kubernetes.Interface, rules hos
 }
 
 // prepareHostPath checks a hostPath against its type, creating it for the
-// OrCreate types.
-func prepareHostPath(p string, t *corev1.HostPathType) error {
+// OrCreate types. What it creates in a writable host path is writable by
+// pods of every uid (0777 and 0666, as an emptyDir), since a root node's
+// pods run as unprivileged host users (sandbox_hostids.go); elsewhere it is
+// root's, as the kubelet makes it.
+func prepareHostPath(p string, t *corev1.HostPathType, writable bool) error {
 	kind := corev1.HostPathUnset
 	if t != nil {
 		kind = *t
@@ -175,7 +181,10 @@ func prepareHostPath(p string, t *corev1.HostPathType) error {
 	switch kind {
 	case corev1.HostPathDirectoryOrCreate:
 		if !exists {
-			return os.MkdirAll(p, 0o755)
+			if err := os.MkdirAll(p, 0o755); err != nil || !writable {
+				return err
+			}
+			return os.Chmod(p, 0o777)
 		}
 		if !st.IsDir() {
 			return fmt.Errorf("%s exists and is not a directory", p)
@@ -190,7 +199,10 @@ func prepareHostPath(p string, t *corev1.HostPathType) error {
 			if err != nil {
 				return err
 			}
-			return f.Close()
+			if writable {
+				err = f.Chmod(0o666)
+			}
+			return errors.Join(err, f.Close())
 		}
 		if st.IsDir() {
 			return fmt.Errorf("%s exists and is a directory", p)
@@ -245,7 +257,7 @@ func claimHostPath(ctx context.Context, client kubernetes.Interface, rules hostP
 		if err := rules.checkPath(pv.Spec.HostPath.Path); err != nil {
 			return "", fmt.Errorf("persistentvolume %s (%s): %w", pv.Name, pv.Spec.HostPath.Path, err)
 		}
-		if err := prepareHostPath(pv.Spec.HostPath.Path, pv.Spec.HostPath.Type); err != nil {
+		if err := prepareHostPath(pv.Spec.HostPath.Path, pv.Spec.HostPath.Type, rules.writablePath(pv.Spec.HostPath.Path)); err != nil {
 			return "", fmt.Errorf("persistentvolume %s: %w", pv.Name, err)
 		}
 		return pv.Spec.HostPath.Path, nil
@@ -253,7 +265,7 @@ func claimHostPath(ctx context.Context, client kubernetes.Interface, rules hostP
 		if err := rules.checkPath(pv.Spec.Local.Path); err != nil {
 			return "", fmt.Errorf("persistentvolume %s (%s): %w", pv.Name, pv.Spec.Local.Path, err)
 		}
-		if err := prepareHostPath(pv.Spec.Local.Path, nil); err != nil {
+		if err := prepareHostPath(pv.Spec.Local.Path, nil, false); err != nil {
 			return "", fmt.Errorf("persistentvolume %s: %w", pv.Name, err)
 		}
 		return pv.Spec.Local.Path, nil

@@ -149,12 +149,41 @@ func TestPrepareHostPath(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := prepareHostPath(tc.path, tc.kind)
+			err := prepareHostPath(tc.path, tc.kind, false)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want error %v", err, tc.wantErr)
 			}
 			if tc.check != nil && !tc.check() {
 				t.Error("not created")
+			}
+		})
+	}
+}
+
+// What the node creates in a writable host path, pods of every uid may
+// write (a root node's run as unprivileged host users); elsewhere it is
+// root's, as the kubelet makes it.
+func TestPrepareHostPathModes(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name     string
+		kind     corev1.HostPathType
+		writable bool
+		want     os.FileMode
+	}{
+		{"dir, writable", corev1.HostPathDirectoryOrCreate, true, 0o777},
+		{"dir, read-only", corev1.HostPathDirectoryOrCreate, false, 0o755},
+		{"file, writable", corev1.HostPathFileOrCreate, true, 0o666},
+		{"file, read-only", corev1.HostPathFileOrCreate, false, 0o644},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, ", ", "-"))
+			if err := prepareHostPath(p, &tc.kind, tc.writable); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := os.Stat(p); err != nil || st.Mode().Perm() != tc.want {
+				t.Errorf("made %v (%v), want mode %v", st.Mode().Perm(), err, tc.want)
 			}
 		})
 	}

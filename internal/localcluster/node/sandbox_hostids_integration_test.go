@@ -1,0 +1,166 @@
+//go:build integration
+
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// A root node's pods run as its range of host ids: the host sees a pod's
+// processes as base+uid, never root or the node's user, runAsUser 0
+// included. Its writable host paths are idmapped:
+// what a pod of uid 1000 writes is 1000's on the host, a root pod creates
+// nothing there, and pods of different uids share a 0777 directory. The
+// kernel's settings are read-only to all of them. The staging mounts are
+// gone once the pods started.
+func TestRootNodePodsRunAsTheirHostIDs(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	ns := n.namespace(t)
+	ids := n.hostIDs
+	if ids == nil {
+		t.Fatal("a root node has no range of host ids for its pods")
+	}
+	node, err := n.client.CoreV1().Nodes().Get(context.Background(), n.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := node.Annotations[PodHostIDsAnnotation]; got != ids.Range.String() {
+		t.Errorf("the Node's %s annotation is %q, want %q", PodHostIDsAnnotation, got, ids.Range.String())
+	}
+
+	shared := podsHostDir(t)
+	script := `echo "UIDMAP $(cat /proc/self/uid_map)"
+if (printf '%s\n' "$(cat /proc/sys/vm/swappiness)" > /proc/sys/vm/swappiness) 2>/dev/null; then echo "SYSCTL written"; else echo "SYSCTL refused"; fi
+if (echo "$(id -u)" > /shared/by-$(id -u)) 2>/dev/null; then echo "HOSTPATH written"; else echo "HOSTPATH refused"; fi
+echo READY
+exec sleep 1000`
+	tests := []struct {
+		name      string
+		uid       int64
+		wantWrite bool
+	}{
+		{"default", DefaultSandboxUID, true},
+		{"other", 2000, true},
+		{"root", 0, false},
+	}
+	for _, tc := range tests {
+		pod := n.shellPod(ns, "ids-"+tc.name, script)
+		pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To(tc.uid), RunAsGroup: ptr.To(tc.uid)}
+		pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PROBE_TOKEN", Value: ns + "-" + tc.name}}
+		pod.Spec.Volumes = []corev1.Volume{{Name: "shared", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: shared}}}}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}}
+		n.create(t, pod)
+		t.Cleanup(func() {
+			_ = n.client.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		})
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { checkPodHostIDs(t, n, ns, tc.name, tc.uid, tc.wantWrite, shared) })
+	}
+	t.Run("nothing staged is mounted once the pods run", func(t *testing.T) {
+		mounts, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(mounts), "\n") {
+			if fields := strings.Fields(line); len(fields) > 4 && strings.HasPrefix(fields[4], ids.stager.dir+"/") {
+				t.Errorf("still mounted: %s", fields[4])
+			}
+		}
+	})
+}
+
+// checkPodHostIDs checks the probe pod ids-name of uid: its uid_map (for
+// root), its sysctl and host path writes, its processes' host uids and the
+// owner of the file it wrote.
+func checkPodHostIDs(t *testing.T, n *testNode, ns, name string, uid int64, wantWrite bool, shared string) {
+	t.Helper()
+	ids := n.hostIDs
+	pod := "ids-" + name
+	n.waitPhase(t, ns, pod, corev1.PodRunning)
+	hostUID := ids.Range.Base + uint32(uid)
+	var log string
+	n.waitPod(t, ns, pod, 30*time.Second, "READY logged", func(*corev1.Pod) bool {
+		log = n.logs(t, ns, pod, "main", "")
+		return strings.Contains(log, "READY")
+	})
+	// bwrap maps a uid other than 0 through a user namespace of its
+	// own, where the host user is 0 (it mounts /dev/pts there), so
+	// only root's uid_map names the host uid; the host's view below
+	// is what counts for every pod.
+	if want := fmt.Sprintf("UIDMAP %d %d 1", uid, hostUID); uid == 0 && !strings.Contains(strings.Join(strings.Fields(log), " "), want) {
+		t.Errorf("uid_map: the pod logged %q, want %q", log, want)
+	}
+	if !strings.Contains(log, "SYSCTL refused") {
+		t.Error("the pod wrote vm.swappiness")
+	}
+	if wrote := strings.Contains(log, "HOSTPATH written"); wrote != wantWrite {
+		t.Errorf("writing the shared host path: %v, want %v (log %q)", wrote, wantWrite, log)
+	}
+	uids := hostUIDsOf(t, "PROBE_TOKEN="+ns+"-"+name)
+	if len(uids) == 0 {
+		t.Fatal("no process of the pod found on the host")
+	}
+	for _, u := range uids {
+		if u != hostUID || u == 0 || u == uint32(os.Geteuid()) {
+			t.Errorf("a process of the pod runs as host uid %d, want %d", u, hostUID)
+		}
+	}
+	if !wantWrite {
+		return
+	}
+	st, err := os.Stat(filepath.Join(shared, fmt.Sprintf("by-%d", uid)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sys := st.Sys().(*syscall.Stat_t); int64(sys.Uid) != uid || int64(sys.Gid) != uid {
+		t.Errorf("the file the pod wrote is %d:%d on the host, want %d:%d", sys.Uid, sys.Gid, uid, uid)
+	}
+}
+
+// hostUIDsOf returns the real, effective, saved and filesystem uids of every
+// host process whose environment holds token.
+func hostUIDsOf(t *testing.T, token string) []uint32 {
+	t.Helper()
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uids []uint32
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
+		if err != nil || !bytes.Contains(append(env, 0), []byte(token+"\x00")) {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join("/proc", p.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if fields := strings.Fields(line); len(fields) == 5 && fields[0] == "Uid:" {
+				for _, f := range fields[1:] {
+					u, _ := strconv.ParseUint(f, 10, 32)
+					uids = append(uids, uint32(u))
+				}
+			}
+		}
+	}
+	return uids
+}

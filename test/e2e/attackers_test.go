@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/pkg/client"
+)
+
+// The sandbox's attacks are run by users who hold rights in one namespace
+// only, as a cluster's tenants do: what such a user can make a pod do on the
+// node is what the sandbox must contain. The test itself, the cluster's
+// admin, reads what the attacks got.
+
+// namespaceUser is a client of a user who may manage pods (and read their
+// logs), ConfigMaps, Services and PaddleJobs in a new namespace, and nothing
+// else: the rights a team's member has on a shared cluster.
+func namespaceUser(t *testing.T) (*client.Client, string) {
+	t.Helper()
+	return tenant(t, "e2e-namespace-user", []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "pods/log", "configmaps", "services"}, Verbs: []string{"*"}},
+		{APIGroups: []string{paddlev1.GroupVersion.Group}, Resources: []string{"paddlejobs"}, Verbs: []string{"*"}},
+	})
+}
+
+// paddleJobUser is a client of a user who may only manage PaddleJobs in a
+// new namespace: every pod it gets, the operator creates for it.
+func paddleJobUser(t *testing.T) (*client.Client, string) {
+	t.Helper()
+	return tenant(t, "e2e-paddlejob-user", []rbacv1.PolicyRule{
+		{APIGroups: []string{paddlev1.GroupVersion.Group}, Resources: []string{"paddlejobs"}, Verbs: []string{"*"}},
+	})
+}
+
+// tenant binds rules to user in a new namespace and returns a client that
+// acts as the user (the admin's credentials, impersonating it) and the
+// namespace.
+func tenant(t *testing.T, user string, rules []rbacv1.PolicyRule) (*client.Client, string) {
+	t.Helper()
+	ctx := context.Background()
+	ns := newNamespace(t)
+	rbac := pj.Clientset().RbacV1()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns}, Rules: rules}
+	if _, err := rbac.Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := rbac.RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(pj.Config())
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ns
+}
+
+// TestTenantsHoldOnlyTheirRights: the attackers' clients are what they say,
+// so an attack that fails fails for the sandbox's reason, not for a
+// missing right, and one that succeeds was open to a tenant.
+func TestTenantsHoldOnlyTheirRights(t *testing.T) {
+	ctx := context.Background()
+	for name, mk := range map[string]func(*testing.T) (*client.Client, string){"namespace user": namespaceUser, "PaddleJob user": paddleJobUser} {
+		t.Run(name, func(t *testing.T) {
+			c, ns := mk(t)
+			if _, err := c.List(ctx, ns); err != nil {
+				t.Errorf("listing PaddleJobs in its namespace %s: %v", ns, err)
+			}
+			if _, err := c.Clientset().CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err == nil {
+				t.Errorf("the tenant lists namespaces; it must hold rights in %s only", ns)
+			}
+			if _, err := c.Clientset().CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); err == nil {
+				t.Errorf("the tenant lists Secrets in %s; it holds no right to them", ns)
+			}
+		})
+	}
+}
