@@ -149,7 +149,7 @@ func TestPrepareHostPath(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := prepareHostPath(tc.path, tc.kind)
+			err := prepareHostPath(hostPathRules{Writable: []string{dir}}, tc.path, tc.kind)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want error %v", err, tc.wantErr)
 			}
