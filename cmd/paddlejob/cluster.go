@@ -34,6 +34,7 @@ type clusterFlags struct {
 	nodeLabels  []string
 	with        []string
 	capacity    string
+	hostPathRO  []string
 	hostPathRW  []string
 }
 
@@ -49,7 +50,7 @@ func (f *clusterFlags) options(cmd *cobra.Command) localcluster.Options {
 		}
 	}
 	return localcluster.Options{Home: f.home, BinaryDirs: dirs, ImageTable: f.imageTable, NoOperator: f.noOperator,
-		Nodes: f.nodes, GPUs: f.gpus, Capacity: f.capacity, HostPathRW: f.hostPathRW, PaddleRuntime: os.Getenv(paddleruntime.EnvDir), With: f.with, Out: cmd.OutOrStdout(),
+		Nodes: f.nodes, GPUs: f.gpus, Capacity: f.capacity, HostPathRO: f.hostPathRO, HostPathRW: f.hostPathRW, PaddleRuntime: os.Getenv(paddleruntime.EnvDir), With: f.with, Out: cmd.OutOrStdout(),
 		// kubectl's kubeconfig: $KUBECONFIG, else ~/.kube/config.
 		UserKubeconfig: clientcmd.NewDefaultPathOptions(), KeepContext: f.keepContext}
 }
@@ -104,7 +105,8 @@ the context and makes the one that was current before current again.`,
 		"volcano (Volcano's scheduler with gang scheduling, its PodGroup and Queue CRDs and the default Queue), "+
 		"coscheduling (scheduler-plugins' scheduler with Coscheduling, named "+localcluster.CoschedulingSchedulerName+", and its PodGroup CRD), "+
 		"kueue (Kueue's manager for batch/v1 Jobs, a ClusterQueue sized to this machine and LocalQueue default in namespace default)")
-	cmd.Flags().StringSliceVar(&f.hostPathRW, "host-path-rw", []string{localcluster.ExamplesDir}, "host directories pods may write through hostPath volumes and hostPath PersistentVolumes (the paths inside them); every other host path is mounted read-only, and the cluster's home is never mounted; may be repeated (--host-path-rw= for none)")
+	cmd.Flags().StringSliceVar(&f.hostPathRO, "host-path-ro", nil, "host directories pods may mount read-only through hostPath volumes and hostPath or local PersistentVolumes (the paths inside them); may be repeated")
+	cmd.Flags().StringSliceVar(&f.hostPathRW, "host-path-rw", []string{localcluster.ExamplesDir}, "host directories pods may mount read-write the same way; every other host path is refused (but the build contexts, read-only, and their output/), and the cluster's home, your kubeconfig, /proc, /sys, /dev and sockets are never mounted; may be repeated (--host-path-rw= for none)")
 	cmd.Flags().StringSliceVar(&f.nodeLabels, "node-labels", nil, "labels of the node, key=value,... (for jobs with a nodeSelector, e.g. accelerator=nvidia-tesla-p100)")
 	return cmd
 }

@@ -58,10 +58,13 @@ type Options struct {
 	// pinned ones into the cache (paddleruntime.EnvDir): every Paddle image
 	// then runs on it.
 	PaddleRuntime string
-	// HostPathRW are the host directories pods may mount read-write through
-	// hostPath volumes (and hostPath PersistentVolumes): the paths inside
-	// them. Every other host path is mounted read-only, and none may be,
-	// hold or lie in the cluster's home.
+	// HostPathRO and HostPathRW are the host directories pods may mount,
+	// read-only and read-write, through hostPath volumes (and hostPath or
+	// local PersistentVolumes): the paths inside them. Besides them pods
+	// may mount only the build contexts (read-only) and their output/
+	// (read-write); no host path may be, hold or lie in the cluster's home,
+	// hold a kubeconfig (KubeconfigFiles) or the host's /proc, /sys, /dev.
+	HostPathRO []string
 	HostPathRW []string
 	// With names the add-ons to run besides the control plane (see
 	// ParseAddons): volcano, coscheduling, kueue.
@@ -80,7 +83,7 @@ type Options struct {
 // settings are the options that shape a running cluster: Up on a running
 // cluster refuses to ignore different ones.
 func (o *Options) settings() Settings {
-	return Settings{Nodes: o.Nodes, ImageTable: o.ImageTable, NoOperator: o.NoOperator, GPUs: o.GPUs, NodeLabels: o.NodeLabels, Capacity: o.Capacity, PaddleRuntime: o.PaddleRuntime, HostPathRW: o.HostPathRW}
+	return Settings{Nodes: o.Nodes, ImageTable: o.ImageTable, NoOperator: o.NoOperator, GPUs: o.GPUs, NodeLabels: o.NodeLabels, Capacity: o.Capacity, PaddleRuntime: o.PaddleRuntime, HostPathRO: o.HostPathRO, HostPathRW: o.HostPathRW}
 }
 
 // Settings are what a cluster was started with, beyond its add-ons.
@@ -92,6 +95,7 @@ type Settings struct {
 	NodeLabels    map[string]string `json:"nodeLabels,omitempty"`
 	Capacity      string            `json:"capacity,omitempty"`
 	PaddleRuntime string            `json:"paddleRuntime,omitempty"`
+	HostPathRO    []string          `json:"hostPathRO,omitempty"`
 	HostPathRW    []string          `json:"hostPathRW,omitempty"`
 }
 
@@ -110,6 +114,7 @@ func (s Settings) differences(asked Settings) []string {
 	diff("--gpus", s.GPUs, asked.GPUs, s.GPUs != asked.GPUs)
 	diff("--node-labels", s.NodeLabels, asked.NodeLabels, !maps.Equal(s.NodeLabels, asked.NodeLabels))
 	diff("--capacity", s.Capacity, asked.Capacity, s.Capacity != asked.Capacity)
+	diff("--host-path-ro", s.HostPathRO, asked.HostPathRO, !slices.Equal(s.HostPathRO, asked.HostPathRO))
 	diff("--host-path-rw", s.HostPathRW, asked.HostPathRW, !slices.Equal(s.HostPathRW, asked.HostPathRW))
 	diff("$"+paddleruntime.EnvDir, s.PaddleRuntime, asked.PaddleRuntime, s.PaddleRuntime != asked.PaddleRuntime)
 	return out
@@ -134,17 +139,11 @@ func (o *Options) complete() error {
 		return err
 	}
 	o.Home = abs
-	var rw []string
-	for _, d := range o.HostPathRW {
-		if d == "" {
-			continue
-		}
-		if d, err = filepath.Abs(d); err != nil {
+	for _, dirs := range []*[]string{&o.HostPathRO, &o.HostPathRW} {
+		if *dirs, err = absoluteDirs(*dirs); err != nil {
 			return err
 		}
-		rw = append(rw, d)
 	}
-	o.HostPathRW = rw
 	if o.Executable == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -489,4 +488,41 @@ func Restart(ctx context.Context, opts Options, component string) error {
 		return writeState(l, st)
 	}
 	return fmt.Errorf("the local cluster has no component %q", component)
+}
+
+// absoluteDirs are dirs made absolute, the empty ones left out
+// (--host-path-rw= lists none).
+func absoluteDirs(dirs []string) ([]string, error) {
+	var out []string
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, abs)
+	}
+	return out, nil
+}
+
+// KubeconfigFiles are the kubeconfigs no pod may mount, nor a directory
+// holding one: those `up` writes the cluster's admin credentials into
+// (UserKubeconfig's, $KUBECONFIG's) and the user's ~/.kube/config, which
+// holds other clusters' credentials too.
+func (o *Options) KubeconfigFiles() []string {
+	files := []string{clientcmd.RecommendedHomeFile}
+	files = append(files, filepath.SplitList(os.Getenv(clientcmd.RecommendedConfigPathEnvVar))...)
+	if o.UserKubeconfig != nil {
+		files = append(files, o.UserKubeconfig.GetLoadingPrecedence()...)
+		files = append(files, o.UserKubeconfig.GetDefaultFilename())
+	}
+	var out []string
+	for _, f := range files {
+		if abs, err := filepath.Abs(f); err == nil && f != "" && !slices.Contains(out, abs) {
+			out = append(out, abs)
+		}
+	}
+	return out
 }
