@@ -66,6 +66,10 @@ type Options struct {
 	// hold a kubeconfig (KubeconfigFiles) or the host's /proc, /sys, /dev.
 	HostPathRO []string
 	HostPathRW []string
+	// PodSecurity is the PodSecurity level enforced in every namespace
+	// that names none (podsecurity.go): privileged, baseline (the
+	// default) or restricted. The default namespace is privileged.
+	PodSecurity string
 	// With names the add-ons to run besides the control plane (see
 	// ParseAddons): volcano, coscheduling, kueue.
 	With []string
@@ -83,7 +87,7 @@ type Options struct {
 // settings are the options that shape a running cluster: Up on a running
 // cluster refuses to ignore different ones.
 func (o *Options) settings() Settings {
-	return Settings{Nodes: o.Nodes, ImageTable: o.ImageTable, NoOperator: o.NoOperator, GPUs: o.GPUs, NodeLabels: o.NodeLabels, Capacity: o.Capacity, PaddleRuntime: o.PaddleRuntime, HostPathRO: o.HostPathRO, HostPathRW: o.HostPathRW}
+	return Settings{Nodes: o.Nodes, ImageTable: o.ImageTable, NoOperator: o.NoOperator, GPUs: o.GPUs, NodeLabels: o.NodeLabels, Capacity: o.Capacity, PaddleRuntime: o.PaddleRuntime, HostPathRO: o.HostPathRO, HostPathRW: o.HostPathRW, PodSecurity: o.PodSecurity}
 }
 
 // Settings are what a cluster was started with, beyond its add-ons.
@@ -97,6 +101,7 @@ type Settings struct {
 	PaddleRuntime string            `json:"paddleRuntime,omitempty"`
 	HostPathRO    []string          `json:"hostPathRO,omitempty"`
 	HostPathRW    []string          `json:"hostPathRW,omitempty"`
+	PodSecurity   string            `json:"podSecurity,omitempty"`
 }
 
 // differences names the flags whose values differ from what the running
@@ -116,8 +121,18 @@ func (s Settings) differences(asked Settings) []string {
 	diff("--capacity", s.Capacity, asked.Capacity, s.Capacity != asked.Capacity)
 	diff("--host-path-ro", s.HostPathRO, asked.HostPathRO, !slices.Equal(s.HostPathRO, asked.HostPathRO))
 	diff("--host-path-rw", s.HostPathRW, asked.HostPathRW, !slices.Equal(s.HostPathRW, asked.HostPathRW))
+	diff("--pod-security", s.PodSecurityLevel(), asked.PodSecurityLevel(), s.PodSecurityLevel() != asked.PodSecurityLevel())
 	diff("$"+paddleruntime.EnvDir, s.PaddleRuntime, asked.PaddleRuntime, s.PaddleRuntime != asked.PaddleRuntime)
 	return out
+}
+
+// PodSecurityLevel is the cluster's PodSecurity level (a state written before
+// there was one says none: privileged, which is what PodSecurity enforced).
+func (s Settings) PodSecurityLevel() string {
+	if s.PodSecurity == "" {
+		return PodSecurityPrivileged
+	}
+	return s.PodSecurity
 }
 
 // nodes is how many nodes the cluster has (a state written before there
@@ -139,6 +154,12 @@ func (o *Options) complete() error {
 		return err
 	}
 	o.Home = abs
+	if o.PodSecurity == "" {
+		o.PodSecurity = DefaultPodSecurity
+	}
+	if err := CheckPodSecurityLevel(o.PodSecurity); err != nil {
+		return err
+	}
 	for _, dirs := range []*[]string{&o.HostPathRO, &o.HostPathRW} {
 		if *dirs, err = absoluteDirs(*dirs); err != nil {
 			return err

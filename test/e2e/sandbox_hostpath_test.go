@@ -10,11 +10,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
@@ -216,6 +218,54 @@ func probePaddleJobHostPath(t *testing.T) {
 	})
 	awaitHostPathRefused(t, ns, worker, `hostPath volume "etc" (/etc): refused: `,
 		"/etc is in no directory pods may mount: allow it (or a directory holding it) with paddlejob up --host-path-ro DIR")
+}
+
+// probePodSecurity: a PaddleJob-only user, in a namespace at the cluster's
+// default PodSecurity level (baseline), asks for workers on the host's
+// network (intranet: Host), privileged, mounting /etc. PodSecurity refuses
+// the pods the operator makes: none exists, and the job's Created condition
+// says PodSecurityRefused, naming the level and the fields.
+func probePodSecurity(t *testing.T) {
+	ns := createNamespace(t, nil)
+	tenant := tenantIn(t, ns, "e2e-paddlejob-user", paddleJobUserRules)
+	ctx := context.Background()
+	tmpl := client.Container("paddle", "busybox:1.36", "cat", "/host/etc/shadow")
+	tmpl.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true), RunAsUser: ptr.To[int64](0)}
+	tmpl.Spec.Volumes = []corev1.Volume{{Name: "etc", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc"}}}}
+	tmpl.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "etc", MountPath: "/host/etc", ReadOnly: true}}
+	job := client.NewJob("host-root", ns).Workers(1, tmpl).Intranet(paddlev1.IntranetHost).Obj()
+	if _, err := tenant.Create(ctx, job); err != nil {
+		t.Fatalf("the tenant's PaddleJob: %v", err)
+	}
+	poll(t, time.Minute, "the job's Created condition saying PodSecurity refused its pods", func() (bool, string) {
+		got, err := pj.Get(ctx, ns, job.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, paddlev1.JobCreated)
+		if c == nil {
+			return false, "no Created condition"
+		}
+		return c.Reason == paddlev1.ReasonPodSecurityRefused, c.Reason + ": " + c.Message
+	})
+	got, err := pj.Get(ctx, ns, job.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(got.Status.Conditions, paddlev1.JobCreated)
+	t.Logf("Created: %s: %s", c.Reason, c.Message)
+	for _, w := range []string{`violates PodSecurity "baseline:latest"`, "hostNetwork=true", `hostPath volumes (volume "etc")`, "privileged", "namespace " + ns} {
+		if !strings.Contains(c.Message, w) {
+			t.Errorf("the job's Created condition does not say %q", w)
+		}
+	}
+	pods, err := pj.Pods(ctx, ns, job.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		t.Errorf("pod %s exists (%s): PodSecurity let it through", p.Name, p.Status.Phase)
+	}
 }
 
 // kubeconfigAt is the kubeconfig access of a user whose kubeconfig is file,
