@@ -87,3 +87,12 @@ metadata:
   name: default
   labels:
     ` + PodSecurityEnforceLabel + `: ` + PodSecurityPrivileged + "\n"
+
+// PodSecurityLevel is the cluster's PodSecurity level (a state written before
+// there was one says none: privileged, which is what PodSecurity enforced).
+func (s Settings) PodSecurityLevel() string {
+	if s.PodSecurity == "" {
+		return PodSecurityPrivileged
+	}
+	return s.PodSecurity
+}
