@@ -45,6 +45,11 @@ func probeTenantHostPaths(t *testing.T, c *sandboxCluster) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	// The node (a normal user's too) may look the socket up; only root may
+	// connect to it.
+	if err := os.Chmod(sockDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	socket := filepath.Join(sockDir, "root.sock")
 	l, err := net.Listen("unix", socket)
 	if err != nil {
