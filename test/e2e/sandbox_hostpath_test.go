@@ -118,7 +118,7 @@ func awaitHostPathRefused(t *testing.T, ns, name, prefix, why string) {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			t.Fatalf("pod %s ran (%s) and got:\n%s", name, p.Status.Phase, podLog(t, ns, name))
 		}
-		for _, s := range p.Status.ContainerStatuses {
+		for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 			if w := s.State.Waiting; w != nil && strings.Contains(w.Message, prefix) && strings.Contains(w.Message, why) {
 				return true, w.Reason + ": " + w.Message
 			}
