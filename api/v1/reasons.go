@@ -7,6 +7,10 @@ const (
 	// ReasonPodCreationFailed: creating a missing pod failed (a quota, an
 	// admission webhook, the API server refusing the pod).
 	ReasonPodCreationFailed = "PodCreationFailed"
+	// ReasonPodSecurityRefused: the namespace's PodSecurity level refused
+	// a pod: the message names the level and the template's fields beyond
+	// it (hostNetwork, hostPath volumes, privileged...).
+	ReasonPodSecurityRefused = "PodSecurityRefused"
 	// ReasonPodDeletionFailed: deleting the pods scaled away failed.
 	ReasonPodDeletionFailed = "PodDeletionFailed"
 	// ReasonPodGroupFailed: creating or updating the gang scheduler's

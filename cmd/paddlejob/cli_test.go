@@ -54,6 +54,7 @@ func TestBadInputsFailBeforeAnything(t *testing.T) {
 		{"negative GPUs", []string{"up", "--home", home, "--gpus", "-1"}, []string{"--gpus -1: must be 0 or more"}},
 		{"no nodes", []string{"up", "--home", home, "--nodes", "0"}, []string{"--nodes 0: a local cluster has 1 to 16 nodes"}},
 		{"too many nodes", []string{"up", "--home", home, "--nodes", "17"}, []string{"--nodes 17: a local cluster has 1 to 16 nodes"}},
+		{"an unknown PodSecurity level", []string{"up", "--home", home, "--pod-security", "strict"}, []string{`--pod-security "strict": want one of privileged, baseline, restricted`}},
 		{"an unknown add-on", []string{"up", "--home", home, "--with", "yunikorn"}, []string{`--with: unknown add-on "yunikorn": known are volcano, coscheduling, kueue`}},
 		{"a missing image table", []string{"up", "--home", home, "--image-table", filepath.Join(home, "none.yaml")}, []string{"--image-table: reading image table"}},
 		{"several at once", []string{"up", "--home", home, "--gpus", "-2", "--capacity", "memory=lots"}, []string{"--gpus -2", `--capacity "memory=lots"`}},

@@ -34,7 +34,9 @@ type clusterFlags struct {
 	nodeLabels  []string
 	with        []string
 	capacity    string
+	hostPathRO  []string
 	hostPathRW  []string
+	podSecurity string
 }
 
 func (f *clusterFlags) bind(cmd *cobra.Command) {
@@ -49,7 +51,7 @@ func (f *clusterFlags) options(cmd *cobra.Command) localcluster.Options {
 		}
 	}
 	return localcluster.Options{Home: f.home, BinaryDirs: dirs, ImageTable: f.imageTable, NoOperator: f.noOperator,
-		Nodes: f.nodes, GPUs: f.gpus, Capacity: f.capacity, HostPathRW: f.hostPathRW, PaddleRuntime: os.Getenv(paddleruntime.EnvDir), With: f.with, Out: cmd.OutOrStdout(),
+		Nodes: f.nodes, GPUs: f.gpus, Capacity: f.capacity, HostPathRO: f.hostPathRO, HostPathRW: f.hostPathRW, PodSecurity: f.podSecurity, PaddleRuntime: os.Getenv(paddleruntime.EnvDir), With: f.with, Out: cmd.OutOrStdout(),
 		// kubectl's kubeconfig: $KUBECONFIG, else ~/.kube/config.
 		UserKubeconfig: clientcmd.NewDefaultPathOptions(), KeepContext: f.keepContext}
 }
@@ -84,6 +86,8 @@ the context and makes the one that was current before current again.`,
 			if err != nil {
 				return err
 			}
+			fmt.Fprintf(cmd.OutOrStdout(), "\nPodSecurity: namespaces enforce %s (warn restricted) unless labelled %s; namespace default is labelled %s, for the seeds' YAMLs (hostPath volumes, intranet: Host)\n",
+				st.Settings.PodSecurityLevel(), localcluster.PodSecurityEnforceLabel, localcluster.PodSecurityPrivileged)
 			if !f.keepContext {
 				fmt.Fprintf(cmd.OutOrStdout(), "\nuse it with kubectl or:\n  paddlejob run -f job.yaml\n")
 			} else {
@@ -104,7 +108,9 @@ the context and makes the one that was current before current again.`,
 		"volcano (Volcano's scheduler with gang scheduling, its PodGroup and Queue CRDs and the default Queue), "+
 		"coscheduling (scheduler-plugins' scheduler with Coscheduling, named "+localcluster.CoschedulingSchedulerName+", and its PodGroup CRD), "+
 		"kueue (Kueue's manager for batch/v1 Jobs, a ClusterQueue sized to this machine and LocalQueue default in namespace default)")
-	cmd.Flags().StringSliceVar(&f.hostPathRW, "host-path-rw", []string{localcluster.ExamplesDir}, "host directories pods may write through hostPath volumes and hostPath PersistentVolumes (the paths inside them); every other host path is mounted read-only, and the cluster's home is never mounted; may be repeated (--host-path-rw= for none)")
+	cmd.Flags().StringSliceVar(&f.hostPathRO, "host-path-ro", nil, "host directories pods may mount read-only through hostPath volumes and hostPath or local PersistentVolumes (the paths inside them); may be repeated")
+	cmd.Flags().StringSliceVar(&f.hostPathRW, "host-path-rw", []string{localcluster.ExamplesDir}, "host directories pods may mount read-write the same way; every other host path is refused (but the build contexts, read-only, and their output/), and the cluster's home, your kubeconfig, /proc, /sys, /dev and sockets are never mounted; may be repeated (--host-path-rw= for none)")
+	cmd.Flags().StringVar(&f.podSecurity, "pod-security", localcluster.DefaultPodSecurity, "PodSecurity level every namespace enforces unless labelled otherwise: privileged, baseline or restricted (restricted is warned in any case; namespace default is labelled privileged, for the seeds' YAMLs)")
 	cmd.Flags().StringSliceVar(&f.nodeLabels, "node-labels", nil, "labels of the node, key=value,... (for jobs with a nodeSelector, e.g. accelerator=nvidia-tesla-p100)")
 	return cmd
 }
@@ -119,6 +125,9 @@ func (f *clusterFlags) check() (map[string]string, error) {
 	}
 	if f.nodes < 1 || f.nodes > localcluster.MaxNodes {
 		errs = append(errs, fmt.Errorf("--nodes %d: a local cluster has 1 to %d nodes", f.nodes, localcluster.MaxNodes))
+	}
+	if err := localcluster.CheckPodSecurityLevel(f.podSecurity); err != nil {
+		errs = append(errs, err)
 	}
 	if f.gpus < 0 {
 		errs = append(errs, fmt.Errorf("--gpus %d: must be 0 or more", f.gpus))

@@ -233,6 +233,9 @@ func (b *boot) startAPIServer(ctx context.Context) error {
 	if err := writeEgressSelector(b.l); err != nil {
 		return err
 	}
+	if err := writeAdmissionConfig(b.l, b.opts.PodSecurity); err != nil {
+		return err
+	}
 	return b.launch(ctx, componentAPIServer, []string{b.bin("kube-apiserver"),
 		// The kubernetes Service's endpoint is the API server's forward on
 		// the host IP, which has the same port (forwards).
@@ -245,6 +248,9 @@ func (b *boot) startAPIServer(ctx context.Context) error {
 		"--client-ca-file=" + b.ca.CertFile,
 		"--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction",
+		// PodSecurity (on by default): the cluster's level in every
+		// namespace that names none (podsecurity.go).
+		"--admission-control-config-file=" + b.l.admissionConfig(),
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + f("sa.pub"), "--service-account-signing-key-file=" + f("sa.key"),
@@ -267,7 +273,7 @@ func (b *boot) install(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	objs := []string{operatorNamespace}
+	objs := []string{operatorNamespace, defaultNamespacePrivileged}
 	for _, f := range []string{config.CRDFile, config.OperatorRoleFile} {
 		data, err := config.Manifests.ReadFile(f)
 		if err != nil {

@@ -83,6 +83,10 @@ func (b *boot) nodeArgs(i int) []string {
 		"--state-dir=" + b.l.nodeState(name),
 		// Keys, kubeconfigs, etcd: nothing of the cluster's state is a pod's.
 		"--hide=" + b.l.home,
+		// The user's kubeconfigs hold the admin credentials too.
+		"--hide-file=" + strings.Join(b.opts.KubeconfigFiles(), ","),
+		// A pod mounts of the host what the user listed, and nothing else.
+		"--host-path-ro=" + strings.Join(b.opts.HostPathRO, ","),
 		"--host-path-rw=" + strings.Join(b.opts.HostPathRW, ","),
 		"--node-ip=" + ip,
 		"--nodes-cidr=" + nodesCIDR,

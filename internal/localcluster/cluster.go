@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,11 +57,18 @@ type Options struct {
 	// pinned ones into the cache (paddleruntime.EnvDir): every Paddle image
 	// then runs on it.
 	PaddleRuntime string
-	// HostPathRW are the host directories pods may mount read-write through
-	// hostPath volumes (and hostPath PersistentVolumes): the paths inside
-	// them. Every other host path is mounted read-only, and none may be,
-	// hold or lie in the cluster's home.
+	// HostPathRO and HostPathRW are the host directories pods may mount,
+	// read-only and read-write, through hostPath volumes (and hostPath or
+	// local PersistentVolumes): the paths inside them. Besides them pods
+	// may mount only the build contexts (read-only) and their output/
+	// (read-write); no host path may be, hold or lie in the cluster's home,
+	// hold a kubeconfig (KubeconfigFiles) or the host's /proc, /sys, /dev.
+	HostPathRO []string
 	HostPathRW []string
+	// PodSecurity is the PodSecurity level enforced in every namespace
+	// that names none (podsecurity.go): privileged, baseline (the
+	// default) or restricted. The default namespace is privileged.
+	PodSecurity string
 	// With names the add-ons to run besides the control plane (see
 	// ParseAddons): volcano, coscheduling, kueue.
 	With []string
@@ -76,48 +82,6 @@ type Options struct {
 	// Out receives progress.
 	Out io.Writer
 }
-
-// settings are the options that shape a running cluster: Up on a running
-// cluster refuses to ignore different ones.
-func (o *Options) settings() Settings {
-	return Settings{Nodes: o.Nodes, ImageTable: o.ImageTable, NoOperator: o.NoOperator, GPUs: o.GPUs, NodeLabels: o.NodeLabels, Capacity: o.Capacity, PaddleRuntime: o.PaddleRuntime, HostPathRW: o.HostPathRW}
-}
-
-// Settings are what a cluster was started with, beyond its add-ons.
-type Settings struct {
-	Nodes         int               `json:"nodes,omitempty"`
-	ImageTable    string            `json:"imageTable,omitempty"`
-	NoOperator    bool              `json:"noOperator,omitempty"`
-	GPUs          int               `json:"gpus,omitempty"`
-	NodeLabels    map[string]string `json:"nodeLabels,omitempty"`
-	Capacity      string            `json:"capacity,omitempty"`
-	PaddleRuntime string            `json:"paddleRuntime,omitempty"`
-	HostPathRW    []string          `json:"hostPathRW,omitempty"`
-}
-
-// differences names the flags whose values differ from what the running
-// cluster was started with.
-func (s Settings) differences(asked Settings) []string {
-	var out []string
-	diff := func(flag string, was, now any, differ bool) {
-		if differ {
-			out = append(out, fmt.Sprintf("%s (runs with %v, asked %v)", flag, was, now))
-		}
-	}
-	diff("--nodes", s.nodes(), asked.nodes(), s.nodes() != asked.nodes())
-	diff("--image-table", s.ImageTable, asked.ImageTable, s.ImageTable != asked.ImageTable)
-	diff("--no-operator", s.NoOperator, asked.NoOperator, s.NoOperator != asked.NoOperator)
-	diff("--gpus", s.GPUs, asked.GPUs, s.GPUs != asked.GPUs)
-	diff("--node-labels", s.NodeLabels, asked.NodeLabels, !maps.Equal(s.NodeLabels, asked.NodeLabels))
-	diff("--capacity", s.Capacity, asked.Capacity, s.Capacity != asked.Capacity)
-	diff("--host-path-rw", s.HostPathRW, asked.HostPathRW, !slices.Equal(s.HostPathRW, asked.HostPathRW))
-	diff("$"+paddleruntime.EnvDir, s.PaddleRuntime, asked.PaddleRuntime, s.PaddleRuntime != asked.PaddleRuntime)
-	return out
-}
-
-// nodes is how many nodes the cluster has (a state written before there
-// could be several says none: one).
-func (s Settings) nodes() int { return max(s.Nodes, 1) }
 
 func (o *Options) complete() error {
 	if o.Nodes == 0 {
@@ -134,17 +98,17 @@ func (o *Options) complete() error {
 		return err
 	}
 	o.Home = abs
-	var rw []string
-	for _, d := range o.HostPathRW {
-		if d == "" {
-			continue
-		}
-		if d, err = filepath.Abs(d); err != nil {
+	if o.PodSecurity == "" {
+		o.PodSecurity = DefaultPodSecurity
+	}
+	if err := CheckPodSecurityLevel(o.PodSecurity); err != nil {
+		return err
+	}
+	for _, dirs := range []*[]string{&o.HostPathRO, &o.HostPathRW} {
+		if *dirs, err = absoluteDirs(*dirs); err != nil {
 			return err
 		}
-		rw = append(rw, d)
 	}
-	o.HostPathRW = rw
 	if o.Executable == "" {
 		exe, err := os.Executable()
 		if err != nil {

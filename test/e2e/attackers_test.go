@@ -32,9 +32,12 @@ func namespaceUser(t *testing.T) (*client.Client, string) {
 // new namespace: every pod it gets, the operator creates for it.
 func paddleJobUser(t *testing.T) (*client.Client, string) {
 	t.Helper()
-	return tenant(t, "e2e-paddlejob-user", []rbacv1.PolicyRule{
-		{APIGroups: []string{paddlev1.GroupVersion.Group}, Resources: []string{"paddlejobs"}, Verbs: []string{"*"}},
-	})
+	return tenant(t, "e2e-paddlejob-user", paddleJobUserRules)
+}
+
+// paddleJobUserRules are paddleJobUser's rights.
+var paddleJobUserRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{paddlev1.GroupVersion.Group}, Resources: []string{"paddlejobs"}, Verbs: []string{"*"}},
 }
 
 // tenant binds rules to user in a new namespace and returns a client that
@@ -42,8 +45,15 @@ func paddleJobUser(t *testing.T) (*client.Client, string) {
 // namespace.
 func tenant(t *testing.T, user string, rules []rbacv1.PolicyRule) (*client.Client, string) {
 	t.Helper()
-	ctx := context.Background()
 	ns := newNamespace(t)
+	return tenantIn(t, ns, user, rules), ns
+}
+
+// tenantIn binds rules to user in namespace ns and returns a client that
+// acts as the user.
+func tenantIn(t *testing.T, ns, user string, rules []rbacv1.PolicyRule) *client.Client {
+	t.Helper()
+	ctx := context.Background()
 	rbac := pj.Clientset().RbacV1()
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns}, Rules: rules}
 	if _, err := rbac.Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
@@ -63,7 +73,7 @@ func tenant(t *testing.T, user string, rules []rbacv1.PolicyRule) (*client.Clien
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, ns
+	return c
 }
 
 // TestTenantsHoldOnlyTheirRights: the attackers' clients are what they say,

@@ -126,17 +126,24 @@ func mountEvery(job *paddlev1.PaddleJob, v corev1.Volume, path string, readOnly 
 	}
 }
 
-// readOnlyHostDir is a directory outside the ones the suite's cluster lets
-// pods write (the temporary directory: HostPathRW), so the node mounts it
-// read-only, as it mounts a user's directory that up --host-path-rw does not
-// name: one in the user's cache, where the project keeps its builds.
-func readOnlyHostDir(t *testing.T) string {
-	t.Helper()
+// readOnlyHostParent is where readOnlyHostDir makes its directories, in the
+// user's cache, where the project keeps its builds: the suite's cluster lists
+// it read-only (up --host-path-ro).
+func readOnlyHostParent() string {
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		t.Fatal(err)
+		cache = filepath.Join(os.TempDir(), "no-cache")
 	}
-	parent := filepath.Join(cache, "paddlejob", "e2e")
+	return filepath.Join(cache, "paddlejob", "e2e")
+}
+
+// readOnlyHostDir is a directory outside the ones the suite's cluster lets
+// pods write (the temporary directory: HostPathRW), so the node mounts it
+// read-only, as it mounts a user's directory that up --host-path-ro names
+// and --host-path-rw does not.
+func readOnlyHostDir(t *testing.T) string {
+	t.Helper()
+	parent := readOnlyHostParent()
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		t.Fatal(err)
 	}

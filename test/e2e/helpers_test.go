@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/localcluster"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
@@ -53,10 +54,21 @@ func loadJob(t testing.TB, path string) *paddlev1.PaddleJob {
 	return job
 }
 
-// newNamespace creates a namespace for one test.
+// newNamespace creates a namespace for one test, labelled PodSecurity
+// privileged: the suite's jobs mount hostPath volumes and use
+// `intranet: Host`, as a cluster's owner lets them in namespaces of their
+// own (up labels default so). The cluster's default level (baseline) is
+// probed in namespaces that keep it (probePodSecurity).
 func newNamespace(t testing.TB) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
+	return createNamespace(t, map[string]string{localcluster.PodSecurityEnforceLabel: localcluster.PodSecurityPrivileged})
+}
+
+// createNamespace creates a namespace with labels and waits for its default
+// service account.
+func createNamespace(t testing.TB, labels map[string]string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-", Labels: labels}}
 	got, err := pj.Clientset().CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -158,6 +158,7 @@ func installTwoReplicas(t testing.TB) (*client.Client, dialFunc) {
 		Executable: filepath.Join(binDir, "paddlejob"),
 		BinaryDirs: opts.BinaryDirs,
 		NoOperator: true,
+		HostPathRO: opts.HostPathRO,
 		HostPathRW: opts.HostPathRW,
 		Out:        io.Discard,
 	}

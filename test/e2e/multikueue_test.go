@@ -75,7 +75,8 @@ func TestMultiKueue(t *testing.T) {
 	// The same namespace in both clusters, the worker's LocalQueue of the
 	// manager's name.
 	ns := newNamespace(t)
-	if _, err := managerClient.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if _, err := managerClient.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{localcluster.PodSecurityEnforceLabel: localcluster.PodSecurityPrivileged}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	applyManifests(t, worker, kueueQuota(ns))

@@ -85,7 +85,8 @@ func upAsNormalUser(t *testing.T, u *normalUser) *sandboxCluster {
 func normalUserFiles(t *testing.T, u *normalUser) (*sandboxCluster, string) {
 	t.Helper()
 	c := &sandboxCluster{home: filepath.Join(u.home, ".paddlejob"), userHome: u.home,
-		podUID: u.uid, podGID: u.gid, nodeUID: u.uid, nodeGID: u.gid, writableDir: filepath.Join(u.home, "out")}
+		podUID: u.uid, podGID: u.gid, nodeUID: u.uid, nodeGID: u.gid, writableDir: filepath.Join(u.home, "out"),
+		kubeconfig: filepath.Join(u.home, ".kube", "config")}
 	c.secret = writeSecret(t, u.home)
 	table := linksImageTable(t, filepath.Join(u.home, "links-image"), c)
 	if err := os.Mkdir(c.writableDir, 0o755); err != nil {

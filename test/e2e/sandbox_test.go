@@ -32,6 +32,9 @@ type sandboxCluster struct {
 	podUID, podGID, nodeUID, nodeGID int
 	// writableDir is a directory pods may mount read-write.
 	writableDir string
+	// kubeconfig is the user's kubeconfig, where up wrote the cluster's
+	// context with its admin credentials.
+	kubeconfig string
 	// imageLinks are the links of linksImage's build context and their
 	// targets (linksImageTable).
 	imageLinks map[string]string
@@ -56,6 +59,10 @@ func TestSandbox(t *testing.T) {
 	c.secret = writeSecret(t, userHome)
 	o := opts
 	o.Home = c.home
+	// The user's kubeconfig, which up writes the admin credentials into,
+	// beside the cluster's home (not ~/.kube/config, which is root's own).
+	c.kubeconfig = filepath.Join(dir, "kube", "config")
+	o.UserKubeconfig = kubeconfigAt(c.kubeconfig)
 	o.ImageTable = linksImageTable(t, filepath.Join(dir, "links-image"), c)
 	c.st = withCluster(t, o)
 	checkSandbox(t, c)
@@ -73,6 +80,10 @@ func checkSandbox(t *testing.T, c *sandboxCluster) {
 	}
 	t.Run("the host stays out of reach", func(t *testing.T) { probeHost(t, c) })
 	t.Run("a hostPath to the cluster's state is refused", func(t *testing.T) { probeStateHostPath(t, c) })
+	t.Run("a tenant's hostPaths of the kubeconfig, the host's etc, proc, sys, dev and a socket are refused", func(t *testing.T) { probeTenantHostPaths(t, c) })
+	t.Run("a FileOrCreate hostPath follows no link", func(t *testing.T) { probeFileOrCreateLink(t, c) })
+	t.Run("a PaddleJob's hostPath of the host's etc is refused", probePaddleJobHostPath)
+	t.Run("PodSecurity baseline refuses a PaddleJob's host network, privilege and hostPath", probePodSecurity)
 	t.Run("a build context's links arrive dangling", func(t *testing.T) { probeImageLinks(t, c) })
 	t.Run("identity, capabilities, system calls and tmpfs sizes", func(t *testing.T) { probeIdentity(t, c) })
 	t.Run("a pod's files in a writable hostPath are its uid's on the host (the user's on a normal user's node)", func(t *testing.T) { probeFileOwner(t, c) })

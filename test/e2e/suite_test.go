@@ -62,6 +62,9 @@ func run(m *testing.M) int {
 		// up --host-path-rw does. The cluster's home is below it too, and
 		// stays refused (internal/localcluster/node/nodesecurity_integration_test.go).
 		HostPathRW: []string{os.TempDir()},
+		// Host paths are refused unless listed: the read-only output of
+		// the explanation tests lives in the user's cache (readOnlyHostDir).
+		HostPathRO: []string{readOnlyHostParent()},
 		Out:        os.Stderr,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)

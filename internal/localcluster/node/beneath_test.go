@@ -206,7 +206,7 @@ func TestHostPathRules(t *testing.T) {
 	}
 	// As the local cluster's node has them: its state directory inside the
 	// cluster's home, both hidden.
-	rules := hostPathRules{Hidden: []string{filepath.Join(state, "node"), state}, Writable: []string{filepath.Join(data, "out")}}
+	rules := hostPathRules{Hidden: []string{filepath.Join(state, "node"), state}, Readable: []string{data}, Writable: []string{filepath.Join(data, "out")}}
 	tests := []struct {
 		path      string
 		refused   string // part of the error; "" when allowed

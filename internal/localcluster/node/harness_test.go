@@ -171,8 +171,11 @@ func newTestNode(t testing.TB, cfg *rest.Config, name string, withClientCA bool,
 		// Emulated GPUs, as the local cluster offers them.
 		Capacity:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")},
 		NodeLabels: map[string]string{"accelerator": "nvidia-tesla-p100"},
-		// The tests' hostPath volumes are t.TempDir()s their pods write.
+		// The tests' hostPath volumes are t.TempDir()s their pods write,
+		// and directories of /var/tmp they read (every other host path is
+		// refused).
 		HostPathRW: []string{os.TempDir()},
+		HostPathRO: []string{"/var/tmp"},
 	}
 	if withClientCA {
 		caFile, clientCert := testClientCA(t, stateDir)

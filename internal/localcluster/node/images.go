@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -102,6 +103,18 @@ type ImageTable struct {
 	paddle *PaddleRuntimes
 	// outputs are the file's buildContextOutputs.
 	outputs []string
+	// contexts are its entries' build contexts, by their real paths.
+	contexts []string
+}
+
+// BuildContexts are the directories the table lets pods read through
+// hostPaths: its entries' build contexts (paddlejob init's jobs mount their
+// data/).
+func (t *ImageTable) BuildContexts() []string {
+	if t == nil {
+		return nil
+	}
+	return t.contexts
 }
 
 // BuildContextOutputs are the directories the table lets pods write to:
@@ -143,8 +156,27 @@ func LoadImageTable(path string) (*ImageTable, error) {
 	}
 	if t != nil {
 		t.outputs = outputs
+		t.contexts = buildContextDirs(t.entries)
 	}
 	return t, err
+}
+
+// buildContextDirs are the entries' build contexts by their real paths,
+// sorted, each once.
+func buildContextDirs(entries map[string]ImageEntry) []string {
+	var dirs []string
+	for _, e := range entries {
+		if e.Context == "" {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(e.Context)
+		if err != nil || slices.Contains(dirs, real) {
+			continue
+		}
+		dirs = append(dirs, real)
+	}
+	slices.Sort(dirs)
+	return dirs
 }
 
 func parseImageTable(data []byte) (map[string]ImageEntry, error) {

@@ -74,10 +74,18 @@ type Config struct {
 	// HiddenPaths are host directories no pod may see, besides StateDir:
 	// the local cluster hides its whole state (keys, kubeconfigs, etcd).
 	HiddenPaths []string
-	// HostPathRW are the host directories whose paths (and the paths inside
-	// them) pods may mount read-write through hostPath volumes and hostPath
-	// or local PersistentVolumes; every other host path is mounted
-	// read-only, and none may be or hold StateDir or a hidden path.
+	// HiddenFiles are host files no pod may mount, nor a directory holding
+	// one: the local cluster hides the user's kubeconfigs, which hold its
+	// admin credentials.
+	HiddenFiles []string
+	// HostPathRO and HostPathRW are the host directories whose paths (and
+	// the paths inside them) pods may mount, read-only and read-write,
+	// through hostPath volumes and hostPath or local PersistentVolumes;
+	// besides them only the image table's build contexts (read-only) and
+	// their output/ (read-write). Every other host path is refused, and
+	// none may be or hold StateDir, a hidden path or file, /proc, /sys or
+	// /dev.
+	HostPathRO []string
 	HostPathRW []string
 	// NodeIP is the node's InternalIP, on a link of the node's network
 	// namespace: the kubelet API listens there, and hostNetwork pods, which
@@ -251,6 +259,8 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 		Allocatable: capacity,
 		StateDir:    stateDir,
 		HiddenPaths: cfg.HiddenPaths,
+		HiddenFiles: cfg.HiddenFiles,
+		HostPathRO:  cfg.HostPathRO,
 		HostPathRW:  cfg.HostPathRW,
 		NodeIP:      cfg.NodeIP,
 		Bwrap:       cfg.Bwrap,

@@ -57,18 +57,11 @@ func checkConfig(cfg Config) (Config, nodeInputs, error) {
 		return cfg, nodeInputs{}, err
 	}
 	cfg.StateDir = stateDir
-	var rw []string
-	for _, d := range cfg.HostPathRW {
-		if d == "" {
-			continue
-		}
-		abs, err := filepath.Abs(d)
-		if err != nil {
+	for _, paths := range []*[]string{&cfg.HostPathRO, &cfg.HostPathRW, &cfg.HiddenFiles} {
+		if *paths, err = absolutePaths(*paths); err != nil {
 			return cfg, nodeInputs{}, err
 		}
-		rw = append(rw, abs)
 	}
-	cfg.HostPathRW = rw
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return cfg, nodeInputs{}, fmt.Errorf("creating the state directory: %w", err)
 	}
@@ -255,4 +248,21 @@ func networkConfig(cfg Config, nodeIP netip.Addr, podCIDR netip.Prefix) (podnetw
 	}
 	network := podnetwork.NodeConfig{PodCIDR: podCIDR, ClusterPodCIDR: clusterPodCIDR.Masked(), NodeIP: nodeIP, NodesCIDR: nodesCIDR.Masked(), ServiceCIDRs: servicePrefixes}
 	return network, network.Check()
+}
+
+// absolutePaths are paths made absolute, the empty ones left out (a flag
+// given as --host-path-rw= lists none).
+func absolutePaths(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, abs)
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ package node
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,7 +91,38 @@ func TestHostPathToTheStateIsRefused(t *testing.T) {
 	}
 }
 
-// A hostPath outside the writable directories is mounted read-only.
+// A hostPath in no listed directory, of the kernel's views, or of a socket
+// (in a listed directory) is refused: the pod waits with the reason naming
+// the flag that allows it.
+func TestHostPathsNotListedAreRefused(t *testing.T) {
+	t.Parallel()
+	n := sharedNode(t)
+	ns := n.namespace(t)
+	dir, err := os.MkdirTemp("/var/tmp", "paddlejob-node-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	l, err := net.Listen("unix", filepath.Join(dir, "root.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	for _, tc := range []struct{ name, path, want string }{
+		{"etc", "/etc", "/etc is in no directory pods may mount: allow it (or a directory holding it) with paddlejob up --host-path-ro DIR"},
+		{"proc", "/proc", "/proc is the host's /proc or inside it"},
+		{"socket", filepath.Join(dir, "root.sock"), "is a Unix socket: pods may mount only regular files and directories"},
+	} {
+		pod := n.shellPod(ns, tc.name, "ls /mnt")
+		pod.Spec.Volumes = []corev1.Volume{{Name: "host-" + tc.name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: tc.path}}}}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "host-" + tc.name, MountPath: "/mnt"}}
+		n.create(t, pod)
+		waitEvent(t, n, ns, tc.name, "FailedMount", tc.want)
+	}
+}
+
+// A hostPath outside the writable directories but in a listed one is
+// mounted read-only.
 func TestHostPathOutsideTheWritableDirectoriesIsReadOnly(t *testing.T) {
 	t.Parallel()
 	n := sharedNode(t)

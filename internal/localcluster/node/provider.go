@@ -66,8 +66,13 @@ type providerConfig struct {
 	StateDir    string
 	// HiddenPaths are host directories no pod may see, besides StateDir.
 	HiddenPaths []string
-	// HostPathRW are the host directories whose paths pods may mount
-	// read-write; other host paths are mounted read-only.
+	// HiddenFiles are host files no pod may mount, nor a directory holding
+	// one.
+	HiddenFiles []string
+	// HostPathRO and HostPathRW are the host directories whose paths pods
+	// may mount read-only and read-write; other host paths are refused
+	// (hostPathRules).
+	HostPathRO []string
 	HostPathRW []string
 	// ClusterDNS is the cluster DNS server's address, "" for none.
 	ClusterDNS string
@@ -101,7 +106,8 @@ func newProvider(cfg providerConfig) *Provider {
 		notify:   func(*corev1.Pod) {},
 		spawner:  newSpawner(cfg.Network.Namespace()),
 	}
-	hostPaths := hostPathRules{Hidden: append([]string{cfg.StateDir}, cfg.HiddenPaths...), Writable: cfg.HostPathRW, Outputs: cfg.Images.BuildContextOutputs()}
+	hostPaths := hostPathRules{Hidden: append([]string{cfg.StateDir}, cfg.HiddenPaths...), HiddenFiles: cfg.HiddenFiles,
+		Readable: cfg.HostPathRO, Writable: cfg.HostPathRW, Contexts: cfg.Images.BuildContexts(), Outputs: cfg.Images.BuildContextOutputs()}
 	p.deps = podDeps{
 		log:       cfg.Log,
 		clock:     cfg.Clock,

@@ -95,8 +95,12 @@ func (p volumeMountPlan) open(rules hostPathRules) (mount, error) {
 	}
 	if p.Volume.Host {
 		real, err := realPath(root)
+		var fi os.FileInfo
 		if err == nil {
-			err = rules.check(real)
+			fi, err = root.Stat()
+		}
+		if err == nil {
+			err = rules.checkVolume(real, fi)
 		}
 		if err != nil {
 			root.Close()
@@ -152,7 +156,7 @@ func setUpHostVolume(ctx context.Context, client kubernetes.Interface, rules hos
 		if err := rules.checkPath(p); err != nil {
 			return podVolume{}, fmt.Errorf("hostPath volume %q (%s): %w", v.Name, p, err)
 		}
-		if err := prepareHostPath(p, v.HostPath.Type, rules.writablePath(p)); err != nil {
+		if err := prepareHostPath(rules, p, v.HostPath.Type); err != nil {
 			return podVolume{}, fmt.Errorf("hostPath volume %q: %w", v.Name, err)
 		}
 		return podVolume{Name: v.Name, HostPath: p, Host: true, ReadOnly: !rules.writablePath(p)}, nil
@@ -167,11 +171,13 @@ func setUpHostVolume(ctx context.Context, client kubernetes.Interface, rules hos
 }
 
 // prepareHostPath checks a hostPath against its type, creating it for the
-// OrCreate types. What it creates in a writable host path is writable by
-// pods of every uid (0777 and 0666, as an emptyDir), since a root node's
-// pods run as unprivileged host users (sandbox_hostids.go); elsewhere it is
-// root's, as the kubelet makes it.
-func prepareHostPath(p string, t *corev1.HostPathType, writable bool) error {
+// OrCreate types: only in a writable directory, and without following a
+// symlink (createBeneath), so that a link a pod left in its writable volume
+// cannot make the node create a file where the link points. What it
+// creates is writable by pods of every uid (0777 and 0666, as an emptyDir),
+// since a root node's pods run as unprivileged host users
+// (sandbox_hostids.go).
+func prepareHostPath(rules hostPathRules, p string, t *corev1.HostPathType) error {
 	kind := corev1.HostPathUnset
 	if t != nil {
 		kind = *t
@@ -181,10 +187,7 @@ func prepareHostPath(p string, t *corev1.HostPathType, writable bool) error {
 	switch kind {
 	case corev1.HostPathDirectoryOrCreate:
 		if !exists {
-			if err := os.MkdirAll(p, 0o755); err != nil || !writable {
-				return err
-			}
-			return os.Chmod(p, 0o777)
+			return createHostPath(rules, p, true)
 		}
 		if !st.IsDir() {
 			return fmt.Errorf("%s exists and is not a directory", p)
@@ -192,17 +195,7 @@ func prepareHostPath(p string, t *corev1.HostPathType, writable bool) error {
 		return nil
 	case corev1.HostPathFileOrCreate:
 		if !exists {
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
-			if err != nil {
-				return err
-			}
-			if writable {
-				err = f.Chmod(0o666)
-			}
-			return errors.Join(err, f.Close())
+			return createHostPath(rules, p, false)
 		}
 		if st.IsDir() {
 			return fmt.Errorf("%s exists and is a directory", p)
@@ -257,7 +250,7 @@ func claimHostPath(ctx context.Context, client kubernetes.Interface, rules hostP
 		if err := rules.checkPath(pv.Spec.HostPath.Path); err != nil {
 			return "", fmt.Errorf("persistentvolume %s (%s): %w", pv.Name, pv.Spec.HostPath.Path, err)
 		}
-		if err := prepareHostPath(pv.Spec.HostPath.Path, pv.Spec.HostPath.Type, rules.writablePath(pv.Spec.HostPath.Path)); err != nil {
+		if err := prepareHostPath(rules, pv.Spec.HostPath.Path, pv.Spec.HostPath.Type); err != nil {
 			return "", fmt.Errorf("persistentvolume %s: %w", pv.Name, err)
 		}
 		return pv.Spec.HostPath.Path, nil
@@ -265,10 +258,88 @@ func claimHostPath(ctx context.Context, client kubernetes.Interface, rules hostP
 		if err := rules.checkPath(pv.Spec.Local.Path); err != nil {
 			return "", fmt.Errorf("persistentvolume %s (%s): %w", pv.Name, pv.Spec.Local.Path, err)
 		}
-		if err := prepareHostPath(pv.Spec.Local.Path, nil, false); err != nil {
+		if err := prepareHostPath(rules, pv.Spec.Local.Path, nil); err != nil {
 			return "", fmt.Errorf("persistentvolume %s: %w", pv.Name, err)
 		}
 		return pv.Spec.Local.Path, nil
 	}
 	return "", fmt.Errorf("persistentvolume %s (bound to claim %s/%s) is neither hostPath nor local, which is all the paddlejob node can mount", pv.Name, ns, claim)
+}
+
+// createHostPath creates p, a directory or an empty file, and the
+// directories above it, beneath the writable directory it lies in, one
+// level at a time through descriptors that follow no symlink.
+func createHostPath(rules hostPathRules, p string, dir bool) error {
+	real := resolveExisting(p)
+	top := rules.writableRoot(real)
+	if top == "" {
+		return fmt.Errorf("%s does not exist, and the node creates hostPaths only in the directories pods may write (paddlejob up --host-path-rw)", p)
+	}
+	root, err := openRoot(top)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	rel, err := filepath.Rel(top, real)
+	if err != nil {
+		return err
+	}
+	if err := createBeneath(root, rel, dir); err != nil {
+		return fmt.Errorf("creating %s: %w", p, err)
+	}
+	return nil
+}
+
+// createBeneath makes name beneath root, a directory or (dir false) an
+// empty file, and the directories above it; no component may be a symlink,
+// the last one included (O_NOFOLLOW: a dangling link is not followed to
+// create its target).
+func createBeneath(root *os.File, name string, dir bool) error {
+	name = cleanBeneath(name)
+	if name == "." {
+		return nil
+	}
+	parts := strings.Split(name, "/")
+	parent, err := openBeneath(root, ".", noLinks)
+	if err != nil {
+		return err
+	}
+	defer func() { parent.Close() }()
+	for i, part := range parts {
+		last := i == len(parts)-1
+		if last && !dir {
+			fd, err := unix.Openat(int(parent.Fd()), part, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o666)
+			if errors.Is(err, unix.EEXIST) {
+				return nil // made meanwhile (exists was checked before): keep it as it is
+			}
+			if errors.Is(err, unix.ELOOP) {
+				err = errIsLink
+			}
+			if err != nil {
+				return &os.PathError{Op: "create", Path: path.Join(parts[:i+1]...), Err: err}
+			}
+			// The umask would keep other uids out.
+			return errors.Join(unix.Fchmod(fd, 0o666), unix.Close(fd))
+		}
+		err := unix.Mkdirat(int(parent.Fd()), part, 0o777)
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return &os.PathError{Op: "mkdir", Path: path.Join(parts[:i+1]...), Err: err}
+		}
+		made := err == nil
+		next, err := openBeneath(parent, part, noLinks)
+		if err != nil {
+			return err
+		}
+		if made {
+			// next is an O_PATH descriptor, which fchmod refuses: its
+			// magic link names the directory itself, never a link.
+			if err := os.Chmod(fmt.Sprintf("/proc/self/fd/%d", next.Fd()), 0o777); err != nil {
+				next.Close()
+				return err
+			}
+		}
+		parent.Close()
+		parent = next
+	}
+	return nil
 }

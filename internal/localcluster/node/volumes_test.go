@@ -149,7 +149,7 @@ func TestPrepareHostPath(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := prepareHostPath(tc.path, tc.kind, false)
+			err := prepareHostPath(hostPathRules{Writable: []string{dir}}, tc.path, tc.kind)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want error %v", err, tc.wantErr)
 			}
@@ -160,30 +160,31 @@ func TestPrepareHostPath(t *testing.T) {
 	}
 }
 
-// What the node creates in a writable host path, pods of every uid may
-// write (a root node's run as unprivileged host users); elsewhere it is
-// root's, as the kubelet makes it.
+// What the node creates in a writable host path, the directories on the
+// way included, pods of every uid may write: a root node's pods run as
+// unprivileged host users (sandbox_hostids.go).
 func TestPrepareHostPathModes(t *testing.T) {
 	dir := t.TempDir()
+	rules := hostPathRules{Writable: []string{dir}}
 	tests := []struct {
-		name     string
-		kind     corev1.HostPathType
-		writable bool
-		want     os.FileMode
+		name string
+		kind corev1.HostPathType
+		want os.FileMode
 	}{
-		{"dir, writable", corev1.HostPathDirectoryOrCreate, true, 0o777},
-		{"dir, read-only", corev1.HostPathDirectoryOrCreate, false, 0o755},
-		{"file, writable", corev1.HostPathFileOrCreate, true, 0o666},
-		{"file, read-only", corev1.HostPathFileOrCreate, false, 0o644},
+		{"dir", corev1.HostPathDirectoryOrCreate, os.ModeDir | 0o777},
+		{"file", corev1.HostPathFileOrCreate, 0o666},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := filepath.Join(dir, strings.ReplaceAll(tc.name, ", ", "-"))
-			if err := prepareHostPath(p, &tc.kind, tc.writable); err != nil {
+			p := filepath.Join(dir, tc.name+"-parent", tc.name)
+			if err := prepareHostPath(rules, p, &tc.kind); err != nil {
 				t.Fatal(err)
 			}
-			if st, err := os.Stat(p); err != nil || st.Mode().Perm() != tc.want {
-				t.Errorf("made %v (%v), want mode %v", st.Mode().Perm(), err, tc.want)
+			if st, err := os.Stat(p); err != nil || st.Mode()&(os.ModeDir|os.ModePerm) != tc.want {
+				t.Errorf("made %v (%v), want %v", st.Mode(), err, tc.want)
+			}
+			if st, err := os.Stat(filepath.Dir(p)); err != nil || st.Mode().Perm() != 0o777 {
+				t.Errorf("made the directory above it %v (%v), want 0777", st.Mode(), err)
 			}
 		})
 	}

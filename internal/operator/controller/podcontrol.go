@@ -64,6 +64,8 @@ func (r *PaddleJobReconciler) createMissingPods(ctx context.Context, job *paddle
 				return nil
 			case apierrors.IsAlreadyExists(err):
 				return nil // created by an earlier pass the cache has not shown yet
+			case isPodSecurityRefusal(err):
+				return &podSecurityError{pod: p.Name, namespace: p.Namespace, err: err}
 			default:
 				return fmt.Errorf("creating pod %s: %w", p.Name, err)
 			}

@@ -300,7 +300,7 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 	obs.stopping = podNames(restartedPods(job, pods))
 	if admitted && backoff == 0 && obs.specChanged == "" && len(obs.stopping) == 0 {
 		created, err := r.createMissingPods(ctx, job, pods, active, popts)
-		errs = append(errs, failedAction(paddlev1.ReasonPodCreationFailed, err))
+		errs = append(errs, failedAction(podCreationReason(err), err))
 		obs.pods = sortPods(append(active, created...))
 		obs.created = len(created)
 	} else if backoff > 0 && len(obs.pods) < job.Spec.TotalReplicas() {

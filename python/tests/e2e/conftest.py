@@ -18,7 +18,10 @@ from paddlejob import PaddleJobClient
 
 def create_namespace(client: PaddleJobClient, name: str) -> None:
     core = k8s.CoreV1Api(client.api_client)
-    core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name)))
+    # PodSecurity privileged, as `paddlejob up` labels default: the tests'
+    # jobs use hostPath volumes and intranet Host, which baseline refuses.
+    labels = {"pod-security.kubernetes.io/enforce": "privileged"}
+    core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name, labels=labels)))
     # Pods cannot be created before the namespace's default service account.
     deadline = time.monotonic() + 60
     while not core.list_namespaced_service_account(name, field_selector="metadata.name=default").items:
