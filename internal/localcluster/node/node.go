@@ -227,7 +227,7 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 		Secrets:     secretInformer.Lister(),
 		Recorder:    recorder,
 		Images:      images,
-		IPs:         newIPAllocator(ipRange, cfg.NodeIP, podnetwork.Gateway(in.network.PodCIDR).String()),
+		IPs:         newIPAllocator(ipRange, cfg.NodeIP, podnetwork.Gateway(in.network.PodCIDR).String(), podnetwork.ServicesIP(in.network.PodCIDR).String()),
 		Network:     network,
 		Allocatable: capacity,
 		StateDir:    stateDir,
@@ -253,7 +253,7 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 		}
 	}
 	var err error
-	if n.services, err = newServiceProxy(cfg.Log, n.objInformers, serviceCIDRs, network.Namespace()); err != nil {
+	if n.services, err = newServiceProxy(cfg.Log, n.objInformers, serviceCIDRs, network.ServicesNamespace()); err != nil {
 		return nil, err
 	}
 
@@ -295,11 +295,10 @@ func openKubeletAPI(cfg Config) (*kubeletServer, error) {
 // Ready is closed once the node is registered Ready and runs pods.
 func (n *Node) Ready() <-chan struct{} { return n.ready }
 
-// NetworkNamespace is the node's network namespace, where its IP, the pods'
-// gateway and the cluster IPs are, and where hostNetwork pods run: the
-// node's listeners for pods (the Service proxy, the cluster DNS) and its
-// dials to pod IPs and cluster IPs belong there. It is valid until Run
-// returns.
+// NetworkNamespace is the node's network namespace, where its IP and the
+// pods' gateway are, and where hostNetwork pods run; it routes the cluster
+// IPs to the services namespace, where the node's listeners for pods (the
+// Service proxy, the cluster DNS) are. It is valid until Run returns.
 func (n *Node) NetworkNamespace() *podnetwork.Namespace { return n.network.Namespace() }
 
 // kubeletHost is where the kubelet API listens: the host's loopback, out of

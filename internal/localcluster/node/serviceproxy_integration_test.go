@@ -163,7 +163,7 @@ func TestServiceProxy(t *testing.T) {
 		checkNamedTargetPort(t, n.client, nodeNet, ns, byName)
 	})
 
-	t.Run("a pod reaches a Service by its cluster IP; the backend sees the pods' gateway as the client", func(t *testing.T) {
+	t.Run("a pod reaches a Service by its cluster IP; the backend sees the services namespace as the client", func(t *testing.T) {
 		checkPodClient(t, n, ns, byNumber, peer)
 	})
 
@@ -216,7 +216,8 @@ func checkNamedTargetPort(t *testing.T, client kubernetes.Interface, nodeNet *po
 
 // checkPodClient runs a pod that exchanges a message with echoAddr and asks
 // peerAddr who it is: a pod reaches a cluster IP through its gateway, and
-// the backend sees the gateway as the client.
+// the backend sees the services namespace, where the proxy dials from, as
+// the client.
 func checkPodClient(t *testing.T, n *testNode, ns, echoAddr, peerAddr string) {
 	t.Helper()
 	client := n.shellPod(ns, "client", "")
@@ -229,8 +230,8 @@ func checkPodClient(t *testing.T, n *testNode, ns, echoAddr, peerAddr string) {
 	if got := strings.TrimSpace(n.logs(t, ns, "client", "exchange", "")); got != "echo-a: from a pod" && got != "echo-b: from a pod" {
 		t.Errorf("the pod got %q, want echo-a or echo-b answering", got)
 	}
-	if got := strings.TrimSpace(n.logs(t, ns, "client", "peer", "")); got != "10.244.0.1" {
-		t.Errorf("the backend saw the client as %q, want the pods' gateway 10.244.0.1", got)
+	if got := strings.TrimSpace(n.logs(t, ns, "client", "peer", "")); got != "10.244.0.2" {
+		t.Errorf("the backend saw the client as %q, want the services namespace's 10.244.0.2", got)
 	}
 }
 
