@@ -10,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/localcluster/node"
+	"github.com/paddlejob/paddlejob/internal/testutil"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
@@ -149,4 +151,82 @@ func awaitLogLine(t *testing.T, c *client.Client, ns, name, want string) string 
 		return strings.Contains(log, want), statusLine(p)
 	})
 	return log
+}
+
+// etcdVictim is job B's worker: it writes a key of its job's in the
+// elastic etcd, reads it back, prints WROTE, and stays.
+const etcdVictim = `import os, time, etcd3
+host, port = os.environ["PADDLE_ELASTIC_SERVER"].rsplit(":", 1)
+c = etcd3.client(host=host, port=int(port))
+key = "/paddle/%s/secret" % os.environ["PADDLE_ELASTIC_JOB_ID"]
+c.put(key, b"job B's value")
+print("WROTE", key, c.get(key)[0], flush=True)
+os.execvp("sleep", ["sleep", "3600"])
+`
+
+// etcdThief is job A's worker: it tries job B's keys (VICTIM_JOB_ID) every
+// way the launcher's client can, printing REFUSED or OPEN with what came
+// back for each, and uses its own job's key, printing OWN.
+const etcdThief = `import os, etcd3
+host, port = os.environ["PADDLE_ELASTIC_SERVER"].rsplit(":", 1)
+c = etcd3.client(host=host, port=int(port))
+victim = "/paddle/" + os.environ["VICTIM_JOB_ID"]
+def attempt(what, fn):
+    try:
+        print("OPEN %s: %r" % (what, fn()), flush=True)
+    except Exception as e:
+        code = e.code() if hasattr(e, "code") else type(e).__name__
+        print("REFUSED %s: %s" % (what, code), flush=True)
+attempt("get", lambda: c.get(victim + "/secret")[0])
+attempt("get_prefix of the victim", lambda: [m.key for _, m in c.get_prefix(victim)])
+attempt("get_prefix of every job", lambda: [m.key for _, m in c.get_prefix("/paddle/")])
+attempt("get_all", lambda: [m.key for _, m in c.get_all()])
+attempt("put", lambda: c.put(victim + "/secret", b"forged"))
+attempt("delete_prefix", lambda: c.delete_prefix(victim).deleted)
+own = "/paddle/%s/mine" % os.environ["PADDLE_ELASTIC_JOB_ID"]
+c.put(own, b"ours")
+print("OWN", c.get(own)[0], flush=True)
+`
+
+// probeEtcdOtherJob: a pod of a tenant's elastic PaddleJob (A) tries to
+// read, list, overwrite and delete another namespace's job's (B's) keys in
+// the elastic etcd, through the guard: every attempt is refused with
+// PERMISSION_DENIED, while its own job's key works.
+func probeEtcdOtherJob(t *testing.T) {
+	ctx := context.Background()
+	victimNS := newNamespace(t)
+	victim := testutil.MakePaddleJob("victim", victimNS).Workers(1).Image("paddlepaddle/paddle:3.0.0").Elastic(1, 1).
+		Command(paddlev1.ReplicaWorker, "python3", "-c", etcdVictim).
+		Env(paddlev1.ReplicaWorker, "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python").Obj()
+	createJob(t, victim)
+	created, err := pj.Get(ctx, victimNS, victim.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victimID := victimNS + "_" + victim.Name + "_" + string(created.UID)
+	wrote := awaitLogLine(t, pj, victimNS, victim.Name+"-worker-0", "WROTE")
+	t.Logf("job B: %s", strings.TrimSpace(wrote))
+
+	attacker, ans := paddleJobUser(t)
+	thief := testutil.MakePaddleJob("thief", ans).Workers(1).Image("paddlepaddle/paddle:3.0.0").Elastic(1, 1).
+		Command(paddlev1.ReplicaWorker, "python3", "-c", etcdThief).
+		Env(paddlev1.ReplicaWorker, "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python").
+		Env(paddlev1.ReplicaWorker, "VICTIM_JOB_ID", victimID).
+		RolePolicy(paddlev1.ReplicaWorker, paddlev1.RestartPolicyNever).Obj()
+	if _, err := attacker.Create(ctx, thief); err != nil {
+		t.Fatalf("the tenant creating its PaddleJob: %v", err)
+	}
+	log := awaitLogLine(t, pj, ans, thief.Name+"-worker-0", "OWN")
+	t.Logf("job A's pod:\n%s", log)
+	for _, what := range []string{"get", "get_prefix of the victim", "get_prefix of every job", "get_all", "put", "delete_prefix"} {
+		if !strings.Contains(log, "REFUSED "+what+": StatusCode.PERMISSION_DENIED") {
+			t.Errorf("job A's pod, %s on job B's keys: not refused with PERMISSION_DENIED", what)
+		}
+	}
+	if strings.Contains(log, "OPEN ") {
+		t.Errorf("job A's pod reached job B's keys")
+	}
+	if !strings.Contains(log, "OWN b'ours'") {
+		t.Errorf("job A's pod could not use its own job's key")
+	}
 }

@@ -83,6 +83,7 @@ func checkSandbox(t *testing.T, c *sandboxCluster) {
 	t.Run("pods have networks of their own, Services and cluster DNS", probePodNetwork)
 	t.Run("of the machine a pod reaches the cluster network's forwards only", func(t *testing.T) { probeMachine(t, c.st) })
 	t.Run("a hostNetwork pod bound to the cluster DNS address gets no query", probeDNSSquatter)
+	t.Run("a pod of one job reaches none of another job's elastic etcd keys", probeEtcdOtherJob)
 }
 
 // writeSecret writes a file only its owner may read in dir (the owner is
