@@ -3,11 +3,16 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -229,4 +234,93 @@ func probeEtcdOtherJob(t *testing.T) {
 	if !strings.Contains(log, "OWN b'ours'") {
 		t.Errorf("job A's pod could not use its own job's key")
 	}
+}
+
+// probeMemoryAboveTheNode: a tenant's container asking limits.memory 100Gi
+// (more than the machine has) runs with its cgroup's memory limit at most
+// the node's allocatable memory, and an event says it was capped.
+func probeMemoryAboveTheNode(t *testing.T) {
+	ctx := context.Background()
+	tenant, ns := namespaceUser(t)
+	nodeName := clusterNodes(t)[0]
+	n, err := pj.Clientset().CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocatable := n.Status.Allocatable.Memory().Value()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "greedy", Namespace: ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever, NodeSelector: onNode(nodeName),
+			Containers: []corev1.Container{{
+				Name: "greedy", Image: "busybox:1.36", Command: []string{"sh", "-c", "echo RUNNING; exec sleep 3600"},
+				Resources: corev1.ResourceRequirements{
+					// Requests small enough to schedule; the limit far above.
+					Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("100Gi")},
+				},
+			}},
+		},
+	}
+	created, err := tenant.Clientset().CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("the tenant creating its pod: %v", err)
+	}
+	awaitLogLine(t, tenant, ns, pod.Name, "RUNNING")
+	limit, file := containerMemoryLimit(t, string(created.UID)+"-greedy-")
+	t.Logf("%s: %d bytes (the node's allocatable memory: %d)", file, limit, allocatable)
+	if limit <= 0 || limit > allocatable {
+		t.Errorf("the container's cgroup memory limit is %d bytes, want at most the node's allocatable %d", limit, allocatable)
+	}
+	events, err := pj.Clientset().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod.Name + ",reason=MemoryLimitCapped"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) == 0 {
+		t.Errorf("no MemoryLimitCapped event for the pod")
+	} else {
+		t.Logf("event: %s", events.Items[0].Message)
+	}
+	if err := tenant.Clientset().CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting the pod: %v", err)
+	}
+}
+
+// containerMemoryLimit reads the memory limit of the host's cgroup whose
+// name begins with prefix (the node names a run's group
+// <pod UID>-<container>-<run>): memory.max in cgroup v2, memory.limit_in_bytes
+// in the v1 memory hierarchy.
+func containerMemoryLimit(t *testing.T, prefix string) (int64, string) {
+	t.Helper()
+	root, file := "/sys/fs/cgroup/memory", "memory.limit_in_bytes"
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		root, file = "/sys/fs/cgroup", "memory.max"
+	}
+	var found string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), prefix) {
+			found = filepath.Join(path, file)
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if err != nil || found == "" {
+		t.Fatalf("no cgroup named %s* under %s (%v)", prefix, root, err)
+	}
+	b, err := os.ReadFile(found)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "max" {
+		return -1, found
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %q", found, v)
+	}
+	return n, found
 }

@@ -84,6 +84,7 @@ func checkSandbox(t *testing.T, c *sandboxCluster) {
 	t.Run("of the machine a pod reaches the cluster network's forwards only", func(t *testing.T) { probeMachine(t, c.st) })
 	t.Run("a hostNetwork pod bound to the cluster DNS address gets no query", probeDNSSquatter)
 	t.Run("a pod of one job reaches none of another job's elastic etcd keys", probeEtcdOtherJob)
+	t.Run("a memory limit above the node's allocatable runs capped to it", probeMemoryAboveTheNode)
 }
 
 // writeSecret writes a file only its owner may read in dir (the owner is

@@ -240,6 +240,7 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 		Sandbox: sandboxSettings{
 			asRoot:  os.Geteuid() == 0,
 			limits:  DefaultLimits{MemoryBytes: max(cfg.PodMemoryLimit, 0), Pids: max(cfg.PodPidsLimit, 0)},
+			node:    hostNodeLimits(capacity),
 			tmpSize: cfg.TmpSize,
 			shmSize: cfg.ShmSize,
 		},

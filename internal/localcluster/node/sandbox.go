@@ -93,6 +93,8 @@ type sandboxSettings struct {
 	// run as DefaultSandboxUID unless the pod says otherwise.
 	asRoot           bool
 	limits           DefaultLimits
+	// node caps all containers together, and each one's memory limit.
+	node             NodeLimits
 	tmpSize, shmSize int64
 }
 
