@@ -324,3 +324,33 @@ func containerMemoryLimit(t *testing.T, prefix string) (int64, string) {
 	}
 	return n, found
 }
+
+// probeEmptyDirEviction: a tenant's pod writing 50 MB into an emptyDir of
+// sizeLimit 10Mi is evicted, as a kubelet evicts it: Failed, reason
+// Evicted, the kubelet's message.
+func probeEmptyDirEviction(t *testing.T) {
+	ctx := context.Background()
+	tenant, ns := namespaceUser(t)
+	limit := resource.MustParse("10Mi")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "filler", Namespace: ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyAlways,
+			Volumes:       []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}}},
+			Containers: []corev1.Container{{
+				Name: "filler", Image: "busybox:1.36",
+				Command:      []string{"sh", "-c", "dd if=/dev/zero of=/scratch/fill bs=1M count=50 && echo WROTE && exec sleep 3600"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}},
+			}},
+		},
+	}
+	if _, err := tenant.Clientset().CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the tenant creating its pod: %v", err)
+	}
+	done := awaitPodEnd(t, ns, pod.Name)
+	t.Logf("the filler ended %s: %s %q", done.Status.Phase, done.Status.Reason, done.Status.Message)
+	if want := `Usage of EmptyDir volume "scratch" exceeds the limit "10Mi". `; done.Status.Phase != corev1.PodFailed ||
+		done.Status.Reason != "Evicted" || done.Status.Message != want {
+		t.Errorf("the pod ended %s, %s, %q; want Failed, Evicted, %q", done.Status.Phase, done.Status.Reason, done.Status.Message, want)
+	}
+}

@@ -85,6 +85,7 @@ func checkSandbox(t *testing.T, c *sandboxCluster) {
 	t.Run("a hostNetwork pod bound to the cluster DNS address gets no query", probeDNSSquatter)
 	t.Run("a pod of one job reaches none of another job's elastic etcd keys", probeEtcdOtherJob)
 	t.Run("a memory limit above the node's allocatable runs capped to it", probeMemoryAboveTheNode)
+	t.Run("an emptyDir written past its sizeLimit is evicted", probeEmptyDirEviction)
 }
 
 // writeSecret writes a file only its owner may read in dir (the owner is

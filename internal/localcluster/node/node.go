@@ -355,6 +355,7 @@ func (n *Node) Run(ctx context.Context) error {
 		return fmt.Errorf("holding the addresses of the node's pods: %w", err)
 	}
 	go func() { _ = n.pods.Run(vkCtx, podSyncWorkers) }()
+	go n.provider.enforceStorageLimits(vkCtx)
 	nodesStarted := false
 	defer func() {
 		// Whatever ends Run, the pods stop first, while virtual-kubelet

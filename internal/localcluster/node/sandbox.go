@@ -91,8 +91,8 @@ const firstMountFD = infoFD + 1
 type sandboxSettings struct {
 	// asRoot: the node runs as root, so its sandboxes drop capabilities and
 	// run as DefaultSandboxUID unless the pod says otherwise.
-	asRoot           bool
-	limits           DefaultLimits
+	asRoot bool
+	limits DefaultLimits
 	// node caps all containers together, and each one's memory limit.
 	node             NodeLimits
 	tmpSize, shmSize int64
