@@ -354,8 +354,7 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.holdPodIPs(ctx); err != nil {
 		return fmt.Errorf("holding the addresses of the node's pods: %w", err)
 	}
-	go func() { _ = n.pods.Run(vkCtx, podSyncWorkers) }()
-	go n.provider.enforceStorageLimits(vkCtx)
+	n.startPods(vkCtx)
 	nodesStarted := false
 	defer func() {
 		// Whatever ends Run, the pods stop first, while virtual-kubelet
@@ -396,6 +395,13 @@ func (n *Node) Run(ctx context.Context) error {
 	case err := <-serveErr:
 		return fmt.Errorf("kubelet API: %w", err)
 	}
+}
+
+// startPods starts the pod controller and the eviction of pods past their
+// storage limits (eviction.go), until ctx ends.
+func (n *Node) startPods(ctx context.Context) {
+	go func() { _ = n.pods.Run(ctx, podSyncWorkers) }()
+	go n.provider.enforceStorageLimits(ctx)
 }
 
 // stopPods stops every pod, SIGKILLing what is left after the shutdown grace

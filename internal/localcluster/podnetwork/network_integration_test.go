@@ -195,29 +195,7 @@ func TestNodeNamespaceCannotTakeAClusterIP(t *testing.T) {
 		}
 	}()
 
-	var squatters []net.PacketConn
-	for _, freebind := range []bool{false, true} {
-		for _, reusePort := range []bool{true, false} {
-			var c net.PacketConn
-			err := n.Namespace().Do(func() error {
-				lc := reusePortListenConfig(freebind)
-				if !reusePort {
-					lc = freeBindListenConfig(freebind)
-				}
-				var err error
-				c, err = lc.ListenPacket(context.Background(), "udp", dns)
-				return err
-			})
-			switch {
-			case err == nil:
-				t.Logf("the node's namespace bound %s (IP_FREEBIND %v, SO_REUSEPORT %v)", dns, freebind, reusePort)
-				squatters = append(squatters, c)
-				defer c.Close()
-			case !freebind && !errors.Is(err, syscall.EADDRNOTAVAIL):
-				t.Errorf("the node's namespace binding %s (SO_REUSEPORT %v): %v, want EADDRNOTAVAIL", dns, reusePort, err)
-			}
-		}
-	}
+	squatters := bindSquatters(t, n.Namespace(), dns)
 	if len(squatters) == 0 {
 		t.Fatal("no squatter bound with IP_FREEBIND: the test would show nothing")
 	}
@@ -252,6 +230,38 @@ func TestNodeNamespaceCannotTakeAClusterIP(t *testing.T) {
 			t.Errorf("a squatter in the node's namespace at %s holds %d bytes of the pods' datagrams", c.LocalAddr(), queued)
 		}
 	}
+}
+
+// bindSquatters binds dns over UDP in ns every way an unprivileged process
+// may — with SO_REUSEPORT and without, with IP_FREEBIND and without — and
+// returns the sockets that bound; without IP_FREEBIND a bind must fail with
+// EADDRNOTAVAIL.
+func bindSquatters(t *testing.T, ns *Namespace, dns string) []net.PacketConn {
+	t.Helper()
+	var squatters []net.PacketConn
+	for _, freebind := range []bool{false, true} {
+		for _, reusePort := range []bool{true, false} {
+			var c net.PacketConn
+			err := ns.Do(func() error {
+				lc := reusePortListenConfig(freebind)
+				if !reusePort {
+					lc = freeBindListenConfig(freebind)
+				}
+				var err error
+				c, err = lc.ListenPacket(context.Background(), "udp", dns)
+				return err
+			})
+			switch {
+			case err == nil:
+				t.Logf("the node's namespace bound %s (IP_FREEBIND %v, SO_REUSEPORT %v)", dns, freebind, reusePort)
+				squatters = append(squatters, c)
+				t.Cleanup(func() { c.Close() })
+			case !freebind && !errors.Is(err, syscall.EADDRNOTAVAIL):
+				t.Errorf("the node's namespace binding %s (SO_REUSEPORT %v): %v, want EADDRNOTAVAIL", dns, reusePort, err)
+			}
+		}
+	}
+	return squatters
 }
 
 // reusePortListenConfig sets SO_REUSEPORT, and IP_FREEBIND when freebind.
