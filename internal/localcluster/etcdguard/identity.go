@@ -6,9 +6,11 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -71,6 +73,8 @@ const podIPIndex = "podIP"
 // PodIdentities finds callers' pods in an informer's cache of every pod.
 type PodIdentities struct {
 	pods cache.SharedIndexInformer
+	// lag is addressLag, shorter in tests.
+	lag time.Duration
 }
 
 // NewPodIdentities watches every pod through client until ctx ends.
@@ -87,17 +91,43 @@ func NewPodIdentities(ctx context.Context, client kubernetes.Interface) (*PodIde
 		return nil, err
 	}
 	factory.Start(ctx.Done())
-	return &PodIdentities{pods: inf}, nil
+	return &PodIdentities{pods: inf, lag: addressLag}, nil
 }
 
+// addressLag bounds the wait for a caller's pod to show its address: a
+// container may start, and call, before the node's status update giving
+// its pod the IP has reached the guard's cache.
+const addressLag = 10 * time.Second
+
 // ScopeOf is the scope of the pods at ip, once the cache has every pod.
+// An address no pod has yet is looked up again for up to addressLag.
 func (p *PodIdentities) ScopeOf(ctx context.Context, ip netip.Addr) (Scope, error) {
 	if !cache.WaitForCacheSync(ctx.Done(), p.pods.HasSynced) {
 		return Scope{}, fmt.Errorf("the guard has not read the cluster's pods yet: %w", ctx.Err())
 	}
+	var scope Scope
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, p.lag, true, func(context.Context) (bool, error) {
+		pods, err := p.podsAt(ip)
+		if err != nil {
+			return false, err
+		}
+		scope, lastErr = scopeOfPods(ip, pods)
+		// Only an address no pod holds may be one whose pod's status is
+		// still on its way; any other answer is final.
+		return len(pods) > 0, nil
+	})
+	if err != nil && lastErr == nil {
+		return Scope{}, err
+	}
+	return scope, lastErr
+}
+
+// podsAt are the cached pods whose status.podIP is ip.
+func (p *PodIdentities) podsAt(ip netip.Addr) ([]*corev1.Pod, error) {
 	objs, err := p.pods.GetIndexer().ByIndex(podIPIndex, ip.String())
 	if err != nil {
-		return Scope{}, err
+		return nil, err
 	}
 	pods := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
@@ -105,5 +135,5 @@ func (p *PodIdentities) ScopeOf(ctx context.Context, ip netip.Addr) (Scope, erro
 			pods = append(pods, pod)
 		}
 	}
-	return scopeOfPods(ip, pods)
+	return pods, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -242,6 +243,7 @@ func TestPodIdentitiesFindTheJobOfAnAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ids.lag = 200 * time.Millisecond
 	got, err := ids.ScopeOf(ctx, podOfA)
 	if err != nil || got.Job != jobA.Job || !slices.Equal(got.Prefixes, jobA.Prefixes) {
 		t.Errorf("ScopeOf(%s) = %v, %v; want %v", podOfA, got, err, jobA)
