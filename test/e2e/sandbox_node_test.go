@@ -238,7 +238,8 @@ func probeEtcdOtherJob(t *testing.T) {
 
 // probeMemoryAboveTheNode: a tenant's container asking limits.memory 100Gi
 // (more than the machine has) runs with its cgroup's memory limit at most
-// the node's allocatable memory, and an event says it was capped.
+// the node's allocatable memory and the host's, and an event says it was
+// capped.
 func probeMemoryAboveTheNode(t *testing.T) {
 	ctx := context.Background()
 	tenant, ns := namespaceUser(t)
@@ -247,7 +248,9 @@ func probeMemoryAboveTheNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allocatable := n.Status.Allocatable.Memory().Value()
+	// The suite's nodes advertise more than the host has (--capacity):
+	// what the node can give is the lower of the two.
+	allocatable := min(n.Status.Allocatable.Memory().Value(), hostMemory(t))
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "greedy", Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -268,9 +271,9 @@ func probeMemoryAboveTheNode(t *testing.T) {
 	}
 	awaitLogLine(t, tenant, ns, pod.Name, "RUNNING")
 	limit, file := containerMemoryLimit(t, string(created.UID)+"-greedy-")
-	t.Logf("%s: %d bytes (the node's allocatable memory: %d)", file, limit, allocatable)
+	t.Logf("%s: %d bytes (the node's allocatable memory, at most the host's: %d)", file, limit, allocatable)
 	if limit <= 0 || limit > allocatable {
-		t.Errorf("the container's cgroup memory limit is %d bytes, want at most the node's allocatable %d", limit, allocatable)
+		t.Errorf("the container's cgroup memory limit is %d bytes, want at most the node's allocatable and the host's memory, %d", limit, allocatable)
 	}
 	events, err := pj.Clientset().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod.Name + ",reason=MemoryLimitCapped"})
 	if err != nil {
@@ -353,4 +356,25 @@ func probeEmptyDirEviction(t *testing.T) {
 		done.Status.Reason != "Evicted" || done.Status.Message != want {
 		t.Errorf("the pod ended %s, %s, %q; want Failed, Evicted, %q", done.Status.Phase, done.Status.Reason, done.Status.Message, want)
 	}
+}
+
+// hostMemory is MemTotal of /proc/meminfo, in bytes: the machine the
+// cluster's nodes share.
+func hostMemory(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no MemTotal in /proc/meminfo")
+	return 0
 }

@@ -410,6 +410,6 @@ const reasonMemoryLimitCapped = "MemoryLimitCapped"
 // memoryCappedMessage says which limit was lowered, and to what.
 func memoryCappedMessage(c *corev1.Container, capped int64) string {
 	asked := c.Resources.Limits[corev1.ResourceMemory]
-	return fmt.Sprintf("container %q: limits.memory %s is above the node's allocatable memory: its cgroup's limit is %s (%d bytes)",
+	return fmt.Sprintf("container %q: limits.memory %s is above the node's allocatable memory (at most the host's): its cgroup's limit is %s (%d bytes)",
 		c.Name, asked.String(), resource.NewQuantity(capped, resource.BinarySI).String(), capped)
 }

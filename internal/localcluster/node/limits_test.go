@@ -87,7 +87,7 @@ func TestCapMemory(t *testing.T) {
 		t.Errorf("no node cap: capMemory = %d, %v; want the limit as asked", got, capped)
 	}
 	c := &corev1.Container{Name: "big", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("100Gi")}}}
-	if got, want := memoryCappedMessage(c, 23<<30), `container "big": limits.memory 100Gi is above the node's allocatable memory: its cgroup's limit is 23Gi (24696061952 bytes)`; got != want {
+	if got, want := memoryCappedMessage(c, 23<<30), `container "big": limits.memory 100Gi is above the node's allocatable memory (at most the host's): its cgroup's limit is 23Gi (24696061952 bytes)`; got != want {
 		t.Errorf("message %q, want %q", got, want)
 	}
 }

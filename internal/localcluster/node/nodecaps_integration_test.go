@@ -74,7 +74,7 @@ func TestMemoryLimitAboveTheNodeIsCapped(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("no %s event for the pod", reasonMemoryLimitCapped)
 	}
-	if !strings.Contains(message, "limits.memory 100Gi is above the node's allocatable memory") {
+	if !strings.Contains(message, "limits.memory 100Gi is above the node's allocatable memory (at most the host's)") {
 		t.Errorf("the event says %q", message)
 	}
 }
