@@ -236,8 +236,9 @@ func (g *guard) forward(in grpc.ServerStream, method string, scope Scope, from s
 		select {
 		case err := <-sent:
 			if err != nil {
-				// The caller went away: end etcd's side, and stop
-				// sending to the caller before the handler returns.
+				// The caller went away, or a request of its was
+				// refused: end etcd's side, and stop sending to the
+				// caller before the handler returns.
 				cancel()
 				<-received
 				return err
