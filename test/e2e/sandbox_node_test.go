@@ -135,8 +135,8 @@ for i in range(%d):
 	}
 }
 
-// awaitLogLine waits for a running pod of c's to log a line holding want
-// and returns its log so far.
+// awaitLogLine waits for a pod of c's to log a line holding want (while it
+// runs, or in the log it ended with) and returns its log so far.
 func awaitLogLine(t *testing.T, c *client.Client, ns, name, want string) string {
 	t.Helper()
 	var log string
@@ -145,15 +145,18 @@ func awaitLogLine(t *testing.T, c *client.Client, ns, name, want string) string 
 		if err != nil {
 			return false, err.Error()
 		}
-		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-			t.Fatalf("pod %s ended %s before logging %q:%s", name, p.Status.Phase, want, statusLine(p))
-		}
 		b, err := c.Clientset().CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(context.Background())
 		if err != nil {
 			return false, fmt.Sprintf("%s; logs: %v", statusLine(p), err)
 		}
 		log = string(b)
-		return strings.Contains(log, want), statusLine(p)
+		if strings.Contains(log, want) {
+			return true, statusLine(p)
+		}
+		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			t.Fatalf("pod %s ended %s without logging %q:%s\n%s", name, p.Status.Phase, want, statusLine(p), log)
+		}
+		return false, statusLine(p)
 	})
 	return log
 }

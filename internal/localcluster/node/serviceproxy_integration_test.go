@@ -193,7 +193,7 @@ func TestServiceProxy(t *testing.T) {
 	t.Run("no ready backend; the listener goes with the Service", func(t *testing.T) { checkNoReadyBackend(t, nodeNet, services) })
 
 	t.Run("node shutdown closes listeners and connections", func(t *testing.T) {
-		checkShutdownClosesProxy(t, nodeNet, stopNode, webhookAddr, []string{byNumber, byName, webhookAddr})
+		checkShutdownClosesProxy(t, nodeNet, n.network.ServicesNamespace(), stopNode, webhookAddr, []string{byNumber, byName, webhookAddr})
 	})
 }
 
@@ -391,9 +391,12 @@ func checkNoReadyBackend(t *testing.T, nodeNet *podnetwork.Namespace, services s
 // checkShutdownClosesProxy stops the node while a connection to addr is
 // open: the connection ends and no listener is left open in the node's
 // namespace (which the test holds on to, the node closing its own).
-func checkShutdownClosesProxy(t *testing.T, nodeNet *podnetwork.Namespace, stopNode func(), addr string, listeners []string) {
+func checkShutdownClosesProxy(t *testing.T, nodeNet, servicesNet *podnetwork.Namespace, stopNode func(), addr string, listeners []string) {
 	t.Helper()
 	nodeNet = holdNamespace(t, nodeNet)
+	// The listeners are asked in the services namespace, held open: from
+	// the node's, once the node stopped, a cluster IP leads nowhere.
+	servicesNet = holdNamespace(t, servicesNet)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	c, err := nodeNet.DialContext(ctx, "tcp", addr)
@@ -410,7 +413,7 @@ func checkShutdownClosesProxy(t *testing.T, nodeNet *podnetwork.Namespace, stopN
 		t.Errorf("reading an open connection after the node stopped: %v", err)
 	}
 	for _, l := range listeners {
-		if listeningVia(nodeNet, l) {
+		if listeningVia(servicesNet, l) {
 			t.Errorf("%s still listens after the node stopped", l)
 		}
 	}
