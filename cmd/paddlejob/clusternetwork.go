@@ -67,6 +67,17 @@ func newClusterNetworkCmd() *cobra.Command {
 		}
 		return nil
 	})
+	f.Func("forward-naming-client", "PORT=127.0.0.1:PORT: a --forward whose every connection begins with a PROXY protocol v1 line naming the pod that made it (the elastic etcd guard tells jobs apart by it); may be repeated", func(v string) error {
+		for _, one := range strings.Split(v, ",") {
+			fw, err := clusternetwork.ParseForward(one)
+			if err != nil {
+				return err
+			}
+			fw.NamesClient = true
+			cfg.Forwards = append(cfg.Forwards, fw)
+		}
+		return nil
+	})
 	f.IntVar(&verbosity, "v", 0, "log verbosity (higher logs more)")
 	_ = cmd.MarkFlagRequired("socket")
 	return cmd

@@ -74,7 +74,7 @@ then stops every pod.`,
 	f.StringSliceVar(&cfg.HostPathRW, "host-path-rw", nil, "host directories whose paths pods may mount read-write; every other host path is refused (but the image table's build contexts, read-only, and their output/), and none may be, hold or lie in --state-dir or a --hide directory, hold a --hide-file, or be /proc, /sys, /dev, a socket or device; may be repeated")
 	f.StringVar(&cfg.NodeIP, "node-ip", cfg.NodeIP, "the node's IP, in its network namespace: the kubelet API listens there, and hostNetwork pods have it")
 	f.StringVar(&cfg.PodCIDR, "pod-cidr", cfg.PodCIDR, "the pods' network: its first address is their gateway, and each pod gets one whose last octet is 100-254")
-	f.StringVar(&cfg.ServiceCIDR, "service-cidr", cfg.ServiceCIDR, "cluster IPs (comma-separated CIDRs), local to the node's network namespace")
+	f.StringVar(&cfg.ServiceCIDR, "service-cidr", cfg.ServiceCIDR, "cluster IPs (comma-separated CIDRs), local to the node's services namespace, where its Service proxy and cluster DNS server listen")
 	f.StringVar(&cfg.ClusterDNS.IP, "cluster-dns", node.DefaultClusterDNSIP, "address of the cluster DNS server, in the service CIDR: pods resolve names with it (with --cluster-dns-server)")
 	f.StringVar(&cfg.ClusterDNS.Binary, "cluster-dns-server", "", "CoreDNS executable the node runs in its network namespace on --cluster-dns (default: none, and pods get no cluster name server)")
 	f.StringVar(&cfg.ClusterDNS.Kubeconfig, "cluster-dns-kubeconfig", "", "CoreDNS's kubeconfig, reaching the API server from the node's network namespace")

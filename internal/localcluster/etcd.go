@@ -134,7 +134,10 @@ const maxSocketPath = 107
 // elastic-etcd-guard command, on the port elastic jobs are given.
 func elasticEtcdGuardArgs(l layout, executable string, ports Ports) []string {
 	return []string{executable, "elastic-etcd-guard",
-		"--listen=127.0.0.1:" + itoa(ports.ElasticEtcd), "--etcd=unix://" + elasticEtcdSocket(l)}
+		"--listen=127.0.0.1:" + itoa(ports.ElasticEtcd), "--etcd=unix://" + elasticEtcdSocket(l),
+		// The node's user may watch every pod: the guard tells a caller's
+		// job by the pod at its address.
+		"--kubeconfig=" + l.componentConfig(componentNode)}
 }
 
 func (b *boot) startEtcd(ctx context.Context) error {

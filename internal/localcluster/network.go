@@ -116,7 +116,13 @@ func writeEgressSelector(l layout) error {
 func forwards(p Ports) []string {
 	var out []string
 	for _, port := range []int{p.APIServer, p.ElasticEtcd, p.Progress} {
-		out = append(out, fmt.Sprintf("--forward=%d=127.0.0.1:%d", port, port))
+		flag := "--forward"
+		if port == p.ElasticEtcd {
+			// The guard scopes each pod to its job's keys, and tells
+			// pods apart by the address the forward names.
+			flag = "--forward-naming-client"
+		}
+		out = append(out, fmt.Sprintf("%s=%d=127.0.0.1:%d", flag, port, port))
 	}
 	return out
 }

@@ -59,7 +59,7 @@ func TestCheckSocketPaths(t *testing.T) {
 
 func TestForwards(t *testing.T) {
 	got := forwards(Ports{APIServer: 40001, ElasticEtcd: 40002, Progress: 40003, EtcdClient: 40004, Kubelets: []int{40005, 40006}})
-	want := []string{"--forward=40001=127.0.0.1:40001", "--forward=40002=127.0.0.1:40002", "--forward=40003=127.0.0.1:40003"}
+	want := []string{"--forward=40001=127.0.0.1:40001", "--forward-naming-client=40002=127.0.0.1:40002", "--forward=40003=127.0.0.1:40003"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("forwards = %v; want %v (the API server, the elastic etcd guard, the progress endpoint, nothing else)", got, want)
 	}

@@ -96,6 +96,10 @@ func checkSandbox(t *testing.T, c *sandboxCluster) {
 	t.Run("the etcds refuse pods without credentials", func(t *testing.T) { probeEtcds(t, c.st) })
 	t.Run("pods have networks of their own, Services and cluster DNS", probePodNetwork)
 	t.Run("of the machine a pod reaches the cluster network's forwards only", func(t *testing.T) { probeMachine(t, c.st) })
+	t.Run("a hostNetwork pod bound to the cluster DNS address gets no query", probeDNSSquatter)
+	t.Run("a pod of one job reaches none of another job's elastic etcd keys", probeEtcdOtherJob)
+	t.Run("a memory limit above the node's allocatable runs capped to it", probeMemoryAboveTheNode)
+	t.Run("an emptyDir written past its sizeLimit is evicted", probeEmptyDirEviction)
 }
 
 // writeSecret writes a file only its owner may read in dir (the owner is

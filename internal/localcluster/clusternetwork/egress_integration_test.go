@@ -86,13 +86,13 @@ func newHostAccessFixture(t *testing.T) *hostAccessFixture {
 	}
 	t.Cleanup(func() { f.pod.Close() })
 	// A pod's server, and a Service's listener (as the service proxy's) in
-	// the node's namespace.
+	// the node's services namespace.
 	podLn, err := f.pod.Namespace().Listen("tcp", "10.244.0.100:8080")
 	if err != nil {
 		t.Fatal(err)
 	}
 	testutil.ServeEcho(t, podLn, "pod")
-	svcLn, err := node.Namespace().Listen("tcp", "10.96.0.10:80")
+	svcLn, err := node.ServicesNamespace().Listen("tcp", "10.96.0.10:80")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
@@ -31,6 +32,11 @@ import (
 type Forward struct {
 	Port   int
 	Target string // IP:port, the IP a loopback one
+	// NamesClient: each connection to Target begins with a PROXY protocol
+	// (version 1) line naming the client's address, for a target that
+	// tells pods apart (the elastic etcd guard): the forward's own
+	// connection comes from the host.
+	NamesClient bool
 }
 
 func (f Forward) String() string { return strconv.Itoa(f.Port) + "=" + f.Target }
@@ -116,13 +122,13 @@ func startForwarders(log logr.Logger, ns netnsSockets, nodeIP string, forwards [
 		}
 		fw.lns = append(fw.lns, ln)
 		fw.wg.Add(1)
-		go fw.serve(ln, f.Target)
+		go fw.serve(ln, f)
 	}
 	return fw, nil
 }
 
-// serve joins every connection ln accepts to target.
-func (fw *forwarders) serve(ln net.Listener, target string) {
+// serve joins every connection ln accepts to f's target.
+func (fw *forwarders) serve(ln net.Listener, f Forward) {
 	defer fw.wg.Done()
 	for {
 		c, err := ln.Accept()
@@ -138,18 +144,20 @@ func (fw *forwarders) serve(ln net.Listener, target string) {
 		fw.wg.Add(1)
 		go func() {
 			defer fw.wg.Done()
-			fw.forward(c, target)
+			fw.forward(c, f)
 		}()
 	}
 }
 
-// forward joins client to target. The dial runs on an ordinary thread of
-// the node, which is in the host's network namespace: target is the host's.
-func (fw *forwarders) forward(client net.Conn, target string) {
+// forward joins client to f's target. The dial runs on an ordinary thread
+// of the node, which is in the host's network namespace: target is the
+// host's.
+func (fw *forwarders) forward(client net.Conn, f Forward) {
 	if !fw.conns.add(client) {
 		return
 	}
 	defer fw.conns.remove(client)
+	target := f.Target
 	backend, err := net.DialTimeout("tcp", target, forwardDialTimeout)
 	if err != nil {
 		fw.log.V(1).Info("Forwarded connection dropped", "address", client.LocalAddr().String(), "client", client.RemoteAddr().String(), "target", target, "reason", err.Error())
@@ -160,7 +168,25 @@ func (fw *forwarders) forward(client net.Conn, target string) {
 		return
 	}
 	defer fw.conns.remove(backend)
+	if f.NamesClient {
+		if _, err := io.WriteString(backend, proxyHeader(client.RemoteAddr(), client.LocalAddr())); err != nil {
+			resetClose(client)
+			return
+		}
+	}
 	serviceproxy.Pipe(client, backend)
+}
+
+// proxyHeader is the PROXY protocol v1 line saying that a connection came
+// from client to server: "PROXY TCP4 10.244.0.100 172.18.0.1 51000 40002".
+func proxyHeader(client, server net.Addr) string {
+	c, _ := netip.ParseAddrPort(client.String())
+	s, _ := netip.ParseAddrPort(server.String())
+	family := "TCP4"
+	if !c.Addr().Unmap().Is4() {
+		family = "TCP6"
+	}
+	return fmt.Sprintf("PROXY %s %s %s %d %d\r\n", family, c.Addr().Unmap(), s.Addr().Unmap(), c.Port(), s.Port())
 }
 
 // stop closes the listeners and every forwarded connection, and waits for

@@ -2,6 +2,7 @@ package clusternetwork
 
 import (
 	"errors"
+	"io"
 	"net"
 	"strconv"
 	"testing"
@@ -67,4 +68,46 @@ func TestForwarderTargetDown(t *testing.T) {
 	if got != "" {
 		t.Fatalf("through a forward to a closed port: %q; want nothing", got)
 	}
+}
+
+// TestForwarderNamesItsClient: a forward naming its client begins the
+// target's connection with a PROXY line holding the client's address, the
+// one it dialed from, before the client's bytes.
+func TestForwarderNamesItsClient(t *testing.T) {
+	target, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	received := make(chan string, 1)
+	go func() {
+		c, err := target.Accept()
+		if err != nil {
+			received <- err.Error()
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		received <- string(b)
+	}()
+	const nodeIP = "127.0.0.3"
+	port := freeTCPPort(t, nodeIP)
+	fw, err := startForwarders(logr.Discard(), hostSockets{}, nodeIP, []Forward{{Port: port, Target: target.Addr().String(), NamesClient: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fw.stop()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.7")}}
+	c, err := d.Dial("tcp", net.JoinHostPort(nodeIP, strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := c.LocalAddr().(*net.TCPAddr)
+	_, _ = io.WriteString(c, "hello")
+	_ = c.(*net.TCPConn).CloseWrite()
+	want := "PROXY TCP4 127.0.0.7 127.0.0.3 " + strconv.Itoa(client.Port) + " " + strconv.Itoa(port) + "\r\nhello"
+	if got := <-received; got != want {
+		t.Errorf("the target received %q, want %q", got, want)
+	}
+	c.Close()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -14,8 +15,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // fakeEtcd is an in-process gRPC server standing in for etcd: it records
@@ -71,13 +74,82 @@ func (f *fakeEtcd) handle(_ any, s grpc.ServerStream) error {
 		}
 	case "/etcdserverpb.KV/Range":
 		return status.Error(codes.NotFound, "etcdserver: no such key, says the fake etcd")
+	case "/etcdserverpb.KV/DeleteRange", "/etcdserverpb.KV/Txn", "/etcdserverpb.Lease/LeaseRevoke", "/etcdserverpb.Lease/LeaseTimeToLive":
+		if err := s.RecvMsg(&frame{}); err != nil {
+			return err
+		}
+		return s.SendMsg(&frame{})
+	case "/etcdserverpb.Lease/LeaseGrant":
+		// LeaseGrantResponse{ID: 7 + the calls so far}.
+		if err := s.RecvMsg(&frame{}); err != nil {
+			return err
+		}
+		f.mu.Lock()
+		id := uint64(7 + len(f.reached))
+		f.mu.Unlock()
+		return s.SendMsg(&frame{data: protowire.AppendVarint(protowire.AppendTag(nil, 2, protowire.VarintType), id)})
 	}
 	return status.Errorf(codes.Unimplemented, "the fake etcd does not serve %s", method)
 }
 
+// The callers of the tests: pods of two jobs, a pod of none, and a node IP
+// that hostNetwork pods of two jobs share.
+var (
+	jobA      = JobScope("team-a", "train", "11111111-1111-1111-1111-111111111111")
+	jobB      = JobScope("team-b", "train", "22222222-2222-2222-2222-222222222222")
+	podOfA    = netip.MustParseAddr("10.244.0.100")
+	podOfB    = netip.MustParseAddr("10.244.0.101")
+	podOfNone = netip.MustParseAddr("10.244.0.102")
+)
+
+// fakeIdentities are the scopes of fixed addresses.
+type fakeIdentities map[netip.Addr]Scope
+
+func (f fakeIdentities) ScopeOf(_ context.Context, ip netip.Addr) (Scope, error) {
+	s, ok := f[ip]
+	if !ok {
+		return Scope{}, errors.New("no pod of a PaddleJob has the address " + ip.String())
+	}
+	return s, nil
+}
+
 // startGuard runs a fake etcd and a guard in front of it, and returns a
-// connection to the guard and the fake.
+// connection to the guard as a pod of jobA, through the forward, and the
+// fake.
 func startGuard(t *testing.T) (*grpc.ClientConn, *fakeEtcd) {
+	t.Helper()
+	addr, fake := startGuardAt(t)
+	return dialAs(t, addr, podOfA), fake
+}
+
+// dialAs connects to the guard at addr as the forward does for a client
+// at ip: a PROXY line first. An invalid ip connects as the host does.
+func dialAs(t *testing.T, addr string, ip netip.Addr) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///"+addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{})),
+		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, "tcp", a)
+			if err != nil || !ip.IsValid() {
+				return c, err
+			}
+			if _, err := io.WriteString(c, "PROXY TCP4 "+ip.String()+" 172.18.0.1 51000 40002\r\n"); err != nil {
+				c.Close()
+				return nil, err
+			}
+			return c, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// startGuardAt runs a fake etcd and a guard in front of it, and returns
+// the guard's address and the fake.
+func startGuardAt(t *testing.T) (string, *fakeEtcd) {
 	t.Helper()
 	fake := &fakeEtcd{watchEnded: make(chan error, 4)}
 	etcdSocket := t.TempDir() + "/etcd.sock"
@@ -98,16 +170,10 @@ func startGuard(t *testing.T) (*grpc.ClientConn, *fakeEtcd) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	guard := NewServer(backend, io.Discard)
+	guard := NewServer(backend, fakeIdentities{podOfA: jobA, podOfB: jobB}, io.Discard)
 	go func() { _ = guard.Serve(guardLis) }()
 	t.Cleanup(guard.Stop)
-
-	conn, err := Dial(guardLis.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn, fake
+	return guardLis.Addr().String(), fake
 }
 
 // A unary call reaches etcd with the caller's metadata, and the caller gets
@@ -117,12 +183,13 @@ func TestGuardForwardsAUnaryCall(t *testing.T) {
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "token", "t0ken")
 	var header, trailer metadata.MD
 	out := &frame{}
-	err := conn.Invoke(ctx, "/etcdserverpb.KV/Put", &frame{data: []byte("\x0a\x01k\x12\x01v")}, out,
+	put := keyRequest(jobA.Prefixes[0]+"/k", "", "v")
+	err := conn.Invoke(ctx, "/etcdserverpb.KV/Put", &frame{data: put}, out,
 		grpc.Header(&header), grpc.Trailer(&trailer))
 	if err != nil {
 		t.Fatalf("Put through the guard: %v", err)
 	}
-	if want := []byte("put:\x0a\x01k\x12\x01v"); !bytes.Equal(out.data, want) {
+	if want := append([]byte("put:"), put...); !bytes.Equal(out.data, want) {
 		t.Errorf("Put answered %q, want etcd's %q byte for byte", out.data, want)
 	}
 	if got := header.Get("token-seen"); len(got) != 1 || got[0] != "t0ken" {
@@ -139,7 +206,7 @@ func TestGuardForwardsAUnaryCall(t *testing.T) {
 // etcd's errors reach the caller with their code and message.
 func TestGuardPassesEtcdsStatusBack(t *testing.T) {
 	conn, _ := startGuard(t)
-	err := conn.Invoke(context.Background(), "/etcdserverpb.KV/Range", &frame{data: []byte("\x0a\x01k")}, &frame{})
+	err := conn.Invoke(context.Background(), "/etcdserverpb.KV/Range", &frame{data: keyRequest(jobA.Prefixes[1]+"/info/0", "", "")}, &frame{})
 	if st := status.Convert(err); st.Code() != codes.NotFound || st.Message() != "etcdserver: no such key, says the fake etcd" {
 		t.Errorf("Range ended %v, want etcd's NotFound and message", err)
 	}
@@ -155,7 +222,7 @@ func TestGuardStreamsBothWays(t *testing.T) {
 	}
 	var got []string
 	for _, req := range []string{"w1", "w2", "w3"} {
-		if err := s.SendMsg(&frame{data: []byte(req)}); err != nil {
+		if err := s.SendMsg(&frame{data: watchCreate(jobA.Prefixes[0] + "/" + req)}); err != nil {
 			t.Fatalf("sending %s: %v", req, err)
 		}
 		for range 2 {
@@ -166,7 +233,13 @@ func TestGuardStreamsBothWays(t *testing.T) {
 			got = append(got, string(f.data))
 		}
 	}
-	if want := []string{"a:w1", "b:w1", "a:w2", "b:w2", "a:w3", "b:w3"}; !slices.Equal(got, want) {
+	var want []string
+	for _, req := range []string{"w1", "w2", "w3"} {
+		for _, ev := range []string{"a:", "b:"} {
+			want = append(want, ev+string(watchCreate(jobA.Prefixes[0]+"/"+req)))
+		}
+	}
+	if !slices.Equal(got, want) {
 		t.Errorf("the watch streamed %v, want %v", got, want)
 	}
 	if err := s.CloseSend(); err != nil {
@@ -189,7 +262,7 @@ func TestGuardCancelsEtcdsSideWhenTheCallerLeaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SendMsg(&frame{data: []byte("w")}); err != nil {
+	if err := s.SendMsg(&frame{data: watchCreate(jobA.Prefixes[0])}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RecvMsg(&frame{}); err != nil {

@@ -3,7 +3,10 @@
 // etcd with python-etcd3 and no TLS; it forwards the key-value, watch and
 // lease calls that launcher makes to the real etcd, which listens where no
 // pod can reach it, and refuses every other call — membership, maintenance,
-// authentication — with PermissionDenied, before it reaches etcd.
+// authentication — with PermissionDenied, before it reaches etcd. It keeps
+// each pod to its own job's keys and leases (scope.go), telling jobs by the
+// pod at the address the cluster network's forward names (identity.go,
+// clientaddr.go).
 package etcdguard
 
 import (

@@ -45,17 +45,14 @@ func TestGuardInFrontOfARealEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewServer(backend, io.Discard)
+	srv := NewServer(backend, fakeIdentities{podOfA: jobA}, io.Discard)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
 	if err := Ready(context.Background(), lis.Addr().String()); err != nil {
 		t.Fatalf("Ready through the guard: %v", err)
 	}
-	guard, err := Dial(lis.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { guard.Close() })
+	// A pod of job A, through the forward.
+	guard := dialAs(t, lis.Addr().String(), podOfA)
 
 	t.Run("Paddle's calls pass", func(t *testing.T) { rendezvousCalls(t, guard) })
 	t.Run("cluster-wide calls are refused", func(t *testing.T) {
@@ -84,7 +81,7 @@ func TestGuardInFrontOfARealEtcd(t *testing.T) {
 	if enabled := fieldVarints(t, call(t, direct, "/etcdserverpb.Auth/AuthStatus", nil), 2); len(enabled) > 0 && enabled[0] != 0 {
 		t.Error("etcd's authentication is enabled")
 	}
-	call(t, guard, "/etcdserverpb.KV/Put", append(bytesField(1, []byte("after")), bytesField(2, []byte("still open"))...))
+	call(t, guard, "/etcdserverpb.KV/Put", append(bytesField(1, []byte(jobA.Prefixes[0]+"/after")), bytesField(2, []byte("still open"))...))
 }
 
 // rendezvousCalls makes, through conn, the calls Paddle's elastic launcher
@@ -97,8 +94,9 @@ func rendezvousCalls(t *testing.T, conn *grpc.ClientConn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// WatchRequest{create_request: {key: "job/", range_end: "job0"}}.
-	create := append(bytesField(1, []byte("job/")), bytesField(2, []byte("job0"))...)
+	// WatchRequest{create_request: {key: job + "/", range_end: job + "0"}}.
+	job := jobA.Prefixes[0]
+	create := append(bytesField(1, []byte(job+"/")), bytesField(2, []byte(job+"0"))...)
 	if err := watch.SendMsg(&frame{data: bytesField(1, create)}); err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +105,8 @@ func rendezvousCalls(t *testing.T, conn *grpc.ClientConn) {
 		t.Fatalf("the watch was not created: %x", created)
 	}
 
-	call(t, conn, "/etcdserverpb.KV/Put", append(bytesField(1, []byte("job/rank0")), bytesField(2, []byte("10.0.0.1"))...))
-	kvs := fieldBytes(t, call(t, conn, "/etcdserverpb.KV/Range", bytesField(1, []byte("job/rank0"))), 2)
+	call(t, conn, "/etcdserverpb.KV/Put", append(bytesField(1, []byte(job+"/rank0")), bytesField(2, []byte("10.0.0.1"))...))
+	kvs := fieldBytes(t, call(t, conn, "/etcdserverpb.KV/Range", bytesField(1, []byte(job+"/rank0"))), 2)
 	if len(kvs) != 1 || !bytes.Contains(kvs[0], []byte("10.0.0.1")) {
 		t.Errorf("Range of job/rank0 through the guard: %q, want the value put", kvs)
 	}
@@ -121,7 +119,7 @@ func rendezvousCalls(t *testing.T, conn *grpc.ClientConn) {
 	if len(ids) != 1 || ids[0] == 0 {
 		t.Fatalf("LeaseGrant through the guard gave no lease: %x", granted)
 	}
-	call(t, conn, "/etcdserverpb.KV/Put", append(append(bytesField(1, []byte("job/beat")), bytesField(2, []byte("pod-0"))...), varintField(3, ids[0])...))
+	call(t, conn, "/etcdserverpb.KV/Put", append(append(bytesField(1, []byte(job+"/beat")), bytesField(2, []byte("pod-0"))...), varintField(3, ids[0])...))
 	keepAlive, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/etcdserverpb.Lease/LeaseKeepAlive")
 	if err != nil {
 		t.Fatal(err)

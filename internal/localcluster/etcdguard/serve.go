@@ -5,21 +5,40 @@ import (
 	"fmt"
 	"io"
 	"net"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Serve runs the guard on listen (host:port) in front of the etcd at
-// target until ctx ends.
-func Serve(ctx context.Context, listen, target string, log io.Writer) error {
+// target until ctx ends. It tells forwarded callers' jobs by the pods the
+// API server of kubeconfig lists; without one it refuses them all.
+func Serve(ctx context.Context, listen, target, kubeconfig string, log io.Writer) error {
 	backend, err := Dial(target)
 	if err != nil {
 		return fmt.Errorf("etcd at %s: %w", target, err)
 	}
 	defer backend.Close()
+	var identities Identities
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+		}
+		cfg.UserAgent = "paddlejob-elastic-etcd-guard"
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+		}
+		if identities, err = NewPodIdentities(ctx, client); err != nil {
+			return err
+		}
+	}
 	lis, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
 	}
-	srv := NewServer(backend, log)
+	srv := NewServer(backend, identities, log)
 	go func() {
 		<-ctx.Done()
 		// Watches and lease keep-alives never end by themselves: a

@@ -164,6 +164,10 @@ func (r *podRuntime) bindCommand(argv []string, env *envList, mounts []mount, ke
 // so a waiting container leaves no group behind.
 func (r *podRuntime) runCgroupAndLog(c *containerRun) (*containerCgroup, *containerLog, error) {
 	limits := r.deps.sandbox.limits.limitsOf(c.spec)
+	var capped bool
+	if limits.memoryBytes, capped = r.deps.sandbox.node.capMemory(limits.memoryBytes); capped {
+		r.event(corev1.EventTypeWarning, reasonMemoryLimitCapped, memoryCappedMessage(c.spec, limits.memoryBytes))
+	}
 	cgroup, err := r.deps.cgroups.create(fmt.Sprintf("%s-%s-%d", r.uid, c.spec.Name, c.runs), limits, hasLimits(c.spec))
 	if err != nil {
 		return nil, nil, &waitError{reason: reasonCreateError, err: err}

@@ -1,8 +1,9 @@
 package node
 
 // The cluster's DNS server. The node runs CoreDNS, built from its Go module
-// (kubebin.ClusterDNS), inside the node's network namespace on the kube-dns
-// Service address, as a cluster runs it behind that Service: pods resolve
+// (kubebin.ClusterDNS), on the kube-dns Service address, as a cluster runs
+// it behind that Service, in the node's services namespace
+// (podnetwork.NodeNetwork), where no pod runs: pods resolve
 // <service>.<namespace>.svc.cluster.local and, for a pod with a hostname and
 // a subdomain, <hostname>.<subdomain>.<namespace>.svc.cluster.local from the
 // API server's EndpointSlices, exactly as on a cluster. It is the node's
@@ -67,9 +68,9 @@ type clusterDNSServer struct {
 	binary, ip, kubeconfig string
 	// dir holds the Corefile and CoreDNS's log.
 	dir string
-	// start starts a process in the node's network namespace.
+	// start starts a process in the services namespace.
 	start func(cmd *exec.Cmd) error
-	// dial dials in the node's network namespace.
+	// dial dials in the services namespace.
 	dial func(ctx context.Context, network, address string) (net.Conn, error)
 	log  logr.Logger
 }
@@ -179,7 +180,10 @@ func (n *Node) startClusterDNS(ctx context.Context) (*clusterDNSServer, error) {
 	if n.cfg.ClusterDNS.Binary == "" {
 		return nil, nil
 	}
-	ns := n.network.Namespace()
+	// The services namespace, out of every pod's reach: in the node's,
+	// a hostNetwork pod of the node's uid could join CoreDNS's
+	// SO_REUSEPORT group on the DNS address and answer lookups.
+	ns := n.network.ServicesNamespace()
 	s := &clusterDNSServer{
 		binary: n.cfg.ClusterDNS.Binary, ip: n.cfg.ClusterDNS.address(), kubeconfig: n.cfg.ClusterDNS.Kubeconfig,
 		dir:   filepath.Join(n.cfg.StateDir, "cluster-dns"),

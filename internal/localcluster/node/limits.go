@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/containerd/cgroups/v3"
@@ -16,6 +18,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Resource limits: every run of a container is in a cgroup of its own, as a
@@ -33,6 +36,13 @@ import (
 // cannot keep; one without runs unlimited (a rootless node without
 // delegation). The groups are made, joined, read and removed with
 // containerd's cgroups library.
+//
+// The parent group, which holds every container's, is capped too, at the
+// node's allocatable memory and a share of the kernel's pids (NodeLimits):
+// however many pods run, together they cannot take the machine's memory or
+// process table from the control plane. A container's memory limit above
+// the node's is lowered to it, with an event saying so: a limit the machine
+// cannot give is no limit.
 
 // cgroupsRoot is where the host mounts its cgroups.
 const cgroupsRoot = "/sys/fs/cgroup"
@@ -65,25 +75,79 @@ type cgroupParent struct {
 // in.
 var v1Controllers = []string{"memory", "cpu", "pids"}
 
+// NodeLimits cap the node's parent group: all its containers together.
+type NodeLimits struct {
+	// MemoryBytes is the node's allocatable memory, at most the host's; 0
+	// for no cap.
+	MemoryBytes int64
+	// Pids caps the processes and threads of all the node's containers; 0
+	// for no cap.
+	Pids int64
+}
+
+// nodeLimitsOf are the node's caps: its allocatable memory, but no more than
+// the host has (--capacity may advertise more), and half of what the kernel
+// gives out of pids and threads (pid_max, threads-max), the other half left
+// to the control plane and the rest of the machine.
+func nodeLimitsOf(allocatable corev1.ResourceList, hostMemory, pidMax, threadsMax int64) NodeLimits {
+	var l NodeLimits
+	if q, ok := allocatable[corev1.ResourceMemory]; ok {
+		l.MemoryBytes = q.Value()
+	}
+	if hostMemory > 0 && (l.MemoryBytes == 0 || hostMemory < l.MemoryBytes) {
+		l.MemoryBytes = hostMemory
+	}
+	if n := min(pidMax, threadsMax); n > 0 {
+		l.Pids = n / 2
+	}
+	return l
+}
+
+// readKernelCount reads a number from a /proc/sys file; 0 when it cannot.
+func readKernelCount(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
+// hostNodeLimits are nodeLimitsOf the host's memory and kernel settings.
+func hostNodeLimits(allocatable corev1.ResourceList) NodeLimits {
+	mem, _ := memTotal()
+	return nodeLimitsOf(allocatable, mem, readKernelCount("/proc/sys/kernel/pid_max"), readKernelCount("/proc/sys/kernel/threads-max"))
+}
+
+// capMemory is a container's memory limit lowered to the node's cap;
+// capped says it was above it.
+func (l NodeLimits) capMemory(limit int64) (_ int64, capped bool) {
+	if l.MemoryBytes > 0 && limit > l.MemoryBytes {
+		return l.MemoryBytes, true
+	}
+	return limit, false
+}
+
 // detectCgroups finds where the node may make groups: root is the cgroup
-// mount, self the content of /proc/self/cgroup.
-func detectCgroups(root string, self []byte, nodeName string) *cgroupParent {
+// mount, self the content of /proc/self/cgroup; node caps the group that
+// holds all of the node's containers.
+func detectCgroups(root string, self []byte, nodeName string, node NodeLimits) *cgroupParent {
 	own, unified, err := cgroups.ParseCgroupFromReaderUnified(bytes.NewReader(bytes.TrimSpace(self)))
 	if err != nil {
 		return &cgroupParent{unusable: fmt.Sprintf("reading /proc/self/cgroup: %v", err)}
 	}
 	leaf := "paddlejob-" + nodeName
 	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
-		return detectCgroup2(root, filepath.Join("/", unified, leaf))
+		return detectCgroup2(root, filepath.Join("/", unified, leaf), node)
 	}
-	return detectCgroup1(root, own, leaf)
+	return detectCgroup1(root, own, leaf, node)
 }
 
 // detectCgroup2 makes the node's parent group in cgroup v2, enabling the
 // memory, cpu and pids controllers for it in the node's group: that fails
 // unless the node's group may delegate them.
-func detectCgroup2(root, group string) *cgroupParent {
-	m, err := cgroup2.NewManager(root, group, &cgroup2.Resources{Memory: &cgroup2.Memory{}, CPU: &cgroup2.CPU{}, Pids: &cgroup2.Pids{}})
+func detectCgroup2(root, group string, node NodeLimits) *cgroupParent {
+	m, err := cgroup2.NewManager(root, group, runLimits{memoryBytes: node.MemoryBytes, pids: node.Pids}.cgroup2(false))
 	if err != nil {
 		return &cgroupParent{unusable: fmt.Sprintf("cgroup v2: cannot create %s with the memory, cpu and pids controllers (delegate them to the node's cgroup): %v", group, err)}
 	}
@@ -94,7 +158,7 @@ func detectCgroup2(root, group string) *cgroupParent {
 
 // detectCgroup1 makes the node's parent groups in the cgroup v1 memory, cpu
 // and pids hierarchies, below the node's own group in each (own).
-func detectCgroup1(root string, own map[string]string, leaf string) *cgroupParent {
+func detectCgroup1(root string, own map[string]string, leaf string, node NodeLimits) *cgroupParent {
 	for _, c := range v1Controllers {
 		if _, ok := own[c]; !ok {
 			return &cgroupParent{unusable: fmt.Sprintf("no cgroup v1 %s hierarchy in /proc/self/cgroup and no cgroup v2", c)}
@@ -110,7 +174,7 @@ func detectCgroup1(root string, own map[string]string, leaf string) *cgroupParen
 		}),
 	}
 	var err error
-	if p.v1, err = cgroup1.New(p.v1Path(leaf), &specs.LinuxResources{}, p.v1Hierarchy); err != nil {
+	if p.v1, err = cgroup1.New(p.v1Path(leaf), runLimits{memoryBytes: node.MemoryBytes, pids: node.Pids}.cgroup1(false), p.v1Hierarchy); err != nil {
 		return &cgroupParent{unusable: fmt.Sprintf("cannot create cgroup %s: %v", leaf, err)}
 	}
 	// The thread that starts a container must be able to return here: try
@@ -337,4 +401,15 @@ func defaultPodMemoryLimit() int64 {
 		return 0
 	}
 	return int64(info.Totalram) * int64(info.Unit) / 2
+}
+
+// reasonMemoryLimitCapped is the event of a container whose memory limit
+// the node lowered to its own.
+const reasonMemoryLimitCapped = "MemoryLimitCapped"
+
+// memoryCappedMessage says which limit was lowered, and to what.
+func memoryCappedMessage(c *corev1.Container, capped int64) string {
+	asked := c.Resources.Limits[corev1.ResourceMemory]
+	return fmt.Sprintf("container %q: limits.memory %s is above the node's allocatable memory (at most the host's): its cgroup's limit is %s (%d bytes)",
+		c.Name, asked.String(), resource.NewQuantity(capped, resource.BinarySI).String(), capped)
 }

@@ -41,7 +41,56 @@ func fakeCgroup(t *testing.T, dir string, files ...string) {
 	}
 }
 
-var testLimits = runLimits{memoryBytes: 64 << 20, cpuMilli: 500, pids: 300}
+var (
+	testLimits     = runLimits{memoryBytes: 64 << 20, cpuMilli: 500, pids: 300}
+	testNodeLimits = NodeLimits{MemoryBytes: 1 << 30, Pids: 5000}
+)
+
+func TestNodeLimitsOf(t *testing.T) {
+	gi := func(n int64) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(n<<30, resource.BinarySI)}
+	}
+	for _, tc := range []struct {
+		name                  string
+		allocatable           corev1.ResourceList
+		host, pidMax, threads int64
+		wantMemory, wantPids  int64
+	}{
+		{"the host's capacity", gi(23), 23 << 30, 32768, 192735, 23 << 30, 16384},
+		{"--capacity advertising more than the host has", gi(100), 23 << 30, 4194304, 192735, 23 << 30, 96367},
+		{"--capacity advertising less", gi(8), 23 << 30, 32768, 192735, 8 << 30, 16384},
+		{"nothing known", nil, 0, 0, 0, 0, 0},
+	} {
+		got := nodeLimitsOf(tc.allocatable, tc.host, tc.pidMax, tc.threads)
+		if got.MemoryBytes != tc.wantMemory || got.Pids != tc.wantPids {
+			t.Errorf("%s: %+v, want memory %d, pids %d", tc.name, got, tc.wantMemory, tc.wantPids)
+		}
+	}
+}
+
+func TestCapMemory(t *testing.T) {
+	node := NodeLimits{MemoryBytes: 23 << 30}
+	for _, tc := range []struct {
+		limit, want int64
+		capped      bool
+	}{
+		{100 << 30, 23 << 30, true},
+		{23 << 30, 23 << 30, false},
+		{64 << 20, 64 << 20, false},
+		{0, 0, false},
+	} {
+		if got, capped := node.capMemory(tc.limit); got != tc.want || capped != tc.capped {
+			t.Errorf("capMemory(%d) = %d, %v; want %d, %v", tc.limit, got, capped, tc.want, tc.capped)
+		}
+	}
+	if got, capped := (NodeLimits{}).capMemory(100 << 30); got != 100<<30 || capped {
+		t.Errorf("no node cap: capMemory = %d, %v; want the limit as asked", got, capped)
+	}
+	c := &corev1.Container{Name: "big", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("100Gi")}}}
+	if got, want := memoryCappedMessage(c, 23<<30), `container "big": limits.memory 100Gi is above the node's allocatable memory (at most the host's): its cgroup's limit is 23Gi (24696061952 bytes)`; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+}
 
 func TestCgroupsV1(t *testing.T) {
 	root := t.TempDir()
@@ -53,9 +102,17 @@ func TestCgroupsV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	fakeCgroup(t, mem, "memory.memsw.limit_in_bytes")
-	p := detectCgroups(root, []byte("8:pids:/\n4:memory:/job\n2:cpu,cpuacct:/job\n0::/\n"), "n1")
+	fakeCgroup(t, pids)
+	p := detectCgroups(root, []byte("8:pids:/\n4:memory:/job\n2:cpu,cpuacct:/job\n0::/\n"), "n1", testNodeLimits)
 	if p.unusable != "" || !p.swap {
 		t.Fatalf("detected %+v", p)
+	}
+	// The node's group holds all its containers, capped at the node's.
+	if got := readTrim(t, filepath.Join(mem, "memory.limit_in_bytes")); got != "1073741824" {
+		t.Errorf("the node's group's memory limit %s, want its allocatable 1073741824", got)
+	}
+	if got := readTrim(t, filepath.Join(pids, "pids.max")); got != "5000" {
+		t.Errorf("the node's group's pids.max %s, want 5000", got)
 	}
 	for _, d := range []string{mem, cpu, pids} {
 		if _, err := os.Stat(d); err != nil {
@@ -132,7 +189,7 @@ func TestCgroupsV2(t *testing.T) {
 	fakeCgroup(t, filepath.Join(root, "user.slice"), "cgroup.subtree_control")
 	parent := filepath.Join(root, "user.slice/paddlejob-n1")
 	fakeCgroup(t, parent, "cgroup.subtree_control")
-	p := detectCgroups(root, []byte("0::/user.slice\n"), "n1")
+	p := detectCgroups(root, []byte("0::/user.slice\n"), "n1", testNodeLimits)
 	if p.unusable != "" || p.v2Dir != parent || p.swap {
 		t.Fatalf("detected %+v", p)
 	}
@@ -176,7 +233,7 @@ func TestCgroupsV2(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(parent, "memory.swap.max"), []byte("max\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p = detectCgroups(root, []byte("0::/user.slice\n"), "n1")
+	p = detectCgroups(root, []byte("0::/user.slice\n"), "n1", NodeLimits{})
 	fakeCgroup(t, filepath.Join(parent, "uid-c-1"), "memory.max", "memory.swap.max")
 	if _, err := p.create("uid-c-1", runLimits{memoryBytes: 64 << 20}, true); err != nil || !p.swap {
 		t.Fatalf("create: %v; detected swap %v", err, p.swap)
@@ -191,7 +248,7 @@ func TestCgroupsV2(t *testing.T) {
 func TestCgroupsV2NotDelegated(t *testing.T) {
 	root := t.TempDir()
 	fakeCgroup(t, root, "cgroup.controllers")
-	p := detectCgroups(root, []byte("0::/\n"), "n1")
+	p := detectCgroups(root, []byte("0::/\n"), "n1", NodeLimits{})
 	if !strings.Contains(p.unusable, "delegate them to the node's cgroup") {
 		t.Errorf("unusable %q", p.unusable)
 	}
@@ -204,7 +261,7 @@ func TestCgroupsV2NotDelegated(t *testing.T) {
 // refused, saying why and what to do; one with only the node's defaults
 // runs without a group.
 func TestCgroupsUnusableRefuseLimits(t *testing.T) {
-	p := detectCgroups(filepath.Join(t.TempDir(), "absent"), []byte("0::/\n"), "n1")
+	p := detectCgroups(filepath.Join(t.TempDir(), "absent"), []byte("0::/\n"), "n1", NodeLimits{})
 	if p.unusable == "" {
 		t.Fatal("an absent cgroup mount was found usable")
 	}

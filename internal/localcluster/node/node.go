@@ -231,6 +231,7 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 	sandbox := sandboxSettings{
 		asRoot:  os.Geteuid() == 0,
 		limits:  DefaultLimits{MemoryBytes: max(cfg.PodMemoryLimit, 0), Pids: max(cfg.PodPidsLimit, 0)},
+		node:    hostNodeLimits(capacity),
 		tmpSize: cfg.TmpSize,
 		shmSize: cfg.ShmSize,
 	}
@@ -254,7 +255,7 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 		Secrets:     secretInformer.Lister(),
 		Recorder:    recorder,
 		Images:      images,
-		IPs:         newIPAllocator(ipRange, cfg.NodeIP, podnetwork.Gateway(in.network.PodCIDR).String()),
+		IPs:         newIPAllocator(ipRange, cfg.NodeIP, podnetwork.Gateway(in.network.PodCIDR).String(), podnetwork.ServicesIP(in.network.PodCIDR).String()),
 		Network:     network,
 		Allocatable: capacity,
 		StateDir:    stateDir,
@@ -276,7 +277,7 @@ func newNode(cfg Config, in nodeInputs, client kubernetes.Interface, network *po
 			return nil, err
 		}
 	}
-	if n.services, err = newServiceProxy(cfg.Log, n.objInformers, serviceCIDRs, network.Namespace()); err != nil {
+	if n.services, err = newServiceProxy(cfg.Log, n.objInformers, serviceCIDRs, network.ServicesNamespace()); err != nil {
 		return nil, err
 	}
 
@@ -318,11 +319,10 @@ func openKubeletAPI(cfg Config) (*kubeletServer, error) {
 // Ready is closed once the node is registered Ready and runs pods.
 func (n *Node) Ready() <-chan struct{} { return n.ready }
 
-// NetworkNamespace is the node's network namespace, where its IP, the pods'
-// gateway and the cluster IPs are, and where hostNetwork pods run: the
-// node's listeners for pods (the Service proxy, the cluster DNS) and its
-// dials to pod IPs and cluster IPs belong there. It is valid until Run
-// returns.
+// NetworkNamespace is the node's network namespace, where its IP and the
+// pods' gateway are, and where hostNetwork pods run; it routes the cluster
+// IPs to the services namespace, where the node's listeners for pods (the
+// Service proxy, the cluster DNS) are. It is valid until Run returns.
 func (n *Node) NetworkNamespace() *podnetwork.Namespace { return n.network.Namespace() }
 
 // kubeletHost is where the kubelet API listens: the host's loopback, out of
@@ -377,7 +377,7 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.holdPodIPs(ctx); err != nil {
 		return fmt.Errorf("holding the addresses of the node's pods: %w", err)
 	}
-	go func() { _ = n.pods.Run(vkCtx, podSyncWorkers) }()
+	n.startPods(vkCtx)
 	nodesStarted := false
 	defer func() {
 		// Whatever ends Run, the pods stop first, while virtual-kubelet
@@ -418,6 +418,13 @@ func (n *Node) Run(ctx context.Context) error {
 	case err := <-serveErr:
 		return fmt.Errorf("kubelet API: %w", err)
 	}
+}
+
+// startPods starts the pod controller and the eviction of pods past their
+// storage limits (eviction.go), until ctx ends.
+func (n *Node) startPods(ctx context.Context) {
+	go func() { _ = n.pods.Run(ctx, podSyncWorkers) }()
+	go n.provider.enforceStorageLimits(ctx)
 }
 
 // stopPods stops every pod, SIGKILLing what is left after the shutdown grace

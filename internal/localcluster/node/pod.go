@@ -126,6 +126,9 @@ type podRuntime struct {
 	// zero until then.
 	killAt   time.Time
 	shutdown bool
+	// evicted is why the node evicted the pod (eviction.go), "" unless it
+	// did.
+	evicted  string
 	deleting bool
 	finished bool
 	// lastPodWarning avoids repeating a pod event, as lastWarning does.
@@ -385,6 +388,7 @@ func (r *podRuntime) snapshotOver(base *corev1.PodStatus) *corev1.Pod {
 		SandboxReady: r.sandboxReady,
 		Terminal:     r.finished && r.stopping,
 		Shutdown:     r.shutdown,
+		Evicted:      r.evicted,
 		Now:          metav1.NewTime(r.deps.clock.Now()),
 	}
 	for _, c := range r.initRuns {

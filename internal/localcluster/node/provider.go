@@ -144,7 +144,7 @@ func newProvider(cfg providerConfig) *Provider {
 		hidden:       hostPaths.Hidden,
 		hostPaths:    hostPaths,
 		// One parent group per node, named after its state directory.
-		cgroups: detectCgroups(cgroupsRoot, readSelfCgroup(), fmt.Sprintf("%x", sha256.Sum256([]byte(cfg.StateDir)))[:12]),
+		cgroups: detectCgroups(cgroupsRoot, readSelfCgroup(), fmt.Sprintf("%x", sha256.Sum256([]byte(cfg.StateDir)))[:12], cfg.Sandbox.node),
 		sandbox: cfg.Sandbox,
 	}
 	return p

@@ -97,8 +97,10 @@ type sandboxSettings struct {
 	asRoot bool
 	// hostIDs, on a root node, are the host ids its pods run as
 	// (sandbox_hostids.go); nil runs them as the node's user.
-	hostIDs          *sandboxHostIDs
-	limits           DefaultLimits
+	hostIDs *sandboxHostIDs
+	limits  DefaultLimits
+	// node caps all containers together, and each one's memory limit.
+	node             NodeLimits
 	tmpSize, shmSize int64
 }
 

@@ -163,7 +163,7 @@ func TestServiceProxy(t *testing.T) {
 		checkNamedTargetPort(t, n.client, nodeNet, ns, byName)
 	})
 
-	t.Run("a pod reaches a Service by its cluster IP; the backend sees the pods' gateway as the client", func(t *testing.T) {
+	t.Run("a pod reaches a Service by its cluster IP; the backend sees the services namespace as the client", func(t *testing.T) {
 		checkPodClient(t, n, ns, byNumber, peer)
 	})
 
@@ -193,7 +193,7 @@ func TestServiceProxy(t *testing.T) {
 	t.Run("no ready backend; the listener goes with the Service", func(t *testing.T) { checkNoReadyBackend(t, nodeNet, services) })
 
 	t.Run("node shutdown closes listeners and connections", func(t *testing.T) {
-		checkShutdownClosesProxy(t, nodeNet, stopNode, webhookAddr, []string{byNumber, byName, webhookAddr})
+		checkShutdownClosesProxy(t, nodeNet, n.network.ServicesNamespace(), stopNode, webhookAddr, []string{byNumber, byName, webhookAddr})
 	})
 }
 
@@ -216,7 +216,8 @@ func checkNamedTargetPort(t *testing.T, client kubernetes.Interface, nodeNet *po
 
 // checkPodClient runs a pod that exchanges a message with echoAddr and asks
 // peerAddr who it is: a pod reaches a cluster IP through its gateway, and
-// the backend sees the gateway as the client.
+// the backend sees the services namespace, where the proxy dials from, as
+// the client.
 func checkPodClient(t *testing.T, n *testNode, ns, echoAddr, peerAddr string) {
 	t.Helper()
 	client := n.shellPod(ns, "client", "")
@@ -229,8 +230,8 @@ func checkPodClient(t *testing.T, n *testNode, ns, echoAddr, peerAddr string) {
 	if got := strings.TrimSpace(n.logs(t, ns, "client", "exchange", "")); got != "echo-a: from a pod" && got != "echo-b: from a pod" {
 		t.Errorf("the pod got %q, want echo-a or echo-b answering", got)
 	}
-	if got := strings.TrimSpace(n.logs(t, ns, "client", "peer", "")); got != "10.244.0.1" {
-		t.Errorf("the backend saw the client as %q, want the pods' gateway 10.244.0.1", got)
+	if got := strings.TrimSpace(n.logs(t, ns, "client", "peer", "")); got != "10.244.0.2" {
+		t.Errorf("the backend saw the client as %q, want the services namespace's 10.244.0.2", got)
 	}
 }
 
@@ -390,9 +391,12 @@ func checkNoReadyBackend(t *testing.T, nodeNet *podnetwork.Namespace, services s
 // checkShutdownClosesProxy stops the node while a connection to addr is
 // open: the connection ends and no listener is left open in the node's
 // namespace (which the test holds on to, the node closing its own).
-func checkShutdownClosesProxy(t *testing.T, nodeNet *podnetwork.Namespace, stopNode func(), addr string, listeners []string) {
+func checkShutdownClosesProxy(t *testing.T, nodeNet, servicesNet *podnetwork.Namespace, stopNode func(), addr string, listeners []string) {
 	t.Helper()
 	nodeNet = holdNamespace(t, nodeNet)
+	// The listeners are asked in the services namespace, held open: from
+	// the node's, once the node stopped, a cluster IP leads nowhere.
+	servicesNet = holdNamespace(t, servicesNet)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	c, err := nodeNet.DialContext(ctx, "tcp", addr)
@@ -409,7 +413,7 @@ func checkShutdownClosesProxy(t *testing.T, nodeNet *podnetwork.Namespace, stopN
 		t.Errorf("reading an open connection after the node stopped: %v", err)
 	}
 	for _, l := range listeners {
-		if listeningVia(nodeNet, l) {
+		if listeningVia(servicesNet, l) {
 			t.Errorf("%s still listens after the node stopped", l)
 		}
 	}

@@ -31,7 +31,9 @@ type statusInput struct {
 	// the pod was stopped (deleted, or the node shut down).
 	Terminal bool
 	Shutdown bool
-	Now      metav1.Time
+	// Evicted is why the node evicted the pod, "" unless it did.
+	Evicted string
+	Now     metav1.Time
 }
 
 // buildPodStatus computes the status the node reports for a pod.
@@ -58,6 +60,11 @@ func buildPodStatus(in statusInput) corev1.PodStatus {
 		if in.Shutdown && s.Phase != corev1.PodSucceeded {
 			s.Phase = corev1.PodFailed
 			s.Reason, s.Message = reasonShutdown, messageShutdown
+		}
+		if in.Evicted != "" {
+			// As the kubelet: Failed at once, whatever the containers.
+			s.Phase = corev1.PodFailed
+			s.Reason, s.Message = reasonEvicted, in.Evicted
 		}
 	}
 	s.Conditions = podConditions(in, s.Phase)

@@ -153,7 +153,7 @@ func TestClusterNetworkRoutesBetweenNodes(t *testing.T) {
 	serveEchoIn(t, pod2.Namespace(), "10.244.16.10:8080", "pod2")
 	serveEchoIn(t, node1.Namespace(), "172.18.0.2:10250", "node1")
 	serveEchoIn(t, node2.Namespace(), "172.18.0.3:10250", "node2")
-	serveEchoIn(t, node1.Namespace(), "10.96.0.5:80", "service on node1")
+	serveEchoIn(t, node1.ServicesNamespace(), "10.96.0.5:80", "service on node1")
 	serveEchoIn(t, c.Namespace(), "172.18.0.1:6443", "host")
 
 	expectEcho(t, "pod1", pod1.Namespace(), "10.244.16.10:8080", "pod2")

@@ -45,13 +45,18 @@ type NodeConfig struct {
 	// with its prefix length, and the cluster network has its first
 	// address (HostIP).
 	NodesCIDR netip.Prefix
-	// ServiceCIDRs are made local to the node's namespace (a local route on
-	// lo), so that a listener there may bind any cluster IP.
+	// ServiceCIDRs are made local to the services namespace (a local route
+	// on its lo), so that a listener there may bind any cluster IP; the
+	// node's namespace routes them to it.
 	ServiceCIDRs []netip.Prefix
 }
 
 // Gateway is the pods' default gateway in podCIDR: its first address.
 func Gateway(podCIDR netip.Prefix) netip.Addr { return podCIDR.Masked().Addr().Next() }
+
+// ServicesIP is the services namespace's address in podCIDR: its second,
+// which no pod is given (pods get only last octets 100-254).
+func ServicesIP(podCIDR netip.Prefix) netip.Addr { return Gateway(podCIDR).Next() }
 
 // clusterPodCIDR is ClusterPodCIDR, or PodCIDR when it is not set.
 func (c NodeConfig) clusterPodCIDR() netip.Prefix {
@@ -101,9 +106,17 @@ func isIPv4Network(p netip.Prefix) bool {
 	return p.IsValid() && p.Addr().Is4() && p.Bits() <= 30
 }
 
-// NodeNetwork is a node's network namespace: lo (with the service CIDRs
-// local to it), the uplink eth0 holding the node IP, and the bridge the
-// pods' veth pairs hang off, holding their gateway.
+// NodeNetwork is a node's network namespace: lo, the uplink eth0 holding
+// the node IP, and the bridge the pods' veth pairs hang off, holding their
+// gateway; and the services namespace, on that bridge like a pod.
+//
+// The services namespace holds the service CIDRs (local on its lo) and is
+// where the node's listeners for pods belong: the Service proxy and the
+// cluster DNS server. It is not the node's namespace because hostNetwork
+// pods run there: in a namespace of its own, no pod can bind a cluster IP
+// (in the node's namespace a cluster IP is no local address; IP_FREEBIND
+// binds it but receives nothing, since its packets are forwarded), join a
+// listener's SO_REUSEPORT group, or squat a Service's port first.
 //
 // The uplink is a packet socket bound to eth0's peer, eth0-wire: what the
 // node's namespace routes over eth0 (the nodes' network, every node's pods)
@@ -118,6 +131,8 @@ type NodeNetwork struct {
 	handle *netlink.Handle
 	bridge netlink.Link
 	uplink *os.File
+	// services is the services namespace, a pod of ServicesIP.
+	services *Pod
 }
 
 // NewNodeNetwork creates the node's namespace and its links.
@@ -143,22 +158,16 @@ func (n *NodeNetwork) setUp() error {
 		return err
 	}
 	n.handle = h
-	lo, err := upLoopback(h)
-	if err != nil {
+	if _, err := upLoopback(h); err != nil {
 		return err
-	}
-	for _, s := range n.cfg.ServiceCIDRs {
-		// AnyIP: every address of the CIDR is local, as 127.0.0.0/8 is.
-		r := &netlink.Route{Type: unix.RTN_LOCAL, Table: unix.RT_TABLE_LOCAL, Scope: unix.RT_SCOPE_HOST,
-			LinkIndex: lo.Attrs().Index, Dst: prefixNet(s.Masked())}
-		if err := h.RouteReplace(r); err != nil {
-			return fmt.Errorf("local route for the service CIDR %s: %w", s, err)
-		}
 	}
 	if err := n.setUpBridge(); err != nil {
 		return err
 	}
 	if err := n.setUpUplink(); err != nil {
+		return err
+	}
+	if err := n.setUpServices(); err != nil {
 		return err
 	}
 	// With forwarding off, a packet for an address no route leads to is
@@ -196,6 +205,39 @@ func (n *NodeNetwork) setUpBridge() error {
 	return err
 }
 
+// setUpServices makes the services namespace, at ServicesIP on the bridge,
+// with the service CIDRs local to it, and routes them there from the
+// node's namespace.
+func (n *NodeNetwork) setUpServices() error {
+	p, err := n.addPod(ServicesIP(n.cfg.PodCIDR))
+	if err != nil {
+		return fmt.Errorf("the services namespace: %w", err)
+	}
+	n.services = p
+	h, err := p.ns.netlinkHandle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("finding lo in the services namespace: %w", err)
+	}
+	via := net.IP(ServicesIP(n.cfg.PodCIDR).AsSlice())
+	for _, s := range n.cfg.ServiceCIDRs {
+		// AnyIP: every address of the CIDR is local, as 127.0.0.0/8 is.
+		r := &netlink.Route{Type: unix.RTN_LOCAL, Table: unix.RT_TABLE_LOCAL, Scope: unix.RT_SCOPE_HOST,
+			LinkIndex: lo.Attrs().Index, Dst: prefixNet(s.Masked())}
+		if err := h.RouteReplace(r); err != nil {
+			return fmt.Errorf("local route for the service CIDR %s: %w", s, err)
+		}
+		if err := n.handle.RouteReplace(&netlink.Route{LinkIndex: n.bridge.Attrs().Index, Dst: prefixNet(s.Masked()), Gw: via}); err != nil {
+			return fmt.Errorf("route for the service CIDR %s via the services namespace %s: %w", s, via, err)
+		}
+	}
+	return nil
+}
+
 // setUpUplink adds eth0 holding the node IP (its address routes the nodes'
 // network) and its wire, and routes the other nodes' pods over it.
 func (n *NodeNetwork) setUpUplink() error {
@@ -226,9 +268,14 @@ func allowUnprivilegedPorts() error {
 // closes it.
 func (n *NodeNetwork) Uplink() *os.File { return n.uplink }
 
-// Namespace is the node's network namespace, valid until Close: the node's
-// listeners and its dials to pods and cluster IPs are made in it.
+// Namespace is the node's network namespace, valid until Close: hostNetwork
+// pods run in it, and the node's dials to pods are made from it.
 func (n *NodeNetwork) Namespace() *Namespace { return n.ns }
+
+// ServicesNamespace is the services namespace, valid until Close: the
+// node's listeners for pods (the Service proxy, the cluster DNS server),
+// on cluster IPs, and the proxy's dials to endpoints are made in it.
+func (n *NodeNetwork) ServicesNamespace() *Namespace { return n.services.ns }
 
 // Config is the network's addressing.
 func (n *NodeNetwork) Config() NodeConfig { return n.cfg }
@@ -237,6 +284,9 @@ func (n *NodeNetwork) Config() NodeConfig { return n.cfg }
 // once the pods' namespaces, every socket in it and every other copy of
 // the uplink's socket (the cluster network's) are gone too.
 func (n *NodeNetwork) Close() error {
+	if n.services != nil {
+		n.services.Close()
+	}
 	if n.handle != nil {
 		n.handle.Close()
 	}
@@ -257,9 +307,14 @@ type Pod struct {
 
 // AddPod creates a pod's namespace with ip, an address of the pod CIDR.
 func (n *NodeNetwork) AddPod(ip netip.Addr) (*Pod, error) {
-	if !n.cfg.PodCIDR.Contains(ip) || ip == Gateway(n.cfg.PodCIDR) || ip == n.cfg.PodCIDR.Masked().Addr() {
+	if !n.cfg.PodCIDR.Contains(ip) || ip == Gateway(n.cfg.PodCIDR) || ip == n.cfg.PodCIDR.Masked().Addr() || ip == ServicesIP(n.cfg.PodCIDR) {
 		return nil, fmt.Errorf("pod IP %s: not a pod address of %s", ip, n.cfg.PodCIDR)
 	}
+	return n.addPod(ip)
+}
+
+// addPod creates a namespace on the bridge with ip.
+func (n *NodeNetwork) addPod(ip netip.Addr) (*Pod, error) {
 	ns, err := New()
 	if err != nil {
 		return nil, err

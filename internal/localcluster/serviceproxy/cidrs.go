@@ -5,8 +5,8 @@ import (
 )
 
 // DefaultCIDR is the cluster IPs the node serves by default: the local
-// cluster's service range, which the node's network namespace routes to
-// itself (a local route on lo), so the proxy can bind any address of it.
+// cluster's service range, which is local to the node's services namespace
+// (a local route on its lo), so the proxy can bind any address of it.
 const DefaultCIDR = "10.96.0.0/16"
 
 // CIDRs is the set of cluster IPs the node serves.

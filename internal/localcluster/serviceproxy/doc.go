@@ -1,7 +1,7 @@
 // Package serviceproxy routes the local cluster's Services, in place of
 // kube-proxy (docs/local-node.md#services says why). For each TCP port of a
 // Service whose cluster IP is in the node's service range (DefaultCIDR,
-// local to the node's network namespace), the Proxy listens on
+// local to the node's services namespace), the Proxy listens on
 // clusterIP:port in that namespace and forwards every connection it accepts
 // to an endpoint of the Service's EndpointSlices, round-robin, dialling
 // from the same namespace. The slices are the controller manager's (for

@@ -5,7 +5,7 @@ import (
 	"net"
 )
 
-// Network is where the proxy listens and dials: the node's network
+// Network is where the proxy listens and dials: the node's services
 // namespace, where the cluster IPs are local addresses and the pods'
 // addresses are reachable over the bridge.
 type Network interface {
