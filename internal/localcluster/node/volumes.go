@@ -310,7 +310,21 @@ func createBeneath(root *os.File, name string, dir bool) error {
 		if last && !dir {
 			fd, err := unix.Openat(int(parent.Fd()), part, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o666)
 			if errors.Is(err, unix.EEXIST) {
-				return nil // made meanwhile (exists was checked before): keep it as it is
+				// O_EXCL fails so on a link too: a file made meanwhile
+				// is kept as it is, a link refused.
+				fd, err = unix.Openat(int(parent.Fd()), part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if err == nil {
+					var st unix.Stat_t
+					err = unix.Fstat(fd, &st)
+					unix.Close(fd)
+					if err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+						err = errIsLink
+					}
+				}
+				if err != nil {
+					return &os.PathError{Op: "create", Path: path.Join(parts[:i+1]...), Err: err}
+				}
+				return nil
 			}
 			if errors.Is(err, unix.ELOOP) {
 				err = errIsLink
