@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/fsutil"
 	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
@@ -107,7 +108,12 @@ const minimalPSProgram = "/program/train.py"
 func minimalPSJob(t *testing.T, release string, level int32) *paddlev1.PaddleJob {
 	t.Helper()
 	job := testutil.MakePaddleJob("first", "").PS(2).Workers(2).WithGloo(level).Image("paddlepaddle/paddle:" + release).Obj()
-	dir := filepath.Join(testenv.RepoRoot(), "test/e2e/testdata/minimalps")
+	// A copy in a directory the suite's cluster lets pods mount, as a
+	// user's program lives where up --host-path-ro or -rw names.
+	dir := podsDir(t)
+	if err := fsutil.CopyTree(filepath.Join(testenv.RepoRoot(), "test/e2e/testdata/minimalps"), dir); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range mountHostDir(job, "program", dir, filepath.Dir(minimalPSProgram), true) {
 		c.Command = []string{"python", minimalPSProgram}
 	}
