@@ -152,6 +152,11 @@ func readOnlyHostDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	// Writable by every uid but for the mount: a root node's pods are not
+	// the host's root, so only the read-only mount refuses the write.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	if rel, err := filepath.Rel(os.TempDir(), dir); err == nil && !strings.HasPrefix(rel, "..") {
 		t.Fatalf("%s is inside the temporary directory, which the suite's cluster lets pods write: the user's cache must lie outside %s", dir, os.TempDir())
 	}
