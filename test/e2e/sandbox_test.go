@@ -91,6 +91,7 @@ func checkSandbox(t *testing.T, c *sandboxCluster) {
 	t.Run("the kernel's settings are out of a pod's reach, the host's processes out of its sight", probeKernelKnobs)
 	t.Run("a pod is neither the host's root nor the node's user on a root node", func(t *testing.T) { probeHostUID(t, c) })
 	t.Run("pods of different uids and jobs share a writable hostPath", func(t *testing.T) { probeSharedHostPath(t, c) })
+	t.Run("a pod writes root's directory as a container's root but leaves nothing set-user-ID", func(t *testing.T) { probeSetID(t, c) })
 	t.Run("a memory limit is enforced", probeMemoryLimit)
 	t.Run("a fork bomb stops at its pids limit and the cluster goes on", probeForkBomb)
 	t.Run("the etcds refuse pods without credentials", func(t *testing.T) { probeEtcds(t, c.st) })

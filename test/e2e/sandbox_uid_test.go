@@ -366,3 +366,65 @@ func createAsTenant(t *testing.T, create func() error) {
 		return true, "created"
 	})
 }
+
+// setIDProbe copies a program into /out and tries to make it set-user-ID
+// and set-group-ID, as a pod would leave the host a program that runs as
+// the file's owner.
+const setIDProbe = `cp /bin/busybox /out/tool
+if chmod 4755 /out/tool 2>/dev/null; then echo "SETUID set"; else echo "SETUID refused"; fi
+if chmod 2755 /out/tool 2>/dev/null; then echo "SETGID set"; else echo "SETGID refused"; fi
+echo "MODE $(stat -c %a /out/tool)"`
+
+// probeSetID: a tenant's pod, root in the pod by default on a root node,
+// writes a root-owned 0755 directory of a writable hostPath as a
+// container's root does (what it makes there is root's on the host, as
+// with Kubernetes' idmapped volumes), but can give nothing there a
+// set-user-ID or set-group-ID mode: such a file would run as the host's
+// root for whoever starts it. On a normal user's node the directory is
+// the user's and so is the file.
+func probeSetID(t *testing.T, c *sandboxCluster) {
+	dir, err := os.MkdirTemp(c.writableDir, "setid-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := fileOwner(c, int64(c.podUID))
+	if err := os.Chown(dir, owner, owner); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tc, ns := namespaceUser(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "setid", Namespace: ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "probe", Image: "busybox:1.36", Command: []string{"sh", "-c", setIDProbe},
+				VolumeMounts: []corev1.VolumeMount{{Name: "out", MountPath: "/out"}}}},
+			Volumes: []corev1.Volume{{Name: "out", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}}}},
+		},
+	}
+	createAsTenant(t, func() error {
+		_, err := tc.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
+		return err
+	})
+	done := awaitPodEnd(t, ns, pod.Name)
+	log := podLog(t, ns, pod.Name)
+	t.Logf("the pod ended %s:\n%s", done.Status.Phase, log)
+	if done.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("the pod could not write the directory its owner's uid owns")
+	}
+	if !strings.Contains(log, "SETUID refused") || !strings.Contains(log, "SETGID refused") {
+		t.Errorf("the pod gave its file a set-user-ID or set-group-ID mode")
+	}
+	fi, err := os.Stat(filepath.Join(dir, "tool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		t.Errorf("on the host the pod's file is %v", fi.Mode())
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != owner {
+		t.Errorf("on the host the pod's file is uid %d's, want %d's", st.Uid, owner)
+	}
+}

@@ -93,7 +93,7 @@ const firstMountFD = infoFD + 1
 // sandboxSettings are the node's settings of every sandbox.
 type sandboxSettings struct {
 	// asRoot: the node runs as root, so its sandboxes drop capabilities and
-	// run as DefaultSandboxUID unless the pod says otherwise.
+	// run as DefaultSandboxUID (root in the pod) unless the pod says otherwise.
 	asRoot bool
 	// hostIDs, on a root node, are the host ids its pods run as
 	// (sandbox_hostids.go); nil runs them as the node's user.

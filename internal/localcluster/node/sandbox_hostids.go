@@ -36,15 +36,6 @@ const (
 	hostIDsSlots = (0x7FFE0000-hostIDsFirst)/hostIDRangeSize - 1
 )
 
-// hostIDOfRoot is what the host's root (uid and gid 0) is through a
-// writable host path's idmap (sandbox_stage.go): the last id of the slot
-// after the last range, which no node gives a pod. Root-owned files and
-// directories are then neither a pod's nor unmapped (the kernel refuses
-// every write in a directory whose owner is unmapped), so their mode
-// decides, as for another user's; and no pod, root in it or not, can
-// create a file the host's root owns.
-const hostIDOfRoot = hostIDsFirst + (hostIDsSlots+1)*hostIDRangeSize - 1
-
 // hostIDsFile records a node's range in its state directory, so that a
 // restart keeps it (the files its pods wrote keep their owners).
 const hostIDsFile = "sandbox-host-ids"

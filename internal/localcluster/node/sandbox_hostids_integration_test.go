@@ -43,33 +43,45 @@ func TestRootNodePodsRunAsTheirHostIDs(t *testing.T) {
 	}
 
 	shared := podsHostDir(t)
+	rootOnly := t.TempDir() // root's 0755, as a directory root made for a job
+	if err := os.Chmod(rootOnly, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	script := `echo "UIDMAP $(cat /proc/self/uid_map)"
 if (printf '%s\n' "$(cat /proc/sys/vm/swappiness)" > /proc/sys/vm/swappiness) 2>/dev/null; then echo "SYSCTL written"; else echo "SYSCTL refused"; fi
 if (echo "$(id -u)" > /shared/by-$(id -u)) 2>/dev/null; then echo "HOSTPATH written"; else echo "HOSTPATH refused"; fi
+if (echo "$(id -u)" > /root-only/by-$(id -u)) 2>/dev/null; then echo "ROOTDIR written"; else echo "ROOTDIR refused"; fi
+if chmod 4755 /shared/by-$(id -u) 2>/dev/null; then echo "SETUID set"; else echo "SETUID refused"; fi
+if chmod 2755 /shared/by-$(id -u) 2>/dev/null; then echo "SETGID set"; else echo "SETGID refused"; fi
 echo READY
 exec sleep 1000`
 	tests := []struct {
-		name      string
-		uid       int64
-		wantWrite bool
+		name string
+		uid  int64
+		// wantRootDir: the pod writes a root-owned 0755 directory, as
+		// only root in the pod does (the disk's 0 is its 0).
+		wantRootDir bool
 	}{
-		{"default", DefaultSandboxUID, true},
-		{"other", 2000, true},
-		{"root", 0, false},
+		{"non-root", NonRootSandboxUID, false},
+		{"other", 2000, false},
+		{"root", 0, true},
 	}
 	for _, tc := range tests {
 		pod := n.shellPod(ns, "ids-"+tc.name, script)
 		pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To(tc.uid), RunAsGroup: ptr.To(tc.uid)}
 		pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PROBE_TOKEN", Value: ns + "-" + tc.name}}
-		pod.Spec.Volumes = []corev1.Volume{{Name: "shared", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: shared}}}}
-		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}}
+		pod.Spec.Volumes = []corev1.Volume{
+			{Name: "shared", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: shared}}},
+			{Name: "root-only", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: rootOnly}}},
+		}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}, {Name: "root-only", MountPath: "/root-only"}}
 		n.create(t, pod)
 		t.Cleanup(func() {
 			_ = n.client.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 		})
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { checkPodHostIDs(t, n, ns, tc.name, tc.uid, tc.wantWrite, shared) })
+		t.Run(tc.name, func(t *testing.T) { checkPodHostIDs(t, n, ns, tc.name, tc.uid, tc.wantRootDir, shared) })
 	}
 	t.Run("nothing staged is mounted once the pods run", func(t *testing.T) {
 		mounts, err := os.ReadFile("/proc/self/mountinfo")
@@ -85,9 +97,10 @@ exec sleep 1000`
 }
 
 // checkPodHostIDs checks the probe pod ids-name of uid: its uid_map (for
-// root), its sysctl and host path writes, its processes' host uids and the
-// owner of the file it wrote.
-func checkPodHostIDs(t *testing.T, n *testNode, ns, name string, uid int64, wantWrite bool, shared string) {
+// root), its sysctl and host path writes (a root-owned directory's as
+// wantRootDir says), that no set-user-ID mode was given, its processes'
+// host uids and the owner of the file it wrote.
+func checkPodHostIDs(t *testing.T, n *testNode, ns, name string, uid int64, wantRootDir bool, shared string) {
 	t.Helper()
 	ids := n.hostIDs
 	pod := "ids-" + name
@@ -108,8 +121,14 @@ func checkPodHostIDs(t *testing.T, n *testNode, ns, name string, uid int64, want
 	if !strings.Contains(log, "SYSCTL refused") {
 		t.Error("the pod wrote vm.swappiness")
 	}
-	if wrote := strings.Contains(log, "HOSTPATH written"); wrote != wantWrite {
-		t.Errorf("writing the shared host path: %v, want %v (log %q)", wrote, wantWrite, log)
+	if !strings.Contains(log, "HOSTPATH written") {
+		t.Errorf("the pod could not write the shared host path (log %q)", log)
+	}
+	if wrote := strings.Contains(log, "ROOTDIR written"); wrote != wantRootDir {
+		t.Errorf("writing the root-owned 0755 host path: %v, want %v (log %q)", wrote, wantRootDir, log)
+	}
+	if !strings.Contains(log, "SETUID refused") || !strings.Contains(log, "SETGID refused") {
+		t.Errorf("the pod gave a file a set-user-ID or set-group-ID mode (log %q)", log)
 	}
 	uids := hostUIDsOf(t, "PROBE_TOKEN="+ns+"-"+name)
 	if len(uids) == 0 {
@@ -119,9 +138,6 @@ func checkPodHostIDs(t *testing.T, n *testNode, ns, name string, uid int64, want
 		if u != hostUID || u == 0 || u == uint32(os.Geteuid()) {
 			t.Errorf("a process of the pod runs as host uid %d, want %d", u, hostUID)
 		}
-	}
-	if !wantWrite {
-		return
 	}
 	st, err := os.Stat(filepath.Join(shared, fmt.Sprintf("by-%d", uid)))
 	if err != nil {

@@ -20,7 +20,7 @@ func TestHostIDCredential(t *testing.T) {
 		wantUID, wantGID  uint32
 		wantErrMentioning string
 	}{
-		{"the default user", DefaultSandboxUID, DefaultSandboxGID, 0x70010000 + 1000, 0x70010000 + 1000, ""},
+		{"a runAsNonRoot pod's default user", NonRootSandboxUID, NonRootSandboxGID, 0x70010000 + 1000, 0x70010000 + 1000, ""},
 		{"root in the pod is not the host's", 0, 0, 0x70010000, 0x70010000, ""},
 		{"the last id", 65535, 65535, 0x70010000 + 65535, 0x70010000 + 65535, ""},
 		{"a uid beyond the range", 65536, 0, 0, 0, "securityContext.runAsUser 65536 is outside 0-65535"},

@@ -28,14 +28,13 @@ import (
 // that died left staged.
 //
 // A writable host path is staged as an idmapped mount (Linux 5.12; ext4,
-// xfs, btrfs, tmpfs): on-disk ids 1-65535 are the range's base+1 to
-// base+65535, so a pod's uid u writes files owned by u on the host, as
-// Kubernetes' user namespaces do, and sees the host's own files of u as its
-// own. On-disk 0 is hostIDOfRoot, an id no pod has: the host's root-owned
-// files are another user's to every pod (a 0777 directory is writable, a
-// 0755 one is not), and a pod running as root (base+0, which the idmap does
-// not map) can create nothing there, so no pod leaves a file, setuid or
-// not, that the host's root owns.
+// xfs, btrfs, tmpfs): on-disk ids 0-65535 are the range's base to
+// base+65535, so a pod's uid u writes files owned by u on the host and sees
+// the host's own files of u as its own, as Kubernetes' idmapped volumes do:
+// a pod running as root (base+0) writes the host's root-owned directories
+// there as a container's root does, and what it makes is root's on the
+// host. The seccomp filter refuses it a set-user-ID or set-group-ID mode
+// (seccomp.go), so nothing it leaves runs as the host's root.
 
 // stageParent holds the nodes' staging directories.
 const stageParent = "/run/paddlejob-stage"
@@ -86,9 +85,8 @@ func unmountAll(dir string) {
 	}
 }
 
-// idmapUserNamespace makes a user namespace mapping ids 1-65535 inside to
-// base+1 to base+65535 outside, and 0 to hostIDOfRoot, and returns a
-// descriptor holding it. A
+// idmapUserNamespace makes a user namespace mapping ids 0-65535 inside to
+// base to base+65535 outside and returns a descriptor holding it. A
 // process of the node's own can make it (a multithreaded one cannot
 // unshare a user namespace): a cat waiting on its input, whose maps the Go
 // runtime writes before it runs, let go once its namespace is held.
@@ -102,7 +100,7 @@ func idmapUserNamespace(ids hostIDRange) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	maps := []syscall.SysProcIDMap{{ContainerID: 0, HostID: hostIDOfRoot, Size: 1}, {ContainerID: 1, HostID: int(ids.Base) + 1, Size: hostIDRangeSize - 1}}
+	maps := []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(ids.Base), Size: hostIDRangeSize}}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER, UidMappings: maps, GidMappings: maps}
 	if err := cmd.Start(); err != nil {
 		return nil, err

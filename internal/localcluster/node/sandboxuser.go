@@ -8,17 +8,29 @@ import (
 // Who a pod's processes are. Every sandbox has a user namespace of its own
 // in which the node's user is mapped to one uid and gid, the sandbox's: the
 // pod's securityContext runAsUser and runAsGroup (the container's over the
-// pod's), else, on a root node, DefaultSandboxUID and DefaultSandboxGID,
-// so that no pod runs as root unless it asks to (and then without a
-// capability). An ordinary user's node keeps that user's own uid unless the
-// pod names one. Files the pod writes belong to the node's user on the host.
+// pod's), else, on a root node, DefaultSandboxUID and DefaultSandboxGID:
+// root in the pod, as a container of Paddle's images (whose user is root)
+// runs, without a capability and, seen from the host, as the node's range's
+// base uid (sandbox_hostids.go), never the host's root. A pod that says
+// runAsNonRoot and names no uid runs as NonRootSandboxUID, as an image
+// whose user is not root would. An ordinary user's node keeps that user's
+// own uid unless the pod names one. Files the pod writes belong to the
+// node's user on the host.
 
 // DefaultSandboxUID and DefaultSandboxGID are who a pod runs as on a root
-// node when its securityContext names nobody: not root, and not 65534, the
-// uid the user namespace shows for files of the host's other users.
+// node when its securityContext names nobody: root, the user of Paddle's
+// images.
 const (
-	DefaultSandboxUID = 1000
-	DefaultSandboxGID = 1000
+	DefaultSandboxUID = 0
+	DefaultSandboxGID = 0
+)
+
+// NonRootSandboxUID and NonRootSandboxGID are who a runAsNonRoot pod that
+// names no uid runs as on a root node: not root, and not 65534, the uid the
+// user namespace shows for files of the host's other users.
+const (
+	NonRootSandboxUID = 1000
+	NonRootSandboxGID = 1000
 )
 
 // sandboxIdentity is the uid and gid inside the sandbox; nil keeps the
@@ -48,11 +60,19 @@ func sandboxUser(pod *corev1.Pod, c *corev1.Container, asRoot bool) (sandboxIden
 		}
 	}
 	if asRoot {
-		if id.UID == nil {
+		nonRootDefault := id.UID == nil && nonRoot != nil && *nonRoot
+		switch {
+		case id.UID != nil:
+		case nonRootDefault:
+			id.UID = ptr.To[int64](NonRootSandboxUID)
+		default:
 			id.UID = ptr.To[int64](DefaultSandboxUID)
 		}
 		if id.GID == nil {
 			id.GID = ptr.To[int64](DefaultSandboxGID)
+			if nonRootDefault {
+				id.GID = ptr.To[int64](NonRootSandboxGID)
+			}
 		}
 	}
 	if nonRoot != nil && *nonRoot && id.UID != nil && *id.UID == 0 {

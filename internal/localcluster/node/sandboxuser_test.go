@@ -23,14 +23,15 @@ func TestSandboxUser(t *testing.T) {
 		wantGID   *int64
 		wantError bool
 	}{
-		{name: "root node, nothing set", asRoot: true, wantUID: uid(DefaultSandboxUID), wantGID: uid(DefaultSandboxGID)},
+		{name: "root node, nothing set: root in the pod", asRoot: true, wantUID: uid(0), wantGID: uid(0)},
 		{name: "ordinary node, nothing set"},
 		{name: "pod's", pod: &corev1.SecurityContext{RunAsUser: uid(5), RunAsGroup: uid(6)}, asRoot: true, wantUID: uid(5), wantGID: uid(6)},
 		{name: "container's over pod's", pod: &corev1.SecurityContext{RunAsUser: uid(5)}, ctr: &corev1.SecurityContext{RunAsUser: uid(7)}, asRoot: true, wantUID: uid(7), wantGID: uid(DefaultSandboxGID)},
 		{name: "root asked for", ctr: &corev1.SecurityContext{RunAsUser: uid(0)}, asRoot: true, wantUID: uid(0), wantGID: uid(DefaultSandboxGID)},
 		{name: "ordinary node, uid asked for", ctr: &corev1.SecurityContext{RunAsUser: uid(42)}, wantUID: uid(42)},
 		{name: "runAsNonRoot with uid 0", pod: &corev1.SecurityContext{RunAsNonRoot: ptr.To(true)}, ctr: &corev1.SecurityContext{RunAsUser: uid(0)}, asRoot: true, wantError: true},
-		{name: "runAsNonRoot, default uid", pod: &corev1.SecurityContext{RunAsNonRoot: ptr.To(true)}, asRoot: true, wantUID: uid(DefaultSandboxUID), wantGID: uid(DefaultSandboxGID)},
+		{name: "runAsNonRoot, default uid", pod: &corev1.SecurityContext{RunAsNonRoot: ptr.To(true)}, asRoot: true, wantUID: uid(NonRootSandboxUID), wantGID: uid(NonRootSandboxGID)},
+		{name: "runAsNonRoot, a uid and no gid", pod: &corev1.SecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: uid(7)}, asRoot: true, wantUID: uid(7), wantGID: uid(DefaultSandboxGID)},
 	} {
 		pod := &corev1.Pod{}
 		if tc.pod != nil {

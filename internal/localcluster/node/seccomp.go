@@ -5,7 +5,9 @@ package node
 // mount, load kernel modules or BPF programs, trace the kernel, reach the
 // kernel's keyrings, make namespaces (a user namespace would give it
 // capabilities there), reboot, swap, open files by handle past its mounts,
-// or set the clock. The rest is allowed, as in Docker's profile; ptrace and
+// set the clock, use io_uring (whose operations no filter sees), or give a
+// file a set-user-ID or set-group-ID mode (below). The rest is allowed, as
+// in Docker's profile; ptrace and
 // process_vm_* stay allowed as there too, since the sandbox's PID namespace
 // holds only the container's own processes.
 //
@@ -34,6 +36,9 @@ const (
 	offsetArg0Low   = 16 // little-endian: the low half of args[0]
 )
 
+// offsetArgLow is where the low half of args[i] is (little-endian).
+func offsetArgLow(i int) uint32 { return offsetArg0Low + 8*uint32(i) }
+
 // deniedSyscalls are refused with EPERM, whatever their arguments: those of
 // every architecture (seccompArch adds its own).
 var deniedSyscalls = []uintptr{
@@ -51,6 +56,34 @@ var deniedSyscalls = []uintptr{
 	unix.SYS_OPEN_BY_HANDLE_AT, unix.SYS_NAME_TO_HANDLE_AT, unix.SYS_USERFAULTFD,
 	// The clock.
 	unix.SYS_SETTIMEOFDAY, unix.SYS_CLOCK_SETTIME, unix.SYS_CLOCK_ADJTIME,
+	// io_uring runs opens, chmods and the rest where no filter sees them.
+	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
+}
+
+// A pod that runs as root writes a writable host path as the disk's root
+// (the idmap maps its 0 to the disk's 0, as Kubernetes' idmapped volumes
+// do), and owns what root owns there. A set-user-ID (or set-group-ID) mode
+// on such a file would leave the host a program that runs as the host's
+// root for whoever starts it: every call that gives a file a mode is refused
+// (EPERM) when the mode holds either bit, the calls that may create a file
+// when their flags ask to create one. Nothing else in the pod needs them: no
+// capability is kept that would let a set-user-ID program gain anything.
+const setIDBits = unix.S_ISUID | unix.S_ISGID
+
+// createFlags are the open flags that make a file (O_TMPFILE's own bit).
+const createFlags = unix.O_CREAT | 0o20000000
+
+// modeArgument is a system call that sets a file's mode: the index of its
+// mode argument and, for the opens, of its flags (-1: it always sets one).
+type modeArgument struct {
+	nr          uintptr
+	mode, flags int
+}
+
+// modeArguments are those of every architecture (seccompArch adds its own).
+var modeArguments = []modeArgument{
+	{unix.SYS_FCHMOD, 1, -1}, {unix.SYS_FCHMODAT, 2, -1}, {unix.SYS_FCHMODAT2, 2, -1},
+	{unix.SYS_MKNODAT, 2, -1}, {unix.SYS_OPENAT, 3, 2},
 }
 
 // namespaceFlags are the clone and unshare flags that make namespaces;
@@ -80,11 +113,30 @@ func seccompProgram(arch seccompArchitecture) ([]bpf.RawInstruction, error) {
 	for _, nr := range append(append([]uintptr(nil), deniedSyscalls...), arch.denied...) {
 		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(nr), SkipFalse: 1}, eperm)
 	}
-	// clone3 passes its flags in memory the filter cannot read: ENOSYS makes
-	// the C library fall back to clone, whose flags it can (as Docker does).
-	prog = append(prog,
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(unix.SYS_CLONE3), SkipFalse: 1},
-		bpf.RetConstant{Val: seccompRetErrno | uint32(unix.ENOSYS)})
+	// clone3 and openat2 pass their flags in memory the filter cannot read:
+	// ENOSYS makes the C library fall back to clone and openat, whose flags
+	// it can (as Docker does for clone3).
+	for _, nr := range []uintptr{unix.SYS_CLONE3, unix.SYS_OPENAT2} {
+		prog = append(prog,
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(nr), SkipFalse: 1},
+			bpf.RetConstant{Val: seccompRetErrno | uint32(unix.ENOSYS)})
+	}
+	for _, m := range append(append([]modeArgument(nil), modeArguments...), arch.modes...) {
+		checkMode := []bpf.Instruction{
+			bpf.LoadAbsolute{Off: offsetArgLow(m.mode), Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: setIDBits, SkipFalse: 1},
+			eperm,
+			allow,
+		}
+		if m.flags >= 0 {
+			checkMode = append([]bpf.Instruction{
+				bpf.LoadAbsolute{Off: offsetArgLow(m.flags), Size: 4},
+				bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: createFlags, SkipFalse: uint8(len(checkMode) - 1)},
+			}, checkMode...)
+		}
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(m.nr), SkipFalse: uint8(len(checkMode))})
+		prog = append(prog, checkMode...)
+	}
 	for _, c := range []struct {
 		nr    uintptr
 		flags uint32
@@ -108,6 +160,8 @@ type seccompArchitecture struct {
 	x32Bit uint32
 	// denied are system calls refused that only this architecture has.
 	denied []uintptr
+	// modes are the calls setting a file's mode that only it has.
+	modes []modeArgument
 }
 
 // encodeSeccomp is the program as bwrap reads it: struct sock_filter

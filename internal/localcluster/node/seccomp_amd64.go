@@ -10,3 +10,10 @@ var amd64Denied = []uintptr{
 }
 
 var arm64Denied []uintptr
+
+// amd64Modes are x86-64's own calls that set a file's mode.
+var amd64Modes = []modeArgument{
+	{unix.SYS_CHMOD, 1, -1}, {unix.SYS_CREAT, 1, -1}, {unix.SYS_MKNOD, 1, -1}, {unix.SYS_OPEN, 2, 1},
+}
+
+var arm64Modes []modeArgument

@@ -125,6 +125,9 @@ func volumesPod(n *testNode, ns, hostDir string) *corev1.Pod {
 	pod := n.shellPod(ns, "volumes", script)
 	pod.Labels = map[string]string{"role": "worker"}
 	pod.Spec.ServiceAccountName = "default" // for the token projection
+	// Not root in the pod (a root node's default), so that the 0600 item
+	// is out of its reach.
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](NonRootSandboxUID), RunAsGroup: ptr.To[int64](NonRootSandboxGID)}
 	pod.Spec.Volumes = []corev1.Volume{
 		{Name: "shared", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: hostDir, Type: ptr.To(corev1.HostPathDirectory)}}},
