@@ -370,7 +370,8 @@ func createAsTenant(t *testing.T, create func() error) {
 // setIDProbe copies a program into /out and tries to make it set-user-ID
 // and set-group-ID, as a pod would leave the host a program that runs as
 // the file's owner.
-const setIDProbe = `cp /bin/busybox /out/tool
+const setIDProbe = `set -e
+cp "$(command -v sh)" /out/tool
 if chmod 4755 /out/tool 2>/dev/null; then echo "SETUID set"; else echo "SETUID refused"; fi
 if chmod 2755 /out/tool 2>/dev/null; then echo "SETGID set"; else echo "SETGID refused"; fi
 echo "MODE $(stat -c %a /out/tool)"`
