@@ -10,34 +10,15 @@ import (
 
 // The filter (x86-64 numbers) run on system calls as the kernel hands them over: what Docker's
 // profile refuses gets EPERM, namespaces made through clone or unshare too,
-// clone3 and openat2 ENOSYS (the C library then uses clone and openat), a
-// set-user-ID or set-group-ID mode EPERM, everything else passes.
+// clone3 and openat2 ENOSYS (the C library then uses clone and openat),
+// everything else passes.
 func TestSeccompFilter(t *testing.T) {
 	arch := seccompArchitectures["amd64"]
 	prog, err := seccompProgram(arch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The VM reads words big-endian, the kernel in the machine's order: each
-	// field is laid out as the VM reads it.
-	run := func(audit, nr uint32, args ...uint32) uint32 {
-		t.Helper()
-		vm, err := bpf.NewVM(disassemble(t, prog))
-		if err != nil {
-			t.Fatal(err)
-		}
-		data := make([]byte, 64)
-		binary.BigEndian.PutUint32(data[offsetNr:], nr)
-		binary.BigEndian.PutUint32(data[offsetArch:], audit)
-		for i, a := range args {
-			binary.BigEndian.PutUint32(data[offsetArgLow(i):], a)
-		}
-		out, err := vm.Run(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return uint32(out)
-	}
+	run := func(audit, nr uint32, args ...uint32) uint32 { return runSeccomp(t, prog, audit, nr, args...) }
 	const eperm, enosys = seccompRetErrno | 1, seccompRetErrno | 38
 	x86 := uint32(unix.AUDIT_ARCH_X86_64)
 	for _, tc := range []struct {
@@ -77,6 +58,30 @@ func TestSeccompFilter(t *testing.T) {
 		{"x32 read", 0x40000000, []uint32{0}, eperm},
 		{"openat2", 437, []uint32{0}, enosys},
 		{"io_uring_setup", 425, []uint32{0}, eperm},
+	} {
+		if got := run(x86, tc.nr, tc.args...); got != tc.want {
+			t.Errorf("%s: %#x, want %#x", tc.name, got, tc.want)
+		}
+	}
+	if got := run(unix.AUDIT_ARCH_I386, 3); got != eperm {
+		t.Errorf("an i386 call: %#x, want EPERM", got)
+	}
+}
+
+// A set-user-ID or set-group-ID mode is refused wherever a call sets a mode,
+// the opens' only when they create; other modes pass.
+func TestSeccompFilterModes(t *testing.T) {
+	prog, err := seccompProgram(seccompArchitectures["amd64"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const eperm = seccompRetErrno | 1
+	for _, tc := range []struct {
+		name string
+		nr   uint32
+		args []uint32
+		want uint32
+	}{
 		{"chmod 0755", 90, []uint32{0, 0o755}, seccompRetAllow},
 		{"chmod 04755", 90, []uint32{0, 0o4755}, eperm},
 		{"chmod 02755", 90, []uint32{0, 0o2755}, eperm},
@@ -94,13 +99,32 @@ func TestSeccompFilter(t *testing.T) {
 		{"openat O_TMPFILE 02755", 257, []uint32{3, 0, unix.O_TMPFILE | unix.O_RDWR, 0o2755}, eperm},
 		{"openat O_RDONLY", 257, []uint32{3, 0, unix.O_RDONLY, 0}, seccompRetAllow},
 	} {
-		if got := run(x86, tc.nr, tc.args...); got != tc.want {
+		if got := runSeccomp(t, prog, unix.AUDIT_ARCH_X86_64, tc.nr, tc.args...); got != tc.want {
 			t.Errorf("%s: %#x, want %#x", tc.name, got, tc.want)
 		}
 	}
-	if got := run(unix.AUDIT_ARCH_I386, 3); got != eperm {
-		t.Errorf("an i386 call: %#x, want EPERM", got)
+}
+
+// runSeccomp runs prog on a system call as the kernel hands it over. The
+// VM reads words big-endian, the kernel in the machine's order: each field
+// is laid out as the VM reads it.
+func runSeccomp(t *testing.T, prog []bpf.RawInstruction, audit, nr uint32, args ...uint32) uint32 {
+	t.Helper()
+	vm, err := bpf.NewVM(disassemble(t, prog))
+	if err != nil {
+		t.Fatal(err)
 	}
+	data := make([]byte, 64)
+	binary.BigEndian.PutUint32(data[offsetNr:], nr)
+	binary.BigEndian.PutUint32(data[offsetArch:], audit)
+	for i, a := range args {
+		binary.BigEndian.PutUint32(data[offsetArgLow(i):], a)
+	}
+	out, err := vm.Run(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uint32(out)
 }
 
 func disassemble(t *testing.T, raw []bpf.RawInstruction) []bpf.Instruction {
