@@ -135,7 +135,7 @@ func writeImageTable(l layout, paddlejob string, rts map[string]*paddleruntime.R
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(l.imageTable(), data, 0o644)
+	return fsutil.WriteFileAtomic(l.imageTable(), data, 0o644)
 }
 
 // writeContexts writes the build contexts the table names into dir, with

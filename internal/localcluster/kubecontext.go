@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/paddlejob/paddlejob/internal/fsutil"
+
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -98,7 +100,7 @@ func addContext(access clientcmd.ConfigAccess, st *State, keep bool) (ContextCha
 		cfg.CurrentContext = name
 		change.MadeCurrent = true
 	}
-	if err := os.WriteFile(layout{st.Home}.previousContextFile(), []byte(change.Previous), 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(layout{st.Home}.previousContextFile(), []byte(change.Previous), 0o600); err != nil {
 		return ContextChange{}, err
 	}
 	if err := clientcmd.ModifyConfig(access, *cfg, false); err != nil {

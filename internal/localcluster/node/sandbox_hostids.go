@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/paddlejob/paddlejob/internal/fsutil"
 )
 
 // Who a root node's pods are on the host. bwrap maps the sandbox's uid to
@@ -94,7 +96,7 @@ func loadHostIDRange(stateDir string) (hostIDRange, error) {
 		return hostIDRange{}, err
 	}
 	r := hostIDRange{Base: pickHostIDBase(stateDir)}
-	if err := os.WriteFile(file, []byte(strconv.FormatUint(uint64(r.Base), 10)+"\n"), 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(file, []byte(strconv.FormatUint(uint64(r.Base), 10)+"\n"), 0o644); err != nil {
 		return hostIDRange{}, err
 	}
 	return r, nil
