@@ -30,10 +30,11 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // PaddleRuntimes are the node's Paddle runtimes: the image table's paddle
@@ -170,32 +171,21 @@ func cmp(a, b string) string {
 	return b
 }
 
-// releaseParts are a release's major and minor numbers.
+// releaseParts are a release's major and minor numbers (0 and 0 for a
+// string that is no release).
 func releaseParts(v string) (major, minor int) {
-	parts := strings.SplitN(v, ".", 3)
-	major, _ = strconv.Atoi(parts[0])
-	if len(parts) > 1 {
-		minor, _ = strconv.Atoi(parts[1])
+	parsed, err := version.ParseGeneric(v)
+	if err != nil {
+		return 0, 0
 	}
-	return major, minor
+	return int(parsed.Major()), int(parsed.Minor())
 }
 
-// compareReleases orders releases by their numeric parts.
+// compareReleases orders pinned releases (each one the pins checked) as
+// apimachinery's generic versions do.
 func compareReleases(a, b string) int {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < max(len(pa), len(pb)); i++ {
-		var x, y int
-		if i < len(pa) {
-			x, _ = strconv.Atoi(pa[i])
-		}
-		if i < len(pb) {
-			y, _ = strconv.Atoi(pb[i])
-		}
-		if x != y {
-			return x - y
-		}
-	}
-	return 0
+	c, _ := version.MustParseGeneric(a).Compare(b)
+	return c
 }
 
 // withPaddle is an entry running on the release asked selects: the

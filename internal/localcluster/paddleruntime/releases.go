@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // The local node runs each image on the Paddle release it asks for: one
@@ -134,21 +135,20 @@ func EnsureAll(ctx context.Context, opts Options) (map[string]*Runtime, error) {
 	return out, nil
 }
 
-// CompareVersions orders release versions ("2.6.2" < "3.0.0" < "3.10.0")
-// by their numeric parts; a missing part counts as 0.
+// CompareVersions orders release versions ("2.6.2" < "3.0.0" < "3.10.0",
+// "3.0" = "3.0.0") as apimachinery's generic versions do; a version it
+// cannot read sorts before every other.
 func CompareVersions(a, b string) int {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < max(len(pa), len(pb)); i++ {
-		var x, y int
-		if i < len(pa) {
-			x, _ = strconv.Atoi(pa[i])
+	va, errA := version.ParseGeneric(a)
+	if errA != nil {
+		if _, errB := version.ParseGeneric(b); errB != nil {
+			return strings.Compare(a, b)
 		}
-		if i < len(pb) {
-			y, _ = strconv.Atoi(pb[i])
-		}
-		if x != y {
-			return x - y
-		}
+		return -1
 	}
-	return 0
+	c, err := va.Compare(b)
+	if err != nil {
+		return 1
+	}
+	return c
 }
