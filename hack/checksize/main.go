@@ -1,5 +1,5 @@
-// Command checksize keeps the Go code in pieces a reader can hold: no file
-// over 500 lines and no function over 80. The files and functions over
+// Command checksize keeps the Go and Python code in pieces a reader can
+// hold: no file over 500 lines and no function over 80. The files and functions over
 // those limits when the rule came are listed in over-limit.txt with their
 // size then; each may shrink, none may grow, and none may be added. An
 // entry that is back within its limit must leave the list (-write rewrites
@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,12 +98,17 @@ func measure(fsys fs.FS) ([]entry, error) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(p, ".go") || strings.HasPrefix(d.Name(), "zz_generated") {
+		isPython := strings.HasSuffix(p, ".py")
+		if !isPython && (!strings.HasSuffix(p, ".go") || strings.HasPrefix(d.Name(), "zz_generated")) {
 			return nil
 		}
 		src, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return err
+		}
+		if isPython {
+			out = append(out, measurePython(p, string(src))...)
+			return nil
 		}
 		f, err := parser.ParseFile(fset, p, src, parser.ParseComments)
 		if err != nil {
@@ -126,6 +132,73 @@ func measure(fsys fs.FS) ([]entry, error) {
 		return nil
 	})
 	return out, err
+}
+
+// pythonDef is a def line: its indentation and name.
+var pythonDef = regexp.MustCompile(`^( *)(?:async\s+)?def\s+(\w+)`)
+
+// pythonClass is a class line at the top level of a module.
+var pythonClass = regexp.MustCompile(`^class\s+(\w+)`)
+
+// measurePython finds a Python file over its limit and the module's
+// functions and its classes' methods over theirs (a nested function counts
+// in the one that holds it), named Func or Class.method. A function spans
+// from its first decorator to its last line of code: the last line before
+// the next one indented no deeper than its def that is neither blank nor a
+// comment (a string's lines indented less would end it early; the
+// project's code has none).
+func measurePython(path, src string) []entry {
+	lines := strings.Split(strings.TrimSuffix(src, "\n"), "\n")
+	var out []entry
+	if len(lines) > maxFileLines {
+		out = append(out, entry{Path: path, Lines: len(lines)})
+	}
+	indent := func(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
+	isCode := func(l string) bool {
+		t := strings.TrimSpace(l)
+		return t != "" && !strings.HasPrefix(t, "#")
+	}
+	class := ""
+	for i, l := range lines {
+		if m := pythonClass.FindStringSubmatch(l); m != nil {
+			class = m[1]
+			continue
+		}
+		if isCode(l) && indent(l) == 0 && !strings.HasPrefix(l, "@") && !pythonDef.MatchString(l) {
+			class = ""
+		}
+		m := pythonDef.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		depth, name := len(m[1]), m[2]
+		switch {
+		case depth == 0:
+			class = ""
+		case depth == 4 && class != "":
+			name = class + "." + name
+		default:
+			continue
+		}
+		start := i
+		for start > 0 && strings.HasPrefix(strings.TrimSpace(lines[start-1]), "@") && indent(lines[start-1]) == depth {
+			start--
+		}
+		end := i
+		for j := i + 1; j < len(lines); j++ {
+			if !isCode(lines[j]) {
+				continue
+			}
+			if indent(lines[j]) <= depth && !strings.HasPrefix(strings.TrimSpace(lines[j]), ")") {
+				break
+			}
+			end = j
+		}
+		if n := end - start + 1; n > maxFuncLines {
+			out = append(out, entry{Path: path, Func: name, Lines: n})
+		}
+	}
+	return out
 }
 
 // funcName names a function as a reader finds it: Type.Method or Func.

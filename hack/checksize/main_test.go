@@ -20,6 +20,39 @@ func goFile(n, fn int) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
+// pyFile is a Python module of n lines: a function f of fn lines (its
+// decorator included, a trailing comment not) and a class C whose method m
+// spans mn lines and holds a nested function.
+func pyFile(n, fn, mn int) string {
+	lines := []string{"import os", "", "", "@decorator", "def f(", "    x: int,", ") -> None:"}
+	for len(lines) < 3+fn {
+		lines = append(lines, "    x += 1")
+	}
+	lines = append(lines, "# a comment after f", "", "", "class C:", "    def m(self) -> None:", "        def nested() -> None:")
+	for m := 2; m < mn; m++ {
+		lines = append(lines, "            pass")
+	}
+	lines = append(lines, "", "", "X = 1")
+	for len(lines) < n {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func TestCheckSizePython(t *testing.T) {
+	tree := fstest.MapFS{
+		"ok.py":   {Data: []byte(pyFile(500, 80, 80))},
+		"long.py": {Data: []byte(pyFile(501, 81, 81))},
+	}
+	found, err := measure(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(found), "[{long.py  501} {long.py f 81} {long.py C.m 81}]"; got != want {
+		t.Fatalf("measured %s, want %s", got, want)
+	}
+}
+
 func TestCheckSize(t *testing.T) {
 	tree := fstest.MapFS{
 		"ok.go":                    {Data: []byte(goFile(500, 80))},

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import json
 import math
-import queue
-import socket
-import threading
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Set, TypeVar, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, TypeVar, Union
 
-import urllib3.exceptions
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes import watch as k8s_watch
@@ -23,19 +19,17 @@ from kubernetes.client.rest import ApiException
 
 from . import target
 from .errors import (
-    AlreadyExistsError,
     ApiError,
     ClusterUnreachableError,
-    ConflictError,
-    ForbiddenError,
     InvalidArgumentError,
-    InvalidError,
     JobFailedError,
     NoClusterError,
     NotFoundError,
     PaddleJobError,
     WaitTimeoutError,
 )
+from ._logs import LogLine, follow_logs
+from ._transport import _STREAM_ENDED, _UNREACHABLE, _api_error, _reason
 from .job import GROUP, LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, MAX_REPLICAS, PLURAL, ROLES, VERSION, PaddleJob
 from .objects import PHASES, TERMINAL, Job, JobProgress
 
@@ -43,46 +37,6 @@ __all__ = ["LABEL_JOB_NAME", "LABEL_REPLICA_INDEX", "LABEL_REPLICA_TYPE", "PHASE
            "PaddleJobClient", "failure_message", "job_condition", "job_phase"]
 
 _T = TypeVar("_T")
-#: What the transport raises when the cluster does not answer.
-_UNREACHABLE = (urllib3.exceptions.MaxRetryError, urllib3.exceptions.NewConnectionError, urllib3.exceptions.ProtocolError,
-                urllib3.exceptions.TimeoutError, urllib3.exceptions.SSLError, ConnectionError)
-#: What ends a watch's stream without an error of the cluster's: the server
-#: closing it, a read timing out. The wait then reads the job again.
-_STREAM_ENDED = (urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError, ConnectionError)
-
-
-class LogLine(NamedTuple):
-    """One line of a pod's log (without its newline)."""
-
-    pod: str
-    line: str
-
-    def __str__(self) -> str:
-        return f"[{self.pod}] {self.line}"
-
-
-def _api_error(action: str, e: ApiException, target: Optional[str] = None) -> ApiError:
-    status = int(e.status or 0)
-    reason, message = str(e.reason or ""), str(e.reason or "")
-    body: Any = None
-    try:
-        body = json.loads(e.body) if e.body else None
-    except (TypeError, ValueError):
-        body = e.body
-    if isinstance(body, dict):
-        reason = str(body.get("reason") or reason)
-        message = str(body.get("message") or message)
-    cls: Any = ApiError
-    if status == 404:
-        cls = NotFoundError
-    elif status == 409:
-        cls = AlreadyExistsError if reason == "AlreadyExists" else ConflictError
-    elif status in (400, 422):
-        cls = InvalidError
-    elif status in (401, 403):
-        cls = ForbiddenError
-    err: ApiError = cls(action, status, reason, message, body, target)
-    return err
 
 
 def job_phase(job: Mapping[str, Any]) -> str:
@@ -335,27 +289,36 @@ class PaddleJobClient:
                 time.sleep(min(polling_interval, remaining))
                 job = self.get_job(name, ns)
                 continue
-            w = k8s_watch.Watch()
-            try:
-                for ev in w.stream(
-                    self.custom.list_namespaced_custom_object, GROUP, VERSION, ns, PLURAL,
-                    field_selector=f"metadata.name={name}", resource_version=job.resource_version,
-                    timeout_seconds=max(1, math.ceil(remaining)), _request_timeout=remaining + 10,
-                ):
-                    if ev["type"] == "DELETED":
-                        raise NotFoundError(f"waiting for PaddleJob {ns}/{name}", 404, "NotFound", "the job was deleted while waited for", target=self.target)
-                    if ev["type"] in ("ADDED", "MODIFIED"):
-                        job = Job(ev["object"])
-                        if seen(job):
-                            return job
-            except ApiException as e:
-                if e.status != 410:  # a too old resourceVersion: get the job again
-                    raise _api_error(f"watching PaddleJob {ns}/{name}", e, self.target) from None
-            except _STREAM_ENDED:
-                pass  # the watch's connection ended: get the job again
-            finally:
-                w.stop()
+            found = self._watch_job(ns, name, job, remaining, seen)
+            if found is not None:
+                return found
             job = self.get_job(name, ns)
+
+    def _watch_job(self, ns: str, name: str, job: Job, remaining: float, seen: Callable[[Job], bool]) -> Optional[Job]:
+        """Watches the job from ``job``'s version for up to ``remaining``
+        seconds: the first new state ``seen`` accepts, or None when the watch
+        ended first (the caller reads the job again)."""
+        w = k8s_watch.Watch()
+        try:
+            for ev in w.stream(
+                self.custom.list_namespaced_custom_object, GROUP, VERSION, ns, PLURAL,
+                field_selector=f"metadata.name={name}", resource_version=job.resource_version,
+                timeout_seconds=max(1, math.ceil(remaining)), _request_timeout=remaining + 10,
+            ):
+                if ev["type"] == "DELETED":
+                    raise NotFoundError(f"waiting for PaddleJob {ns}/{name}", 404, "NotFound", "the job was deleted while waited for", target=self.target)
+                if ev["type"] in ("ADDED", "MODIFIED"):
+                    changed = Job(ev["object"])
+                    if seen(changed):
+                        return changed
+        except ApiException as e:
+            if e.status != 410:  # a too old resourceVersion: get the job again
+                raise _api_error(f"watching PaddleJob {ns}/{name}", e, self.target) from None
+        except _STREAM_ENDED:
+            pass  # the watch's connection ended: get the job again
+        finally:
+            w.stop()
+        return None
 
     def _wait_for_change(self, ns: str, name: str, seconds: float, pods: bool = False) -> None:
         """Blocks until the job (or its pods) change or seconds pass."""
@@ -465,168 +428,4 @@ class PaddleJobClient:
                 yield LogLine(p, line)
 
     def _follow_logs(self, ns: str, job: str, pods: List[str], container: Optional[str], tail_lines: Optional[int]) -> Iterator[LogLine]:
-        lines: "queue.Queue[Union[LogLine, BaseException, None]]" = queue.Queue(maxsize=10000)
-        stop = threading.Event()
-        followers = [_Follower(self, ns, job, p, container, tail_lines, lines, stop) for p in pods]
-        for f in followers:
-            f.start()
-        running = len(followers)
-        try:
-            while running:
-                item = lines.get()
-                if item is None:
-                    running -= 1
-                elif isinstance(item, BaseException):
-                    raise item
-                else:
-                    yield item
-        finally:
-            stop.set()
-            for f in followers:
-                f.close()
-
-
-def _reason(e: BaseException) -> str:
-    """The gist of a transport error: urllib3's wrapped cause, without the URL."""
-    cause = getattr(e, "reason", None) or e
-    text = str(cause)
-    # "<urllib3.connection.HTTPSConnection object at 0x...>: Failed to establish..."
-    if ">: " in text:
-        text = text.split(">: ", 1)[1]
-    return text
-
-
-def _chunks(resp: Any) -> Iterator[bytes]:
-    """The bytes of a streamed response as they arrive (urllib3's stream()
-    would wait for a full buffer, holding back a quiet log's lines)."""
-    read1 = getattr(resp, "read1", None)
-    if read1 is None:  # urllib3 1.x
-        yield from resp.stream(1)
-        return
-    while True:
-        data = read1(65536)
-        if not data:
-            return
-        yield bytes(data)
-
-
-class _Follower(threading.Thread):
-    """Follows the log of one pod name across restarts and recreations."""
-
-    def __init__(self, c: PaddleJobClient, ns: str, job: str, pod: str, container: Optional[str], tail_lines: Optional[int],
-                 out: "queue.Queue[Union[LogLine, BaseException, None]]", stop: threading.Event) -> None:
-        super().__init__(daemon=True, name=f"logs-{pod}")
-        self.c, self.ns, self.job, self.pod, self.container, self.tail_lines = c, ns, job, pod, container, tail_lines
-        self.out, self.stop = out, stop
-        self.resp: Any = None
-        # Lines already passed on, per container instance (pod uid, restart count).
-        self.seen: Dict[Any, int] = {}
-
-    def close(self) -> None:
-        """Ends a stream this thread reads: shuts its socket down, so the
-        blocked read returns (closing the response from another thread
-        would wait for the reader's lock)."""
-        r = self.resp
-        conn = getattr(r, "connection", None) or getattr(r, "_connection", None)
-        sock = getattr(conn, "sock", None)
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def run(self) -> None:
-        try:
-            self._run()
-        except BaseException as e:  # handed to the reader
-            if not self.stop.is_set():
-                self.out.put(e)
-        finally:
-            self.out.put(None)
-
-    def _instance(self) -> Any:
-        """(uid, restart count) of the pod's container once it started, else None; "gone" when no pod exists."""
-        try:
-            p = self.c.core.read_namespaced_pod(self.pod, self.ns)
-        except ApiException as e:
-            if e.status == 404:
-                return "gone"
-            raise _api_error(f"getting pod {self.ns}/{self.pod}", e, self.c.target) from None
-        statuses = p.status.container_statuses or []
-        st = next((s for s in statuses if self.container in (None, s.name)), None)
-        if st is None or st.state is None or (st.state.running is None and st.state.terminated is None):
-            return None
-        return (p.metadata.uid, int(st.restart_count or 0), st.state.terminated is not None)
-
-    def _job_finished(self) -> bool:
-        try:
-            job = self.c.get_job(self.job, self.ns)
-        except NotFoundError:
-            return True
-        return job_phase(job) in TERMINAL
-
-    def _run(self) -> None:
-        drained: Set[Any] = set()  # instances whose whole log was read after they stopped
-        while not self.stop.is_set():
-            inst = self._instance()
-            if inst is None or inst == "gone" or (inst[0], inst[1]) in drained:
-                # Not started, gone, or read to its end: wait for a new
-                # instance (a restart, a recreated pod) until the job finishes.
-                if self._job_finished():
-                    return
-                self.stop.wait(0.5)
-                continue
-            uid, restarts, terminated = inst
-            key = (uid, restarts)
-            self._stream(key, follow=not terminated)
-            if terminated and not self.stop.is_set():
-                drained.add(key)
-            # Else the container stopped (read its end next round) or the
-            # connection broke (resume without repeating a line).
-
-    def _stream(self, key: Any, follow: bool) -> None:
-        kwargs: Dict[str, Any] = {"follow": follow, "_preload_content": False}
-        if self.container:
-            kwargs["container"] = self.container
-        if self.tail_lines is not None and key not in self.seen:
-            # Start tail_lines before the end: skip what precedes them.
-            try:
-                text = self.c.core.read_namespaced_pod_log(self.pod, self.ns, **({"container": self.container} if self.container else {}))
-                self.seen[key] = max(0, len(str(text).splitlines()) - self.tail_lines)
-            except ApiException:
-                self.seen[key] = 0
-        try:
-            self.resp = self.c.core.read_namespaced_pod_log(self.pod, self.ns, **kwargs)
-        except ApiException as e:
-            if e.status in (400, 404):  # not started yet, or gone meanwhile
-                self.stop.wait(0.5)
-                return
-            raise _api_error(f"reading the log of pod {self.ns}/{self.pod}", e, self.c.target) from None
-        skip = self.seen.get(key, 0)
-        n = 0
-        buf = b""
-        try:
-            for chunk in _chunks(self.resp):
-                buf += chunk
-                *complete, buf = buf.split(b"\n")
-                for raw in complete:
-                    n += 1
-                    if n > skip:
-                        self.seen[key] = n
-                        self.out.put(LogLine(self.pod, raw.decode("utf-8", "replace")))
-            if buf and not follow:
-                n += 1
-                if n > skip:
-                    self.seen[key] = n
-                    self.out.put(LogLine(self.pod, buf.decode("utf-8", "replace")))
-        except (*_STREAM_ENDED, OSError, ValueError):
-            # The connection broke, or close() shut its socket down (ValueError:
-            # a read of a closed file): resume, or stop when asked to.
-            if self.stop.is_set():
-                return
-        finally:
-            resp, self.resp = self.resp, None
-            try:
-                resp.close()  # this thread's own stream: no lock to wait for
-            except (OSError, *_STREAM_ENDED):
-                pass
+        return follow_logs(self, ns, job, pods, container, tail_lines)
