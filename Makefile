@@ -73,7 +73,7 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: lint
-lint: ## Check formatting, vet, and that no Go file or function grows past its size limit (hack/checksize).
+lint: ## Check formatting, vet, and that no Go or Python file or function grows past its size limit (hack/checksize).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed on:"; echo "$$out"; exit 1; }
 	go run ./hack/checksize .
 	go vet ./...

@@ -46,7 +46,7 @@ func TestBadInputsFailBeforeAnything(t *testing.T) {
 		{"too many trainers", append(submit, "--trainers", "10001"), []string{"--trainers 10001: must be between 1 and 10000"}},
 		{"a lowercase suffix", append(submit, "--memory", "8g"), []string{`--memory "8g": must be a plain integer with one of the suffixes`, "8Gi"}},
 		{"an image with a space", append(submit, "--image", "Bad Image"), []string{`--image "Bad Image": an image reference has no spaces`}},
-		{"an uppercase image", append(submit, "--image", "Team/Trainer:v1"), []string{`--image "Team/Trainer:v1": "Trainer": repository names are lowercase`}},
+		{"an uppercase image", append(submit, "--image", "Team/Trainer:v1"), []string{`--image "Team/Trainer:v1": "Team": repository names are lowercase`}},
 		{"a bad intranet", append(submit, "--intranet", "Pod"), []string{`--intranet "Pod": want PodIP, Service or Host`}},
 		{"a capacity that is no quantity", []string{"up", "--home", home, "--capacity", "cpu=abc"}, []string{`--capacity "cpu=abc": cpu: quantities must match`, "cpu=8,memory=32Gi"}},
 		{"a capacity without =", []string{"up", "--home", home, "--capacity", "cpu"}, []string{`--capacity "cpu": "cpu": want NAME=QUANTITY`}},

@@ -22,6 +22,8 @@ import (
 
 	"github.com/paddlejob/paddlejob/internal/fsutil"
 	"github.com/paddlejob/paddlejob/internal/localcluster/node"
+
+	"github.com/paddlejob/paddlejob/internal/imageref"
 )
 
 // Your own images: `paddlejob run --build-context DIR` has the node run an
@@ -191,27 +193,16 @@ func nextImageTable(l layout, known map[string]userImage, added []AddedImage) (s
 }
 
 // sameImage reports whether two image references name one image, as the
-// node reads them: Docker Hub's prefixes are dropped, and a name without a
-// tag stands for every tag.
+// node reads them (internal/imageref): Docker Hub's prefixes are dropped,
+// and a name without a tag stands for every tag.
 func sameImage(a, b string) bool {
-	norm := func(s string) string {
-		for _, p := range []string{"index.docker.io/library/", "docker.io/library/", "index.docker.io/", "docker.io/"} {
-			s = strings.TrimPrefix(s, p)
-		}
-		return s
-	}
-	a, b = norm(a), norm(b)
-	if a == b {
+	if imageref.Familiar(a) == imageref.Familiar(b) {
 		return true
 	}
-	name := func(s string) string {
-		if i := strings.LastIndex(s, ":"); i > strings.LastIndex(s, "/") {
-			return s[:i]
-		}
-		return s
-	}
+	nameA, _ := imageref.NameAndTag(a)
+	nameB, _ := imageref.NameAndTag(b)
 	// A bare name in the table covers every tag of the image.
-	return (a == name(a) && a == name(b)) || (b == name(b) && b == name(a))
+	return nameA == nameB && (!imageref.HasTag(a) || !imageref.HasTag(b))
 }
 
 // clusterClient is a clientset of the cluster's admin kubeconfig.

@@ -12,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/paddlejob/paddlejob/internal/imageref"
 )
 
 // ImageEntry says how a container of an image runs on this machine, since the
@@ -137,8 +139,8 @@ func LoadImageTable(path string) (*ImageTable, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading image table: %w", err)
 		}
-		var file ImageTableFile
-		if err := yaml.UnmarshalStrict(data, &file); err != nil {
+		file, err := parseImageTable(data)
+		if err != nil {
 			return nil, fmt.Errorf("image table %s: %w", path, err)
 		}
 		entries = mergeImageEntries(entries, file.Images)
@@ -179,12 +181,11 @@ func buildContextDirs(entries map[string]ImageEntry) []string {
 	return dirs
 }
 
-func parseImageTable(data []byte) (map[string]ImageEntry, error) {
+// parseImageTable reads a table file, refusing a field it does not know.
+func parseImageTable(data []byte) (ImageTableFile, error) {
 	var f ImageTableFile
-	if err := yaml.UnmarshalStrict(data, &f); err != nil {
-		return nil, err
-	}
-	return f.Images, nil
+	err := yaml.UnmarshalStrict(data, &f)
+	return f, err
 }
 
 // mergeImageEntries returns base with over's entries added or replacing
@@ -192,10 +193,10 @@ func parseImageTable(data []byte) (map[string]ImageEntry, error) {
 func mergeImageEntries(base, over map[string]ImageEntry) map[string]ImageEntry {
 	merged := make(map[string]ImageEntry, len(base)+len(over))
 	for k, v := range base {
-		merged[normalizeImage(k)] = v
+		merged[imageref.Familiar(k)] = v
 	}
 	for k, v := range over {
-		merged[normalizeImage(k)] = v
+		merged[imageref.Familiar(k)] = v
 	}
 	return merged
 }
@@ -210,12 +211,12 @@ func newImageTable(file string, entries map[string]ImageEntry) (*ImageTable, err
 func newImageTableWithPaddle(file string, entries map[string]ImageEntry, paddle *PaddleRuntimes) (*ImageTable, error) {
 	t := &ImageTable{file: file, entries: map[string]ImageEntry{}, tagged: map[string]bool{}, anyTag: map[string]bool{}, paddle: paddle}
 	for key, e := range entries {
-		key = normalizeImage(key)
+		key = imageref.Familiar(key)
 		t.entries[key] = e
 		switch {
 		case strings.HasSuffix(key, "*"):
 			t.prefixes = append(t.prefixes, strings.TrimSuffix(key, "*"))
-		case hasTag(key):
+		case imageref.HasTag(key):
 			t.tagged[key] = true
 		default:
 			t.anyTag[key] = true
@@ -279,8 +280,8 @@ func (t *ImageTable) Warnings() []string { return t.warnings }
 
 // lookupKey finds the key of the entry for an image reference.
 func (t *ImageTable) lookupKey(image string) (string, bool) {
-	ref := normalizeImage(image)
-	name, tag := splitImage(ref)
+	ref := imageref.Familiar(image)
+	name, tag := imageref.NameAndTag(image)
 	if t.tagged[name+":"+tag] {
 		return name + ":" + tag, true
 	}
@@ -327,7 +328,7 @@ func (t *ImageTable) resolvePaddle(image string, e ImageEntry) ImageEntry {
 
 // unknownImageMessage tells the user how to make an image runnable.
 func (t *ImageTable) unknownImageMessage(image string) string {
-	name, _ := splitImage(normalizeImage(image))
+	name, _ := imageref.NameAndTag(image)
 	where := "no --image-table file was given to the node; pass one"
 	if t.file != "" {
 		where = "add it to the node's image table " + t.file + " (then restart the node)"
@@ -335,39 +336,6 @@ func (t *ImageTable) unknownImageMessage(image string) string {
 	return fmt.Sprintf("image %q is not in the node's image table and the container has no command: %s, e.g.\n"+
 		"images:\n  %s:\n    command: [\"/absolute/path/to/program\"]\n"+
 		"(a key without a tag matches every tag; a trailing * matches a prefix)", image, where, name)
-}
-
-// normalizeImage drops the Docker Hub registry and library/ prefixes so
-// "docker.io/library/busybox" and "busybox" are one image.
-func normalizeImage(ref string) string {
-	ref = strings.TrimSpace(ref)
-	for _, p := range []string{"index.docker.io/", "docker.io/"} {
-		if strings.HasPrefix(ref, p) {
-			ref = strings.TrimPrefix(strings.TrimPrefix(ref, p), "library/")
-			break
-		}
-	}
-	return ref
-}
-
-// splitImage splits a reference into its name and tag ("latest" when absent);
-// a digest counts as the tag.
-func splitImage(ref string) (name, tag string) {
-	if at := strings.Index(ref, "@"); at >= 0 {
-		return ref[:at], ref[at+1:]
-	}
-	if hasTag(ref) {
-		i := strings.LastIndex(ref, ":")
-		return ref[:i], ref[i+1:]
-	}
-	return ref, "latest"
-}
-
-// hasTag reports whether ref ends in ":tag"; a colon before the last slash
-// belongs to a registry port.
-func hasTag(ref string) bool {
-	colon := strings.LastIndex(ref, ":")
-	return colon > strings.LastIndex(ref, "/")
 }
 
 // containerArgv is the command line a container runs: its own command and

@@ -20,10 +20,11 @@ func TestParseImageTable(t *testing.T) {
     env: {PYTHONUNBUFFERED: "1"}
     workingDir: /work
 `)
-	got, err := parseImageTable(data)
+	file, err := parseImageTable(data)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := file.Images
 	want := map[string]ImageEntry{
 		"registry.baidubce.com/paddle-operator/demo-wide-and-deep:v1": {Command: []string{"/abs/path/paddlejob-examples", "wide-and-deep"}},
 		"paddlepaddle/paddle": {Command: []string{"/usr/bin/python3"}, OverrideCommand: true, Env: map[string]string{"PYTHONUNBUFFERED": "1"}, WorkingDir: "/work"},

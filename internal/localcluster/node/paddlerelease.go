@@ -35,6 +35,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/paddlejob/paddlejob/internal/imageref"
 )
 
 // PaddleRuntimes are the node's Paddle runtimes: the image table's paddle
@@ -89,7 +91,7 @@ var pipPaddlePin = regexp.MustCompile(`\bpaddlepaddle(?:-gpu)?==(\d+\.\d+(?:\.\d
 
 // paddleReleaseOfTag is the release an image reference's tag names.
 func paddleReleaseOfTag(image string) string {
-	_, tag := splitImage(normalizeImage(image))
+	_, tag := imageref.NameAndTag(image)
 	if m := releaseInTag.FindStringSubmatch(tag); m != nil {
 		return m[1]
 	}

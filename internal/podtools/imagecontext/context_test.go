@@ -144,7 +144,7 @@ func TestWriteValidates(t *testing.T) {
 		{"dest with a blank", func(o *Options) { o.Dest = "/my example" }, []string{`--dest="/my example" must not contain blanks`}},
 		{"missing src", func(o *Options) { o.Src = filepath.Join(src, "nope") }, []string{"--src: stat"}},
 		{"src is a file", func(o *Options) { o.Src = file }, []string{"is not a directory"}},
-		{"bad image", func(o *Options) { o.Image = "Paddle Job" }, []string{`--image="Paddle Job" is not an image reference`}},
+		{"bad image", func(o *Options) { o.Image = "Paddle Job" }, []string{`--image="Paddle Job": an image reference has no spaces`}},
 		{"digest image", func(o *Options) { o.Image = "paddle@sha256:" + strings.Repeat("0", 64) }, []string{"--image", "not a digest"}},
 		{"bad base", func(o *Options) { o.Base = "paddle:" }, []string{`--base="paddle:"`}},
 		{"out inside src", func(o *Options) { o.Out = filepath.Join(src, "ctx") }, []string{"lies inside --src"}},
