@@ -91,3 +91,19 @@ func TestTheBinaryLinksNoClusterSide(t *testing.T) {
 		}
 	}
 }
+
+// The binary every pod runs reads pods and Jobs through REST clients of
+// those two API groups: client-go's clientsets (typed ones too) register
+// every API group and would put them all in it (docs/benchmarks.md has the
+// sizes).
+func TestLauncherHoldsNoClientset(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "k8s.io/client-go/kubernetes/scheme" || strings.HasPrefix(pkg, "k8s.io/client-go/kubernetes/typed/") {
+			t.Errorf("paddlejob-launch depends on %s", pkg)
+		}
+	}
+}

@@ -7,10 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -27,22 +30,54 @@ type Cluster interface {
 // prefixed one newer clusters add (some set only that).
 var jobNameLabels = []string{"job-name", "batch.kubernetes.io/job-name"}
 
-// NewCluster returns a Cluster backed by the API server cfg points at.
+// NewCluster returns a Cluster backed by the API server cfg points at:
+// REST clients of the two API groups it reads, with a scheme of those
+// groups only. client-go's clientsets (typed ones too) register every API
+// group, which would put them all in the binary every pod runs.
 func NewCluster(cfg *rest.Config) (Cluster, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating a client for %s: %w", cfg.Host, err)
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, batchv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
 	}
-	return &kubeCluster{client: cs}, nil
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	codecs := serializer.NewCodecFactory(scheme)
+	client := func(gv schema.GroupVersion, apiPath string) (*rest.RESTClient, error) {
+		c := rest.CopyConfig(cfg)
+		c.GroupVersion, c.APIPath, c.NegotiatedSerializer = &gv, apiPath, codecs.WithoutConversion()
+		if c.UserAgent == "" {
+			c.UserAgent = rest.DefaultKubernetesUserAgent()
+		}
+		rc, err := rest.RESTClientFor(c)
+		if err != nil {
+			return nil, fmt.Errorf("creating a client for %s: %w", cfg.Host, err)
+		}
+		return rc, nil
+	}
+	core, err := client(corev1.SchemeGroupVersion, "/api")
+	if err != nil {
+		return nil, err
+	}
+	batch, err := client(batchv1.SchemeGroupVersion, "/apis")
+	if err != nil {
+		return nil, err
+	}
+	return &kubeCluster{core: core, batch: batch, params: runtime.NewParameterCodec(scheme)}, nil
 }
 
-type kubeCluster struct{ client kubernetes.Interface }
+type kubeCluster struct {
+	core, batch *rest.RESTClient
+	params      runtime.ParameterCodec
+}
 
 func (c *kubeCluster) JobPods(ctx context.Context, namespace, job string) ([]corev1.Pod, error) {
 	seen := map[types.UID]bool{}
 	var pods []corev1.Pod
 	for _, label := range jobNameLabels {
-		list, err := c.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: label + "=" + job})
+		var list corev1.PodList
+		err := c.core.Get().Namespace(namespace).Resource("pods").
+			VersionedParams(&metav1.ListOptions{LabelSelector: label + "=" + job}, c.params).Do(ctx).Into(&list)
 		if err != nil {
 			return nil, fmt.Errorf("listing pods of job %s/%s: %w", namespace, job, err)
 		}
@@ -57,8 +92,8 @@ func (c *kubeCluster) JobPods(ctx context.Context, namespace, job string) ([]cor
 }
 
 func (c *kubeCluster) JobParallelism(ctx context.Context, namespace, job string) (int, error) {
-	j, err := c.client.BatchV1().Jobs(namespace).Get(ctx, job, metav1.GetOptions{})
-	if err != nil {
+	var j batchv1.Job
+	if err := c.batch.Get().Namespace(namespace).Resource("jobs").Name(job).Do(ctx).Into(&j); err != nil {
 		return 0, fmt.Errorf("getting job %s/%s: %w", namespace, job, err)
 	}
 	if j.Spec.Parallelism == nil {
