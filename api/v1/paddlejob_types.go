@@ -381,8 +381,11 @@ type ReplicaSpec struct {
 	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty"`
 
 	// retryableExitCodes are the exit codes that recreate a pod under
-	// restartPolicy ExitCode. Defaults to 129-255 (killed by a signal).
+	// restartPolicy ExitCode, each 0-255. Defaults to 129-255 (killed by a
+	// signal).
 	// +listType=set
+	// +kubebuilder:validation:items:Minimum=0
+	// +kubebuilder:validation:items:Maximum=255
 	// +optional
 	RetryableExitCodes []int32 `json:"retryableExitCodes,omitempty"`
 

@@ -116,6 +116,14 @@ var invalidJobs = []invalidJob{{
 	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 2\n    retryableExitCodes: [137]\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
 	want: []string{"spec.worker", "retryableExitCodes needs restartPolicy ExitCode"},
 }, {
+	name: "a retryable exit code above 255",
+	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 2\n    restartPolicy: ExitCode\n    retryableExitCodes: [137, 300]\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
+	want: []string{"spec.worker.retryableExitCodes[1]", "less than or equal to 255"},
+}, {
+	name: "a negative retryable exit code",
+	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 2\n    restartPolicy: ExitCode\n    retryableExitCodes: [-1]\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
+	want: []string{"spec.worker.retryableExitCodes[0]", "greater than or equal to 0"},
+}, {
 	name: "elastic requests above limits",
 	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 2\n    requests: 3\n    limits: 2\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
 	want: []string{"spec.worker", "requests (minimal replicas) must not exceed limits"},

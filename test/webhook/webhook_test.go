@@ -122,6 +122,11 @@ func TestRejectsGPUCountsAndContractOverrides(t *testing.T) {
 		name: "trainer-id",
 		job:  testutil.MakePaddleJob("trainer-id", ns).Workers(2).Env(paddlev1.ReplicaWorker, "PADDLE_TRAINER_ID", "0").Obj(),
 		want: `spec.worker.template.spec.containers[0].env[0].name: Invalid value: "PADDLE_TRAINER_ID": is set by the operator`,
+	}, {
+		name: "min-resources",
+		job: testutil.MakePaddleJob("min-resources", ns).Workers(2).
+			SchedulingPolicy(paddlev1.SchedulingPolicy{MinResources: corev1.ResourceList{"cpu": resource.MustParse("-2")}}).Obj(),
+		want: `spec.schedulingPolicy.minResources[cpu]: Invalid value: "-2": must be greater than or equal to 0`,
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

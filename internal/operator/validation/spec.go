@@ -3,8 +3,12 @@ package validation
 import (
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -72,4 +76,32 @@ func invalidEtcdEndpoint(endpoint string) string {
 		return "the port must be 1-65535: " + want[len("must be "):]
 	}
 	return ""
+}
+
+// validateMinResources refuses what no scheduler can count in
+// spec.schedulingPolicy.minResources: a resource name that is not one (cpu,
+// memory, nvidia.com/gpu) and a negative quantity. The schema checks only
+// how each quantity is spelt.
+func validateMinResources(spec *paddlev1.PaddleJobSpec) field.ErrorList {
+	p := spec.SchedulingPolicy
+	if p == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	path := field.NewPath("spec", "schedulingPolicy", "minResources")
+	names := make([]string, 0, len(p.MinResources))
+	for name := range p.MinResources {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if msgs := utilvalidation.IsQualifiedName(name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(path.Key(name), name, "not a resource name (cpu, memory, ephemeral-storage, nvidia.com/gpu): "+strings.Join(msgs, "; ")))
+			continue
+		}
+		if q := p.MinResources[corev1.ResourceName(name)]; q.Sign() < 0 {
+			errs = append(errs, field.Invalid(path.Key(name), q.String(), "must be greater than or equal to 0"))
+		}
+	}
+	return errs
 }

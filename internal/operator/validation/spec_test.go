@@ -3,6 +3,9 @@ package validation_test
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
@@ -57,6 +60,27 @@ func TestEtcdEndpoints(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.endpoint, func(t *testing.T) {
 			validate(t, testutil.MakePaddleJob("j", "ns").Workers(2).Elastic(1, 3, tc.endpoint).Obj(), tc.want...)
+		})
+	}
+}
+
+func TestMinResources(t *testing.T) {
+	tests := []struct {
+		name      string
+		resources corev1.ResourceList
+		want      []string // none: valid
+	}{
+		{name: "cpu, memory and a GPU", resources: corev1.ResourceList{"cpu": resource.MustParse("4"), "memory": resource.MustParse("8Gi"), "nvidia.com/gpu": resource.MustParse("2")}},
+		{name: "none asked", resources: corev1.ResourceList{"cpu": resource.MustParse("0")}},
+		{name: "a negative quantity", resources: corev1.ResourceList{"cpu": resource.MustParse("-1")},
+			want: []string{`spec.schedulingPolicy.minResources[cpu]: Invalid value: "-1": must be greater than or equal to 0`}},
+		{name: "no resource name", resources: corev1.ResourceList{"two cpus": resource.MustParse("2")},
+			want: []string{`spec.schedulingPolicy.minResources[two cpus]: Invalid value: "two cpus": not a resource name (cpu, memory, ephemeral-storage, nvidia.com/gpu)`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := testutil.MakePaddleJob("j", "ns").Workers(2).SchedulingPolicy(paddlev1.SchedulingPolicy{MinResources: tc.resources}).Obj()
+			validate(t, job, tc.want...)
 		})
 	}
 }

@@ -64,6 +64,7 @@ func (v *Validator) Validate(job *paddlev1.PaddleJob) field.ErrorList {
 	spec := &job.Spec
 	errs := validateReservedNames(spec)
 	errs = append(errs, validateEtcdEndpoints(spec)...)
+	errs = append(errs, validateMinResources(spec)...)
 	errs = append(errs, validateGPUs(spec)...)
 	errs = append(errs, v.validateTemplates(spec)...)
 	errs = append(errs, validateGlooDir(spec)...)
