@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -103,6 +104,14 @@ func newLogsCmd() *cobra.Command {
 			pods, err := c.Pods(ctx, t.ns(), name)
 			if err != nil {
 				return err
+			}
+			if len(pods) == 0 {
+				// No pods: say whether there is no such job, or why it has none.
+				job, err := c.Get(ctx, t.ns(), name)
+				if err != nil {
+					return err
+				}
+				return fmt.Errorf("PaddleJob %s/%s has no pods (phase %s)", t.ns(), name, cmp.Or(string(job.Status.Phase), "none yet"))
 			}
 			var chosen []client.PodLog
 			for i := range pods {

@@ -52,6 +52,9 @@ func (opts LogOptions) podLogOptions() *corev1.PodLogOptions {
 func (c *Client) Logs(ctx context.Context, namespace, pod string, opts LogOptions) (io.ReadCloser, error) {
 	o := opts.podLogOptions()
 	r, err := c.cs.CoreV1().Pods(namespace).GetLogs(pod, o).Stream(ctx)
+	if err != nil && opts.Previous && apierrors.IsBadRequest(err) && strings.Contains(err.Error(), "previous terminated container") {
+		return nil, fmt.Errorf("pod %s/%s: its container has not restarted, so there is no previous run's log (read the current one without --previous): %w", namespace, pod, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("logs of pod %s/%s: %w", namespace, pod, err)
 	}

@@ -117,7 +117,7 @@ func checkGetSelectsAndPrints(t *testing.T, cli cliVerb) {
 
 // checkLogsOfRunsAndTimes checks logs of TestCLIVerbsLikeKubectl's jobs:
 // a's previous run, a's current run with timestamps, and b's since a time
-// to come (nothing) and since an hour ago.
+// to come (nothing) and since an hour ago; and what a mistake gets.
 func checkLogsOfRunsAndTimes(t *testing.T, cli cliVerb) {
 	t.Helper()
 	if out, _, code := cli("logs", "a", "worker-0", "--previous"); code != 0 || strings.TrimSpace(out) != "first run" {
@@ -132,6 +132,13 @@ func checkLogsOfRunsAndTimes(t *testing.T, cli cliVerb) {
 	}
 	if out, _, code := cli("logs", "b", "--since", "1h"); code != 0 || out != "hello from b\n" {
 		t.Errorf("logs --since 1h: exit %d: %q", code, out)
+	}
+	// Mistakes: a job that does not exist, a previous run that never was.
+	if _, errOut, code := cli("logs", "nosuch"); code == 0 || !strings.Contains(errOut, `"nosuch" not found`) {
+		t.Errorf("logs nosuch: exit %d: %q, want it not found", code, errOut)
+	}
+	if _, errOut, code := cli("logs", "b", "--previous"); code == 0 || !strings.Contains(errOut, "its container has not restarted, so there is no previous run's log") {
+		t.Errorf("logs --previous of a container that ran once: exit %d: %q", code, errOut)
 	}
 }
 
