@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -106,12 +107,7 @@ func newLogsCmd() *cobra.Command {
 				return err
 			}
 			if len(pods) == 0 {
-				// No pods: say whether there is no such job, or why it has none.
-				job, err := c.Get(ctx, t.ns(), name)
-				if err != nil {
-					return err
-				}
-				return fmt.Errorf("PaddleJob %s/%s has no pods (phase %s)", t.ns(), name, cmp.Or(string(job.Status.Phase), "none yet"))
+				return noPods(ctx, c, t.ns(), name)
 			}
 			var chosen []client.PodLog
 			for i := range pods {
@@ -348,4 +344,14 @@ func newScaleCmd() *cobra.Command {
 	cmd.Flags().Int32Var(&ps, "ps", 0, "parameter-server replicas")
 	cmd.Flags().Int32Var(&heter, "heter", 0, "heter trainer replicas")
 	return cmd
+}
+
+// noPods is the error of logs for a job without pods: the job is not
+// found, or it has none in its phase.
+func noPods(ctx context.Context, c *client.Client, ns, name string) error {
+	job, err := c.Get(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("PaddleJob %s/%s has no pods (phase %s)", ns, name, cmp.Or(string(job.Status.Phase), "none yet"))
 }
