@@ -117,29 +117,36 @@ func Familiar(ref string) string {
 // none, its digest when it has one. A string that is no reference is split
 // at its @, else at its last colon after its last slash.
 func NameAndTag(ref string) (name, tag string) {
-	named, err := reference.ParseNormalizedNamed(strings.TrimSpace(ref))
-	if err != nil {
-		familiar := Familiar(ref)
-		if at := strings.Index(familiar, "@"); at >= 0 {
-			return familiar[:at], familiar[at+1:]
-		}
-		if i := strings.LastIndex(familiar, ":"); i > strings.LastIndex(familiar, "/") {
-			return familiar[:i], familiar[i+1:]
-		}
-		return familiar, "latest"
-	}
-	name, tag = reference.FamiliarName(named), "latest"
-	if t, ok := named.(reference.Tagged); ok {
-		tag = t.Tag()
-	}
-	if d, ok := named.(reference.Digested); ok {
-		tag = d.Digest().String()
-	}
+	name, tag, _ = split(ref)
 	return name, tag
 }
 
 // HasTag reports whether ref names a tag or a digest.
 func HasTag(ref string) bool {
-	_, tag := NameAndTag(ref)
-	return tag != "latest" || strings.HasSuffix(strings.TrimSpace(ref), ":latest")
+	_, _, tagged := split(ref)
+	return tagged
+}
+
+// split is ref's familiar name, its tag (or digest, or "latest") and
+// whether ref names one.
+func split(ref string) (name, tag string, tagged bool) {
+	named, err := reference.ParseNormalizedNamed(strings.TrimSpace(ref))
+	if err != nil {
+		familiar := Familiar(ref)
+		if at := strings.Index(familiar, "@"); at >= 0 {
+			return familiar[:at], familiar[at+1:], true
+		}
+		if i := strings.LastIndex(familiar, ":"); i > strings.LastIndex(familiar, "/") {
+			return familiar[:i], familiar[i+1:], true
+		}
+		return familiar, "latest", false
+	}
+	name, tag = reference.FamiliarName(named), "latest"
+	if t, ok := named.(reference.Tagged); ok {
+		tag, tagged = t.Tag(), true
+	}
+	if d, ok := named.(reference.Digested); ok {
+		tag, tagged = d.Digest().String(), true
+	}
+	return name, tag, tagged
 }

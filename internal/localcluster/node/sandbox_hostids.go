@@ -35,7 +35,7 @@ const hostIDRangeSize = 1 << 16
 // read as negative.
 const (
 	hostIDsFirst = 0x70000000
-	hostIDsSlots = (0x7FFE0000-hostIDsFirst)/hostIDRangeSize - 1
+	hostIDsSlots = (0x7FFE0000 - hostIDsFirst) / hostIDRangeSize
 )
 
 // hostIDsFile records a node's range in its state directory, so that a

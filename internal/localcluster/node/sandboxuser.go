@@ -2,7 +2,6 @@ package node
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 )
 
 // Who a pod's processes are. Every sandbox has a user namespace of its own
@@ -60,19 +59,15 @@ func sandboxUser(pod *corev1.Pod, c *corev1.Container, asRoot bool) (sandboxIden
 		}
 	}
 	if asRoot {
-		nonRootDefault := id.UID == nil && nonRoot != nil && *nonRoot
-		switch {
-		case id.UID != nil:
-		case nonRootDefault:
-			id.UID = ptr.To[int64](NonRootSandboxUID)
-		default:
-			id.UID = ptr.To[int64](DefaultSandboxUID)
+		uid, gid := int64(DefaultSandboxUID), int64(DefaultSandboxGID)
+		if id.UID == nil && nonRoot != nil && *nonRoot {
+			uid, gid = NonRootSandboxUID, NonRootSandboxGID
+		}
+		if id.UID == nil {
+			id.UID = &uid
 		}
 		if id.GID == nil {
-			id.GID = ptr.To[int64](DefaultSandboxGID)
-			if nonRootDefault {
-				id.GID = ptr.To[int64](NonRootSandboxGID)
-			}
+			id.GID = &gid
 		}
 	}
 	if nonRoot != nil && *nonRoot && id.UID != nil && *id.UID == 0 {

@@ -7,9 +7,9 @@ package node
 // capabilities there), reboot, swap, open files by handle past its mounts,
 // set the clock, use io_uring (whose operations no filter sees), or give a
 // file a set-user-ID or set-group-ID mode (below). The rest is allowed, as
-// in Docker's profile; ptrace and
-// process_vm_* stay allowed as there too, since the sandbox's PID namespace
-// holds only the container's own processes.
+// in Docker's profile; ptrace and process_vm_* stay allowed as there too,
+// since the sandbox's PID namespace holds only the container's own
+// processes.
 //
 // bwrap loads the filter (--seccomp FD) as a compiled classic BPF program
 // for the machine's architecture. It is assembled here with
@@ -70,8 +70,9 @@ var deniedSyscalls = []uintptr{
 // capability is kept that would let a set-user-ID program gain anything.
 const setIDBits = unix.S_ISUID | unix.S_ISGID
 
-// createFlags are the open flags that make a file (O_TMPFILE's own bit).
-const createFlags = unix.O_CREAT | 0o20000000
+// createFlags are the open flags that make a file: O_CREAT, and O_TMPFILE's
+// own bit (O_TMPFILE includes O_DIRECTORY, which alone makes nothing).
+const createFlags = unix.O_CREAT | unix.O_TMPFILE&^unix.O_DIRECTORY
 
 // modeArgument is a system call that sets a file's mode: the index of its
 // mode argument and, for the opens, of its flags (-1: it always sets one).
