@@ -182,6 +182,13 @@ type ReplicaStatus struct {
 	// succeeded pods have terminated successfully.
 	// +optional
 	Succeeded int32 `json:"succeeded,omitempty"`
+	// stopped pods were still pending, starting or running when the job
+	// finished, and the operator stopped them: the parameter servers and
+	// heter trainers once every worker succeeded, the other pods of a
+	// failed job. Once the job finished, the counts are those it finished
+	// with and ready is "0/replicas".
+	// +optional
+	Stopped int32 `json:"stopped,omitempty"`
 	// unknown pods are in a state the node could not report.
 	// +optional
 	Unknown int32 `json:"unknown,omitempty"`
@@ -193,3 +200,13 @@ type ReplicaStatus struct {
 	// +optional
 	Ready string `json:"ready,omitempty"`
 }
+
+// Reasons of a False Running condition that hold a job in Pending: its
+// message names the pods and quotes the scheduler or the kubelet.
+const (
+	// ReasonUnschedulable: the scheduler cannot place some of the job's pods.
+	ReasonUnschedulable = "Unschedulable"
+	// ReasonCannotStart: the kubelet cannot start some pods' containers (an
+	// image it cannot pull, a missing ConfigMap or Secret, ...).
+	ReasonCannotStart = "CannotStart"
+)

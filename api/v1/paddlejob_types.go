@@ -105,10 +105,10 @@ const (
 type PaddleJobPhase string
 
 const (
-	// PaddleJobPending: the job is accepted and its pods are being created.
+	// PaddleJobPending: its pods are being created, or some cannot be
+	// scheduled or started (the Running condition says why, naming them).
 	PaddleJobPending PaddleJobPhase = "Pending"
-	// PaddleJobStarting: every pod exists; some are not running yet (scheduling,
-	// pulling images, or waiting for the job's endpoints).
+	// PaddleJobStarting: every pod exists; some are not running yet.
 	PaddleJobStarting PaddleJobPhase = "Starting"
 	// PaddleJobRunning: every pod of the job is running.
 	PaddleJobRunning PaddleJobPhase = "Running"

@@ -200,6 +200,25 @@ func ready(j *paddlev1.PaddleJob, rt paddlev1.ReplicaType) string {
 	return "-"
 }
 
+// finishedCounts is how a finished job's role ended: ", succeeded 2",
+// ", stopped 2" (pods the operator stopped when the job finished).
+func finishedCounts(j *paddlev1.PaddleJob, rt paddlev1.ReplicaType) string {
+	rs := j.Status.ReplicaStatus(rt)
+	if rs == nil || !j.Status.IsFinished() {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range []struct {
+		name string
+		n    int32
+	}{{"succeeded", rs.Succeeded}, {"failed", rs.Failed}, {"stopped", rs.Stopped}} {
+		if c.n > 0 {
+			fmt.Fprintf(&b, ", %s %d", c.name, c.n)
+		}
+	}
+	return b.String()
+}
+
 // reason is the reason of the job's most telling condition.
 func reason(j *paddlev1.PaddleJob) string {
 	for _, t := range []string{paddlev1.JobFailed, paddlev1.JobSucceeded, paddlev1.JobRunning, paddlev1.JobCreated} {
@@ -255,7 +274,7 @@ func describeJob(w io.Writer, j *paddlev1.PaddleJob, pods []corev1.Pod, pending 
 		for _, c := range rs.Template.Spec.Containers {
 			images = append(images, c.Image)
 		}
-		fmt.Fprintf(w, "  %-7s replicas %d, ready %s, image %s\n", rt, rs.Replicas, ready(j, rt), strings.Join(images, ", "))
+		fmt.Fprintf(w, "  %-7s replicas %d, ready %s%s, image %s\n", rt, rs.Replicas, ready(j, rt), finishedCounts(j, rt), strings.Join(images, ", "))
 	}
 	fmt.Fprintln(w, "Conditions:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

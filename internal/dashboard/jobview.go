@@ -185,12 +185,21 @@ func podRowOf(p *corev1.Pod) PodRow {
 		r.Containers = append(r.Containers, c.Name)
 	}
 	r.Reason, r.Message = p.Status.Reason, p.Status.Message
+	for _, c := range p.Status.Conditions {
+		// Why a pod stays Pending, in the scheduler's words.
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "" {
+			r.Reason, r.Message = c.Reason, c.Message
+		}
+	}
 	finished := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+	inits := len(p.Status.InitContainerStatuses)
+	for i, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
 		r.Restarts += cs.RestartCount
 		// A sidecar's end is not the pod's: it is stopped once the
-		// containers are done, and its exit code fails nothing.
-		if sidecar.Named(&p.Spec, cs.Name) && (cs.State.Terminated != nil || finished) {
+		// containers are done, and its exit code fails nothing. An init
+		// container that did its work says nothing of the pod either.
+		if sidecar.Named(&p.Spec, cs.Name) && (cs.State.Terminated != nil || finished) ||
+			i < inits && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0 {
 			continue
 		}
 		switch {

@@ -211,3 +211,29 @@ func TestPodRowOfAPodWithASidecar(t *testing.T) {
 		})
 	}
 }
+
+// A pod's reason is what holds it or how it ended, never an init container
+// that did its work: the scheduler's reason while it waits unplaced, none
+// while it trains after its init container completed.
+func TestPodRowSaysWhyAPodWaitsAndNotThatItsInitContainerCompleted(t *testing.T) {
+	const insufficient = "0/1 nodes are available: 1 Insufficient cpu."
+	unplaced := &corev1.Pod{
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "paddle"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: insufficient,
+		}}},
+	}
+	if r := podRowOf(unplaced); r.Reason != corev1.PodReasonUnschedulable || r.Message != insufficient {
+		t.Errorf("unplaced pod's row: reason %q, message %q", r.Reason, r.Message)
+	}
+	training := &corev1.Pod{
+		Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "wait-for-endpoints"}}, Containers: []corev1.Container{{Name: "paddle"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "wait-for-endpoints", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}},
+			ContainerStatuses:     []corev1.ContainerStatus{{Name: "paddle", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+		},
+	}
+	if r := podRowOf(training); r.Reason != "" || r.ExitCode != nil {
+		t.Errorf("training pod's row: reason %q, exit code %v; want none", r.Reason, ptr.Deref(r.ExitCode, -1))
+	}
+}

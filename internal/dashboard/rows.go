@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
 
@@ -111,6 +114,10 @@ func reasonOf(j *paddlev1.PaddleJob) string {
 				return c.Reason
 			}
 		}
+	}
+	if c := meta.FindStatusCondition(j.Status.Conditions, paddlev1.JobRunning); c != nil && c.Status == metav1.ConditionFalse &&
+		(c.Reason == paddlev1.ReasonUnschedulable || c.Reason == paddlev1.ReasonCannotStart) {
+		return c.Reason
 	}
 	return ""
 }

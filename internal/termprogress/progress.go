@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -71,12 +73,7 @@ func Lines(s client.Snapshot, elapsed time.Duration) []string {
 		if rs == nil {
 			continue
 		}
-		counts := map[string]int{}
-		for i := range s.Pods {
-			if s.Pods[i].Labels[paddlev1.LabelReplicaType] == string(rt) {
-				counts[PodState(&s.Pods[i])]++
-			}
-		}
+		counts := roleCounts(s, rt)
 		lines = append(lines, fmt.Sprintf("  %-7s %d/%d running   %s", rt, counts["Running"], rs.Replicas, countsText(counts)))
 	}
 	if t := TrainingLine(j.Status.Progress); t != "" {
@@ -85,7 +82,34 @@ func Lines(s client.Snapshot, elapsed time.Duration) []string {
 	for _, l := range PendingLines(j.Name, s.Unschedulable) {
 		lines = append(lines, "  "+l)
 	}
+	if c := meta.FindStatusCondition(j.Status.Conditions, paddlev1.JobRunning); len(s.Unschedulable) == 0 && c != nil &&
+		(c.Reason == paddlev1.ReasonUnschedulable || c.Reason == paddlev1.ReasonCannotStart) && c.Status == metav1.ConditionFalse {
+		// The operator's account, when the client could not explain
+		// (the kubelet's reasons: an image it cannot pull).
+		lines = append(lines, "  "+c.Reason+": "+c.Message)
+	}
 	return lines
+}
+
+// roleCounts counts a role's pods by state; once the job finished, the
+// counts it finished with (its status), since the pods it stopped or
+// cleaned up are going or gone.
+func roleCounts(s client.Snapshot, rt paddlev1.ReplicaType) map[string]int {
+	counts := map[string]int{}
+	if rs := s.Job.Status.ReplicaStatus(rt); s.Job.Status.IsFinished() && rs != nil {
+		for state, n := range map[string]int32{"Succeeded": rs.Succeeded, "Failed": rs.Failed, "Stopped": rs.Stopped} {
+			if n > 0 {
+				counts[state] = int(n)
+			}
+		}
+		return counts
+	}
+	for i := range s.Pods {
+		if s.Pods[i].Labels[paddlev1.LabelReplicaType] == string(rt) {
+			counts[PodState(&s.Pods[i])]++
+		}
+	}
+	return counts
 }
 
 // PendingLines say why pods of a job stay Pending, pods with one reason on

@@ -1,10 +1,16 @@
 package termprogress
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/testutil"
+	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
 // A pod's state in a word, with a sidecar (an init container with
@@ -49,5 +55,34 @@ func TestPodStateWithASidecar(t *testing.T) {
 				t.Errorf("PodState = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A finished job's lines count its roles as it finished (its status), not
+// the pods the operator is stopping; a Pending job held by the kubelet says
+// so in the operator's words.
+func TestLinesOfFinishedAndHeldJobs(t *testing.T) {
+	done := testutil.MakePaddleJob("wd", "ns").PS(2).Workers(2).Obj()
+	done.Status = paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobCompleted,
+		PS:     &paddlev1.ReplicaStatus{Stopped: 2, Ready: "0/2"},
+		Worker: &paddlev1.ReplicaStatus{Succeeded: 2, Ready: "0/2"}}
+	ps0 := corev1.Pod{}
+	ps0.Labels = map[string]string{paddlev1.LabelReplicaType: "ps"}
+	ps0.Status.Phase = corev1.PodRunning
+	got := strings.Join(Lines(client.Snapshot{Job: done, Pods: []corev1.Pod{ps0}}, 0), "\n")
+	for _, want := range []string{"ps      0/2 running   Stopped 2", "worker  0/2 running   Succeeded 2"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("lines of a completed job:\n%s\nwant %q", got, want)
+		}
+	}
+
+	held := testutil.MakePaddleJob("wd", "ns").Workers(1).Obj()
+	held.Status = paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobPending, Conditions: []metav1.Condition{{
+		Type: paddlev1.JobRunning, Status: metav1.ConditionFalse, Reason: paddlev1.ReasonCannotStart,
+		Message: "the kubelet cannot start wd-worker-0: container paddle: ImagePullBackOff",
+	}}}
+	got = strings.Join(Lines(client.Snapshot{Job: held}, 0), "\n")
+	if want := "  CannotStart: the kubelet cannot start wd-worker-0: container paddle: ImagePullBackOff"; !strings.Contains(got, want) {
+		t.Errorf("lines of a held job:\n%s\nwant %q", got, want)
 	}
 }

@@ -280,6 +280,26 @@ func (w *PodWrapper) Pending(ip string) *PodWrapper {
 	return w
 }
 
+// Unschedulable marks the pod pending and unplaced, with the scheduler's
+// message.
+func (w *PodWrapper) Unschedulable(msg string) *PodWrapper {
+	w.Status.Phase = corev1.PodPending
+	w.Status.Conditions = append(w.Status.Conditions, corev1.PodCondition{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg,
+	})
+	return w
+}
+
+// Waiting marks the pod pending on a node with its first container waiting
+// for the given reason, as the kubelet reports an image it cannot pull.
+func (w *PodWrapper) Waiting(reason, msg string) *PodWrapper {
+	w.Status.Phase = corev1.PodPending
+	w.Status.ContainerStatuses = []corev1.ContainerStatus{{
+		Name: w.Spec.Containers[0].Name, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}},
+	}}
+	return w
+}
+
 // Running marks the pod and all its containers running with the given IP.
 func (w *PodWrapper) Running(ip string) *PodWrapper {
 	w.Status.Phase = corev1.PodRunning

@@ -286,6 +286,11 @@ func pendingKey(pods []corev1.Pod) string {
 // LocalNodeName is the name of the local cluster's node (paddlejob up).
 const LocalNodeName = "paddlejob-node"
 
+// maxOvercommit is how many times this machine's CPUs or memory the hint
+// asks the local node to offer at most: past it, a job sized for a real
+// cluster cannot usefully train here, however the node is started.
+const maxOvercommit = 16
+
 // LocalClusterHint says how to start the local cluster so that the pods
 // fit: what its node should offer instead of this machine's CPUs and memory,
 // enough for these pods and those it runs. It is "" when that would not
@@ -312,14 +317,24 @@ func LocalClusterHint(us []Unschedulable) string {
 			needs[name] = sum
 		}
 	}
-	// Enough for what the node's pods request already and every pod here.
+	// Enough for what the node's pods request already and every pod here,
+	// CPUs in whole cores.
 	capacity := map[corev1.ResourceName]resource.Quantity{}
 	for name, need := range needs {
 		total := requested[name].DeepCopy()
 		total.Add(need)
-		if allocatable != nil && total.Cmp(allocatable[name]) > 0 {
-			capacity[name] = total
+		if name == corev1.ResourceCPU {
+			total = *resource.NewQuantity((total.MilliValue()+999)/1000, resource.DecimalSI)
 		}
+		have := allocatable[name]
+		if allocatable == nil || total.Cmp(have) <= 0 {
+			continue
+		}
+		if name != "nvidia.com/gpu" && !have.IsZero() && total.MilliValue() > maxOvercommit*have.MilliValue() {
+			return fmt.Sprintf("the pods ask for %s in all, this machine has %s: lower the job's requests, or run it on a cluster that large",
+				quantityText(name, total), amount(name, have))
+		}
+		capacity[name] = total
 	}
 	var flags []string
 	var list []string

@@ -141,6 +141,16 @@ func TestLocalClusterHint(t *testing.T) {
 	if got := LocalClusterHint([]Unschedulable{other}); got != "" {
 		t.Errorf("hint %q for another cluster's node", got)
 	}
+	// 1000 CPUs and a half on a node of 2: whole cores, and no overcommit
+	// of 500 times the machine.
+	half := pendingPod("h", resources("cpu", "500m"))
+	if got := LocalClusterHint([]Unschedulable{*ExplainUnschedulable(&half, local, []corev1.Pod{boundPod(LocalNodeName, corev1.PodRunning, resources("cpu", "2"))})}); !strings.HasSuffix(got, "paddlejob up --capacity cpu=3") {
+		t.Errorf("hint %q, want whole CPUs", got)
+	}
+	huge := pendingPod("w", resources("cpu", "1000"))
+	if got, want := LocalClusterHint([]Unschedulable{*ExplainUnschedulable(&huge, local, running)}), "the pods ask for 1001 CPU in all, this machine has 2: lower the job's requests"; !strings.HasPrefix(got, want) {
+		t.Errorf("hint %q, want it to start with %q", got, want)
+	}
 	if got := LocalClusterHint([]Unschedulable{{Pod: "w", Message: "taints", Node: LocalNodeName}}); got != "" {
 		t.Errorf("hint %q for a reason capacity does not fix", got)
 	}

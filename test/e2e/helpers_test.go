@@ -177,6 +177,18 @@ func mustComplete(t testing.TB, job *paddlev1.PaddleJob) {
 		dumpJob(t, job.Namespace, job.Name)
 		t.Fatalf("PaddleJob %s ended %s: %s", job.Name, job.Status.Phase, client.FailureMessage(job))
 	}
+	// What finished and how: every worker succeeded, and no role reports a
+	// pod still running (the servers the operator stopped are "stopped").
+	for _, rt := range paddlev1.ReplicaTypes {
+		rs, n := job.Status.ReplicaStatus(rt), job.Spec.ReplicaCount(rt)
+		if job.Spec.Replicas(rt) == nil {
+			continue
+		}
+		if rs == nil || rs.Running+rs.Pending+rs.Starting+rs.Unknown != 0 || rs.Ready != fmt.Sprintf("0/%d", n) ||
+			rt == paddlev1.ReplicaWorker && int(rs.Succeeded) != n {
+			t.Errorf("PaddleJob %s completed with %s status %+v (%d replicas)", job.Name, rt, rs, n)
+		}
+	}
 }
 
 // podLog reads a pod's whole log through the API server (and so the node's

@@ -163,11 +163,13 @@ func setCreatedCondition(st *paddlev1.PaddleJobStatus, job *paddlev1.PaddleJob, 
 // setRunningCondition sets the Running condition: true, with the phase
 // Running, once every pod exists and runs; otherwise false, with what the
 // job waits for, first the pods of a restart that must stop, then the
-// restart backoff, the pods' addresses, the servers, and last the pods
-// not running yet.
+// restart backoff, pods the scheduler cannot place or the kubelet cannot
+// start (the phase is then Pending: pending.go), the pods' addresses, the
+// servers, and last the pods not running yet.
 func setRunningCondition(st *paddlev1.PaddleJobStatus, job *paddlev1.PaddleJob, obs observed, now metav1.Time) {
 	desired := job.Spec.TotalReplicas()
 	notRunning := podsNotRunning(obs.pods)
+	waiting, why := podsWaiting(obs.pods)
 	switch {
 	case len(obs.pods) == desired && len(notRunning) == 0:
 		st.Phase = paddlev1.PaddleJobRunning
@@ -183,6 +185,9 @@ func setRunningCondition(st *paddlev1.PaddleJobStatus, job *paddlev1.PaddleJob, 
 		setCondition(st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonRestartBackoff,
 			fmt.Sprintf("recreating failed pods after a %s backoff (restart %d of at most %d)",
 				obs.backoff.Round(time.Second), st.RestartCount, job.Spec.BackoffLimitOrDefault()))
+	case waiting != "":
+		st.Phase = paddlev1.PaddleJobPending
+		setCondition(st, now, paddlev1.JobRunning, metav1.ConditionFalse, waiting, why)
 	case len(obs.missingHosts) > 0:
 		setCondition(st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonWaitingForPodIPs,
 			"training starts once every pod has an IP; waiting for "+listNames(obs.missingHosts))
@@ -202,12 +207,30 @@ func setRunningCondition(st *paddlev1.PaddleJobStatus, job *paddlev1.PaddleJob, 
 func finish(st paddlev1.PaddleJobStatus, phase paddlev1.PaddleJobPhase, now metav1.Time, c metav1.Condition) paddlev1.PaddleJobStatus {
 	st.Phase = phase
 	st.CompletionTime = &now
+	stopLivePods(&st)
 	setCondition(&st, now, c.Type, c.Status, c.Reason, c.Message)
 	setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonJobFinished, "the job "+strings.ToLower(string(phase)))
 	if st.IsConditionTrue(paddlev1.JobRestarting) {
 		setCondition(&st, now, paddlev1.JobRestarting, metav1.ConditionFalse, ReasonJobFinished, "the job "+strings.ToLower(string(phase))+" while restarting")
 	}
 	return st
+}
+
+// stopLivePods counts the pods a finishing job still runs as stopped: the
+// operator deletes them in the same pass (cleanup.go), so a finished job
+// never reports a role running.
+func stopLivePods(st *paddlev1.PaddleJobStatus) {
+	for _, rt := range paddlev1.ReplicaTypes {
+		rs := st.ReplicaStatus(rt)
+		if rs == nil {
+			continue
+		}
+		rs.Stopped += rs.Pending + rs.Starting + rs.Running + rs.Unknown
+		rs.Pending, rs.Starting, rs.Running, rs.Unknown = 0, 0, 0, 0
+		if _, replicas, ok := strings.Cut(rs.Ready, "/"); ok {
+			rs.Ready = "0/" + replicas
+		}
+	}
 }
 
 func setCondition(st *paddlev1.PaddleJobStatus, now metav1.Time, t string, s metav1.ConditionStatus, reason, msg string) {

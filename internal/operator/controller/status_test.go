@@ -81,6 +81,7 @@ type nextStatusCase struct {
 	wantMode   paddlev1.PaddleJobMode
 	wantConds  map[string]statusCondition
 	wantWorker *paddlev1.ReplicaStatus
+	wantPS     *paddlev1.ReplicaStatus
 }
 
 // check computes the status of tc's job and checks the phase, the mode, the
@@ -111,6 +112,9 @@ func (tc nextStatusCase) check(t *testing.T) {
 	}
 	if tc.wantWorker != nil && *st.Worker != *tc.wantWorker {
 		t.Errorf("worker status = %+v, want %+v", *st.Worker, *tc.wantWorker)
+	}
+	if tc.wantPS != nil && *st.PS != *tc.wantPS {
+		t.Errorf("ps status = %+v, want %+v", *st.PS, *tc.wantPS)
 	}
 	finished := tc.wantPhase == paddlev1.PaddleJobCompleted || tc.wantPhase == paddlev1.PaddleJobFailed
 	if finished != (st.CompletionTime != nil) {
@@ -186,6 +190,60 @@ func TestNextStatusWhilePodsStartAndRun(t *testing.T) {
 	}})
 }
 
+// TestNextStatusSaysWhyPodsWait: pods the scheduler cannot place, or whose
+// containers the kubelet cannot start, hold the job Pending with their
+// words, the pods grouped by cause; a pod only starting holds nothing.
+func TestNextStatusSaysWhyPodsWait(t *testing.T) {
+	ps := statusPSJob()
+	const insufficient = "0/1 nodes are available: 1 Insufficient cpu."
+	full := func(w *testutil.PodWrapper) *testutil.PodWrapper {
+		return w.Unschedulable(insufficient + " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
+	}
+	noPull := func(w *testutil.PodWrapper) *testutil.PodWrapper {
+		return w.Scheduled("n").Waiting("ImagePullBackOff", `Back-off pulling image "nosuch:1"`)
+	}
+	creating := func(w *testutil.PodWrapper) *testutil.PodWrapper {
+		return w.Scheduled("n").Waiting("ContainerCreating", "")
+	}
+	runNextStatusCases(t, []nextStatusCase{{
+		name:      "workers the scheduler cannot place, grouped, without the preemption account",
+		job:       ps,
+		states:    podStates{"wd-ps-0": running("1.1.1.1"), "wd-ps-1": running("1.1.1.2"), "wd-worker-0": full, "wd-worker-1": full},
+		missing:   []string{"wd-worker-0", "wd-worker-1"},
+		wantPhase: paddlev1.PaddleJobPending, wantMode: paddlev1.PaddleJobModePS,
+		wantConds: map[string]statusCondition{
+			paddlev1.JobCreated: {metav1.ConditionTrue, ReasonPodsCreated, "all 4 pods exist"},
+			paddlev1.JobRunning: {metav1.ConditionFalse, paddlev1.ReasonUnschedulable, "the scheduler cannot place wd-worker-0, wd-worker-1: " + insufficient},
+		},
+		wantWorker: &paddlev1.ReplicaStatus{Pending: 2, Ready: "0/2"},
+	}, {
+		name:      "an image the kubelet cannot pull",
+		job:       ps,
+		states:    podStates{"wd-ps-0": noPull, "wd-ps-1": running("1.1.1.2"), "wd-worker-0": creating, "wd-worker-1": creating},
+		missing:   []string{"wd-ps-0"},
+		wantPhase: paddlev1.PaddleJobPending, wantMode: paddlev1.PaddleJobModePS,
+		wantConds: map[string]statusCondition{
+			paddlev1.JobRunning: {metav1.ConditionFalse, paddlev1.ReasonCannotStart, `the kubelet cannot start wd-ps-0: container paddle: ImagePullBackOff: Back-off pulling image "nosuch:1"`},
+		},
+	}, {
+		name:      "unschedulable comes before an image pull, which waits on the node",
+		job:       ps,
+		states:    podStates{"wd-ps-0": noPull, "wd-ps-1": running("1.1.1.2"), "wd-worker-0": full, "wd-worker-1": creating},
+		wantPhase: paddlev1.PaddleJobPending, wantMode: paddlev1.PaddleJobModePS,
+		wantConds: map[string]statusCondition{
+			paddlev1.JobRunning: {metav1.ConditionFalse, paddlev1.ReasonUnschedulable, "wd-worker-0: " + insufficient},
+		},
+	}, {
+		name:      "containers being created hold nothing",
+		job:       ps,
+		states:    podStates{"wd-ps-0": creating, "wd-ps-1": creating, "wd-worker-0": creating, "wd-worker-1": creating},
+		wantPhase: paddlev1.PaddleJobStarting, wantMode: paddlev1.PaddleJobModePS,
+		wantConds: map[string]statusCondition{
+			paddlev1.JobRunning: {metav1.ConditionFalse, ReasonWaitingForPods, "waiting for wd-ps-0"},
+		},
+	}})
+}
+
 // TestNextStatusFinishesWhenWorkersSucceedOrAPodFails: every worker
 // succeeded completes the job; a pod failure fails it, naming the pod.
 func TestNextStatusFinishesWhenWorkersSucceedOrAPodFails(t *testing.T) {
@@ -201,6 +259,8 @@ func TestNextStatusFinishesWhenWorkersSucceedOrAPodFails(t *testing.T) {
 			paddlev1.JobSucceeded: {metav1.ConditionTrue, ReasonWorkersSucceeded, "all 2 workers succeeded"},
 			paddlev1.JobRunning:   {metav1.ConditionFalse, ReasonJobFinished, "the job completed"},
 		},
+		wantWorker: &paddlev1.ReplicaStatus{Succeeded: 2, Ready: "0/2"},
+		wantPS:     &paddlev1.ReplicaStatus{Stopped: 2, Ready: "0/2"},
 	}, {
 		name: "a worker's non-zero exit fails the job, naming pod, container and code",
 		job:  ps,
@@ -211,6 +271,8 @@ func TestNextStatusFinishesWhenWorkersSucceedOrAPodFails(t *testing.T) {
 		wantConds: map[string]statusCondition{
 			paddlev1.JobFailed: {metav1.ConditionTrue, ReasonPodFailed, `pod wd-worker-1: container "paddle" exited with code 3 (Error)`},
 		},
+		wantWorker: &paddlev1.ReplicaStatus{Failed: 1, Stopped: 1, Ready: "0/2"},
+		wantPS:     &paddlev1.ReplicaStatus{Stopped: 2, Ready: "0/2"},
 	}, {
 		name: "a pserver failure fails the job",
 		job:  ps,

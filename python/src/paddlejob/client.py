@@ -284,7 +284,8 @@ class PaddleJobClient:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 what = f"condition {condition}" if condition else f"phase {' or '.join(sorted(wanted))}"
-                raise WaitTimeoutError(job, f"PaddleJob {ns}/{name} did not reach {what} within {timeout:g}s (phase {job.status.phase or 'none yet'})", self.target)
+                held = f": {job.status.pending_reason}" if job.status.pending_reason else ""
+                raise WaitTimeoutError(job, f"PaddleJob {ns}/{name} did not reach {what} within {timeout:g}s (phase {job.status.phase or 'none yet'}{held})", self.target)
             if polling_interval is not None:
                 time.sleep(min(polling_interval, remaining))
                 job = self.get_job(name, ns)

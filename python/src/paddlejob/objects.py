@@ -45,6 +45,8 @@ class ReplicaStatus:
     running: int = 0
     failed: int = 0
     succeeded: int = 0
+    #: Pods still running when the job finished, which the operator stopped.
+    stopped: int = 0
     unknown: int = 0
     restarts: int = 0
     #: "running/replicas", as kubectl get pdj shows it.
@@ -59,7 +61,7 @@ class ReplicaStatus:
             return int(d.get(k) or 0)
 
         return cls(pending=n("pending"), starting=n("starting"), running=n("running"), failed=n("failed"),
-                   succeeded=n("succeeded"), unknown=n("unknown"), restarts=n("restarts"), ready=str(d.get("ready") or ""))
+                   succeeded=n("succeeded"), stopped=n("stopped"), unknown=n("unknown"), restarts=n("restarts"), ready=str(d.get("ready") or ""))
 
 
 @dataclass(frozen=True)
@@ -184,6 +186,17 @@ class JobStatus:
             return FailureExplanation.parse(failed.message)
         restarting = self.condition("Restarting")
         return FailureExplanation.parse(restarting.message) if restarting else None
+
+    @property
+    def pending_reason(self) -> str:
+        """Why a Pending job's pods cannot run ("reason: message"), in the
+        scheduler's or the kubelet's words with the pods named, "" when
+        nothing holds them (Running condition, reason Unschedulable or
+        CannotStart)."""
+        c = self.condition("Running")
+        if self.phase == "Pending" and c and not c.true and c.reason in ("Unschedulable", "CannotStart"):
+            return f"{c.reason}: {c.message}"
+        return ""
 
     @property
     def failure_message(self) -> str:

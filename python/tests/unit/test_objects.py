@@ -68,3 +68,23 @@ def test_to_yaml_round_trips() -> None:
     import yaml
 
     assert yaml.safe_load(paddlejob.Job(STORED).to_yaml()) == STORED
+
+
+def test_a_pending_job_says_what_holds_it() -> None:
+    held = "the scheduler cannot place wd-worker-0: 0/1 nodes are available: 1 Insufficient cpu."
+    st = paddlejob.JobStatus.from_dict({
+        "phase": "Pending",
+        "worker": {"pending": 1, "ready": "0/1"},
+        "conditions": [{"type": "Running", "status": "False", "reason": "Unschedulable", "message": held}],
+    })
+    assert st.pending_reason == "Unschedulable: " + held and st.worker == paddlejob.ReplicaStatus(pending=1, ready="0/1")
+    starting = paddlejob.JobStatus.from_dict({
+        "phase": "Starting",
+        "conditions": [{"type": "Running", "status": "False", "reason": "WaitingForPods", "message": "waiting for wd-worker-0"}],
+    })
+    assert starting.pending_reason == ""
+
+
+def test_a_finished_job_counts_the_pods_it_stopped() -> None:
+    st = paddlejob.JobStatus.from_dict({"phase": "Completed", "ps": {"stopped": 2, "ready": "0/2"}, "worker": {"succeeded": 2, "ready": "0/2"}})
+    assert st.ps == paddlejob.ReplicaStatus(stopped=2, ready="0/2") and st.worker == paddlejob.ReplicaStatus(succeeded=2, ready="0/2")
