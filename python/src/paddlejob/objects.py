@@ -27,7 +27,7 @@ TERMINAL = ("Completed", "Failed")
 # datetime.fromisoformat, which before Python 3.11 takes neither "Z" nor
 # fractions of other than 3 or 6 digits.
 _RFC3339 = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))")
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))", re.ASCII)
 
 
 def _time(v: Any) -> Optional[datetime]:
@@ -50,9 +50,10 @@ def _time(v: Any) -> Optional[datetime]:
 
 
 # A metric's value as the status holds it: a decimal number (api/v1
-# ProgressMetric). Checked before float(), which also takes "nan", "1_000"
-# and spaces; the Go SDK's LatestMetrics accepts exactly the same.
-_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+# ProgressMetric). Checked before float(), which also takes "nan", "1_000",
+# spaces and other scripts' digits; the Go SDK's LatestMetrics accepts
+# exactly the same.
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 
 
 def _metric(v: Any) -> Optional[float]:
@@ -179,15 +180,19 @@ class MetricSeries:
         for s in history.get("metrics") or []:
             if not isinstance(s, Mapping):
                 continue
-            steps = s.get("steps") or []
+            steps: List[Any] = s["steps"] if isinstance(s.get("steps"), list) else []
             points = []
             for i, p in enumerate(s.get("points") or []):
                 t, v = (_metric(p[0]), _metric(p[1])) if isinstance(p, list) and len(p) == 2 else (None, None)
-                if t is not None and v is not None:
+                if t is None or v is None:
+                    continue
+                try:
                     # Whole milliseconds, as the operator rounds them: a float's
                     # seconds would drift by a microsecond.
                     when = _EPOCH + timedelta(milliseconds=round(t * 1000))
-                    points.append(MetricPoint(time=when, value=v, step=_int(steps[i]) if i < len(steps) else None))
+                except OverflowError:  # beyond the year 9999
+                    continue
+                points.append(MetricPoint(time=when, value=v, step=_int(steps[i]) if i < len(steps) else None))
             out.append(cls(name=str(s.get("name", "")), points=points))
         return out
 

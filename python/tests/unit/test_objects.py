@@ -76,7 +76,8 @@ def test_odd_values_are_none_or_left_out() -> None:
         "startTime": "yesterday", "completionTime": "2026-13-01T00:00:00Z", "lastRestartTime": 5,
         "conditions": [{"type": "Running", "status": "True", "lastTransitionTime": "2026-11-25T10:05:00"}],
         "progress": {"metrics": [{"name": "loss", "value": "nan"}, {"name": "auc", "value": "0.7"}, {"name": "lr", "value": " 1"},
-                                 {"name": "acc", "value": 0.5}, {"name": "top1", "value": True}, {"name": "big", "value": "1e999"}, "x"]},
+                                 {"name": "acc", "value": 0.5}, {"name": "top1", "value": True}, {"name": "big", "value": "1e999"},
+                                 {"name": "arabic", "value": "\u0661"}, "x"]},
     })
     assert (st.start_time, st.completion_time, st.last_restart_time) == (None, None, None)
     assert st.conditions[0].last_transition_time is None  # no zone: not RFC 3339

@@ -62,11 +62,14 @@ def test_vector(path: Path) -> None:
 
 def test_history_odd_points_are_left_out() -> None:
     got = paddlejob.MetricSeries.from_history({"metrics": [
-        {"name": "loss", "points": [[1795600830.5, 0.5], [1795600831, None], ["x", 1], [1795600832], 7], "steps": [3]},
+        {"name": "loss", "points": [[1795600830.5, 0.5], [1795600831, None], ["x", 1], [1795600832], 7, [1e300, 1]], "steps": [3]},
+        {"name": "auc", "points": [[1795600830.5, 0.5]], "steps": {"not": "a list"}},
         "not a series",
     ]})
     assert got == [paddlejob.MetricSeries(name="loss", points=[
-        paddlejob.MetricPoint(time=datetime(2026, 11, 25, 10, 0, 30, 500000, tzinfo=timezone.utc), value=0.5, step=3)])]
+        paddlejob.MetricPoint(time=datetime(2026, 11, 25, 10, 0, 30, 500000, tzinfo=timezone.utc), value=0.5, step=3)]),
+        paddlejob.MetricSeries(name="auc", points=[
+            paddlejob.MetricPoint(time=datetime(2026, 11, 25, 10, 0, 30, 500000, tzinfo=timezone.utc), value=0.5)])]
     assert paddlejob.MetricSeries.from_history({}) == []
 
 
