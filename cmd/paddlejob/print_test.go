@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
-	opprogress "github.com/paddlejob/paddlejob/internal/operator/progress"
+	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
 func jobWithProgress() paddlev1.PaddleJob {
@@ -54,14 +54,17 @@ func TestDescribeAndMetricsShowProgress(t *testing.T) {
 		t.Errorf("describe:\n%s", out.String())
 	}
 	out.Reset()
-	hist := opprogress.History{Metrics: []opprogress.Series{{Name: "auc", Points: [][2]float64{{100, 0.5}, {110, 0.7}, {120, 0.74}}}}}
+	at := func(sec int64, v float64) client.MetricPoint {
+		return client.MetricPoint{Time: time.Unix(sec, 0), Value: v}
+	}
+	hist := []client.MetricSeries{{Name: "auc", Points: []client.MetricPoint{at(100, 0.5), at(110, 0.7), at(120, 0.74)}}}
 	printMetrics(&out, &j, hist, 40, 4)
 	got := out.String()
 	if !strings.Contains(got, "auc  latest 0.74  (3 points over 20s)") || !strings.Contains(got, "0.74 |  *") || !strings.Contains(got, " 0.5 |*") {
 		t.Errorf("metrics:\n%s", got)
 	}
 	out.Reset()
-	printMetrics(&out, &j, opprogress.History{}, 40, 4)
+	printMetrics(&out, &j, nil, 40, 4)
 	if !strings.Contains(out.String(), "No metric history") {
 		t.Errorf("metrics without history:\n%s", out.String())
 	}

@@ -37,7 +37,7 @@ from .errors import (
 )
 from .image import build_image_context
 from .job import ROLES, CephFSVolume, PaddleJob
-from .objects import PHASES, FailureExplanation, Job, JobCondition, JobProgress, JobStatus, ReplicaStatus
+from .objects import PHASES, FailureExplanation, Job, JobCondition, JobProgress, JobStatus, MetricPoint, MetricSeries, ReplicaStatus
 from .progress import ProgressReporter, flush_progress, report_progress
 from .runtime import dataset_from_reader, dist_reader, trainer_id, trainers, wait_for_servers
 
@@ -60,7 +60,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "PHASES", "ROLES", "AlreadyExistsError", "ApiError", "CephFSVolume", "ClusterUnreachableError", "ConflictError",
     "FailureExplanation", "ForbiddenError", "ImageContextError", "InvalidArgumentError", "InvalidError", "Job", "JobCondition", "JobFailedError",
-    "JobProgress", "JobStatus", "LogLine", "NoClusterError", "NoDockerEngineError", "NotFoundError", "PaddleJob",
+    "JobProgress", "JobStatus", "LogLine", "MetricPoint", "MetricSeries", "NoClusterError", "NoDockerEngineError", "NotFoundError", "PaddleJob",
     "PaddleJobClient", "PaddleJobError", "ProgressReporter", "ReplicaStatus", "ValidationError", "WaitTimeoutError",
     "build_image_context", "dataset_from_reader", "dist_reader", "failure_message", "flush_progress", "job_condition",
     "job_phase", "report_progress", "trainer_id", "trainers", "wait_for_servers",

@@ -31,7 +31,7 @@ from .errors import (
 from ._logs import LogLine, follow_logs
 from ._transport import _STREAM_ENDED, _UNREACHABLE, _api_error, _reason
 from .job import GROUP, LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, MAX_REPLICAS, PLURAL, ROLES, VERSION, PaddleJob
-from .objects import PHASES, TERMINAL, Job, JobProgress
+from .objects import PHASES, TERMINAL, Job, JobProgress, MetricSeries
 
 __all__ = ["LABEL_JOB_NAME", "LABEL_REPLICA_INDEX", "LABEL_REPLICA_TYPE", "PHASES", "ROLES", "TERMINAL", "Job", "LogLine",
            "PaddleJobClient", "failure_message", "job_condition", "job_phase"]
@@ -379,6 +379,30 @@ class PaddleJobClient:
 
         out.sort(key=when)
         return out
+
+    def get_job_metric_history(self, name: str, namespace: Optional[str] = None) -> List[MetricSeries]:
+        """The curve of each metric the job's training program reported, in
+        the order first reported: times as UTC datetimes, values as floats.
+
+        The operator records them in the ConfigMap NAME-metrics, at most every
+        30 seconds while reports come (docs/progress.md); reading it needs get
+        on configmaps. Empty when nothing is recorded yet or that ConfigMap is
+        not the job's (not owned by it). The Go SDK's Client.MetricHistory.
+        """
+        ns = self._ns(namespace)
+        job = self.get_job(name, ns)
+        try:
+            cm = self._call(f"reading the metric history of PaddleJob {ns}/{name}", self.core.read_namespaced_config_map, f"{name}-metrics", ns)
+        except NotFoundError:
+            return []
+        owners = cm.metadata.owner_references or []
+        if not any(o.kind == "PaddleJob" and o.api_version == f"{GROUP}/{VERSION}" and o.name == name and o.uid == job.uid for o in owners):
+            return []
+        try:
+            history = json.loads((cm.data or {})["history.json"])
+        except (KeyError, ValueError):
+            raise PaddleJobError(f"ConfigMap {ns}/{name}-metrics holds no metric history (history.json)") from None
+        return MetricSeries.from_history(history) if isinstance(history, Mapping) else []
 
     def get_job_logs(
         self,

@@ -8,9 +8,10 @@ keeps working; ``job.raw`` is that dict.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 #: Phases of a PaddleJob (status.phase), in api/v1's order.
@@ -21,15 +22,51 @@ MODES = ("PS", "Collective", "Single")
 TERMINAL = ("Completed", "Failed")
 
 
+# RFC 3339 as the API server writes times (metav1.Time, and MicroTime with
+# its six fractional digits), parsed here rather than by
+# datetime.fromisoformat, which before Python 3.11 takes neither "Z" nor
+# fractions of other than 3 or 6 digits.
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))", re.ASCII)
+
+
 def _time(v: Any) -> Optional[datetime]:
+    """A time of the object as an aware datetime in UTC; None when missing or
+    not a time (one odd value never fails reading the rest)."""
     if isinstance(v, datetime):
-        return v
-    if isinstance(v, str) and v:
-        try:
-            return datetime.fromisoformat(v.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    return None
+        return v.astimezone(timezone.utc) if v.tzinfo else v.replace(tzinfo=timezone.utc)
+    m = _RFC3339.fullmatch(v) if isinstance(v, str) else None
+    if not m:
+        return None
+    y, mo, d, h, mi, s, frac, z, sign, oh, om = m.groups()
+    offset = timedelta() if z else (1 if sign == "+" else -1) * timedelta(hours=int(oh), minutes=int(om))
+    try:
+        # Fractions beyond microseconds are truncated, as Go keeps nanoseconds.
+        t = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), int((frac or "0")[:6].ljust(6, "0")),
+                     tzinfo=timezone(offset))
+    except ValueError:  # month 13, an offset of 24 hours...
+        return None
+    return t.astimezone(timezone.utc)
+
+
+# A metric's value as the status holds it: a decimal number (api/v1
+# ProgressMetric). Checked before float(), which also takes "nan", "1_000",
+# spaces and other scripts' digits; the Go SDK's LatestMetrics accepts
+# exactly the same.
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+
+
+def _metric(v: Any) -> Optional[float]:
+    """A metric's value as a float; None when it is not a finite decimal number."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        f = float(v)
+    elif isinstance(v, str) and _DECIMAL.fullmatch(v):
+        f = float(v)
+    else:
+        return None
+    return f if math.isfinite(f) else None
 
 
 def _int(v: Any) -> Optional[int]:
@@ -72,6 +109,7 @@ class JobCondition:
     status: str
     reason: str = ""
     message: str = ""
+    #: When the condition's status last changed (UTC).
     last_transition_time: Optional[datetime] = None
 
     @property
@@ -93,19 +131,75 @@ class JobProgress:
     epoch: Optional[int] = None
     total_epochs: Optional[int] = None
     step: Optional[int] = None
-    #: The latest value of each metric, in the order first reported.
-    metrics: Dict[str, str] = field(default_factory=dict)
+    #: The latest value of each metric as a float, in the order first
+    #: reported. A value that is not a finite decimal number (the operator
+    #: never writes one) is left out; the status as served keeps it
+    #: (``job["status"]["progress"]["metrics"]``).
+    metrics: Dict[str, float] = field(default_factory=dict)
     reporter: str = ""
+    #: When the operator received the report (UTC).
     last_update_time: Optional[datetime] = None
 
     @classmethod
     def from_dict(cls, d: Optional[Mapping[str, Any]]) -> Optional["JobProgress"]:
         if not d:
             return None
-        metrics = {str(m.get("name")): str(m.get("value")) for m in d.get("metrics") or [] if isinstance(m, Mapping)}
+        metrics: Dict[str, float] = {}
+        for m in d.get("metrics") or []:
+            value = _metric(m.get("value")) if isinstance(m, Mapping) else None
+            if value is not None:
+                metrics[str(m.get("name"))] = value
         return cls(percent=_int(d.get("percent")), eta_seconds=_int(d.get("estimatedSecondsRemaining")), epoch=_int(d.get("epoch")),
                    total_epochs=_int(d.get("totalEpochs")), step=_int(d.get("step")), metrics=metrics,
                    reporter=str(d.get("reporter") or ""), last_update_time=_time(d.get("lastUpdateTime")))
+
+
+@dataclass(frozen=True)
+class MetricPoint:
+    """One recorded value of a metric."""
+
+    #: When the operator received the report, to the millisecond (UTC).
+    time: datetime
+    value: float
+    #: The training step the program reported with it, if any.
+    step: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class MetricSeries:
+    """One metric's recorded curve, oldest point first."""
+
+    name: str
+    points: List[MetricPoint] = field(default_factory=list)
+
+    @classmethod
+    def from_history(cls, history: Mapping[str, Any]) -> List["MetricSeries"]:
+        """The curves of a metric history as the operator writes it (the
+        ConfigMap NAME-metrics' history.json: [unix seconds, value] pairs, the
+        steps aside), in the order first reported. A point that is not two
+        finite numbers (the operator never writes one) is left out."""
+        out = []
+        for s in history.get("metrics") or []:
+            if not isinstance(s, Mapping):
+                continue
+            steps: List[Any] = s["steps"] if isinstance(s.get("steps"), list) else []
+            points = []
+            for i, p in enumerate(s.get("points") or []):
+                t, v = (_metric(p[0]), _metric(p[1])) if isinstance(p, list) and len(p) == 2 else (None, None)
+                if t is None or v is None:
+                    continue
+                try:
+                    # Whole milliseconds, as the operator rounds them: a float's
+                    # seconds would drift by a microsecond.
+                    when = _EPOCH + timedelta(milliseconds=round(t * 1000))
+                except OverflowError:  # beyond the year 9999
+                    continue
+                points.append(MetricPoint(time=when, value=v, step=_int(steps[i]) if i < len(steps) else None))
+            out.append(cls(name=str(s.get("name", "")), points=points))
+        return out
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 # The sentence in which the operator writes a known failure's explanation
@@ -149,10 +243,16 @@ class JobStatus:
     worker: Optional[ReplicaStatus] = None
     heter: Optional[ReplicaStatus] = None
     conditions: List[JobCondition] = field(default_factory=list)
+    #: When the operator first saw the job active (UTC), as every time here:
+    #: an aware datetime, None when the status has none or it is not a time.
     start_time: Optional[datetime] = None
+    #: When the job completed or failed.
     completion_time: Optional[datetime] = None
     restart_count: int = 0
     progress: Optional[JobProgress] = None
+    #: When the operator last restarted the job or recreated a failed pod
+    #: (to the microsecond).
+    last_restart_time: Optional[datetime] = None
 
     @classmethod
     def from_dict(cls, d: Optional[Mapping[str, Any]]) -> "JobStatus":
@@ -163,6 +263,7 @@ class JobStatus:
             conditions=[JobCondition.from_dict(c) for c in d.get("conditions") or [] if isinstance(c, Mapping)],
             start_time=_time(d.get("startTime")), completion_time=_time(d.get("completionTime")),
             restart_count=int(d.get("restartCount") or 0), progress=JobProgress.from_dict(d.get("progress")),
+            last_restart_time=_time(d.get("lastRestartTime")),
         )
 
     def condition(self, type_: str) -> Optional[JobCondition]:

@@ -44,7 +44,7 @@ def test_typed_fields() -> None:
     assert st.condition("Succeeded") is None
     assert st.failure_message == "PodFailed: pod wd-worker-1: exit 3"
     assert st.progress == paddlejob.JobProgress(percent=40, eta_seconds=30, epoch=2, total_epochs=5,
-                                                metrics={"auc": "0.74", "loss": "0.48"}, reporter="wd-worker-0")
+                                                metrics={"auc": 0.74, "loss": 0.48}, reporter="wd-worker-0")
 
 
 def test_the_former_dicts_still_work() -> None:
@@ -88,3 +88,24 @@ def test_a_pending_job_says_what_holds_it() -> None:
 def test_a_finished_job_counts_the_pods_it_stopped() -> None:
     st = paddlejob.JobStatus.from_dict({"phase": "Completed", "ps": {"stopped": 2, "ready": "0/2"}, "worker": {"succeeded": 2, "ready": "0/2"}})
     assert st.ps == paddlejob.ReplicaStatus(stopped=2, ready="0/2") and st.worker == paddlejob.ReplicaStatus(succeeded=2, ready="0/2")
+
+
+def test_odd_values_are_none_or_left_out() -> None:
+    # The operator writes neither; one odd value must not fail the rest.
+    st = paddlejob.JobStatus.from_dict({
+        "startTime": "yesterday", "completionTime": "2026-13-01T00:00:00Z", "lastRestartTime": 5,
+        "conditions": [{"type": "Running", "status": "True", "lastTransitionTime": "2026-11-25T10:05:00"}],
+        "progress": {"metrics": [{"name": "loss", "value": "nan"}, {"name": "auc", "value": "0.7"}, {"name": "lr", "value": " 1"},
+                                 {"name": "acc", "value": 0.5}, {"name": "top1", "value": True}, {"name": "big", "value": "1e999"},
+                                 {"name": "arabic", "value": "\u0661"}, "x"]},
+    })
+    assert (st.start_time, st.completion_time, st.last_restart_time) == (None, None, None)
+    assert st.conditions[0].last_transition_time is None  # no zone: not RFC 3339
+    assert st.progress is not None and st.progress.metrics == {"auc": 0.7, "acc": 0.5}
+
+
+def test_times_are_utc() -> None:
+    st = paddlejob.JobStatus.from_dict({"startTime": "2026-11-25T12:00:05.123456789+02:00"})
+    assert st.start_time == datetime(2026, 11, 25, 10, 0, 5, 123456, tzinfo=timezone.utc)
+    assert st.start_time is not None and st.start_time.tzinfo == timezone.utc
+    assert paddlejob.JobStatus.from_dict({"startTime": datetime(2026, 11, 25, 10)}).start_time == datetime(2026, 11, 25, 10, tzinfo=timezone.utc)
