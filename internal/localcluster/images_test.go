@@ -109,12 +109,25 @@ func TestTheLauncherImagesHoldTheLauncher(t *testing.T) {
 	}
 }
 
-// `paddlejob up` without the launcher beside paddlejob names the binary and
-// how to build it.
-func TestTheLauncherMissingIsNamed(t *testing.T) {
-	err := writeImageTable(layout{t.TempDir()}, filepath.Join(t.TempDir(), "paddlejob"), nil, "")
-	if err == nil || !strings.Contains(err.Error(), "paddlejob-launch, expected beside the paddlejob binary") || !strings.Contains(err.Error(), "make build") {
-		t.Fatalf("error %v; want one naming paddlejob-launch and make build", err)
+// Without paddlejob-launch beside it (a `go install`ed CLI), the CLI itself
+// is the launcher the images run: it is one when run under that name.
+func TestWithoutTheLauncherTheCLIIsTheLauncher(t *testing.T) {
+	bin := t.TempDir()
+	paddlejob := filepath.Join(bin, "paddlejob")
+	if err := os.WriteFile(paddlejob, []byte("#!/bin/sh\n# the CLI\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l := layout{t.TempDir()}
+	if err := writeImageTable(l, paddlejob, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range launcherNames {
+		if data, err := os.ReadFile(filepath.Join(l.launcherDir(), name)); err != nil || string(data) != "#!/bin/sh\n# the CLI\n" {
+			t.Errorf("%s in %s: %q, %v; want the CLI", name, l.launcherDir(), data, err)
+		}
+	}
+	if err := writeImageTable(layout{t.TempDir()}, filepath.Join(t.TempDir(), "paddlejob"), nil, ""); err == nil || !strings.Contains(err.Error(), "the launcher images run") {
+		t.Fatalf("error %v; want one naming the missing binary", err)
 	}
 }
 
