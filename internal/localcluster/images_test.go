@@ -15,6 +15,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/paddlejob/paddlejob/examples/images"
 	"github.com/paddlejob/paddlejob/internal/localcluster/node"
 	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
@@ -220,5 +221,29 @@ func manifestImages(path string) ([]string, error) {
 			return nil, err
 		}
 		walk(v)
+	}
+}
+
+// The built-in image table of docs/local-cluster.md names every image the
+// node answers to: a context added to images.yaml is documented with it.
+func TestTheDocsNameEveryBuiltInImage(t *testing.T) {
+	table, err := images.LoadTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "local-cluster.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := append([]string{}, table.PaddleImages...)
+	for _, c := range table.Contexts {
+		names = append(names, c.Images...)
+	}
+	for _, name := range names {
+		// The table abbreviates a registry path it gave in full before.
+		short := name[strings.LastIndex(name, "/"):]
+		if !strings.Contains(string(doc), "`"+name) && !strings.Contains(string(doc), "`…"+short) {
+			t.Errorf("docs/local-cluster.md's image table does not name %s", name)
+		}
 	}
 }
