@@ -130,6 +130,7 @@ test-integration: envtest $(HELM) $(KUSTOMIZE) ## Integration tests against a re
 
 .PHONY: test-e2e
 test-e2e: envtest addons ## End-to-end tests on the local cluster, with real PaddlePaddle and real gang schedulers.
+	hack/setup.sh tests
 	$(ENVTEST_ENV) go test -timeout 55m $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: bench

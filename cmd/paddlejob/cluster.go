@@ -65,7 +65,7 @@ func newUpCmd() *cobra.Command {
 bound to 127.0.0.1 with generated certificates, the PaddleJob CRD and operator, and nodes
 (--nodes, one by default) that run each pod as sandboxed host processes (bubblewrap), every
 pod with a network namespace and an IP of its own, every node with its own IP, all joined
-by the cluster network (docs/local-cluster.md#network). The first start builds the
+by the cluster network (docs/local-cluster.md#the-network). The first start builds the
 control-plane binaries from Go modules (a few minutes, cached); later starts reuse them.
 A second 'up' reuses the running cluster (and refuses other settings than it runs with).
 

@@ -9,10 +9,19 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
+
+	"github.com/paddlejob/paddlejob/internal/podtools/podcmd"
 )
 
 func main() {
+	if filepath.Base(os.Args[0]) == podcmd.LauncherName {
+		// This binary in a local cluster's image, standing in for the
+		// launcher that was not built beside it (go install).
+		podcmd.Main(podcmd.Root(podcmd.LauncherName))
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {

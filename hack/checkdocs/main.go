@@ -7,14 +7,14 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/paddlejob/paddlejob/internal/markdown"
 )
 
 func main() {
@@ -36,29 +36,13 @@ func main() {
 	}
 }
 
-// skipDirs are not the project's documentation: tools' caches, built web
-// assets, dependencies.
-var skipDirs = map[string]bool{".git": true, "bin": true, "node_modules": true, "dist": true, "build": true}
-
 // check returns a line per problem: "file:line: what".
 func check(root string) ([]string, error) {
 	targets, err := makeTargets(filepath.Join(root, "Makefile"))
 	if err != nil {
 		return nil, err
 	}
-	var files []string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != root && (skipDirs[d.Name()] || strings.HasPrefix(d.Name(), ".")) {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() && strings.HasSuffix(path, ".md") {
-			files = append(files, path)
-		}
-		return nil
-	})
+	files, err := markdown.Files(root)
 	if err != nil {
 		return nil, err
 	}
@@ -79,42 +63,16 @@ func check(root string) ([]string, error) {
 var (
 	// inlineLink is [text](target) or ![alt](target), target without spaces.
 	inlineLink = regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
-	codeSpan   = regexp.MustCompile("`([^`]+)`")
 	makeCall   = regexp.MustCompile(`(?:^|[\s;&|(])make((?:\s+[A-Za-z0-9_.-]+(?:=\S*)?)+)`)
-	heading    = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
-	// shellComment starts a comment of a shell line: # at its start or
-	// after a blank.
-	shellComment = regexp.MustCompile(`(^|\s)#`)
 )
 
 // checkFile checks one Markdown file's links and make targets.
 func checkFile(path, text string, targets map[string]bool) []string {
 	var problems []string
-	inFence := false
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			inFence = !inFence
-			continue
-		}
-		var code []string
-		if inFence {
-			// A shell comment is prose.
-			if i := shellComment.FindStringIndex(line); i != nil {
-				line = line[:i[0]]
-			}
-			code = []string{line}
-		} else {
-			for _, m := range codeSpan.FindAllStringSubmatch(line, -1) {
-				code = append(code, m[1])
-			}
-			prose := codeSpan.ReplaceAllString(line, "")
-			for _, m := range inlineLink.FindAllStringSubmatch(prose, -1) {
-				if p := checkLink(path, m[1]); p != "" {
-					problems = append(problems, fmt.Sprintf("%d: %s", n, p))
-				}
+	markdown.Lines(text, func(n int, code []string, prose string) {
+		for _, m := range inlineLink.FindAllStringSubmatch(prose, -1) {
+			if p := checkLink(path, m[1]); p != "" {
+				problems = append(problems, fmt.Sprintf("%d: %s", n, p))
 			}
 		}
 		for _, c := range code {
@@ -124,7 +82,7 @@ func checkFile(path, text string, targets map[string]bool) []string {
 				}
 			}
 		}
-	}
+	})
 	return problems
 }
 
@@ -148,45 +106,10 @@ func checkLink(path, target string) string {
 	if err != nil {
 		return fmt.Sprintf("link %s: %v", target, err)
 	}
-	if !slices.Contains(anchors(string(data)), fragment) {
+	if !slices.Contains(markdown.Anchors(string(data)), fragment) {
 		return fmt.Sprintf("link %s: %s has no heading #%s", target, dest, fragment)
 	}
 	return ""
-}
-
-// anchors are the fragments GitHub gives a file's headings: lowercase,
-// punctuation dropped, spaces as '-', repeats numbered -1, -2...
-func anchors(text string) []string {
-	var out []string
-	seen := map[string]int{}
-	inFence := false
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			inFence = !inFence
-			continue
-		}
-		m := heading.FindStringSubmatch(line)
-		if inFence || m == nil {
-			continue
-		}
-		var b strings.Builder
-		for _, r := range strings.ToLower(codeSpan.ReplaceAllString(m[1], "$1")) {
-			switch {
-			case r == ' ':
-				b.WriteRune('-')
-			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
-				b.WriteRune(r)
-			}
-		}
-		a := b.String()
-		if k := seen[a]; k > 0 {
-			out = append(out, fmt.Sprintf("%s-%d", a, k))
-		} else {
-			out = append(out, a)
-		}
-		seen[a]++
-	}
-	return out
 }
 
 // makeTargetsIn are the targets of the make commands in a piece of code:

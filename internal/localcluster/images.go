@@ -12,6 +12,7 @@ import (
 	"github.com/paddlejob/paddlejob/internal/fsutil"
 	"github.com/paddlejob/paddlejob/internal/localcluster/node"
 	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
+	"github.com/paddlejob/paddlejob/internal/podtools/podcmd"
 	"github.com/paddlejob/paddlejob/python"
 )
 
@@ -34,7 +35,7 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 
 // launcherBinary is the in-pod launcher's binary (cmd/paddlejob-launch),
 // which the build puts beside paddlejob.
-const launcherBinary = "paddlejob-launch"
+const launcherBinary = podcmd.LauncherName
 
 // launcherNames are the names the launcher has in an image that holds it:
 // its own, and paddlejob for the command lines written for the CLI's
@@ -110,7 +111,7 @@ func writeImageTable(l layout, paddlejob string, rts map[string]*paddleruntime.R
 	if err := writeContexts(contexts, table); err != nil {
 		return err
 	}
-	if err := writeLauncher(l.launcherDir(), filepath.Join(filepath.Dir(paddlejob), launcherBinary)); err != nil {
+	if err := writeLauncher(l.launcherDir(), launcherSource(paddlejob)); err != nil {
 		return err
 	}
 	paddle := paddleRuntimes(rts)
@@ -165,6 +166,18 @@ func writeContexts(dir string, table *images.Table) error {
 	return markScriptsExecutable(dir)
 }
 
+// launcherSource is the binary the launcher images run: paddlejob-launch
+// beside paddlejob when the build put it there (make build: a fraction of
+// the CLI's size), else the paddlejob binary itself, which is the launcher
+// when run under its name (a `go install`ed CLI has no launcher beside it).
+func launcherSource(paddlejob string) string {
+	beside := filepath.Join(filepath.Dir(paddlejob), launcherBinary)
+	if _, err := os.Stat(beside); err == nil {
+		return beside
+	}
+	return paddlejob
+}
+
 // writeLauncher copies the launcher binary into dir under each of its
 // names, as an image built by docs/launcher.md holds it. A copy, not a
 // link, so that pods see this binary alone, not the directory it was
@@ -172,7 +185,7 @@ func writeContexts(dir string, table *images.Table) error {
 func writeLauncher(dir, binary string) error {
 	binary, err := filepath.EvalSymlinks(binary)
 	if err != nil {
-		return fmt.Errorf("the launcher images run %s, expected beside the paddlejob binary: %w; build both (make build, or go build -o DIR/ ./cmd/paddlejob ./cmd/paddlejob-launch)", launcherBinary, err)
+		return fmt.Errorf("the launcher images run %s: %w", binary, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/paddlejob/paddlejob/examples/images"
 	"github.com/paddlejob/paddlejob/internal/localcluster/node"
 	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
@@ -109,12 +110,25 @@ func TestTheLauncherImagesHoldTheLauncher(t *testing.T) {
 	}
 }
 
-// `paddlejob up` without the launcher beside paddlejob names the binary and
-// how to build it.
-func TestTheLauncherMissingIsNamed(t *testing.T) {
-	err := writeImageTable(layout{t.TempDir()}, filepath.Join(t.TempDir(), "paddlejob"), nil, "")
-	if err == nil || !strings.Contains(err.Error(), "paddlejob-launch, expected beside the paddlejob binary") || !strings.Contains(err.Error(), "make build") {
-		t.Fatalf("error %v; want one naming paddlejob-launch and make build", err)
+// Without paddlejob-launch beside it (a `go install`ed CLI), the CLI itself
+// is the launcher the images run: it is one when run under that name.
+func TestWithoutTheLauncherTheCLIIsTheLauncher(t *testing.T) {
+	bin := t.TempDir()
+	paddlejob := filepath.Join(bin, "paddlejob")
+	if err := os.WriteFile(paddlejob, []byte("#!/bin/sh\n# the CLI\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l := layout{t.TempDir()}
+	if err := writeImageTable(l, paddlejob, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range launcherNames {
+		if data, err := os.ReadFile(filepath.Join(l.launcherDir(), name)); err != nil || string(data) != "#!/bin/sh\n# the CLI\n" {
+			t.Errorf("%s in %s: %q, %v; want the CLI", name, l.launcherDir(), data, err)
+		}
+	}
+	if err := writeImageTable(layout{t.TempDir()}, filepath.Join(t.TempDir(), "paddlejob"), nil, ""); err == nil || !strings.Contains(err.Error(), "the launcher images run") {
+		t.Fatalf("error %v; want one naming the missing binary", err)
 	}
 }
 
@@ -207,5 +221,29 @@ func manifestImages(path string) ([]string, error) {
 			return nil, err
 		}
 		walk(v)
+	}
+}
+
+// The built-in image table of docs/local-cluster.md names every image the
+// node answers to: a context added to images.yaml is documented with it.
+func TestTheDocsNameEveryBuiltInImage(t *testing.T) {
+	table, err := images.LoadTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "local-cluster.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := append([]string{}, table.PaddleImages...)
+	for _, c := range table.Contexts {
+		names = append(names, c.Images...)
+	}
+	for _, name := range names {
+		// The table abbreviates a registry path it gave in full before.
+		short := name[strings.LastIndex(name, "/"):]
+		if !strings.Contains(string(doc), "`"+name) && !strings.Contains(string(doc), "`…"+short) {
+			t.Errorf("docs/local-cluster.md's image table does not name %s", name)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -11,12 +12,16 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/localcluster"
 	"github.com/paddlejob/paddlejob/internal/testutil"
+	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
 	"github.com/paddlejob/paddlejob/pkg/client"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // `paddlejob up` adds its context to the user's kubeconfig and makes it
@@ -25,14 +30,25 @@ import (
 // pods, no listening port, no state directory and no context, and makes the
 // user's context current again — after which a job command fails naming
 // that context, touching nothing. It runs a cluster of its own, with a pod
-// running, so it depends on no other test and on no test order.
+// running, so it depends on no other test and on no test order. The CLI is
+// `go install`ed into an empty GOBIN, as a user installs it: no launcher
+// beside it, yet the launcher image runs (the CLI is the launcher).
 func TestUpAndDownKeepTheUsersKubeconfig(t *testing.T) {
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	writeUsersKubeconfig(t, kubeconfig)
+	gobin := filepath.Join(dir, "gobin")
+	install := exec.Command("go", "install", "./cmd/paddlejob")
+	install.Dir, install.Env = testenv.RepoRoot(), append(os.Environ(), "GOBIN="+gobin)
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("go install ./cmd/paddlejob: %v\n%s", err, out)
+	}
+	if entries, _ := os.ReadDir(gobin); len(entries) != 1 {
+		t.Fatalf("GOBIN holds %d files; want paddlejob alone", len(entries))
+	}
 	paddlejob := func(args ...string) (string, error) {
-		cmd := exec.Command(filepath.Join(binDir, "paddlejob"), args...)
+		cmd := exec.Command(filepath.Join(gobin, "paddlejob"), args...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBEBUILDER_ASSETS="+os.Getenv("KUBEBUILDER_ASSETS"))
 		out, err := cmd.CombinedOutput()
 		t.Logf("paddlejob %s:\n%s", strings.Join(args, " "), out)
@@ -72,6 +88,7 @@ func TestUpAndDownKeepTheUsersKubeconfig(t *testing.T) {
 	if out, err := paddlejob("get", "sleeper"); err != nil || !strings.Contains(out, "Running") {
 		t.Errorf("paddlejob get on the current context: %v", err)
 	}
+	checkLauncherImageRuns(ctx, t, ownClient)
 
 	if _, err := paddlejob("down", "--home", home); err != nil {
 		t.Fatal(err)
@@ -151,4 +168,42 @@ func processesMentioning(paths ...string) []string {
 		}
 	}
 	return out
+}
+
+// checkLauncherImageRuns runs a pod of the launcher image, a lone trainer
+// (no Job around it), and checks the launcher ran its program.
+func checkLauncherImageRuns(ctx context.Context, t *testing.T, c *client.Client) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "launched", Namespace: "default"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+			Name: "launcher", Image: "paddlejob/launcher", Args: []string{"--no-pserver", "--", "sh", "-c", "echo trainer started by the launcher"},
+		}}},
+	}
+	pods := c.Clientset().CoreV1().Pods("default")
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=launched"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if p, ok := ev.Object.(*corev1.Pod); ok && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
+			if p.Status.Phase != corev1.PodSucceeded {
+				t.Fatalf("the launcher pod %s", statusLine(p))
+			}
+			break
+		}
+	}
+	r, err := c.Logs(ctx, "default", "launched", client.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	out, _ := io.ReadAll(r)
+	if !strings.Contains(string(out), "trainer started by the launcher") {
+		t.Errorf("the launcher pod's log:\n%s", out)
+	}
 }
