@@ -78,10 +78,10 @@ func (v view) active() bool {
 func decide(v view) step {
 	j, wl := v.job, v.wl
 	switch {
-	case wl != nil && isTrue(wl, workloadFinished) && hasFinalizer(wl):
+	case wl != nil && stageOf(wl) == stageFinished && hasFinalizer(wl):
 		return stepDropFinalizer
 	case j.Status.IsFinished():
-		if wl != nil && !isTrue(wl, workloadFinished) {
+		if wl != nil && stageOf(wl) != stageFinished {
 			return stepFinish
 		}
 		return stepNone
@@ -94,9 +94,9 @@ func decide(v view) step {
 			return stepOutOfSync
 		}
 		return stepAdopt
-	case isTrue(wl, workloadFinished):
+	case stageOf(wl) == stageFinished:
 		return stepNone // as in Kueue: a finished Workload is not acted on
-	case isTrue(wl, workloadEvicted):
+	case stageOf(wl) == stageEvicted:
 		switch {
 		case !j.IsSuspended():
 			return stepStop
@@ -106,7 +106,7 @@ func decide(v view) step {
 		return stepNone
 	case j.IsSuspended():
 		return decideSuspended(v)
-	case !isTrue(wl, workloadAdmitted):
+	case stageOf(wl) != stageAdmitted:
 		return stepStop
 	case priorityChanged(j, wl):
 		return stepUpdatePriority
@@ -148,7 +148,7 @@ func decideSuspended(v view) step {
 	j, wl := v.job, v.wl
 	prebuilt := j.prebuiltWorkload() != ""
 	switch {
-	case isTrue(wl, workloadAdmitted):
+	case stageOf(wl) == stageAdmitted:
 		if refusedAdmission(j, wl) != "" {
 			return stepRefuse
 		}
@@ -226,6 +226,34 @@ func podsReadyCondition(v view) metav1.Condition {
 		return metav1.Condition{Type: workloadPodsReady, Status: metav1.ConditionFalse, Reason: workloadWaitForRecovery, Message: "At least one pod has failed, waiting for recovery"}
 	}
 	return metav1.Condition{Type: workloadPodsReady, Status: metav1.ConditionFalse, Reason: workloadWaitForStart, Message: "Not all pods are ready or succeeded"}
+}
+
+// stage is where a Workload is in Kueue's admission, read from its
+// conditions here alone: decide acts on it, holdMessage explains it.
+type stage int
+
+const (
+	// stageQueued: waiting for quota and admission.
+	stageQueued stage = iota
+	// stageAdmitted: admitted and not evicted: the job may run.
+	stageAdmitted
+	// stageEvicted: evicted (preempted, deactivated, a timeout): the job
+	// stops, and queues again once its pods are gone.
+	stageEvicted
+	// stageFinished: done, with or without the job.
+	stageFinished
+)
+
+func stageOf(wl *workload) stage {
+	switch {
+	case isTrue(wl, workloadFinished):
+		return stageFinished
+	case isTrue(wl, workloadEvicted):
+		return stageEvicted
+	case isTrue(wl, workloadAdmitted):
+		return stageAdmitted
+	}
+	return stageQueued
 }
 
 func isTrue(wl *workload, t string) bool {

@@ -242,3 +242,24 @@ func TestPodsReadyCondition(t *testing.T) {
 		})
 	}
 }
+
+// A Workload's stage, read once for the decisions and the messages: a
+// finished Workload is finished whatever else holds, an eviction overrides
+// the admission it ends.
+func TestStageOfAWorkload(t *testing.T) {
+	pj := queuedJob().Obj()
+	for _, tt := range []struct {
+		conds []string
+		want  stage
+	}{
+		{nil, stageQueued},
+		{[]string{workloadQuotaReserved}, stageQueued},
+		{[]string{workloadQuotaReserved, workloadAdmitted}, stageAdmitted},
+		{[]string{workloadQuotaReserved, workloadAdmitted, workloadEvicted}, stageEvicted},
+		{[]string{workloadAdmitted, workloadEvicted, workloadFinished}, stageFinished},
+	} {
+		if got := stageOf(wlOf(pj, tt.conds...)); got != tt.want {
+			t.Errorf("conditions %v: stage %d, want %d", tt.conds, got, tt.want)
+		}
+	}
+}

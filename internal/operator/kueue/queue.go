@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -62,10 +61,10 @@ func holdMessage(j job, wl *workload) string {
 		return fmt.Sprintf("waiting for Workload %s, which MultiKueue creates", j.prebuiltWorkload())
 	case wl == nil:
 		return fmt.Sprintf("waiting in Kueue LocalQueue %s; its Workload is being created", queue)
-	case isTrue(wl, workloadFinished):
+	case stageOf(wl) == stageFinished:
 		c := findCondition(wl, workloadFinished)
 		return fmt.Sprintf("Kueue's Workload %s finished without the job (%s: %s)", wl.Metadata.Name, c.Reason, c.Message)
-	case wl.Metadata.DeletionTimestamp == nil && isTrue(wl, workloadAdmitted) && !isTrue(wl, workloadEvicted):
+	case wl.Metadata.DeletionTimestamp == nil && stageOf(wl) == stageAdmitted:
 		if why := refusedAdmission(j, wl); why != "" {
 			return why
 		}
@@ -75,7 +74,8 @@ func holdMessage(j job, wl *workload) string {
 		return ""
 	}
 	why := findCondition(wl, workloadQuotaReserved).Message
-	if ev := findCondition(wl, workloadEvicted); ev.Status == metav1.ConditionTrue {
+	if stageOf(wl) == stageEvicted {
+		ev := findCondition(wl, workloadEvicted)
 		why = fmt.Sprintf("Kueue evicted it (%s: %s)", ev.Reason, ev.Message)
 	}
 	if why == "" {
