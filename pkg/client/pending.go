@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -344,7 +345,7 @@ func LocalClusterHint(us []Unschedulable) string {
 		case "nvidia.com/gpu":
 			flags = append(flags, "--gpus "+q.String())
 		case corev1.ResourceCPU:
-			list = append(list, "cpu="+q.String())
+			list = append(list, "cpu="+amount(name, q))
 		case corev1.ResourceMemory:
 			list = append(list, "memory="+bytesText(q.Value()))
 		default:
@@ -390,10 +391,14 @@ func quantityText(name corev1.ResourceName, q resource.Quantity) string {
 	return amount(name, q) + " " + string(name)
 }
 
-// amount is a quantity without its resource's name: "5", "1.5Gi".
+// amount is a quantity without its resource's name: "5", "1000", "1.5",
+// "1.5Gi" (CPUs as a count, not "1k" or "1500m").
 func amount(name corev1.ResourceName, q resource.Quantity) string {
-	if name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage {
+	switch name {
+	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
 		return bytesText(q.Value())
+	case corev1.ResourceCPU:
+		return strconv.FormatFloat(float64(q.MilliValue())/1000, 'f', -1, 64)
 	}
 	return q.String()
 }

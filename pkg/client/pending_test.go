@@ -58,10 +58,10 @@ func TestExplainUnschedulable(t *testing.T) {
 			"needs 12Gi memory, the node has 8Gi; needs 4 nvidia.com/gpu, the node has 0"},
 		{"the largest of several nodes", func() corev1.Pod { return pendingPod("w", resources("cpu", "1500m")) },
 			[]corev1.Node{node("a", resources("cpu", "1"), nil), node("b", resources("cpu", "1200m"), nil)}, nil,
-			"needs 1500m CPU, the largest node has 1200m"},
+			"needs 1.5 CPU, the largest node has 1.2"},
 		{"others use the node", func() corev1.Pod { return pendingPod("w", resources("cpu", "2")) }, local,
 			[]corev1.Pod{boundPod("paddlejob-node", corev1.PodRunning, resources("cpu", "1500m")), boundPod("paddlejob-node", corev1.PodSucceeded, resources("cpu", "2"))},
-			"needs 2 CPU, the node has 500m free of 2: other pods request the rest"},
+			"needs 2 CPU, the node has 0.5 free of 2: other pods request the rest"},
 		{"a limit is the request", func() corev1.Pod {
 			p := pendingPod("w", nil)
 			p.Spec.Containers[0].Resources.Limits = resources("memory", "9000Mi")

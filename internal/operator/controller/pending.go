@@ -47,15 +47,19 @@ func podsWaiting(pods []*corev1.Pod) (reason, message string) {
 	return "", ""
 }
 
-// schedulerSays is the scheduler's message for a pod it left unplaced,
-// without its account of preemption (which only says no pod could make room).
+// schedulerSays is the scheduler's message for a pod it left unplaced: its
+// first sentence, what the nodes lack ("0/1 nodes are available: 1
+// Insufficient cpu."), without what follows on claims and preemption.
 func schedulerSays(p *corev1.Pod) (string, bool) {
 	if p.Spec.NodeName != "" {
 		return "", false
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			msg, _, _ := strings.Cut(c.Message, " preemption:")
+			msg := c.Message
+			if i := strings.Index(msg, ". "); i >= 0 {
+				msg = msg[:i+1]
+			}
 			return strings.TrimSpace(msg), true
 		}
 	}

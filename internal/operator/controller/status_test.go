@@ -197,7 +197,7 @@ func TestNextStatusSaysWhyPodsWait(t *testing.T) {
 	ps := statusPSJob()
 	const insufficient = "0/1 nodes are available: 1 Insufficient cpu."
 	full := func(w *testutil.PodWrapper) *testutil.PodWrapper {
-		return w.Unschedulable(insufficient + " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
+		return w.Unschedulable(insufficient + " no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
 	}
 	noPull := func(w *testutil.PodWrapper) *testutil.PodWrapper {
 		return w.Scheduled("n").Waiting("ImagePullBackOff", `Back-off pulling image "nosuch:1"`)
@@ -206,7 +206,7 @@ func TestNextStatusSaysWhyPodsWait(t *testing.T) {
 		return w.Scheduled("n").Waiting("ContainerCreating", "")
 	}
 	runNextStatusCases(t, []nextStatusCase{{
-		name:      "workers the scheduler cannot place, grouped, without the preemption account",
+		name:      "workers the scheduler cannot place, grouped, the scheduler's first sentence",
 		job:       ps,
 		states:    podStates{"wd-ps-0": running("1.1.1.1"), "wd-ps-1": running("1.1.1.2"), "wd-worker-0": full, "wd-worker-1": full},
 		missing:   []string{"wd-worker-0", "wd-worker-1"},

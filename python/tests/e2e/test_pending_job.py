@@ -26,9 +26,10 @@ def test_an_unschedulable_job_says_why(client: PaddleJobClient, namespace: str) 
                                "batch.paddlepaddle.org", "v1", namespace, "paddlejobs",
                                field_selector="metadata.name=huge", timeout_seconds=120):
         job = paddlejob.Job(event["object"])
-        if job.status.pending_reason:
+        # The scheduler tries the pods one by one: wait until both are named.
+        if "huge-worker-0, huge-worker-1" in job.status.pending_reason:
             stream.stop()
     assert job.status.phase == "Pending", job.status
-    want = "Unschedulable: the scheduler cannot place huge-worker-0, huge-worker-1: 0/1 nodes are available: 1 Insufficient cpu"
-    assert job.status.pending_reason.startswith(want), job.status.pending_reason
+    want = "Unschedulable: the scheduler cannot place huge-worker-0, huge-worker-1: 0/1 nodes are available: 1 Insufficient cpu."
+    assert job.status.pending_reason == want, job.status.pending_reason
     assert job.status.worker is not None and (job.status.worker.pending, job.status.worker.ready) == (2, "0/2")
