@@ -138,7 +138,7 @@ func (f *validateFlags) run(cmd *cobra.Command) error {
 		if f.server {
 			how = "by a server-side dry run in " + f.target.where()
 		}
-		fmt.Fprintf(out, "%s: PaddleJob %s is valid (checked %s)\n", f.file, o.GetName(), how)
+		fmt.Fprintf(out, "%s: PaddleJob %s is valid (checked %s)\n", f.file, r.name, how)
 	}
 	switch {
 	case jobs == 0:
@@ -161,7 +161,10 @@ func validateOffline(ctx context.Context, o *unstructured.Unstructured) (*jobRep
 		return nil, err
 	}
 	r := &jobReport{}
-	obj := o.DeepCopy().UnstructuredContent()
+	obj, err := asCreated(o)
+	if err != nil {
+		return nil, err
+	}
 	// Strict field validation, as kubectl asks for: unknown fields are
 	// errors. Pruned, the rest of the object is checked still.
 	for _, p := range pruning.PruneWithOptions(obj, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}) {
@@ -181,6 +184,26 @@ func validateOffline(ctx context.Context, o *unstructured.Unstructured) (*jobRep
 	}
 	r.addErrors(checkImage, validateImages(job))
 	return r, nil
+}
+
+// asCreated is the object as the API server validates it: its numbers
+// decoded from JSON, whole ones as integers (the CEL rules compare them with
+// integers, and refuse a float), and its name generated from generateName.
+func asCreated(o *unstructured.Unstructured) (map[string]any, error) {
+	data, err := o.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil {
+		return nil, err
+	}
+	if base := u.GetGenerateName(); u.GetName() == "" && base != "" {
+		// As the API server's generator names it, with a suffix that is
+		// the same on every run: five characters after at most 58.
+		u.SetName(base[:min(len(base), 58)] + "xxxxx")
+	}
+	return u.Object, nil
 }
 
 // schemaErrors are the API server's checks of a custom resource against

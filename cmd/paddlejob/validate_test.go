@@ -42,6 +42,8 @@ func TestValidateSaysWhatTheServerSays(t *testing.T) {
 		{"an enum", "  intranet: Pod\n" + worker(""), []string{`spec.intranet: Unsupported value: "Pod": supported values: "PodIP", "Service", "Host"`}, ""},
 		{"a bound", strings.Replace(worker(""), "replicas: 2", "replicas: 0", 1), []string{"spec.worker.replicas: Invalid value: 0: spec.worker.replicas in body should be greater than or equal to 1"}, ""},
 		{"a CEL rule: no worker", "  cleanPodPolicy: Never\n", []string{"is invalid", "worker"}, ""},
+		{"a CEL rule on numbers", "  elasticPolicy: {minReplicas: 3, maxReplicas: 2}\n" + worker(""),
+			[]string{"paddlejob/job: spec.elasticPolicy: Invalid value: elasticPolicy.minReplicas must not exceed elasticPolicy.maxReplicas"}, ""},
 		{"a CEL rule: the name", worker(""), []string{"metadata.name must be a DNS-1035 label"}, "Bad_Name"},
 		{"the webhook: a reserved name", strings.Replace(worker(""), "name: paddle", "name: wait-for-endpoints", 1),
 			[]string{"PaddleJob job is invalid: 1 problem (1 by the operator's webhook)", `paddlejob/job: spec.worker.template.spec.containers[0].name: Invalid value: "wait-for-endpoints": is reserved`}, ""},
@@ -134,12 +136,10 @@ func TestValidateGoesOnPastEachJob(t *testing.T) {
 	}
 	want := "-: PaddleJob b is invalid: 1 problem (1 in image references)\n" +
 		`paddlejob/b: spec.worker.template.spec.containers[0].image: Invalid value: "Bad:Image:v1": ` + client.ValidateImage("Bad:Image:v1").Error() + "\n" +
-		"-: PaddleJob #2 is invalid: 1 problem (1 by the schema)\n" +
-		"paddlejob #2: metadata.name: Required value: name or generateName is required\n" +
+		"-: PaddleJob #2 is valid (checked offline: the schema, the webhook's rules and the images)\n" +
 		"-: PaddleJob c is invalid: 1 problem (1 by the schema)\n" +
 		`paddlejob/c: spec.worker.replicas: Invalid value: "string": spec.worker.replicas in body must be of type integer: "string"` + "\n" +
-		"-: PaddleJob #4 is invalid: 2 problems (2 by the schema)\n" +
-		"paddlejob #4: metadata.name: Required value: name or generateName is required\n" +
+		"-: PaddleJob #4 is invalid: 1 problem (1 by the schema)\n" +
 		"paddlejob #4: spec.worker.replicas: Invalid value: 0: spec.worker.replicas in body should be greater than or equal to 1\n"
 	if out != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", out, want)
