@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/kube"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
@@ -205,4 +208,67 @@ func TestValidateServerCausesOnePerLine(t *testing.T) {
 	if _, err := serverReport(errors.New("connection refused")); err == nil || err.Error() != "connection refused" {
 		t.Errorf("a transport error: %v", err)
 	}
+}
+
+// TestValidateSurvivesWhatTheSchemaRefuses: the webhook's checks now run on
+// jobs the schema refuses, which the API server never hands them: every
+// number of an example negative or huge, every string empty, each is
+// listed as invalid, without a crash.
+func TestValidateSurvivesWhatTheSchemaRefuses(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/jobs/*.yaml")
+	samples, _ := filepath.Glob("../../config/samples/seed004/example-*.yaml")
+	for name, leaf := range map[string]func(any) any{
+		"negative numbers": func(x any) any { return ifNumber(x, int64(-1)) },
+		"huge numbers":     func(x any) any { return ifNumber(x, int64(1)<<40) },
+		"empty strings": func(x any) any {
+			if _, ok := x.(string); ok {
+				return ""
+			}
+			return x
+		},
+	} {
+		for _, f := range append(files, samples...) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := kube.DecodeManifests(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range objs {
+				for _, k := range []string{"metadata", "spec"} {
+					o.Object[k] = eachLeaf(o.Object[k], leaf)
+				}
+				if r, err := validateOffline(context.Background(), o); err != nil || len(r.problems) == 0 {
+					t.Errorf("%s, %s: %v, no problem found", f, name, err)
+				}
+			}
+		}
+	}
+}
+
+func ifNumber(x, to any) any {
+	switch x.(type) {
+	case int64, float64:
+		return to
+	}
+	return x
+}
+
+// eachLeaf replaces every value of x that is no map or list by fn's.
+func eachLeaf(x any, fn func(any) any) any {
+	switch v := x.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = eachLeaf(e, fn)
+		}
+		return v
+	case []any:
+		for i, e := range v {
+			v[i] = eachLeaf(e, fn)
+		}
+		return v
+	}
+	return fn(x)
 }
