@@ -113,7 +113,7 @@ func (f *validateFlags) run(cmd *cobra.Command) error {
 			continue
 		}
 		jobs++
-		r := &jobReport{}
+		var r *jobReport
 		if f.server {
 			r, err = serverReport(c.DryRun(cmd.Context(), o, f.target.ns()))
 		} else {
