@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -19,7 +17,6 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metavalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,24 +36,46 @@ func init() { register(newValidateCmd) }
 
 const validateLong = `Check each PaddleJob of a manifest, offline, as creating it would: the CRD's schema
 (unknown fields, types, enums, bounds and its validation rules) as the API server
-checks it, then the operator's admission webhook (the same code, so the same messages),
-then each container's image reference. Warnings go to stderr. Exits 0 when every job is
-valid, 1 otherwise.
+checks it, the operator's admission webhook (the same code, so the same messages),
+and each container's image reference. All three run on every job, so one run lists
+every problem of the file.
+
+A valid job is one line, FILE: PaddleJob NAME is valid. An invalid one is a line
+FILE: PaddleJob NAME is invalid, with its count of problems of each kind, then one
+line per problem:
+
+  paddlejob/NAME: FIELD: WHAT IS WRONG
+
+FIELD is the field's path as the API server writes it (spec.worker.replicas,
+spec.worker.template.spec.containers[0].image); a job without a name is
+paddlejob #N, the Nth PaddleJob of the file. The jobs come in the file's order; a
+job's problems by kind (schema, webhook, image), then by field path, the same on
+every run. What could not be checked (a schema error that leaves no PaddleJob to
+give the webhook, the CRD's rules the API server skips while the schema finds
+errors) is a Note on stderr; the webhook's warnings go to stderr too. Exits 0 when
+every job is valid, 1 otherwise.
 
 Offline, the pods' templates are not checked as the API server checks pods (the
 webhook does that with a dry run on a cluster): --server sends the manifest's jobs to
-the cluster as a server-side dry run (nothing is stored), with the operator's webhook.
+the cluster as a server-side dry run (nothing is stored), with the operator's webhook,
+and lists the problems it refuses a job for in the same lines (the cluster stops at
+the first kind that fails, and checks no image references).
 
 --build-context DIR (or IMAGE=DIR, as for run) also reads the Python programs of the
 image's build context, and warns when they and the job's mode disagree: a collective
 program (fleet.init(is_collective=True), init_parallel_env) in a job with spec.ps, or a
 parameter-server program (fleet.init_server, run_server) in a job without.`
 
+// validateFlags are validate's flags.
+type validateFlags struct {
+	target        targetFlags
+	file          string
+	server        bool
+	buildContexts []string
+}
+
 func newValidateCmd() *cobra.Command {
-	var t targetFlags
-	var file string
-	var server bool
-	var buildContexts []string
+	var f validateFlags
 	cmd := &cobra.Command{
 		Use:   "validate -f job.yaml",
 		Short: "Check the PaddleJobs of a manifest as the API server and the operator's webhook would, without a cluster",
@@ -65,90 +84,131 @@ func newValidateCmd() *cobra.Command {
   paddlejob validate -f job.yaml --build-context .   # also: does the program fit the job's mode?
   paddlejob validate -f job.yaml --server   # a dry run on the current context's cluster`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			objs, err := readManifests(cmd, file)
-			if err != nil {
-				return err
-			}
-			var c *client.Client
-			if server {
-				if c, err = t.client(cmd); err != nil {
-					return err
-				}
-			}
-			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			jobs, invalid := 0, 0
-			for _, o := range objs {
-				if o.GetKind() != "PaddleJob" || o.GroupVersionKind().Group != paddlev1.GroupVersion.Group {
-					continue
-				}
-				jobs++
-				var warnings []string
-				if server {
-					err = c.DryRun(cmd.Context(), o, t.ns())
-				} else {
-					warnings, err = validateOffline(cmd.Context(), o)
-				}
-				if err == nil && len(buildContexts) > 0 {
-					more, cerr := programWarnings(buildContexts, o)
-					if cerr != nil {
-						return cerr
-					}
-					warnings = append(warnings, more...)
-				}
-				for _, w := range warnings {
-					fmt.Fprintf(errOut, "Warning: %s\n", w)
-				}
-				if err != nil {
-					invalid++
-					fmt.Fprintf(out, "%s: %v\n", file, err)
-					continue
-				}
-				how := "offline: the schema, the webhook's rules and the images"
-				if server {
-					how = "by a server-side dry run in " + t.where()
-				}
-				fmt.Fprintf(out, "%s: PaddleJob %s is valid (checked %s)\n", file, o.GetName(), how)
-			}
-			switch {
-			case jobs == 0:
-				return fmt.Errorf("%s holds no PaddleJob (apiVersion %s, kind PaddleJob)", file, paddlev1.GroupVersion)
-			case invalid > 0:
-				return exitError{code: 1}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
-	t.bind(cmd)
-	cmd.Flags().StringVarP(&file, "filename", "f", "", "manifest with PaddleJobs (- for stdin); other objects are skipped")
-	cmd.Flags().BoolVar(&server, "server", false, "validate on the cluster (a server-side dry run) instead of offline")
-	cmd.Flags().StringArrayVar(&buildContexts, "build-context", nil, "a build context of the job's image (DIR, or IMAGE=DIR; may be repeated): warn when its programs and the job's mode disagree")
+	f.target.bind(cmd)
+	cmd.Flags().StringVarP(&f.file, "filename", "f", "", "manifest with PaddleJobs (- for stdin); other objects are skipped")
+	cmd.Flags().BoolVar(&f.server, "server", false, "validate on the cluster (a server-side dry run) instead of offline")
+	cmd.Flags().StringArrayVar(&f.buildContexts, "build-context", nil, "a build context of the job's image (DIR, or IMAGE=DIR; may be repeated): warn when its programs and the job's mode disagree")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
 
+// run validates every PaddleJob of the manifest and prints what it found.
+func (f *validateFlags) run(cmd *cobra.Command) error {
+	objs, err := readManifests(cmd, f.file)
+	if err != nil {
+		return err
+	}
+	var c *client.Client
+	if f.server {
+		if c, err = f.target.client(cmd); err != nil {
+			return err
+		}
+	}
+	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	jobs, invalid := 0, 0
+	for _, o := range objs {
+		if o.GetKind() != "PaddleJob" || o.GroupVersionKind().Group != paddlev1.GroupVersion.Group {
+			continue
+		}
+		jobs++
+		var r *jobReport
+		if f.server {
+			r, err = serverReport(c.DryRun(cmd.Context(), o, f.target.ns()))
+		} else {
+			r, err = validateOffline(cmd.Context(), o)
+		}
+		if err != nil {
+			return err
+		}
+		r.name = jobName(o, jobs)
+		if len(r.problems) == 0 && len(f.buildContexts) > 0 {
+			more, err := programWarnings(f.buildContexts, o)
+			if err != nil {
+				return err
+			}
+			r.warnings = append(r.warnings, more...)
+		}
+		if !r.print(out, errOut, f.file) {
+			invalid++
+			continue
+		}
+		how := "offline: the schema, the webhook's rules and the images"
+		if f.server {
+			how = "by a server-side dry run in " + f.target.where()
+		}
+		fmt.Fprintf(out, "%s: PaddleJob %s is valid (checked %s)\n", f.file, r.name, how)
+	}
+	switch {
+	case jobs == 0:
+		return fmt.Errorf("%s holds no PaddleJob (apiVersion %s, kind PaddleJob)", f.file, paddlev1.GroupVersion)
+	case invalid > 0:
+		return exitError{code: 1}
+	}
+	return nil
+}
+
 // validateOffline checks a PaddleJob as creating it would: the API
 // server's checks against the CRD (strict field validation, defaults, the
-// schema, its CEL rules), then the operator's webhook (defaulting and
-// ValidateCreate, without the pods' dry run that needs a cluster), then the
-// image references, which nothing on the server checks.
-func validateOffline(ctx context.Context, o *unstructured.Unstructured) ([]string, error) {
+// schema, its CEL rules), the operator's webhook (defaulting and
+// ValidateCreate, without the pods' dry run that needs a cluster), and the
+// image references, which nothing on the server checks. Unlike the server
+// it goes on past a kind of check that fails, so that one run finds all.
+func validateOffline(ctx context.Context, o *unstructured.Unstructured) (*jobReport, error) {
 	s, err := paddleJobSchema()
 	if err != nil {
 		return nil, err
 	}
-	gk := paddlev1.GroupVersion.WithKind("PaddleJob").GroupKind()
-	obj := o.DeepCopy().UnstructuredContent()
-	// Strict field validation, as kubectl asks for: unknown fields are errors.
-	if unknown := pruning.PruneWithOptions(obj, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}); len(unknown) > 0 {
-		sort.Strings(unknown)
-		var msgs []string
-		for _, p := range unknown {
-			msgs = append(msgs, fmt.Sprintf("unknown field %q", p))
-		}
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("PaddleJob %q: strict decoding error: %s", o.GetName(), strings.Join(msgs, ", ")))
+	r := &jobReport{}
+	obj, err := asCreated(o)
+	if err != nil {
+		return nil, err
+	}
+	// Strict field validation, as kubectl asks for: unknown fields are
+	// errors. Pruned, the rest of the object is checked still.
+	for _, p := range pruning.PruneWithOptions(obj, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}) {
+		r.add(checkSchema, p, fmt.Sprintf("unknown field %q", p))
 	}
 	defaulting.Default(obj, s.structural)
+	r.addErrors(checkSchema, schemaErrors(ctx, s, obj))
+	job := &paddlev1.PaddleJob{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, job); err != nil {
+		r.notes = append(r.notes, "not checked by the operator's webhook nor for image references: the schema's errors leave no PaddleJob to check ("+err.Error()+")")
+		return r, nil
+	}
+	warnings, err := admit(ctx, job)
+	r.warnings = warnings
+	if err := r.addRefusal(checkWebhook, err); err != nil {
+		return nil, err
+	}
+	r.addErrors(checkImage, validateImages(job))
+	return r, nil
+}
+
+// asCreated is the object as the API server validates it: its numbers
+// decoded from JSON, whole ones as integers (the CEL rules compare them with
+// integers, and refuse a float), and its name generated from generateName.
+func asCreated(o *unstructured.Unstructured) (map[string]any, error) {
+	data, err := o.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil {
+		return nil, err
+	}
+	if base := u.GetGenerateName(); u.GetName() == "" && base != "" {
+		// As the API server's generator names it, with a suffix that is
+		// the same on every run: five characters after at most 58.
+		u.SetName(base[:min(len(base), 58)] + "xxxxx")
+	}
+	return u.Object, nil
+}
+
+// schemaErrors are the API server's checks of a custom resource against
+// its CRD: the object's metadata, the schema, its list types and CEL rules.
+func schemaErrors(ctx context.Context, s *crdSchema, obj map[string]any) field.ErrorList {
 	u := &unstructured.Unstructured{Object: obj}
 	if u.GetNamespace() == "" {
 		u.SetNamespace("default") // the namespace it would go to is checked on the cluster
@@ -160,34 +220,23 @@ func validateOffline(ctx context.Context, o *unstructured.Unstructured) ([]strin
 	// The API server runs the CEL rules only on an object the schema
 	// found no type, enum, size or required-field error in, and says so.
 	if blocksRules(errs) {
-		errs = append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
-	} else {
-		celErrs, _ := s.cel.Validate(ctx, nil, s.structural, obj, nil, celconfig.RuntimeCELCostBudget)
-		errs = append(errs, celErrs...)
+		return append(errs, field.Invalid(nil, nil, rulesSkipped))
 	}
-	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(gk, o.GetName(), errs)
-	}
-	job := &paddlev1.PaddleJob{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, job); err != nil {
-		return nil, fmt.Errorf("PaddleJob %q: %w", o.GetName(), err)
-	}
-	// The webhook of an operator installed as config/ and the chart install
-	// it: default settings, progress reports on.
+	celErrs, _ := s.cel.Validate(ctx, nil, s.structural, obj, nil, celconfig.RuntimeCELCostBudget)
+	return append(errs, celErrs...)
+}
+
+// admit runs the operator's webhook on a job being created, as the
+// operator installed by config/ and the chart would: default settings,
+// progress reports on.
+func admit(ctx context.Context, job *paddlev1.PaddleJob) ([]string, error) {
 	opts := controller.DefaultOptions()
 	opts.Progress.Store = &opprogress.Store{}
 	hook := &webhook.PaddleJobWebhook{Validator: controller.NewValidator(opts)}
 	if err := hook.Default(ctx, job); err != nil {
 		return nil, err
 	}
-	warnings, err := hook.ValidateCreate(ctx, job)
-	if err != nil {
-		return warnings, fmt.Errorf("admission webhook %q denied the request: %w", "vpaddlejob.batch.paddlepaddle.org", err)
-	}
-	if errs := validateImages(job); len(errs) > 0 {
-		return warnings, apierrors.NewInvalid(gk, o.GetName(), errs)
-	}
-	return warnings, nil
+	return hook.ValidateCreate(ctx, job)
 }
 
 // blocksRules reports whether a schema error keeps the API server from
@@ -213,15 +262,17 @@ func validateImages(job *paddlev1.PaddleJob) field.ErrorList {
 			continue
 		}
 		path := field.NewPath("spec", string(rt), "template", "spec")
-		for kind, containers := range map[string][]corev1.Container{"initContainers": rs.Template.Spec.InitContainers, "containers": rs.Template.Spec.Containers} {
-			for i, c := range containers {
+		for _, list := range []struct {
+			name       string
+			containers []corev1.Container
+		}{{"initContainers", rs.Template.Spec.InitContainers}, {"containers", rs.Template.Spec.Containers}} {
+			for i, c := range list.containers {
 				if err := client.ValidateImage(c.Image); err != nil {
-					errs = append(errs, field.Invalid(path.Child(kind).Index(i).Child("image"), c.Image, err.Error()))
+					errs = append(errs, field.Invalid(path.Child(list.name).Index(i).Child("image"), c.Image, err.Error()))
 				}
 			}
 		}
 	}
-	sort.Slice(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
 	return errs
 }
 

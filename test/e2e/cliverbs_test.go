@@ -95,6 +95,40 @@ func TestCLIVerbsLikeKubectl(t *testing.T) {
 	}
 }
 
+// validate on a file with six problems of three kinds lists all six, one a
+// line with its field path, the same on every run, without a cluster; the
+// cluster's dry run (--server) refuses the job for the schema's two, in the
+// same lines.
+func TestValidateListsEveryProblem(t *testing.T) {
+	const file = "cmd/paddlejob/testdata/six-problems.yaml"
+	offline := []string{"KUBECONFIG=" + filepath.Join(t.TempDir(), "none")}
+	out, errOut, code := paddlejobCLI(t, offline, "validate", "-f", file)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	problems := lines[1:]
+	if code != 1 || len(lines) != 7 || !strings.HasPrefix(lines[0], file+": PaddleJob six-problems is invalid: 6 problems") {
+		t.Fatalf("validate: exit %d, want 1 and a line for each of 6 problems:\n%s%s", code, out, errOut)
+	}
+	for i, path := range []string{"spec.intranet", "spec.worker.replicas",
+		"spec.worker.template.spec.containers[0].env[0].name", "spec.worker.template.spec.initContainers[0].name",
+		"spec.worker.template.spec.containers[0].image", "spec.worker.template.spec.initContainers[0].image"} {
+		if !strings.HasPrefix(problems[i], "paddlejob/six-problems: "+path+": ") {
+			t.Errorf("problem %d: %q, want the field %s", i+1, problems[i], path)
+		}
+	}
+	for range 5 {
+		if again, _, _ := paddlejobCLI(t, offline, "validate", "-f", file); again != out {
+			t.Fatalf("a second run says otherwise:\n%s\nthe first:\n%s", again, out)
+		}
+	}
+
+	ns := newNamespace(t)
+	server, errOut, code := paddlejobCLI(t, []string{"KUBECONFIG=" + cluster.Kubeconfig()}, "validate", "-f", file, "--server", "-n", ns)
+	want := file + ": PaddleJob six-problems is invalid: 2 problems (2 by the schema)\n" + strings.Join(problems[:2], "\n") + "\n"
+	if code != 1 || server != want {
+		t.Errorf("validate --server: exit %d:\n%s%s\nwant exit 1 and:\n%s", code, server, errOut, want)
+	}
+}
+
 // cliVerb runs the paddlejob CLI with args in the test's namespace and
 // returns its stdout, its stderr and its exit code.
 type cliVerb func(args ...string) (stdout, stderr string, code int)
