@@ -48,6 +48,8 @@ type JobView struct {
 	LastRestartTime *time.Time            `json:"lastRestartTime,omitempty"`
 	RestartCount    int32                 `json:"restartCount"`
 	Spec            SpecSummary           `json:"spec"`
+	// Elastic is the scale control's range, for an elastic job only.
+	Elastic *ElasticView `json:"elastic,omitempty"`
 	// Conditions are ordered by the time of their last transition.
 	Conditions []Condition `json:"conditions"`
 	Pods       []PodRow    `json:"pods"`
@@ -147,6 +149,7 @@ func viewOf(s client.Snapshot, events []corev1.Event) JobView {
 		Suspend:        j.Spec.IsSuspended(),
 		Roles:          []RoleSpec{},
 	}
+	v.Elastic = elasticOf(&j.Spec)
 	for _, rt := range paddlev1.ReplicaTypes {
 		rs := j.Spec.Replicas(rt)
 		if rs == nil {
