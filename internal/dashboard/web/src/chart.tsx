@@ -1,7 +1,7 @@
 import uPlot from 'uplot';
 import { useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import { Series } from './api';
-import { clock } from './format';
+import { clock, duration } from './format';
 
 // One metric's curve, drawn with uPlot on a canvas, against time or the
 // training step: restarts marked by dashed lines, suspensions by a shaded
@@ -93,6 +93,36 @@ export function plotOf(s: Series, restarts: number[], suspensions: Span[], mode:
   };
 }
 
+// Other is another job's series of the same metric, to compare with.
+export interface Other {
+  job: string;
+  series: Series;
+}
+
+// compareOf lays two jobs' series of a metric on one chart: against the
+// time since each one's first point (their clocks differ), or against
+// their steps. Restarts and suspensions are not marked: whose would they be?
+export function compareOf(s: Series, own: string, o: Other, mode: XMode): Plot {
+  const keyed = (x: Series) => {
+    const m = new Map<number, number>();
+    const t0 = x.points[0]?.[0] ?? 0;
+    x.points.forEach(([t, v], i) => {
+      const k = mode === 'time' ? t - t0 : x.steps?.[i];
+      if (k !== undefined && k !== null) m.set(k, v);
+    });
+    return m;
+  };
+  const a = keyed(s);
+  const b = keyed(o.series);
+  const xs = [...new Set([...a.keys(), ...b.keys()])].sort((p, q) => p - q);
+  return {
+    data: [xs, xs.map((x) => a.get(x) ?? null), xs.map((x) => b.get(x) ?? null)] as uPlot.AlignedData,
+    labels: [`${s.name} (${own})`, `${s.name} (${o.job})`],
+    marks: [],
+    spans: [],
+  };
+}
+
 // smooth is the exponential moving average of ys with weight w (0 < w <
 // 1), started again after each gap. Against steps, points another run has
 // (null here) are skipped, not gaps.
@@ -110,11 +140,11 @@ export function smooth(ys: (number | null | undefined)[], w: number): (number | 
 
 // drawn is what uPlot draws: on a log scale only positive values, and with
 // smoothing each line faded beside its average.
-function drawn(p: Plot, o: ChartOptions): { data: uPlot.AlignedData; series: uPlot.Series[] } {
+function drawn(p: Plot, o: ChartOptions, comparing: boolean): { data: uPlot.AlignedData; series: uPlot.Series[] } {
   const ys = p.data.slice(1).map((y) => (o.log ? Array.from(y, (v) => (v !== null && v !== undefined && v > 0 ? v : null)) : Array.from(y)));
-  const gaps = o.mode === 'step'; // runs share the x values: span the others' steps
+  const gaps = o.mode === 'step' || comparing; // lines share the x values: span the others' points
   const data: (number | null | undefined)[][] = [Array.from(p.data[0] as number[])];
-  const series: uPlot.Series[] = [{ label: o.mode }];
+  const series: uPlot.Series[] = [{ label: comparing && o.mode === 'time' ? 'since the first point' : o.mode }];
   const points = { show: p.data[0].length <= 60, size: 5 };
   ys.forEach((y, i) => {
     const color = COLORS[i % COLORS.length];
@@ -170,14 +200,19 @@ function marksPlugin(plot: () => Plot): uPlot.Plugin {
   };
 }
 
-export function MetricChart({ series, restarts, suspensions, options }: { series: Series; restarts: number[]; suspensions: Span[]; options: ChartOptions }) {
+export function MetricChart(props: { series: Series; job: string; restarts: number[]; suspensions: Span[]; options: ChartOptions; other?: Other }) {
+  const { series, restarts, suspensions, options, other } = props;
   const { mode } = options;
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
-  const laid = useMemo(() => plotOf(series, restarts, suspensions, mode), [series, restarts, suspensions, mode]);
-  const shown = useMemo(() => drawn(laid, options), [laid, options.log, options.smoothing]);
+  const laid = useMemo(
+    () => (other ? compareOf(series, props.job, other, mode) : plotOf(series, restarts, suspensions, mode)),
+    [series, restarts, suspensions, mode, other],
+  );
+  const shown = useMemo(() => drawn(laid, options, !!other), [laid, options.log, options.smoothing]);
   const current = useRef(laid);
   current.current = laid;
+  const elapsed = !!other && mode === 'time';
   const shape = `${mode}:${options.log}:${options.smoothing}:${laid.labels.join('|')}`;
 
   useLayoutEffect(() => {
@@ -187,7 +222,7 @@ export function MetricChart({ series, restarts, suspensions, options }: { series
       height: 220,
       scales: {
         x: {
-          time: mode === 'time',
+          time: mode === 'time' && !elapsed,
           // Widened to show a restart or a suspension after the last point.
           range: (_u, min, max) => {
             const m = [...current.current.marks, ...current.current.spans.map(([from]) => from)];
@@ -203,11 +238,14 @@ export function MetricChart({ series, restarts, suspensions, options }: { series
           stroke: '#3d444d',
           grid: { stroke: '#e6e8eb' },
           ticks: { stroke: '#d0d4d9' },
-          label: mode === 'time' ? undefined : 'step',
+          label: mode === 'step' ? 'step' : elapsed ? 'since the first point' : undefined,
           // Room for a label (14:03:27) between two ticks.
           space: mode === 'time' ? 90 : 60,
           // Times of day, 24-hour; seconds when the ticks are that close.
-          values: mode === 'time' ? (_u, splits, _ax, _space, incr) => splits.map((v) => clock(v, incr < 60)) : undefined,
+          values:
+            mode === 'step' ? undefined
+            : elapsed ? (_u, splits) => splits.map((v) => duration(v))
+            : (_u, splits, _ax, _space, incr) => splits.map((v) => clock(v, incr < 60)),
         },
         { stroke: '#3d444d', grid: { stroke: '#e6e8eb' }, ticks: { stroke: '#d0d4d9' }, size: 64 },
       ],
@@ -233,7 +271,7 @@ export function MetricChart({ series, restarts, suspensions, options }: { series
   const lastStep = series.steps?.[n - 1];
   const marked = laid.marks.length;
   return (
-    <figure class="chart" data-metric={series.name} data-points={n} data-restarts={mode === 'time' ? marked : undefined}
+    <figure class="chart" data-metric={series.name} data-points={n} data-compared={other ? other.series.points.length : undefined} data-restarts={mode === 'time' ? marked : undefined}
       data-suspensions={mode === 'time' ? laid.spans.length : undefined}>
       <figcaption>
         <strong>{series.name}</strong>{' '}

@@ -54,7 +54,7 @@ export function JobPage({ route }: { route: JobRoute }) {
           <Actions namespace={namespace} name={name} view={view} />
           <Summary view={view} now={now} />
           {view.failure && <Failure failure={view.failure} failed={view.row.phase === 'Failed'} onLog={(pod) => go({ log: pod, container: undefined })} />}
-          <Curves name={name} view={view} history={history} />
+          <Curves namespace={namespace} name={name} view={view} history={history} />
           <Pods view={view} now={now} selected={route.log} onLog={(pod) => go({ log: pod, container: undefined })} />
           {route.log && (logPod ? (
             <LogView
