@@ -32,9 +32,8 @@ func newDashboardCmd() *cobra.Command {
 (open it in a browser; nothing is opened for you). It reads the cluster kubectl
 would (the current context, or --kubeconfig and --context) with your own
 credentials, as kubectl proxy does: it needs get, list and watch on PaddleJobs,
-pods, events and ConfigMaps, and pods/log, where you look, and installs nothing.
-It writes only when you press a button: patch (suspend, resume, scale) and
-delete PaddleJobs.
+pods, events and ConfigMaps, and pods/log, where you look, and installs nothing;
+it patches or deletes a PaddleJob only when you press a button.
 
 The jobs page lists the jobs of a namespace (or all: -A) with their phase, pods
 ready, restarts, progress and ETA, updated live. A job's page shows the timeline of
