@@ -32,15 +32,18 @@ func newDashboardCmd() *cobra.Command {
 (open it in a browser; nothing is opened for you). It reads the cluster kubectl
 would (the current context, or --kubeconfig and --context) with your own
 credentials, as kubectl proxy does: it needs get, list and watch on PaddleJobs,
-pods, events and ConfigMaps, and pods/log, where you look, and installs nothing.
+pods, events and ConfigMaps, and pods/log, where you look, and installs nothing;
+it patches or deletes a PaddleJob only when you press a button.
 
 The jobs page lists the jobs of a namespace (or all: -A) with their phase, pods
-ready, restarts, progress and ETA, updated live. A job's page shows its conditions,
-pods, events, a curve of each metric its program reported (against time or step,
-restarts marked), each pod's log followed live, and its YAML (docs/dashboard.md).
+ready, restarts, progress and ETA, updated live. A job's page shows the timeline of
+its conditions and restarts, its pods and their events, a curve of each metric its
+program reported (against time or step, restarts and suspensions marked), each
+pod's log followed live, and its YAML; it suspends, resumes, scales (elastic jobs)
+and deletes the job (docs/dashboard.md).
 
 The URL carries a token the browser then keeps: other users of this machine and
-other web sites cannot read the dashboard. It listens on 127.0.0.1 only, unless
+other web sites cannot read the dashboard, nor operate jobs through it. It listens on 127.0.0.1 only, unless
 --address names another address and --allow-remote says you mean it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -47,10 +47,6 @@ resumed by Kueue when it admits it, not by this command.`
 				errs = append(errs, err)
 				continue
 			}
-			if q := job.KueueQueueName(); q != "" && !suspend {
-				errs = append(errs, fmt.Errorf("PaddleJob %s/%s is queued by Kueue (queue %s): Kueue resumes it when it admits it", ns, name, q))
-				continue
-			}
 			if job.Spec.IsSuspended() == suspend {
 				fmt.Fprintf(cmd.OutOrStdout(), "PaddleJob %s/%s is %s already\n", ns, name, map[bool]string{true: "suspended", false: "not suspended"}[suspend])
 				continue

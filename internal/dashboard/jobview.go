@@ -19,9 +19,6 @@ import (
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	opprogress "github.com/paddlejob/paddlejob/internal/operator/progress"
-	"github.com/paddlejob/paddlejob/internal/paddlefailure"
-	"github.com/paddlejob/paddlejob/internal/sidecar"
-	"github.com/paddlejob/paddlejob/internal/termprogress"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
@@ -48,12 +45,18 @@ type JobView struct {
 	LastRestartTime *time.Time            `json:"lastRestartTime,omitempty"`
 	RestartCount    int32                 `json:"restartCount"`
 	Spec            SpecSummary           `json:"spec"`
+	// Elastic is the scale control's range, for an elastic job only.
+	Elastic *ElasticView `json:"elastic,omitempty"`
 	// Conditions are ordered by the time of their last transition.
 	Conditions []Condition `json:"conditions"`
 	Pods       []PodRow    `json:"pods"`
 	// Restarts are when the job was restarted, oldest first, to mark on the
 	// curves.
 	Restarts []time.Time `json:"restarts"`
+	// Timeline is every transition of its conditions and every restart,
+	// oldest first (timeline.go); Suspensions are when it was suspended.
+	Timeline    []TimelineEntry `json:"timeline"`
+	Suspensions []Interval      `json:"suspensions"`
 	// Failure is the job's latest failure when the operator explained it,
 	// or when one of its pods failed (failure.go).
 	Failure *FailureView `json:"failure,omitempty"`
@@ -111,8 +114,10 @@ type PodRow struct {
 	InitContainers []string  `json:"initContainers"`
 }
 
-// EventRow is one event of the job.
+// EventRow is one event of the job or of one of its pods.
 type EventRow struct {
+	// Object is the pod's name for a pod's event, "" for the job's.
+	Object  string    `json:"object,omitempty"`
 	Type    string    `json:"type"`
 	Reason  string    `json:"reason"`
 	Message string    `json:"message"`
@@ -122,7 +127,7 @@ type EventRow struct {
 
 // viewOf is the job page's view of a snapshot and the job's events.
 func viewOf(s client.Snapshot, events []corev1.Event) JobView {
-	v := JobView{Conditions: []Condition{}, Pods: []PodRow{}, Restarts: []time.Time{}}
+	v := JobView{Conditions: []Condition{}, Pods: []PodRow{}, Restarts: []time.Time{}, Timeline: []TimelineEntry{}, Suspensions: []Interval{}}
 	j := s.Job
 	if j == nil {
 		return v
@@ -147,6 +152,7 @@ func viewOf(s client.Snapshot, events []corev1.Event) JobView {
 		Suspend:        j.Spec.IsSuspended(),
 		Roles:          []RoleSpec{},
 	}
+	v.Elastic = elasticOf(&j.Spec)
 	for _, rt := range paddlev1.ReplicaTypes {
 		rs := j.Spec.Replicas(rt)
 		if rs == nil {
@@ -167,57 +173,10 @@ func viewOf(s client.Snapshot, events []corev1.Event) JobView {
 		v.Pods = append(v.Pods, podRowOf(&s.Pods[i]))
 	}
 	v.Restarts = restartTimes(j, events)
+	v.Timeline = timelineOf(j, events)
+	v.Suspensions = suspensionsOf(v.Timeline)
 	v.Failure = failureOf(j, s.Pods)
 	return v
-}
-
-func podRowOf(p *corev1.Pod) PodRow {
-	r := PodRow{
-		Name: p.Name, Role: p.Labels[paddlev1.LabelReplicaType], State: termprogress.PodState(p),
-		Node: p.Spec.NodeName, IP: p.Status.PodIP, Created: p.CreationTimestamp.Time,
-		Containers: []string{}, InitContainers: []string{},
-	}
-	r.Index, _ = strconv.Atoi(p.Labels[paddlev1.LabelReplicaIndex])
-	for _, c := range p.Spec.InitContainers {
-		r.InitContainers = append(r.InitContainers, c.Name)
-	}
-	for _, c := range p.Spec.Containers {
-		r.Containers = append(r.Containers, c.Name)
-	}
-	r.Reason, r.Message = p.Status.Reason, p.Status.Message
-	for _, c := range p.Status.Conditions {
-		// Why a pod stays Pending, in the scheduler's words.
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "" {
-			r.Reason, r.Message = c.Reason, c.Message
-		}
-	}
-	finished := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-	inits := len(p.Status.InitContainerStatuses)
-	for i, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
-		r.Restarts += cs.RestartCount
-		// A sidecar's end is not the pod's: it is stopped once the
-		// containers are done, and its exit code fails nothing. An init
-		// container that did its work says nothing of the pod either.
-		if sidecar.Named(&p.Spec, cs.Name) && (cs.State.Terminated != nil || finished) ||
-			i < inits && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0 {
-			continue
-		}
-		switch {
-		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "" && cs.State.Waiting.Reason != "PodInitializing":
-			r.Reason, r.Message = cs.State.Waiting.Reason, cs.State.Waiting.Message
-			if t := cs.LastTerminationState.Terminated; t != nil {
-				r.ExitCode = &t.ExitCode
-			}
-		case cs.State.Terminated != nil && (cs.State.Terminated.ExitCode != 0 || r.ExitCode == nil):
-			t := cs.State.Terminated
-			// The message is the end of the log: the row shows its key line.
-			r.Reason, r.Message, r.ExitCode = t.Reason, paddlefailure.KeyLine(t.Message), &t.ExitCode
-		}
-	}
-	if f := client.ContainerFailures([]corev1.Pod{*p}); len(f) > 0 && f[0].Explanation != nil {
-		r.Known = f[0].Explanation.ID
-	}
-	return r
 }
 
 func eventRowsOf(events []corev1.Event) []EventRow {
@@ -231,7 +190,11 @@ func eventRowsOf(events []corev1.Event) []EventRow {
 		if e.Series != nil && e.Series.Count > n {
 			n = e.Series.Count
 		}
-		out = append(out, EventRow{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: max(n, 1), Time: client.EventTime(e)})
+		obj := ""
+		if e.InvolvedObject.Kind == "Pod" {
+			obj = e.InvolvedObject.Name
+		}
+		out = append(out, EventRow{Object: obj, Type: e.Type, Reason: e.Reason, Message: e.Message, Count: max(n, 1), Time: client.EventTime(e)})
 	}
 	return out
 }
@@ -247,7 +210,7 @@ type jobWatch struct {
 	problems map[string]string
 	changed  chan struct{}
 
-	events, configMaps *follower
+	events, podEvents, configMaps *follower
 }
 
 func (w *jobWatch) mark(part string) {
@@ -281,6 +244,34 @@ func signal(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// podEvents are the events of the job's pods, by their names (a pod's
+// events outlive it: a suspended job's pods are gone, not their events).
+func (w *jobWatch) jobPodEvents() []corev1.Event {
+	var out []corev1.Event
+	for _, o := range w.podEvents.list() {
+		e := o.(*corev1.Event)
+		if e.InvolvedObject.Kind == "Pod" && podOfJob(e.InvolvedObject.Name, w.name) {
+			out = append(out, *e)
+		}
+	}
+	return out
+}
+
+// podOfJob reports whether pod is named as a pod of job: <job>-<role>-<index>.
+func podOfJob(pod, job string) bool {
+	rest, ok := strings.CutPrefix(pod, job+"-")
+	if !ok {
+		return false
+	}
+	for _, rt := range paddlev1.ReplicaTypes {
+		if i, ok := strings.CutPrefix(rest, string(rt)+"-"); ok {
+			_, err := strconv.Atoi(i)
+			return err == nil
+		}
+	}
+	return false
 }
 
 // jobEvents are the job's events: of this job, not of an earlier one of the
@@ -356,7 +347,7 @@ func (s *Server) serveJobStream(rw http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if !haveSnap || !w.events.synced() || !w.configMaps.synced() {
+		if !haveSnap || !w.events.synced() || !w.podEvents.synced() || !w.configMaps.synced() {
 			// Not everything listed yet: look again shortly.
 			w.mark("job")
 		}
@@ -386,6 +377,17 @@ func (s *Server) watchJob(ctx context.Context, ns, name string) *jobWatch {
 		&corev1.Event{}, followHandlers{
 			changed: func(any, bool) { w.setProblem("events", nil); w.mark("events"); w.mark("job") },
 			failed:  func(err error) { w.setProblem("events", err) },
+		})
+	w.podEvents = follow(ctx, listWatch(fields.OneTermEqualSelector("involvedObject.kind", "Pod").String(),
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return cs.Events(ns).List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return cs.Events(ns).Watch(ctx, o)
+		}),
+		&corev1.Event{}, followHandlers{
+			changed: func(any, bool) { w.setProblem("pods' events", nil); w.mark("events") },
+			failed:  func(err error) { w.setProblem("pods' events", err) },
 		})
 	w.configMaps = follow(ctx, listWatch(fields.OneTermEqualSelector("metadata.name", opprogress.HistoryConfigMapName(name)).String(),
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -439,8 +441,8 @@ func (w *jobWatch) frames(sentEvents, sentHistory *bool) ([][]byte, bool) {
 		f, _ := frame("job", viewOf(snap, w.jobEvents(uid)))
 		frames = append(frames, f)
 	}
-	if (dirty["events"] || !*sentEvents) && haveSnap && w.events.synced() {
-		f, _ := frame("events", eventRowsOf(w.jobEvents(uid)))
+	if (dirty["events"] || !*sentEvents) && haveSnap && w.events.synced() && w.podEvents.synced() {
+		f, _ := frame("events", eventRowsOf(append(w.jobEvents(uid), w.jobPodEvents()...)))
 		frames, *sentEvents = append(frames, f), true
 	}
 	if (dirty["history"] || !*sentHistory) && haveSnap && w.configMaps.synced() {

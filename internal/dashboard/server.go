@@ -33,15 +33,17 @@ type Options struct {
 }
 
 // Server is the dashboard: a web UI of the PaddleJobs of one cluster, read
-// with the credentials of the user who runs it, as kubectl proxy does. It
-// only reads (get, list and watch PaddleJobs, pods, events and ConfigMaps;
-// pods' logs) and runs nothing in the cluster.
+// and operated with the credentials of the user who runs it, as kubectl
+// proxy does. It reads (get, list and watch PaddleJobs, pods, events and
+// ConfigMaps; pods' logs), patches and deletes PaddleJobs when the user
+// asks (operate.go), and runs nothing in the cluster.
 //
 // Anything on this machine may reach a loopback port, and any web page the
 // user opens may make its browser send requests there. So the API answers
 // only requests bearing the token the user was given in the URL (kept as a
 // SameSite=Strict, HttpOnly cookie, which pages of other sites cannot make
 // the browser send); the page's assets, which hold no data, are public.
+// What changes something must also come from the page itself (operate.go).
 type Server struct {
 	client    *client.Client
 	namespace string
@@ -95,6 +97,10 @@ const cookieName = "paddlejob-dashboard"
 //	GET /api/namespaces/{ns}/jobs/{name}/stream         the job page (server-sent events)
 //	GET /api/namespaces/{ns}/jobs/{name}/yaml           the job's YAML
 //	GET /api/namespaces/{ns}/jobs/{name}/pods/{pod}/log a pod's log (?container, follow, previous, tailLines)
+//	POST /api/namespaces/{ns}/jobs/{name}/suspend       suspend the job
+//	POST /api/namespaces/{ns}/jobs/{name}/resume        resume it
+//	POST /api/namespaces/{ns}/jobs/{name}/scale         scale an elastic job's workers ({"replicas": N})
+//	DELETE /api/namespaces/{ns}/jobs/{name}             delete the job
 func (s *Server) Handler() http.Handler {
 	api := http.NewServeMux()
 	api.HandleFunc("GET /api/config", s.serveConfig)
@@ -103,6 +109,10 @@ func (s *Server) Handler() http.Handler {
 	api.HandleFunc("GET /api/namespaces/{ns}/jobs/{name}/stream", s.serveJobStream)
 	api.HandleFunc("GET /api/namespaces/{ns}/jobs/{name}/yaml", s.serveYAML)
 	api.HandleFunc("GET /api/namespaces/{ns}/jobs/{name}/pods/{pod}/log", s.serveLog)
+	api.Handle("POST /api/namespaces/{ns}/jobs/{name}/suspend", sameOrigin(s.serveSuspend(true)))
+	api.Handle("POST /api/namespaces/{ns}/jobs/{name}/resume", sameOrigin(s.serveSuspend(false)))
+	api.Handle("POST /api/namespaces/{ns}/jobs/{name}/scale", sameOrigin(s.serveScale))
+	api.Handle("DELETE /api/namespaces/{ns}/jobs/{name}", sameOrigin(s.serveDelete))
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such API: "+r.Method+" "+r.URL.Path, http.StatusNotFound)
 	})

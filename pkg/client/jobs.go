@@ -62,12 +62,20 @@ func (c *Client) WatchJobs(ctx context.Context, namespace, name, selector, resou
 	return w, nil
 }
 
+// ErrQueuedByKueue is the error of resuming a job that Kueue queues (label
+// kueue.x-k8s.io/queue-name): Kueue resumes it when it admits it.
+var ErrQueuedByKueue = errors.New("queued by Kueue")
+
 // SetSuspended suspends a job (its pods are deleted, the job stays) or
-// resumes it (its pods are created again), as spec.suspend does.
+// resumes it (its pods are created again), as spec.suspend does. A job
+// Kueue queues is not resumed: ErrQueuedByKueue.
 func (c *Client) SetSuspended(ctx context.Context, namespace, name string, suspend bool) (*paddlev1.PaddleJob, error) {
 	job, err := c.Get(ctx, namespace, name)
 	if err != nil {
 		return nil, err
+	}
+	if q := job.KueueQueueName(); q != "" && !suspend {
+		return nil, fmt.Errorf("PaddleJob %s/%s is %w (queue %s): Kueue resumes it when it admits it", namespace, name, ErrQueuedByKueue, q)
 	}
 	patch := ctrlclient.MergeFrom(job.DeepCopy())
 	job.Spec.Suspend = &suspend

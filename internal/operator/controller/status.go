@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/transition"
 	"github.com/paddlejob/paddlejob/internal/truncate"
 )
 
@@ -382,8 +383,21 @@ func actionReason(err error) string {
 	return ReasonCreatingPods
 }
 
-// recordTransition emits an event when a job reaches a terminal phase.
+// recordTransition emits an event for each condition whose status changed,
+// since the status keeps only the latest transition of each and the events
+// are the job's history (the dashboard's timeline, internal/transition);
+// and one when the job reaches a terminal phase.
 func (r *PaddleJobReconciler) recordTransition(old, updated *paddlev1.PaddleJob) {
+	for _, c := range updated.Status.Conditions {
+		if prev := findCondition(old, c.Type); prev.Type == c.Type && prev.Status == c.Status {
+			continue
+		}
+		kind := corev1.EventTypeNormal
+		if c.Status == metav1.ConditionTrue && (c.Type == paddlev1.JobFailed || c.Type == paddlev1.JobRestarting) {
+			kind = corev1.EventTypeWarning
+		}
+		r.eventf(updated, kind, transition.Reason, "Transition", "%s", transition.Note(c, updated.Generation, updated.Status.RestartCount))
+	}
 	if old.Status.Phase == updated.Status.Phase {
 		return
 	}

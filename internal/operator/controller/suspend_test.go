@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,4 +78,26 @@ func TestSuspendPass(t *testing.T) {
 			}),
 		},
 	})
+}
+
+// Each condition's transition is an event of its own: the status keeps
+// only the latest of each, and the dashboard's timeline reads them all.
+func TestSuspendingRecordsEachTransition(t *testing.T) {
+	start := metav1.NewTime(t0.Add(-time.Minute))
+	job := testutil.MakePaddleJob("sp", "ns").UID("sp-uid").Workers(1).Suspend(true).Status(paddlev1.PaddleJobStatus{
+		Phase: paddlev1.PaddleJobRunning, StartTime: &start,
+		Conditions: []metav1.Condition{{Type: paddlev1.JobRunning, Status: metav1.ConditionTrue, Reason: ReasonAllPodsRunning, LastTransitionTime: start}},
+	}).Obj()
+	f := newFixture(t, Options{}, objects(job, testutil.MakePod(job, paddlev1.ReplicaWorker, 0).Running("10.0.0.1").Obj())...)
+	f.reconcile(t, job)
+	ev := drainEvents(f)
+	for _, want := range []string{"Normal ConditionChanged Suspended=True at generation", "Normal ConditionChanged Running=False at generation"} {
+		if !slices.ContainsFunc(ev, func(e string) bool { return strings.HasPrefix(e, want) }) {
+			t.Errorf("no event %q among %q", want, ev)
+		}
+	}
+	f.reconcile(t, job)
+	if again := drainEvents(f); slices.ContainsFunc(again, func(e string) bool { return strings.Contains(e, "ConditionChanged") }) {
+		t.Errorf("a pass that changed no condition recorded %q", again)
+	}
 }

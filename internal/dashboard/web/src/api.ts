@@ -93,6 +93,28 @@ export interface RoleSpec {
   restartPolicy: string;
 }
 
+// The scale control's range of an elastic job's workers.
+export interface ElasticView {
+  replicas: number;
+  min: number;
+  max: number;
+}
+
+// One transition of a condition, or a restart (type 'Restart', status '').
+export interface TimelineEntry {
+  time: string;
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
+
+// A span of time; to is absent while it lasts.
+export interface Interval {
+  from: string;
+  to?: string;
+}
+
 export interface JobView {
   exists: boolean;
   row: JobRow;
@@ -110,13 +132,18 @@ export interface JobView {
     suspend: boolean;
     roles: RoleSpec[];
   };
+  elastic?: ElasticView;
   conditions: Condition[];
   pods: PodRow[];
   restarts: string[];
+  timeline: TimelineEntry[];
+  suspensions: Interval[];
   failure?: FailureView;
 }
 
 export interface EventRow {
+  // the pod's name for a pod's event
+  object?: string;
   type: string;
   reason: string;
   message: string;
@@ -188,4 +215,19 @@ export async function getJSON<T>(url: string): Promise<T> {
 
 export function jobURL(ns: string, name: string): string {
   return `/api/namespaces/${encodeURIComponent(ns)}/jobs/${encodeURIComponent(name)}`;
+}
+
+// operate asks the server to change something (operate.go): the header
+// tells it the request is this page's own. It returns the server's message,
+// or throws the cluster's refusal as it is.
+export async function operate(method: 'POST' | 'DELETE', url: string, body?: unknown): Promise<string> {
+  const r = await fetch(url, {
+    method,
+    credentials: 'same-origin',
+    headers: { 'X-Paddlejob-Dashboard': '1', ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  if (!r.ok) throw new HTTPError(r.status, text.trim() || r.statusText);
+  return (JSON.parse(text) as { message: string }).message;
 }

@@ -1,7 +1,8 @@
-import { useMemo, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
+import { Actions } from './actions';
 import { EventRow, FailureView, History, jobURL, JobView, useStream } from './api';
 import { href, Route } from './app';
-import { MetricChart, XMode } from './chart';
+import { Curves } from './curves';
 import { age, clock, dateTime, duration, etaLeft, useNow } from './format';
 import { LogView, YAMLView } from './logview';
 import { PhaseBadge, ProgressBar, StreamBadge } from './widgets';
@@ -14,7 +15,6 @@ export function JobPage({ route }: { route: JobRoute }) {
   const [events, setEvents] = useState<EventRow[]>([]);
   const [history, setHistory] = useState<History>({ metrics: [] });
   const [problem, setProblem] = useState('');
-  const [mode, setMode] = useState<XMode>('time');
   const now = useNow(1000);
   const state = useStream(`${jobURL(namespace, name)}/stream`, {
     job: setView,
@@ -22,7 +22,6 @@ export function JobPage({ route }: { route: JobRoute }) {
     history: setHistory,
     problem: (d: { message: string }) => setProblem(d.message),
   });
-  const restarts = useMemo(() => (view?.restarts ?? []).map((t) => Date.parse(t) / 1000), [view?.restarts.join()]);
   const logPod = view?.pods.find((p) => p.name === route.log);
   const go = (r: Partial<JobRoute>) => {
     location.hash = href({ ...route, ...r });
@@ -52,35 +51,10 @@ export function JobPage({ route }: { route: JobRoute }) {
       {!view && !problem && <p>Loading…</p>}
       {view?.exists && (
         <>
+          <Actions namespace={namespace} name={name} view={view} />
           <Summary view={view} now={now} />
           {view.failure && <Failure failure={view.failure} failed={view.row.phase === 'Failed'} onLog={(pod) => go({ log: pod, container: undefined })} />}
-          <section class="card" aria-labelledby="curves-title">
-            <div class="title-row">
-              <h2 id="curves-title">Training curves</h2>
-              <fieldset class="toggle">
-                <legend class="visually-hidden">Draw the curves against</legend>
-                {(['time', 'step'] as XMode[]).map((m) => (
-                  <label key={m}>
-                    <input type="radio" name="xmode" value={m} checked={mode === m} onChange={() => setMode(m)} /> by {m}
-                  </label>
-                ))}
-              </fieldset>
-            </div>
-            <p class="muted">
-              Every metric the training program reported, from the job's metric history (the ConfigMap{' '}
-              <span class="mono">{name}-metrics</span>, which the operator writes at most every 30 seconds).
-              {restarts.length > 0 && <> Dashed red lines mark the job's restarts.</>}
-            </p>
-            {(history.metrics ?? []).length === 0 ? (
-              <p class="empty">No metrics reported yet.</p>
-            ) : (
-              <div class="charts">
-                {(history.metrics ?? []).map((s) => (
-                  <MetricChart key={s.name} series={s} restarts={restarts} mode={mode} />
-                ))}
-              </div>
-            )}
-          </section>
+          <Curves namespace={namespace} name={name} view={view} history={history} />
           <Pods view={view} now={now} selected={route.log} onLog={(pod) => go({ log: pod, container: undefined })} />
           {route.log && (logPod ? (
             <LogView
@@ -263,25 +237,29 @@ function Pods({ view, now, selected, onLog }: { view: JobView; now: number; sele
   );
 }
 
+// Timeline is every transition of the job's conditions and every restart,
+// oldest first.
 function Timeline({ view }: { view: JobView }) {
   return (
-    <section class="card" aria-labelledby="conditions-title">
-      <h2 id="conditions-title">Conditions</h2>
-      {view.conditions.length === 0 ? (
-        <p class="empty">None yet.</p>
+    <section class="card" aria-labelledby="timeline-title">
+      <h2 id="timeline-title">Timeline</h2>
+      {view.timeline.length === 0 ? (
+        <p class="empty">No transitions yet.</p>
       ) : (
-        <ol class="timeline">
-          {view.conditions.map((c) => (
-            <li key={c.type} class={`cond cond-${c.status.toLowerCase()}`}>
+        <ol class="timeline" data-testid="timeline">
+          {view.timeline.map((c, i) => (
+            <li key={i} class={c.type === 'Restart' ? 'cond restart' : `cond cond-${c.status.toLowerCase()}`} data-type={c.type} data-status={c.status}>
               <time dateTime={c.time}>{dateTime(c.time)}</time>
               <div>
-                <strong>{c.type}</strong> <span class="badge">{c.status}</span> {c.reason && <span class="mono">{c.reason}</span>}
+                <strong>{c.type === 'Restart' ? 'Restarted' : c.type}</strong> {c.status && <span class="badge">{c.status}</span>}{' '}
+                {c.reason && <span class="mono">{c.reason}</span>}
                 {c.message && <div class="small">{c.message}</div>}
               </div>
             </li>
           ))}
         </ol>
       )}
+      <p class="muted small">Earlier transitions come from the operator's events, which the API server keeps for an hour by default.</p>
     </section>
   );
 }
@@ -291,13 +269,14 @@ function Events({ events, now }: { events: EventRow[]; now: number }) {
     <section class="card" aria-labelledby="events-title">
       <h2 id="events-title">Events</h2>
       {events.length === 0 ? (
-        <p class="empty">No events (the API server keeps them for an hour by default).</p>
+        <p class="empty">No events of the job or its pods (the API server keeps them for an hour by default).</p>
       ) : (
         <div class="scroll">
           <table>
             <thead>
               <tr>
                 <th scope="col">Time</th>
+                <th scope="col">Of</th>
                 <th scope="col">Type</th>
                 <th scope="col">Reason</th>
                 <th scope="col">Message</th>
@@ -309,6 +288,7 @@ function Events({ events, now }: { events: EventRow[]; now: number }) {
                   <td title={dateTime(e.time)}>
                     {clock(e.time)} <span class="muted small">({age(e.time, now)} ago)</span>
                   </td>
+                  <td class="mono small">{e.object ?? 'job'}</td>
                   <td>{e.type}</td>
                   <td class="mono">{e.reason}{e.count > 1 ? ` ×${e.count}` : ''}</td>
                   <td class="small">{e.message}</td>
