@@ -174,7 +174,8 @@ func TestFinalCopyIsImmediateAndCounted(t *testing.T) {
 
 // Histories are written within the history share of the budget, those
 // written longest ago first, except a finished job's: written on the next
-// tick, so its history holds every point as soon as it ends.
+// tick, so its history holds every point as soon as it ends (a retry of it
+// waits for the budget).
 func TestHistoryShareAndFinalFlush(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(time.Unix(1_700_000_000, 0))
 	store := NewStore(Options{WritesPerSecond: 10 / (1 - statusShare), ReportRate: 100, ReportBurst: 100, Clock: clock}) // 10 histories a second
@@ -212,5 +213,10 @@ func TestHistoryShareAndFinalFlush(t *testing.T) {
 	due := store.historyDue(clock.Now())
 	if _, ok := due[job(7)]; !ok || len(due) != 10 {
 		t.Errorf("%d histories written, want the finished job's and 9 more", len(due))
+	}
+	// Its write failed: the retry waits for the budget, spent this tick.
+	store.markDirty(job(7))
+	if due := store.historyDue(clock.Now()); len(due) != 0 {
+		t.Errorf("%d histories written again in the same tick, want the failed one to wait", len(due))
 	}
 }

@@ -178,6 +178,9 @@ type jobEntry struct {
 	order   []string
 	flushed time.Time
 	dirty   bool
+	// retried: a write of the history failed, so it is written again
+	// within the budget only.
+	retried bool
 	// finished: the job's status is final (Take was told so); it gets no
 	// more reports and goes first when the store is over its budget.
 	finished bool

@@ -27,7 +27,7 @@ func (s *Store) historyDue(now time.Time) map[types.NamespacedName]historyCopy {
 	for k, e := range s.jobs {
 		switch {
 		case !e.dirty:
-		case e.finished:
+		case e.finished && !e.retried:
 			s.historyWrites.ReserveN(now, 1) // counted, never delayed
 			out[k] = s.takeHistoryLocked(e, now)
 		case now.Sub(e.flushed) >= s.opts.HistoryFlush:
@@ -60,12 +60,14 @@ func (s *Store) takeHistoryLocked(e *jobEntry, now time.Time) historyCopy {
 	return h
 }
 
-// markDirty asks for a job's history to be written again (its write failed).
+// markDirty asks for a job's history to be written again (its write
+// failed): within the budget, even a finished job's, so a failing write is
+// not retried every tick.
 func (s *Store) markDirty(job types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.jobs[job]; e != nil {
-		e.dirty = true
+		e.dirty, e.retried = true, true
 	}
 }
 
