@@ -30,7 +30,9 @@ func (s *Store) historyDue(now time.Time) map[types.NamespacedName]historyCopy {
 		case e.finished && !e.retried:
 			s.historyWrites.ReserveN(now, 1) // counted, never delayed
 			out[k] = s.takeHistoryLocked(e, now)
-		case now.Sub(e.flushed) >= s.opts.HistoryFlush:
+		case now.Sub(e.flushed) >= s.opts.HistoryFlush-historyTick/10:
+			// A tick a hair early counts: the writer looks once a tick,
+			// and a write left to the next one would double the lag.
 			waiting = append(waiting, k)
 		}
 	}
