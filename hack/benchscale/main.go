@@ -59,6 +59,9 @@ type config struct {
 	directPods     string
 	kubeletAfter   bool
 	requestCosts   int
+	// progressJobs > 0 runs the progress scenario (progress.go).
+	progressJobs                     int
+	progressWarmup, progressDuration time.Duration
 }
 
 func bindFlags(fs *flag.FlagSet) *config {
@@ -91,6 +94,9 @@ func bindFlags(fs *flag.FlagSet) *config {
 	fs.BoolVar(&c.keepWorkDir, "keep-workdir", false, "keep the work directory (operator binary, its log, the kubeconfig) even on success")
 	fs.BoolVar(&c.kubeletAfter, "kubelet-after-created", false, "diagnostic: the fake kubelet starts a scenario's pods only once they all exist, so its status writes do not compete with the creates")
 	fs.IntVar(&c.requestCosts, "request-costs", 400, "after the scenarios, send each kind of request they issue this many times alone and report the kube-apiserver's CPU per request (0: skip; only on the control plane the harness starts)")
+	fs.IntVar(&c.progressJobs, "progress-jobs", 0, "after the scenarios, run this many jobs of one worker, each reporting its progress every second to the operator's endpoint (turned on with --progress-bind-address), and measure the status and history writes, the operator's CPU and the status's lag (0: skip)")
+	fs.DurationVar(&c.progressWarmup, "progress-warmup", 30*time.Second, "reports before the progress scenario's measure starts")
+	fs.DurationVar(&c.progressDuration, "progress-duration", 60*time.Second, "the progress scenario's measured window")
 	fs.BoolVar(&c.verbose, "v", false, "log each scenario's request counts: the API server's, the harness's own and the operator's")
 	return c
 }
@@ -108,6 +114,7 @@ type harness struct {
 	obs            *observer
 	op             *operatorProc
 	cpPIDs         map[string]int
+	cpStarted      bool // the harness started the control plane
 	metricsOK      bool
 	countResources map[string]bool
 	// samplePod is a worker pod the controller created, for the request costs.
@@ -151,7 +158,7 @@ func validate(cfg *config) ([]scenario, bool, error) {
 		return nil, false, fmt.Errorf("--workers must be at least 1 and --ps at least 0")
 	}
 	scenarios := buildScenarios(jobCounts, cfg.ps, cfg.workers, bigJobs)
-	if len(scenarios) == 0 {
+	if len(scenarios) == 0 && cfg.progressJobs == 0 {
 		return nil, false, fmt.Errorf("no scenario: --jobs and --pods are both empty")
 	}
 	if !slices.Contains(paddlev1.Intranets, paddlev1.Intranet(cfg.intranet)) {
@@ -217,6 +224,10 @@ func run(ctx context.Context, cfg *config) (err error) {
 		k.run(obsCtx)
 	}
 
+	progressURL, err := withProgressEndpoint(cfg)
+	if err != nil {
+		return err
+	}
 	opCfg := operatorConfig{
 		Cmd: cfg.operatorCmd, Args: cfg.operatorArgs, QPS: cfg.operatorQPS, Burst: cfg.operatorBurst,
 		RepoRoot: testenv.RepoRoot(), WorkDir: workDir, Kubeconfig: cp.Kubeconfig,
@@ -232,22 +243,43 @@ func run(ctx context.Context, cfg *config) (err error) {
 			warnf("%v", stopErr)
 		}
 	}()
-	if err := h.waitForAFirstJob(ctx); err != nil {
-		return err
-	}
-	rep.Settings = describeHarness(cfg, fake)
-
-	h.runSuite(ctx, scenarios, &rep)
-	if cfg.requestCosts > 0 && cp.Started && rep.Failure == "" {
-		h.addRequestCosts(ctx, &rep)
+	prog, err := h.measure(ctx, scenarios, &rep, progressURL, fake)
+	if err != nil {
+		return fmt.Errorf("%w (operator log: %s)", err, opCfg.LogPath)
 	}
 	if err := printReport(rep, cfg.out); err != nil {
+		return err
+	}
+	if err := printProgress(prog, cfg.out); err != nil {
 		return err
 	}
 	if rep.Failure != "" {
 		return fmt.Errorf("%s (operator log: %s)", rep.Failure, opCfg.LogPath)
 	}
 	return nil
+}
+
+// measure warms the controller up, then runs the scenarios, the progress
+// scenario (when progressURL is set) and the request costs into rep.
+func (h *harness) measure(ctx context.Context, scenarios []scenario, rep *report, progressURL string, fake bool) (*progressResult, error) {
+	if err := h.waitForAFirstJob(ctx); err != nil {
+		return nil, err
+	}
+	rep.Settings = describeHarness(h.cfg, fake)
+
+	h.runSuite(ctx, scenarios, rep)
+	var prog *progressResult
+	if progressURL != "" && rep.Failure == "" {
+		res, err := h.runProgress(ctx, progressURL)
+		if err != nil {
+			return nil, fmt.Errorf("the progress scenario: %w", err)
+		}
+		res.OperatorArgs, prog = h.cfg.operatorArgs, &res
+	}
+	if h.cfg.requestCosts > 0 && h.cpStarted && rep.Failure == "" {
+		h.addRequestCosts(ctx, rep)
+	}
+	return prog, nil
 }
 
 // newHarness makes the harness's clients to the control plane cp, the
@@ -261,7 +293,7 @@ func newHarness(ctx context.Context, cfg *config, cp *controlPlane) (*harness, e
 			h.countResources[r] = true
 		}
 	}
-	if cp.Started {
+	if h.cpStarted = cp.Started; cp.Started {
 		h.cpPIDs = childPIDs(os.Getpid(), "kube-apiserver", "etcd")
 	}
 	var err error

@@ -74,8 +74,11 @@ func jobObject(name, ns string, s scenario, intranet, image string) (*unstructur
 	role := func(n int) *paddlev1.ReplicaSpec {
 		return &paddlev1.ReplicaSpec{
 			Replicas: int32(n),
+			// The default account, as a cluster's admission sets it: the
+			// progress endpoint's tokens (--progress-jobs) need one.
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "paddle", Image: image}},
+				ServiceAccountName: "default",
+				Containers:         []corev1.Container{{Name: "paddle", Image: image}},
 			}},
 		}
 	}

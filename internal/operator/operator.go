@@ -73,6 +73,9 @@ type ProgressOptions struct {
 	// StatusInterval is the least time between two copies of a job's
 	// progress into its status.
 	StatusInterval time.Duration
+	// WritesPerSecond bounds the API server writes the reports of all jobs
+	// cause together (progress.Options.WritesPerSecond).
+	WritesPerSecond float64
 	// MaxBytes bounds the memory the reports' store holds.
 	MaxBytes int64
 }
@@ -91,7 +94,7 @@ func DefaultOptions() Options {
 		GracefulShutdown: 30 * time.Second,
 		LeaderElectionID: "paddlejob-operator.batch.paddlepaddle.org",
 		Webhook:          DefaultWebhookOptions(),
-		Progress:         ProgressOptions{Addr: "0", StatusInterval: progress.DefaultStatusInterval, MaxBytes: progress.DefaultMaxBytes},
+		Progress:         ProgressOptions{Addr: "0", StatusInterval: progress.DefaultStatusInterval, WritesPerSecond: progress.DefaultWritesPerSecond, MaxBytes: progress.DefaultMaxBytes},
 		Zap:              zap.Options{Development: false, TimeEncoder: zapcore.ISO8601TimeEncoder},
 	}
 }
@@ -143,6 +146,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Progress.Addr, "progress-bind-address", o.Progress.Addr, "address the progress endpoint binds to, where training programs report their progress and metrics; 0 turns the feature off (no token or variables in pods, no status.progress)")
 	fs.StringVar(&o.Progress.URL, "progress-url", o.Progress.URL, "the progress endpoint's base URL as pods reach it (default: http://paddlejob-progress.<operator namespace>.svc:<port of --progress-bind-address>)")
 	fs.DurationVar(&o.Progress.StatusInterval, "progress-status-interval", o.Progress.StatusInterval, "least time between two copies of a job's reported progress into its status (a final report is copied at once)")
+	fs.Float64Var(&o.Progress.WritesPerSecond, "progress-writes-per-second", o.Progress.WritesPerSecond, "API server writes per second the progress reports of all jobs may cause together: 80% for status copies, 20% for metric history ConfigMaps; past it, copies wait their turn, so with N jobs reporting each status follows within about N/(0.8 × this) seconds (final reports are never delayed)")
 	fs.Int64Var(&o.Progress.MaxBytes, "progress-max-bytes", o.Progress.MaxBytes, "memory the held progress reports and metric curves may take, in bytes (docs/progress.md): over it, finished jobs go first, then the curves of the jobs that reported least recently are thinned, and reports of new jobs are refused")
 	o.Zap.BindFlags(fs)
 }
@@ -184,7 +188,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		if err != nil {
 			return nil, err
 		}
-		store = progress.NewStore(progress.Options{StatusInterval: o.Progress.StatusInterval, MaxBytes: o.Progress.MaxBytes})
+		store = progress.NewStore(progress.Options{StatusInterval: o.Progress.StatusInterval, WritesPerSecond: o.Progress.WritesPerSecond, MaxBytes: o.Progress.MaxBytes})
 		o.Controller.Progress = controller.ProgressOptions{Store: store, URL: url}
 	}
 	webhookServer, certsReady, err := o.Webhook.webhookServer()

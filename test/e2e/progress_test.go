@@ -4,12 +4,17 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/operator/progress"
@@ -28,11 +33,8 @@ func TestProgressOfWideAndDeep(t *testing.T) {
 	const passes = 6
 	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaWorker, paddlev1.ReplicaPS} {
 		c := &job.Spec.Replicas(rt).Template.Spec.Containers[0]
-		// Rows enough for the training to last several status intervals
-		// (progress.DefaultStatusInterval, 15 s): the status shows a report
-		// between the first and the final one only if the training outlasts
-		// one. 480,000 rows trained in 15 s to 25 s here, so some runs
-		// showed none; twice as many last two intervals.
+		// Rows enough for the training to last well over 15 s (960,000
+		// rows: 30 s to 50 s here), so its reports are many.
 		c.Args = []string{fmt.Sprintf("--passes=%d", passes), "--rows=960000"}
 	}
 	job.Namespace = newNamespace(t)
@@ -76,8 +78,8 @@ func TestProgressOfWideAndDeep(t *testing.T) {
 	}
 	// The bound: besides the job's own lifecycle (pods created, running,
 	// workers succeeding, completion: under 10 writes for 4 pods), the
-	// reports cost one write per StatusInterval while they come, plus the
-	// first and the final one.
+	// reports cost one write per StatusInterval (1 s) while they come,
+	// plus the first and the final one.
 	bound := 10 + int(math.Ceil(elapsed.Seconds()/progress.DefaultStatusInterval.Seconds())) + 2
 	if writes > bound {
 		t.Errorf("%d status writes over %s, want at most %d", writes, elapsed.Round(time.Second), bound)
@@ -182,4 +184,111 @@ func apiStatusWrites(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestRunShowsProgressAsItHappens runs the wide & deep example with
+// `paddlejob run`, as a user would, its trainers reporting every second
+// (the Python reporter sends at most one report a second, and the trainer
+// reports every batch): run's output shows the progress rise through at
+// least 5 distinct values before 100%, not 0% then 100% (issue 36). Once
+// the job is over, its metric history holds every reported point: an AUC
+// before training and after each pass (the last the final status's), and as
+// many loss points as run showed percents at least, the last at the final
+// status's step.
+func TestRunShowsProgressAsItHappens(t *testing.T) {
+	job := loadJob(t, "examples/jobs/wide-and-deep.yaml")
+	job.Name = "wd-live"
+	outputDir(t, job)
+	const passes = 6
+	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaWorker, paddlev1.ReplicaPS} {
+		// Rows enough to train for 15 s to 25 s here, so over 10 s of
+		// reports.
+		job.Spec.Replicas(rt).Template.Spec.Containers[0].Args = []string{fmt.Sprintf("--passes=%d", passes), "--rows=480000"}
+	}
+	ns := newNamespace(t)
+	file := filepath.Join(t.TempDir(), "wd-live.yaml")
+	manifest, err := yaml.Marshal(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := paddlejobCLI(t, []string{"KUBECONFIG=" + cluster.Kubeconfig()}, "run", "-f", file, "-n", ns)
+	if code != 0 {
+		t.Fatalf("paddlejob run: exit %d:\n%s", code, errOut)
+	}
+	percents := runPercents(errOut)
+	t.Logf("percents shown by run: %v", percents)
+	if below := len(percents) - 1; below < 5 || percents[below] != 100 {
+		t.Errorf("run showed %d distinct percents before 100%%, want at least 5:\n%s", below, errOut)
+	}
+
+	done, err := pj.Get(context.Background(), ns, job.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustComplete(t, done)
+	final := done.Status.Progress
+	var hist progress.History
+	poll(t, jobTimeout, "the final history", func() (bool, string) {
+		cm, err := pj.Clientset().CoreV1().ConfigMaps(ns).Get(context.Background(), progress.HistoryConfigMapName(job.Name), metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if hist, err = progress.DecodeHistory(cm); err != nil {
+			t.Fatal(err)
+		}
+		loss := seriesOf(hist, "loss")
+		last := len(loss.Steps) - 1
+		if last < 0 || loss.Steps[last] == nil || final.Step == nil {
+			return false, fmt.Sprintf("%d loss points, final progress %+v", len(loss.Points), final)
+		}
+		return *loss.Steps[last] == *final.Step, fmt.Sprintf("the last loss point at step %d, the final status at step %d", *loss.Steps[last], *final.Step)
+	})
+	// The trainer reports its AUC before training and after each pass,
+	// each flushed (flush_progress); the other trainer's first report may
+	// have come before worker 0's, and is kept too.
+	auc := series(hist, "auc")
+	if len(auc) < passes+1 {
+		t.Errorf("the history has %d AUC points, want at least %d: before training and after each pass", len(auc), passes+1)
+	} else if got, want := progress.FormatValue(auc[len(auc)-1][1]), metricValue(final, "auc"); got != want {
+		t.Errorf("the history's last AUC is %s, the final status's %s", got, want)
+	}
+	if n := len(series(hist, "loss")); n < len(percents) {
+		t.Errorf("the history has %d loss points, fewer than the %d reports run showed", n, len(percents))
+	}
+}
+
+// trainingPercent is the percent of run's training line.
+var trainingPercent = regexp.MustCompile(`training \[[#.]+\]\s+(\d+)%`)
+
+// runPercents are the distinct percents `paddlejob run` printed, in order.
+func runPercents(out string) []int {
+	var seen []int
+	for _, m := range trainingPercent.FindAllStringSubmatch(out, -1) {
+		p, _ := strconv.Atoi(m[1])
+		if len(seen) == 0 || seen[len(seen)-1] != p {
+			seen = append(seen, p)
+		}
+	}
+	return seen
+}
+
+func metricValue(p *paddlev1.JobProgress, name string) string {
+	for _, m := range p.Metrics {
+		if m.Name == name {
+			return m.Value
+		}
+	}
+	return ""
+}
+
+func seriesOf(h progress.History, name string) progress.Series {
+	for _, s := range h.Metrics {
+		if s.Name == name {
+			return s
+		}
+	}
+	return progress.Series{}
 }

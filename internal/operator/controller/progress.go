@@ -3,7 +3,8 @@ package controller
 // Training progress (docs/progress.md): pods get a token and a URL to report
 // to the operator's progress endpoint (internal/operator/progress), which
 // keeps the latest report of each job; the status pass copies it into
-// status.progress, at most every --progress-status-interval.
+// status.progress, at most every --progress-status-interval and within the
+// write budget all jobs share (--progress-writes-per-second).
 
 import (
 	"time"
@@ -72,9 +73,9 @@ func injectProgress(pod *corev1.Pod, job *paddlev1.PaddleJob, baseURL string) {
 }
 
 // copyProgress puts the job's latest reported progress into the status the
-// pass computed, when it is due: at once for the first report, a final one
-// (100%) or a status that finishes the job; else at most every
-// StatusInterval, the pass asking to come back when it is due.
+// pass computed, when it is due: at once for a final report (100%) or a
+// status that finishes the job; else at most every StatusInterval, at the
+// slot the write budget gives it, the pass asking to come back then.
 func (r *PaddleJobReconciler) copyProgress(job *paddlev1.PaddleJob, st *paddlev1.PaddleJobStatus) (requeue time.Duration) {
 	store := r.Options.Progress.Store
 	if store == nil {

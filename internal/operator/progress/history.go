@@ -20,11 +20,11 @@ import (
 )
 
 // The metric history of a job is kept in a ConfigMap of its own, written by
-// the operator at most every HistoryFlush (30 s) while reports come, and
-// read by `paddlejob metrics` with the reader's own RBAC (get configmaps).
-// It is not in the job's status, so the curves cost the API server one
-// small write a job every HistoryFlush, not one a report, and no watcher of
-// PaddleJobs receives them.
+// the operator at most every HistoryFlush (1 s) while reports come, within
+// the history share of the write budget, and at once when the job
+// finishes; read by `paddlejob metrics` with the reader's own RBAC (get
+// configmaps). It is not in the job's status, so no watcher of PaddleJobs
+// receives the curves.
 const (
 	// HistoryKey is the ConfigMap's key holding the History as JSON.
 	HistoryKey = "history.json"
@@ -103,9 +103,9 @@ type writtenAt struct {
 // NeedLeaderElection: only the leader's store holds reports.
 func (h *HistoryWriter) NeedLeaderElection() bool { return true }
 
-// Start writes the due histories every few seconds until ctx is done.
+// Start writes the due histories every historyTick until ctx is done.
 func (h *HistoryWriter) Start(ctx context.Context) error {
-	tick := time.NewTicker(min(5*time.Second, h.Store.opts.HistoryFlush))
+	tick := time.NewTicker(historyTick)
 	defer tick.Stop()
 	for {
 		select {

@@ -19,13 +19,23 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultStatusInterval = 15 * time.Second
+	// DefaultStatusInterval and DefaultHistoryFlush: a report shows in
+	// the status, and in the history's curve, within a second or two
+	// while few jobs report; DefaultWritesPerSecond bounds what that costs
+	// when many do.
+	DefaultStatusInterval = time.Second
 	DefaultReportRate     = 1.0
 	DefaultReportBurst    = 5
 	DefaultHistoryPoints  = 240
-	DefaultHistoryFlush   = 30 * time.Second
+	DefaultHistoryFlush   = time.Second
 	DefaultTTL            = 30 * time.Minute
 	DefaultMaxJobs        = 5000
+	// DefaultWritesPerSecond is the API server writes all jobs' reports
+	// may cost together: a PaddleJob status update costs the
+	// kube-apiserver about 12 ms of CPU (docs/benchmarks.md), so 50 a
+	// second are under two thirds of a core, and 1,000 jobs reporting
+	// every second each see their status follow within 25 s.
+	DefaultWritesPerSecond = 50.0
 	// DefaultMaxBytes is the store's budget: 64 MiB. The chart limits the
 	// operator to 512 MiB; without reports it peaked at 186 MiB RSS with
 	// 1000 jobs of 4 pods (docs/benchmarks.md), and the Go collector lets
@@ -42,6 +52,13 @@ type Options struct {
 	// status write, is copied at once): a chatty trainer costs at most
 	// 60s/StatusInterval status writes a minute.
 	StatusInterval time.Duration
+	// WritesPerSecond is the budget of the writes the reports of all jobs
+	// cause together: status copies get statusShare of it, history
+	// ConfigMap writes the rest. A copy due past the budget waits its turn
+	// (first come, first served), so with N jobs reporting, each job's
+	// status follows within about N/(statusShare*WritesPerSecond).
+	// Final copies and histories are never delayed, and are counted.
+	WritesPerSecond float64
 	// ReportRate and ReportBurst limit the reports of one pod; the others
 	// are refused with 429.
 	ReportRate  float64
@@ -50,7 +67,8 @@ type Options struct {
 	// other point is dropped, so the curve keeps its whole span.
 	HistoryPoints int
 	// HistoryFlush is the least time between two writes of a job's history
-	// ConfigMap.
+	// ConfigMap while it runs; once its status is final, its history is
+	// written on the writer's next tick.
 	HistoryFlush time.Duration
 	// TTL forgets a job no report came for in that long.
 	TTL time.Duration
@@ -85,6 +103,9 @@ func (o Options) withDefaults() Options {
 	if o.HistoryFlush <= 0 {
 		o.HistoryFlush = DefaultHistoryFlush
 	}
+	if o.WritesPerSecond <= 0 {
+		o.WritesPerSecond = DefaultWritesPerSecond
+	}
 	if o.TTL <= 0 {
 		o.TTL = DefaultTTL
 	}
@@ -113,6 +134,9 @@ type Store struct {
 	opts  Options
 	now   func() time.Time
 	event chan event.GenericEvent
+	// statusWrites and historyWrites hand out the write budget's shares;
+	// reservations are made under mu, in the order jobs become due.
+	statusWrites, historyWrites *rate.Limiter
 
 	mu   sync.Mutex
 	jobs map[types.NamespacedName]*jobEntry
@@ -145,14 +169,18 @@ type jobEntry struct {
 	firstPercent float64
 	// lastCopy is when the controller last copied the progress into the
 	// status; notified when a reconcile was last asked for (zero once
-	// served).
-	lastCopy, notified time.Time
+	// served); slot when the next copy may be written, as the budget
+	// reserved it (zero: none reserved).
+	lastCopy, notified, slot time.Time
 	// history is each metric's curve, in the order first reported;
 	// flushed is when it was last written out, dirty whether it changed.
 	history map[string][]Point
 	order   []string
 	flushed time.Time
 	dirty   bool
+	// retried: a write of the history failed, so it is written again
+	// within the budget only.
+	retried bool
 	// finished: the job's status is final (Take was told so); it gets no
 	// more reports and goes first when the store is over its budget.
 	finished bool
@@ -170,11 +198,17 @@ func NewStore(opts Options) *Store {
 	if opts.Clock != nil {
 		now = opts.Clock.Now
 	}
+	opts = opts.withDefaults()
+	status, history := opts.WritesPerSecond*statusShare, opts.WritesPerSecond*(1-statusShare)
 	return &Store{
-		opts:  opts.withDefaults(),
+		opts:  opts,
 		now:   now,
 		event: make(chan event.GenericEvent, 1024),
 		jobs:  map[types.NamespacedName]*jobEntry{},
+		// A burst of one: status copies are spread evenly. The history
+		// writer takes its share once a tick, so a tick's worth at once.
+		statusWrites:  rate.NewLimiter(rate.Limit(status), 1),
+		historyWrites: rate.NewLimiter(rate.Limit(history), max(1, int(history*historyTick.Seconds()))),
 	}
 }
 
@@ -247,7 +281,9 @@ func (s *Store) put(job types.NamespacedName, uid types.UID, pod string, rank in
 	for _, m := range rep.Metrics {
 		s.recordLocked(e, m, e.report.Step, now)
 	}
-	if e.notified.IsZero() || now.Sub(e.notified) > 2*s.opts.StatusInterval {
+	// A reconcile already asked for, or due at the reserved slot, takes
+	// this report too; one that went astray is asked for again.
+	if e.notified.IsZero() || now.Sub(later(e.notified, e.slot)) > 2*s.opts.StatusInterval {
 		select {
 		case s.event <- event.GenericEvent{Object: jobObject(job)}:
 			e.notified = now
@@ -352,10 +388,10 @@ func (s *Store) Take(job types.NamespacedName, uid types.UID, current *paddlev1.
 		return nil, 0
 	}
 	done := latest.Percent != nil && *latest.Percent >= 100
-	if next := e.lastCopy.Add(s.opts.StatusInterval); !final && !done && now.Before(next) {
-		return nil, next.Sub(now)
+	if wait := s.statusDueLocked(e, now, final || done); wait > 0 {
+		return nil, wait
 	}
-	e.lastCopy, e.notified = now, time.Time{}
+	e.lastCopy, e.notified, e.slot = now, time.Time{}, time.Time{}
 	return latest, 0
 }
 
