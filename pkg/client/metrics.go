@@ -85,8 +85,8 @@ type MetricSeries struct {
 
 // MetricHistory returns the curve of each metric the job's training program
 // reported, in the order first reported. The operator records them in the
-// ConfigMap NAME-metrics, at most every 30 seconds while reports come
-// (docs/progress.md); reading it needs get on configmaps. It is nil, with no
+// ConfigMap NAME-metrics, about every second while reports come, and at
+// once when the job finishes (docs/progress.md); reading it needs get on configmaps. It is nil, with no
 // error, when nothing is recorded yet or that ConfigMap is not the job's
 // (not owned by it).
 func (c *Client) MetricHistory(ctx context.Context, job *paddlev1.PaddleJob) ([]MetricSeries, error) {

@@ -384,8 +384,9 @@ class PaddleJobClient:
         """The curve of each metric the job's training program reported, in
         the order first reported: times as UTC datetimes, values as floats.
 
-        The operator records them in the ConfigMap NAME-metrics, at most every
-        30 seconds while reports come (docs/progress.md); reading it needs get
+        The operator records them in the ConfigMap NAME-metrics, about every
+        second while reports come and at once when the job finishes
+        (docs/progress.md); reading it needs get
         on configmaps. Empty when nothing is recorded yet or that ConfigMap is
         not the job's (not owned by it). The Go SDK's Client.MetricHistory.
         """
