@@ -86,9 +86,9 @@ type MetricSeries struct {
 // MetricHistory returns the curve of each metric the job's training program
 // reported, in the order first reported. The operator records them in the
 // ConfigMap NAME-metrics, about every second while reports come, and at
-// once when the job finishes (docs/progress.md); reading it needs get on configmaps. It is nil, with no
-// error, when nothing is recorded yet or that ConfigMap is not the job's
-// (not owned by it).
+// once when the job finishes (docs/progress.md); reading it needs get on
+// configmaps. It is nil, with no error, when nothing is recorded yet or
+// that ConfigMap is not the job's (not owned by it).
 func (c *Client) MetricHistory(ctx context.Context, job *paddlev1.PaddleJob) ([]MetricSeries, error) {
 	cm, err := c.cs.CoreV1().ConfigMaps(job.Namespace).Get(ctx, opprogress.HistoryConfigMapName(job.Name), metav1.GetOptions{})
 	switch {
