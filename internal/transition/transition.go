@@ -16,13 +16,25 @@ import (
 // Reason is the reason of the event of a condition's transition.
 const Reason = "ConditionChanged"
 
+// Action is the event's action. The event recorder merges the events of an
+// object with the same type, reason and action into one series (their
+// notes are not compared), keeping the first one's note: each transition's
+// action is its own (the condition, its status and reason, the generation
+// and restart count), so no transition hides another.
+func Action(c metav1.Condition, generation int64, restarts int32) string {
+	a := fmt.Sprintf("Set%s%s.%s.generation%d.restart%d", c.Type, c.Status, c.Reason, generation, restarts)
+	if len(a) > maxAction {
+		a = a[:maxAction]
+	}
+	return a
+}
+
+// maxAction is the API's limit on an event's action.
+const maxAction = 128
+
 // Note is the event's note:
 //
 //	Suspended=True at generation 3, restart 0 (Suspended): spec.suspend is set: ...
-//
-// The generation and restart count make the notes of two transitions to the
-// same state differ: the event recorder would merge identical ones into a
-// series and keep only their first time until it next refreshes it.
 func Note(c metav1.Condition, generation int64, restarts int32) string {
 	return fmt.Sprintf("%s=%s at generation %d, restart %d (%s): %s", c.Type, c.Status, generation, restarts, c.Reason, c.Message)
 }

@@ -25,3 +25,16 @@ func TestANoteReadsBack(t *testing.T) {
 		}
 	}
 }
+
+// The event recorder merges events of the same type, reason and action:
+// two transitions never share an action, one repeated does.
+func TestEachTransitionHasItsOwnAction(t *testing.T) {
+	suspended := metav1.Condition{Type: "Running", Status: metav1.ConditionFalse, Reason: "Suspended"}
+	waiting := metav1.Condition{Type: "Running", Status: metav1.ConditionFalse, Reason: "WaitingForPodIPs"}
+	if Action(suspended, 3, 0) == Action(waiting, 3, 0) || Action(suspended, 3, 0) == Action(suspended, 4, 0) || Action(suspended, 3, 0) == Action(suspended, 3, 1) {
+		t.Errorf("two transitions share an action: %s, %s", Action(suspended, 3, 0), Action(waiting, 3, 0))
+	}
+	if a := Action(metav1.Condition{Type: "Running", Reason: string(make([]byte, 300))}, 1, 0); len(a) > 128 {
+		t.Errorf("action of %d bytes, over the API's 128", len(a))
+	}
+}

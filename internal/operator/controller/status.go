@@ -396,7 +396,8 @@ func (r *PaddleJobReconciler) recordTransition(old, updated *paddlev1.PaddleJob)
 		if c.Status == metav1.ConditionTrue && (c.Type == paddlev1.JobFailed || c.Type == paddlev1.JobRestarting) {
 			kind = corev1.EventTypeWarning
 		}
-		r.eventf(updated, kind, transition.Reason, "Transition", "%s", transition.Note(c, updated.Generation, updated.Status.RestartCount))
+		r.eventf(updated, kind, transition.Reason, transition.Action(c, updated.Generation, updated.Status.RestartCount),
+			"%s", transition.Note(c, updated.Generation, updated.Status.RestartCount))
 	}
 	if old.Status.Phase == updated.Status.Phase {
 		return
