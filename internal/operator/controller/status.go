@@ -90,7 +90,7 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 		return st
 	}
 	if obs.invalid != "" {
-		return finish(st, paddlev1.PaddleJobFailed, now, metav1.Condition{
+		return finish(st, job, paddlev1.PaddleJobFailed, now, metav1.Condition{
 			Type: paddlev1.JobFailed, Status: metav1.ConditionTrue, Reason: ReasonInvalidSpec, Message: obs.invalid,
 		})
 	}
@@ -105,11 +105,11 @@ func nextStatus(job *paddlev1.PaddleJob, obs observed, now metav1.Time) paddlev1
 		st.StartTime = &now
 	}
 	if obs.fatal != nil {
-		return finish(st, paddlev1.PaddleJobFailed, now, *obs.fatal)
+		return finish(st, job, paddlev1.PaddleJobFailed, now, *obs.fatal)
 	}
 	workers := st.Worker
 	if n := job.Spec.ReplicaCount(paddlev1.ReplicaWorker); n > 0 && workers != nil && int(workers.Succeeded) == n {
-		return finish(st, paddlev1.PaddleJobCompleted, now, metav1.Condition{
+		return finish(st, job, paddlev1.PaddleJobCompleted, now, metav1.Condition{
 			Type: paddlev1.JobSucceeded, Status: metav1.ConditionTrue, Reason: ReasonWorkersSucceeded,
 			Message: fmt.Sprintf("all %d workers succeeded", n),
 		})
@@ -205,10 +205,10 @@ func setRunningCondition(st *paddlev1.PaddleJobStatus, job *paddlev1.PaddleJob, 
 }
 
 // finish moves the status to a terminal phase with its condition.
-func finish(st paddlev1.PaddleJobStatus, phase paddlev1.PaddleJobPhase, now metav1.Time, c metav1.Condition) paddlev1.PaddleJobStatus {
+func finish(st paddlev1.PaddleJobStatus, job *paddlev1.PaddleJob, phase paddlev1.PaddleJobPhase, now metav1.Time, c metav1.Condition) paddlev1.PaddleJobStatus {
 	st.Phase = phase
 	st.CompletionTime = &now
-	stopLivePods(&st)
+	stopLivePods(&st, job)
 	setCondition(&st, now, c.Type, c.Status, c.Reason, c.Message)
 	setCondition(&st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonJobFinished, "the job "+strings.ToLower(string(phase)))
 	if st.IsConditionTrue(paddlev1.JobRestarting) {
@@ -220,7 +220,7 @@ func finish(st paddlev1.PaddleJobStatus, phase paddlev1.PaddleJobPhase, now meta
 // stopLivePods counts the pods a finishing job still runs as stopped: the
 // operator deletes them in the same pass (cleanup.go), so a finished job
 // never reports a role running.
-func stopLivePods(st *paddlev1.PaddleJobStatus) {
+func stopLivePods(st *paddlev1.PaddleJobStatus, job *paddlev1.PaddleJob) {
 	for _, rt := range paddlev1.ReplicaTypes {
 		rs := st.ReplicaStatus(rt)
 		if rs == nil {
@@ -228,9 +228,7 @@ func stopLivePods(st *paddlev1.PaddleJobStatus) {
 		}
 		rs.Stopped += rs.Pending + rs.Starting + rs.Running + rs.Unknown
 		rs.Pending, rs.Starting, rs.Running, rs.Unknown = 0, 0, 0, 0
-		if _, replicas, ok := strings.Cut(rs.Ready, "/"); ok {
-			rs.Ready = "0/" + replicas
-		}
+		rs.Ready = fmt.Sprintf("0/%d", job.Spec.ReplicaCount(rt))
 	}
 }
 
