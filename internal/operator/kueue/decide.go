@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	kueueapi "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
@@ -85,7 +86,7 @@ func decide(v view) step {
 			return stepFinish
 		}
 		return stepNone
-	case wl != nil && wl.Metadata.DeletionTimestamp != nil:
+	case wl != nil && wl.DeletionTimestamp != nil:
 		return decideDeleted(v)
 	case wl == nil:
 		return decideMissing(v)
@@ -158,7 +159,7 @@ func decideSuspended(v view) step {
 			return stepOutOfSync
 		}
 		return stepRecreate
-	case wl.Spec.QueueName != j.KueueQueueName() && !prebuilt:
+	case string(wl.Spec.QueueName) != j.KueueQueueName() && !prebuilt:
 		return stepUpdateQueue
 	case priorityChanged(j, wl):
 		return stepUpdatePriority
@@ -174,14 +175,14 @@ func refusedAdmission(j job, wl *workload) string {
 	}
 	for _, a := range wl.Status.Admission.PodSetAssignments {
 		count := ptr.Deref(a.Count, podSetCount(wl, a.Name))
-		if why := j.refusedCount(a.Name, count); why != "" {
+		if why := j.refusedCount(string(a.Name), count); why != "" {
 			return why
 		}
 	}
 	return ""
 }
 
-func podSetCount(wl *workload, name string) int32 {
+func podSetCount(wl *workload, name kueueapi.PodSetReference) int32 {
 	for _, ps := range wl.Spec.PodSets {
 		if ps.Name == name {
 			return ps.Count
@@ -205,7 +206,7 @@ func priorityChanged(j job, wl *workload) bool {
 	switch {
 	case ref == nil:
 		return !isTrue(wl, workloadQuotaReserved)
-	case ref.Kind != workloadPriorityClassKind:
+	case ref.Kind != kueueapi.WorkloadPriorityClassKind:
 		return false
 	}
 	return ref.Name != label
@@ -275,7 +276,7 @@ func findCondition(wl *workload, t string) metav1.Condition {
 }
 
 func hasFinalizer(wl *workload) bool {
-	for _, f := range wl.Metadata.Finalizers {
+	for _, f := range wl.Finalizers {
 		if f == kueueResourceInUseFinalizer {
 			return true
 		}

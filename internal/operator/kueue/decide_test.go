@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	kueueapi "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/testutil"
@@ -27,10 +28,10 @@ func queuedJob() *testutil.JobWrapper {
 // given as "Type" (True) or "Type=-Reason" (False) or "Type=Reason".
 func wlOf(pj *paddlev1.PaddleJob, conds ...string) *workload {
 	wl := &workload{
-		Metadata: metav1.ObjectMeta{Name: workloadName(pj), Namespace: pj.Namespace, Finalizers: []string{kueueResourceInUseFinalizer},
+		ObjectMeta: metav1.ObjectMeta{Name: workloadName(pj), Namespace: pj.Namespace, Finalizers: []string{kueueResourceInUseFinalizer},
 			Labels:          map[string]string{paddlev1.LabelJobName: pj.Name},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(pj, paddlev1.GroupVersion.WithKind("PaddleJob"))}},
-		Spec: workloadSpec{PodSets: job{pj}.PodSets(), QueueName: pj.KueueQueueName()},
+		Spec: kueueapi.WorkloadSpec{PodSets: job{pj}.PodSets(), QueueName: kueueapi.LocalQueueName(pj.KueueQueueName())},
 	}
 	for _, c := range conds {
 		t, reason, _ := strings.Cut(c, "=")
@@ -49,14 +50,14 @@ func wlOf(pj *paddlev1.PaddleJob, conds ...string) *workload {
 // admitted is an admission to ClusterQueue cq of every pod set in flavor,
 // with the counts given by pod set (the pod set's own when absent).
 func admitted(wl *workload, flavor string, counts map[string]int32) *workload {
-	wl.Status.Admission = &admission{ClusterQueue: "cq"}
+	wl.Status.Admission = &kueueapi.Admission{ClusterQueue: "cq"}
 	for _, ps := range wl.Spec.PodSets {
-		count, ok := counts[ps.Name]
+		count, ok := counts[string(ps.Name)]
 		if !ok {
 			count = ps.Count
 		}
 		wl.Status.Admission.PodSetAssignments = append(wl.Status.Admission.PodSetAssignments,
-			podSetAssignment{Name: ps.Name, Flavors: map[corev1.ResourceName]string{corev1.ResourceCPU: flavor}, Count: ptr.To(count)})
+			kueueapi.PodSetAssignment{Name: ps.Name, Flavors: map[corev1.ResourceName]kueueapi.ResourceFlavorReference{corev1.ResourceCPU: kueueapi.ResourceFlavorReference(flavor)}, Count: ptr.To(count)})
 	}
 	return wl
 }
@@ -100,13 +101,13 @@ func newDecideFixtures() decideFixtures {
 }
 
 func deleting(wl *workload) *workload {
-	wl.Metadata.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	wl.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
 	return wl
 }
-func noFinalizer(wl *workload) *workload  { wl.Metadata.Finalizers = nil; return wl }
+func noFinalizer(wl *workload) *workload  { wl.Finalizers = nil; return wl }
 func otherQueue(wl *workload) *workload   { wl.Spec.QueueName = "elsewhere"; return wl }
 func fewerWorkers(wl *workload) *workload { wl.Spec.PodSets[1].Count = 5; return wl }
-func withPriority(wl *workload, kind, name string) *workload {
+func withPriority(wl *workload, kind kueueapi.PriorityClassKind, name string) *workload {
 	wl.Spec.PriorityClassRef = &priorityClassRef{Kind: kind, Name: name}
 	return wl
 }
@@ -121,7 +122,7 @@ func prebuiltJob(pj *paddlev1.PaddleJob, workload string) *paddlev1.PaddleJob {
 // prebuiltWl is the Workload MultiKueue created for job, not adopted yet.
 func prebuiltWl(job *paddlev1.PaddleJob, conds ...string) *workload {
 	wl := wlOf(job, conds...)
-	wl.Metadata.Name, wl.Metadata.OwnerReferences, wl.Metadata.Finalizers = "from-manager", nil, nil
+	wl.Name, wl.OwnerReferences, wl.Finalizers = "from-manager", nil, nil
 	return wl
 }
 
@@ -176,14 +177,14 @@ func decideCasesAdmission() []decideCase {
 		{"a job holding quota keeps its Workload whatever changed", suspended, fewerWorkers(wlOf(suspended, workloadQuotaReserved)), nil, nil, stepNone},
 		{"a waiting job moved to another queue moves its Workload", suspended, otherQueue(wlOf(suspended)), nil, nil, stepUpdateQueue},
 		{"a waiting job given a priority class gives it its Workload", high, wlOf(high), nil, nil, stepUpdatePriority},
-		{"a waiting job given another priority class updates its Workload", high, withPriority(wlOf(high), workloadPriorityClassKind, "low"), nil, nil, stepUpdatePriority},
-		{"a Workload already of the class waits", high, withPriority(wlOf(high), workloadPriorityClassKind, "high"), nil, nil, stepNone},
-		{"a Workload prioritized by a pod PriorityClass does not follow the label", high, withPriority(wlOf(high), podPriorityClassKind, "system"), nil, nil, stepNone},
+		{"a waiting job given another priority class updates its Workload", high, withPriority(wlOf(high), kueueapi.WorkloadPriorityClassKind, "low"), nil, nil, stepUpdatePriority},
+		{"a Workload already of the class waits", high, withPriority(wlOf(high), kueueapi.WorkloadPriorityClassKind, "high"), nil, nil, stepNone},
+		{"a Workload prioritized by a pod PriorityClass does not follow the label", high, withPriority(wlOf(high), kueueapi.PodPriorityClassKind, "system"), nil, nil, stepNone},
 		{"a Workload holding quota without a priority cannot be given one", high, wlOf(high, workloadQuotaReserved), nil, nil, stepNone},
 		{"a waiting job waits", suspended, wlOf(suspended, workloadQuotaReserved+"=-Pending"), nil, nil, stepNone},
 		// Running.
 		{"a running job whose Workload is not admitted is stopped", running, wlOf(running, workloadQuotaReserved), nil, nil, stepStop},
-		{"a running job given another priority class updates its Workload", highRunning, withPriority(admitted(wlOf(highRunning, workloadQuotaReserved, workloadAdmitted, readyTrue), "default", nil), workloadPriorityClassKind, "low"), nil, allReady, stepUpdatePriority},
+		{"a running job given another priority class updates its Workload", highRunning, withPriority(admitted(wlOf(highRunning, workloadQuotaReserved, workloadAdmitted, readyTrue), "default", nil), kueueapi.WorkloadPriorityClassKind, "low"), nil, allReady, stepUpdatePriority},
 		{"a running job with every pod ready sets PodsReady", running, admitted(wlOf(running, workloadQuotaReserved, workloadAdmitted), "default", nil), nil, allReady, stepPodsReady},
 		{"a running job starting its pods says it waits for them", running, admitted(wlOf(running, workloadQuotaReserved, workloadAdmitted), "default", nil), nil, []*corev1.Pod{runningPod}, stepPodsReady},
 		{"PodsReady as it is: nothing to do", running, admitted(wlOf(running, workloadQuotaReserved, workloadAdmitted, readyTrue), "default", nil), nil, allReady, stepNone},

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
+	kueueapi "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
@@ -58,7 +59,7 @@ func (j job) PodSets() []podSet {
 		if rs == nil {
 			continue
 		}
-		ps := podSet{Name: string(rt), Count: int32(j.Spec.ReplicaCount(rt)), Template: *rs.Template.DeepCopy()}
+		ps := podSet{Name: kueueapi.PodSetReference(rt), Count: int32(j.Spec.ReplicaCount(rt)), Template: *rs.Template.DeepCopy()}
 		if lowest, ok := j.lowestCount(rt); ok && lowest < ps.Count {
 			ps.MinCount = ptr.To(lowest)
 		}
@@ -101,7 +102,7 @@ func (j job) refusedCount(role string, count int32) string {
 // what its pod set was assigned and its replicas the admitted count.
 func (j job) RunWithPodSetsInfo(infos []podSetInfo) error {
 	for _, info := range infos {
-		if why := j.refusedCount(info.Name, info.Count); why != "" {
+		if why := j.refusedCount(string(info.Name), info.Count); why != "" {
 			return fmt.Errorf("%s", why)
 		}
 	}

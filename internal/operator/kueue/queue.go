@@ -63,13 +63,13 @@ func holdMessage(j job, wl *workload) string {
 		return fmt.Sprintf("waiting in Kueue LocalQueue %s; its Workload is being created", queue)
 	case stageOf(wl) == stageFinished:
 		c := findCondition(wl, workloadFinished)
-		return fmt.Sprintf("Kueue's Workload %s finished without the job (%s: %s)", wl.Metadata.Name, c.Reason, c.Message)
-	case wl.Metadata.DeletionTimestamp == nil && stageOf(wl) == stageAdmitted:
+		return fmt.Sprintf("Kueue's Workload %s finished without the job (%s: %s)", wl.Name, c.Reason, c.Message)
+	case wl.DeletionTimestamp == nil && stageOf(wl) == stageAdmitted:
 		if why := refusedAdmission(j, wl); why != "" {
 			return why
 		}
 		if j.IsSuspended() {
-			return fmt.Sprintf("admitted by Kueue (Workload %s); starting", wl.Metadata.Name)
+			return fmt.Sprintf("admitted by Kueue (Workload %s); starting", wl.Name)
 		}
 		return ""
 	}
@@ -81,5 +81,5 @@ func holdMessage(j job, wl *workload) string {
 	if why == "" {
 		why = "not admitted yet"
 	}
-	return fmt.Sprintf("waiting in Kueue LocalQueue %s for admission (Workload %s): %s", queue, wl.Metadata.Name, why)
+	return fmt.Sprintf("waiting in Kueue LocalQueue %s for admission (Workload %s): %s", queue, wl.Name, why)
 }

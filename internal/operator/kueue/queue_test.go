@@ -20,7 +20,7 @@ func TestHoldMessage(t *testing.T) {
 	pending := wlOf(suspended, workloadQuotaReserved+"=-Pending")
 	pending.Status.Conditions[0].Message = "couldn't assign flavors to pod set worker: insufficient quota for cpu"
 	deleting := admitted(wlOf(running, workloadQuotaReserved, workloadAdmitted), "default", nil)
-	deleting.Metadata.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	deleting.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
 	tests := []struct {
 		name string
 		job  *paddlev1.PaddleJob

@@ -99,7 +99,7 @@ func (r *Reconciler) act(ctx context.Context, s step, v view, raw *unstructured.
 	case stepOutOfSync:
 		return r.finishWorkload(ctx, raw, v.wl, workloadOutOfSync, "The prebuilt workload is out of sync with its user job", now)
 	case stepRecreate:
-		return ignoreGone(r.Delete(ctx, raw, client.Preconditions{UID: &v.wl.Metadata.UID}))
+		return ignoreGone(r.Delete(ctx, raw, client.Preconditions{UID: &v.wl.UID}))
 	case stepUpdateQueue:
 		return r.patchWorkload(ctx, raw, func(u *unstructured.Unstructured) error {
 			return unstructured.SetNestedField(u.Object, v.job.KueueQueueName(), "spec", "queueName")
@@ -110,13 +110,13 @@ func (r *Reconciler) act(ctx context.Context, s step, v view, raw *unstructured.
 		return r.start(ctx, v.job, v.wl)
 	case stepRefuse:
 		why := refusedAdmission(v.job, v.wl)
-		r.eventf(v.job.PaddleJob, corev1.EventTypeWarning, "AdmissionRefused", "Start", "%s: Workload %s finished without running the job", why, v.wl.Metadata.Name)
+		r.eventf(v.job.PaddleJob, corev1.EventTypeWarning, "AdmissionRefused", "Start", "%s: Workload %s finished without running the job", why, v.wl.Name)
 		return r.finishWorkload(ctx, raw, v.wl, workloadFailedToStart, why, now)
 	case stepStop:
 		return r.stop(ctx, v.job, v.wl)
 	case stepRelease:
 		return r.patchWorkloadStatus(ctx, raw, v.wl, func(st *workloadStatus) {
-			releaseQuota(st, findCondition(v.wl, workloadEvicted), v.wl.Metadata.Generation, now)
+			releaseQuota(st, findCondition(v.wl, workloadEvicted), v.wl.Generation, now)
 		})
 	case stepFinish:
 		msg, success, _ := v.job.Finished()
@@ -132,7 +132,7 @@ func (r *Reconciler) act(ctx context.Context, s step, v view, raw *unstructured.
 		})
 	case stepPodsReady:
 		c := podsReadyCondition(v)
-		c.ObservedGeneration, c.LastTransitionTime = v.wl.Metadata.Generation, now
+		c.ObservedGeneration, c.LastTransitionTime = v.wl.Generation, now
 		return r.patchWorkloadStatus(ctx, raw, v.wl, func(st *workloadStatus) { meta.SetStatusCondition(&st.Conditions, c) })
 	}
 	return nil
@@ -167,10 +167,10 @@ func (r *Reconciler) stop(ctx context.Context, j job, wl *workload) error {
 		switch ev := findCondition(wl, workloadEvicted); {
 		case ev.Status == metav1.ConditionTrue:
 			why = fmt.Sprintf("evicted by Kueue (%s: %s)", ev.Reason, ev.Message)
-		case wl.Metadata.DeletionTimestamp != nil:
-			why = "its Workload " + wl.Metadata.Name + " is being deleted"
+		case wl.DeletionTimestamp != nil:
+			why = "its Workload " + wl.Name + " is being deleted"
 		default:
-			why = "its Workload " + wl.Metadata.Name + " is not admitted"
+			why = "its Workload " + wl.Name + " is not admitted"
 		}
 	}
 	if err := r.Patch(ctx, stopped.PaddleJob, client.MergeFromWithOptions(j.PaddleJob, client.MergeFromWithOptimisticLock{})); err != nil {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	kueueapi "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/testutil"
@@ -165,7 +166,7 @@ func TestQueuedJobGetsItsWorkload(t *testing.T) {
 		t.Errorf("priority %v %v, want WorkloadPriorityClass high = 1000", wl.Spec.PriorityClassRef, wl.Spec.Priority)
 	}
 	if !ownedBy(wl, pj) || !hasFinalizer(wl) {
-		t.Errorf("Workload owners %v, finalizers %v: want the job as controller and Kueue's resource-in-use finalizer", wl.Metadata.OwnerReferences, wl.Metadata.Finalizers)
+		t.Errorf("Workload owners %v, finalizers %v: want the job as controller and Kueue's resource-in-use finalizer", wl.OwnerReferences, wl.Finalizers)
 	}
 }
 
@@ -219,7 +220,7 @@ func TestPartialAdmissionOfAPSJobIsRefused(t *testing.T) {
 func TestPriorityFollowsTheLabel(t *testing.T) {
 	pj := queuedJob().Suspend(true).Label(paddlev1.KueuePriorityClassLabel, "high").Obj()
 	wl := wlOf(pj)
-	wl.Spec.PriorityClassRef, wl.Spec.Priority = &priorityClassRef{Group: "kueue.x-k8s.io", Kind: workloadPriorityClassKind, Name: "low"}, ptr.To(int32(100))
+	wl.Spec.PriorityClassRef, wl.Spec.Priority = &priorityClassRef{Group: "kueue.x-k8s.io", Kind: kueueapi.WorkloadPriorityClassKind, Name: "low"}, ptr.To(int32(100))
 	f := newFixture(t, pj, workloadObject(t, wl), priorityClassObject("high", 1000), priorityClassObject("low", 100))
 	f.pass(t, pj)
 	after := f.jobWorkload(t, pj)
@@ -273,7 +274,7 @@ func TestJobWithoutQueueIsNotKueues(t *testing.T) {
 func TestAdmissionStartsTheJobWithItsAssignment(t *testing.T) {
 	pj := queuedJob().Suspend(true).Obj()
 	wl := admitted(wlOf(pj, workloadQuotaReserved, workloadAdmitted), "spot", nil)
-	wl.Status.AdmissionChecks = []admissionCheckState{{Name: "check", PodSetUpdates: []podSetUpdate{{Name: "worker", Annotations: map[string]string{"provisioned": "yes"}}}}}
+	wl.Status.AdmissionChecks = []kueueapi.AdmissionCheckState{{Name: "check", PodSetUpdates: []podSetUpdate{{Name: "worker", Annotations: map[string]string{"provisioned": "yes"}}}}}
 	spot := corev1.Toleration{Key: "spot", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
 	f := newFixture(t, pj, workloadObject(t, wl), flavorObject("spot", map[string]string{"pool": "spot"}, spot))
 
@@ -344,13 +345,13 @@ func TestWorkerCopyRunsOnThePrebuiltWorkload(t *testing.T) {
 	manager := queuedJob().UID("manager-uid").Suspend(true).Obj()
 	remote := prebuiltJob(queuedJob().UID("worker-uid").Suspend(true).Label(paddlev1.KueuePriorityClassLabel, "high").Obj(), workloadName(manager))
 	wl := admitted(wlOf(manager, workloadQuotaReserved, workloadAdmitted), "default", nil)
-	wl.Metadata.OwnerReferences, wl.Metadata.Finalizers = nil, nil // as MultiKueue creates it
+	wl.OwnerReferences, wl.Finalizers = nil, nil // as MultiKueue creates it
 	f := newFixture(t, remote, workloadObject(t, wl), flavorObject("default", nil))
 
 	f.pass(t, remote)
 	adopted := f.workload(t, remote.Namespace, workloadName(manager))
-	if !ownedBy(adopted, remote) || adopted.Metadata.Labels[kueueJobUIDLabel] != "worker-uid" {
-		t.Fatalf("Workload owners %v, labels %v: want the worker's job as its controller", adopted.Metadata.OwnerReferences, adopted.Metadata.Labels)
+	if !ownedBy(adopted, remote) || adopted.Labels[kueueJobUIDLabel] != "worker-uid" {
+		t.Fatalf("Workload owners %v, labels %v: want the worker's job as its controller", adopted.OwnerReferences, adopted.Labels)
 	}
 	if f.jobWorkload(t, remote) != nil {
 		t.Fatal("the worker's job created a Workload of its own")

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueueapi "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/truncate"
@@ -40,7 +41,7 @@ func workloadNameOf(j job) string {
 }
 
 func ownedBy(wl *workload, pj *paddlev1.PaddleJob) bool {
-	ref := metav1.GetControllerOf(&wl.Metadata)
+	ref := metav1.GetControllerOf(&wl.ObjectMeta)
 	return ref != nil && ref.UID == pj.UID
 }
 
@@ -71,14 +72,14 @@ func readWorkload(ctx context.Context, c client.Reader, j job) (*workload, *unst
 
 func (r *Reconciler) createWorkload(ctx context.Context, j job) error {
 	wl := &workload{
-		Metadata: metav1.ObjectMeta{
+		ObjectMeta: metav1.ObjectMeta{
 			Name:            workloadName(j.PaddleJob),
 			Namespace:       j.Namespace,
 			Labels:          map[string]string{paddlev1.LabelJobName: j.Name, kueueJobUIDLabel: string(j.UID)},
 			Finalizers:      []string{kueueResourceInUseFinalizer},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(j.PaddleJob, paddlev1.GroupVersion.WithKind("PaddleJob"))},
 		},
-		Spec: workloadSpec{PodSets: j.PodSets(), QueueName: j.KueueQueueName()},
+		Spec: kueueapi.WorkloadSpec{PodSets: j.PodSets(), QueueName: kueueapi.LocalQueueName(j.KueueQueueName())},
 	}
 	ref, priority, err := r.jobPriority(ctx, j)
 	if err != nil {
@@ -95,9 +96,9 @@ func (r *Reconciler) createWorkload(ctx context.Context, j job) error {
 		if apierrors.IsAlreadyExists(err) {
 			return nil // the cache had not shown it yet
 		}
-		return fmt.Errorf("creating Workload %s/%s: %w", j.Namespace, wl.Metadata.Name, err)
+		return fmt.Errorf("creating Workload %s/%s: %w", j.Namespace, wl.Name, err)
 	}
-	r.eventf(j.PaddleJob, corev1.EventTypeNormal, "CreatedWorkload", "Queue", "created Workload %s in Kueue LocalQueue %s", wl.Metadata.Name, wl.Spec.QueueName)
+	r.eventf(j.PaddleJob, corev1.EventTypeNormal, "CreatedWorkload", "Queue", "created Workload %s in Kueue LocalQueue %s", wl.Name, wl.Spec.QueueName)
 	return nil
 }
 
@@ -136,7 +137,7 @@ func (r *Reconciler) jobPriority(ctx context.Context, j job) (*priorityClassRef,
 			if err := r.Get(ctx, types.NamespacedName{Name: name}, pc); err != nil {
 				return nil, nil, fmt.Errorf("the PriorityClass of spec.%s.template: %w", ps.Name, err)
 			}
-			return &priorityClassRef{Group: podPriorityClassGroup, Kind: podPriorityClassKind, Name: name}, ptr.To(pc.Value), nil
+			return kueueapi.NewPodPriorityClassRef(name), ptr.To(pc.Value), nil
 		}
 	}
 	return nil, nil, nil
@@ -151,7 +152,7 @@ func (r *Reconciler) workloadPriorityClass(ctx context.Context, name string) (*p
 	if err != nil {
 		return nil, nil, fmt.Errorf("WorkloadPriorityClass %s: %w", name, err)
 	}
-	return &priorityClassRef{Group: WorkloadPriorityClassGVK.Group, Kind: workloadPriorityClassKind, Name: name}, ptr.To(int32(value)), nil
+	return kueueapi.NewWorkloadPriorityClassRef(name), ptr.To(int32(value)), nil
 }
 
 // updatePriority gives the Workload the WorkloadPriorityClass the job's
@@ -188,9 +189,9 @@ func (r *Reconciler) admittedPodSets(ctx context.Context, wl *workload) ([]podSe
 	var out []podSetInfo
 	for _, a := range wl.Status.Admission.PodSetAssignments {
 		info := podSetInfo{Count: ptr.Deref(a.Count, podSetCount(wl, a.Name)),
-			podSetUpdate: podSetUpdate{Name: a.Name, Labels: map[string]string{kueuePodSetLabel: a.Name}, NodeSelector: map[string]string{}}}
+			podSetUpdate: podSetUpdate{Name: a.Name, Labels: map[string]string{kueuePodSetLabel: string(a.Name)}, NodeSelector: map[string]string{}}}
 		for _, flavor := range slices.Sorted(maps.Values(a.Flavors)) {
-			spec, err := r.resourceFlavor(ctx, flavor)
+			spec, err := r.resourceFlavor(ctx, string(flavor))
 			if err != nil {
 				return nil, err
 			}
@@ -247,7 +248,7 @@ func (r *Reconciler) patchWorkload(ctx context.Context, raw *unstructured.Unstru
 func (r *Reconciler) finishWorkload(ctx context.Context, raw *unstructured.Unstructured, wl *workload, reason, msg string, now metav1.Time) error {
 	return r.patchWorkloadStatus(ctx, raw, wl, func(st *workloadStatus) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: workloadFinished, Status: metav1.ConditionTrue,
-			Reason: reason, Message: truncate.String(msg, 32*1024), ObservedGeneration: wl.Metadata.Generation, LastTransitionTime: now})
+			Reason: reason, Message: truncate.String(msg, 32*1024), ObservedGeneration: wl.Generation, LastTransitionTime: now})
 	})
 }
 
