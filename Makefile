@@ -7,6 +7,7 @@ LOCALBIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen
 HELM := $(LOCALBIN)/helm
 KUSTOMIZE := $(LOCALBIN)/kustomize
+GOTESTSUM := $(LOCALBIN)/gotestsum
 export GONOSUMDB := k8s.io
 # envtest's default start timeout is tight on two busy cores.
 export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT ?= 120s
@@ -129,9 +130,15 @@ test-integration: envtest $(HELM) $(KUSTOMIZE) ## Integration tests against a re
 	$(ENVTEST_ENV) go test -tags integration -timeout 20m $(GO_TEST_FLAGS) $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
-test-e2e: envtest addons ## End-to-end tests on the local cluster, with real PaddlePaddle and real gang schedulers.
+# The end-to-end run ends with its slowest tests (bin/e2e-events.json holds
+# every test's events), the figures the suite's own speed work starts from.
+E2E_EVENTS := $(LOCALBIN)/e2e-events.json
+E2E_FORMAT = $(if $(findstring -v,$(GO_TEST_FLAGS)),standard-verbose,standard-quiet)
+
+test-e2e: envtest addons $(GOTESTSUM) ## End-to-end tests on the local cluster, with real PaddlePaddle and real gang schedulers.
 	hack/setup.sh tests
-	$(ENVTEST_ENV) go test -timeout 55m $(GO_TEST_FLAGS) ./test/e2e/...
+	@status=0; $(ENVTEST_ENV) $(GOTESTSUM) --format $(E2E_FORMAT) --jsonfile $(E2E_EVENTS) -- -timeout 55m $(GO_TEST_FLAGS) ./test/e2e/... || status=$$?; \
+	echo "slowest end-to-end tests (30 s or more):"; $(GOTESTSUM) tool slowest --jsonfile $(E2E_EVENTS) --threshold 30s; exit $$status
 
 .PHONY: bench
 bench: envtest addons ## Benchmark the operator (pod creation, deadlines, failover), the node (pod start, idle pods, service proxy), the network between nodes, gang scheduling and the examples on the local cluster.
@@ -155,7 +162,7 @@ test-install: envtest $(HELM) $(KUSTOMIZE) ## Check config/ and the Helm chart a
 	$(ENVTEST_ENV) go test $(GO_TEST_FLAGS) ./hack/chartgen/... ./test/install/...
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(HELM) $(KUSTOMIZE) ## Build the pinned tools of hack/tools (controller-gen, helm, kustomize) into bin/.
+tools: $(CONTROLLER_GEN) $(HELM) $(KUSTOMIZE) $(GOTESTSUM) ## Build the pinned tools of hack/tools (controller-gen, helm, kustomize, gotestsum) into bin/.
 
 ##@ Build
 
@@ -194,3 +201,7 @@ $(HELM): hack/tools/go.mod
 $(KUSTOMIZE): hack/tools/go.mod
 	@mkdir -p $(LOCALBIN)
 	cd hack/tools && go build -o $(KUSTOMIZE) sigs.k8s.io/kustomize/kustomize/v5
+
+$(GOTESTSUM): hack/tools/go.mod
+	@mkdir -p $(LOCALBIN)
+	cd hack/tools && go build -o $(GOTESTSUM) gotest.tools/gotestsum
