@@ -23,9 +23,9 @@ import (
 // namespaceUser is a client of a user who may manage pods (and read their
 // logs), ConfigMaps, Services and PaddleJobs in a new namespace, and nothing
 // else: the rights a team's member has on a shared cluster.
-func namespaceUser(t *testing.T) (*client.Client, string) {
+func namespaceUser(t *testing.T, pj *client.Client) (*client.Client, string) {
 	t.Helper()
-	return tenant(t, "e2e-namespace-user", []rbacv1.PolicyRule{
+	return tenant(t, pj, "e2e-namespace-user", []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "pods/log", "configmaps", "services"}, Verbs: []string{"*"}},
 		{APIGroups: []string{paddlev1.GroupVersion.Group}, Resources: []string{"paddlejobs"}, Verbs: []string{"*"}},
 	})
@@ -33,9 +33,9 @@ func namespaceUser(t *testing.T) (*client.Client, string) {
 
 // paddleJobUser is a client of a user who may only manage PaddleJobs in a
 // new namespace: every pod it gets, the operator creates for it.
-func paddleJobUser(t *testing.T) (*client.Client, string) {
+func paddleJobUser(t *testing.T, pj *client.Client) (*client.Client, string) {
 	t.Helper()
-	return tenant(t, "e2e-paddlejob-user", paddleJobUserRules)
+	return tenant(t, pj, "e2e-paddlejob-user", paddleJobUserRules)
 }
 
 // paddleJobUserRules are paddleJobUser's rights.
@@ -46,15 +46,15 @@ var paddleJobUserRules = []rbacv1.PolicyRule{
 // tenant binds rules to user in a new namespace and returns a client that
 // acts as the user (the admin's credentials, impersonating it) and the
 // namespace.
-func tenant(t *testing.T, user string, rules []rbacv1.PolicyRule) (*client.Client, string) {
+func tenant(t *testing.T, pj *client.Client, user string, rules []rbacv1.PolicyRule) (*client.Client, string) {
 	t.Helper()
-	ns := newNamespace(t)
-	return tenantIn(t, ns, user, rules), ns
+	ns := newNamespace(t, pj)
+	return tenantIn(t, pj, ns, user, rules), ns
 }
 
 // tenantIn binds rules to user in namespace ns and returns a client that
 // acts as the user.
-func tenantIn(t *testing.T, ns, user string, rules []rbacv1.PolicyRule) *client.Client {
+func tenantIn(t *testing.T, pj *client.Client, ns, user string, rules []rbacv1.PolicyRule) *client.Client {
 	t.Helper()
 	ctx := context.Background()
 	rbac := pj.Clientset().RbacV1()
@@ -96,9 +96,9 @@ func tenantIn(t *testing.T, ns, user string, rules []rbacv1.PolicyRule) *client.
 // missing right, and one that succeeds was open to a tenant.
 func TestTenantsHoldOnlyTheirRights(t *testing.T) {
 	ctx := context.Background()
-	for name, mk := range map[string]func(*testing.T) (*client.Client, string){"namespace user": namespaceUser, "PaddleJob user": paddleJobUser} {
+	for name, mk := range map[string]func(*testing.T, *client.Client) (*client.Client, string){"namespace user": namespaceUser, "PaddleJob user": paddleJobUser} {
 		t.Run(name, func(t *testing.T) {
-			c, ns := mk(t)
+			c, ns := mk(t, suiteClient)
 			if _, err := c.List(ctx, ns); err != nil {
 				t.Errorf("listing PaddleJobs in its namespace %s: %v", ns, err)
 			}

@@ -17,6 +17,7 @@ import (
 //
 // Results are recorded in docs/benchmarks.md with the machine they ran on.
 func BenchmarkExample(b *testing.B) {
+	pj := suiteClient
 	for _, example := range []struct {
 		name, file string
 		ps         int32
@@ -31,7 +32,7 @@ func BenchmarkExample(b *testing.B) {
 		for _, workers := range example.workers {
 			b.Run(fmt.Sprintf("%s/workers=%d", example.name, workers), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
-					running, completed := runExampleOnce(b, example.file, example.ps, workers)
+					running, completed := runExampleOnce(b, pj, example.file, example.ps, workers)
 					b.ReportMetric(running.Seconds(), "s-to-running")
 					b.ReportMetric(completed.Seconds(), "s-to-completed")
 				}
@@ -42,7 +43,7 @@ func BenchmarkExample(b *testing.B) {
 
 // runExampleOnce runs one example job and returns the times from its
 // creation to every pod running and to its completion.
-func runExampleOnce(b *testing.B, file string, ps, workers int32) (running, completed time.Duration) {
+func runExampleOnce(b *testing.B, pj *client.Client, file string, ps, workers int32) (running, completed time.Duration) {
 	b.Helper()
 	job := loadJob(b, file)
 	if ps > 0 {
@@ -59,7 +60,7 @@ func runExampleOnce(b *testing.B, file string, ps, workers int32) (running, comp
 			}
 		}
 	}
-	ns := newNamespace(b)
+	ns := newNamespace(b, pj)
 	job.Namespace = ns
 	// A job that never finishes fails the benchmark instead of hanging it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -85,7 +86,7 @@ func runExampleOnce(b *testing.B, file string, ps, workers int32) (running, comp
 		return false, nil
 	})
 	if err != nil {
-		dumpJob(b, ns, job.Name)
+		dumpJob(b, pj, ns, job.Name)
 		b.Fatal(err)
 	}
 	if err := pj.Delete(ctx, ns, job.Name); err != nil {

@@ -25,7 +25,7 @@ func TestManyNewBuildContextsInARow(t *testing.T) {
 	}
 	o := opts
 	o.Home = home
-	withCluster(t, o)
+	_, pj := withCluster(t, o)
 	before := component(t, o, localcluster.NodeName)
 
 	for i := range 10 {
@@ -59,6 +59,6 @@ func TestManyNewBuildContextsInARow(t *testing.T) {
 	}
 
 	job := loadJob(t, "config/samples/seed004/example-1-wide-and-deep.yaml")
-	done, logs := runReadingLogs(t, job)
+	done, logs := runReadingLogs(t, pj, job)
 	checkPSJob(t, done, logs)
 }

@@ -25,7 +25,8 @@ import (
 // watching (get -w), events, suspend and resume, logs of a previous run,
 // with timestamps or since a time, name completion, delete --all --wait.
 func TestCLIVerbsLikeKubectl(t *testing.T) {
-	ns := newNamespace(t)
+	pj := suiteClient
+	ns := newNamespace(t, pj)
 	env := []string{"KUBECONFIG=" + cluster.Kubeconfig()}
 	var cli cliVerb = func(args ...string) (string, string, int) { return paddlejobCLI(t, env, append(args, "-n", ns)...) }
 
@@ -36,8 +37,8 @@ func TestCLIVerbsLikeKubectl(t *testing.T) {
 		RolePolicy(paddlev1.ReplicaWorker, paddlev1.RestartPolicyOnFailure).Obj()
 	b := testutil.MakePaddleJob("b", ns).Workers(1).Image("busybox:1.36").Label("team", "search").
 		Command(paddlev1.ReplicaWorker, "sh", "-c", "echo hello from b; exec sleep 600").Obj()
-	createJob(t, a)
-	createJob(t, b)
+	createJob(t, pj, a)
+	createJob(t, pj, b)
 	poll(t, 2*time.Minute, "a runs its second run", func() (bool, string) {
 		p, err := pj.Clientset().CoreV1().Pods(ns).Get(context.Background(), "a-worker-0", metav1.GetOptions{})
 		if err != nil {
@@ -64,7 +65,7 @@ func TestCLIVerbsLikeKubectl(t *testing.T) {
 		t.Errorf("suspend: exit %d: %s", code, out)
 	}
 	watch.waitFor(t, "Suspended")
-	waitPods(t, ns, "b")
+	waitPods(t, pj, ns, "b")
 	if out, _, code := cli("resume", "b"); code != 0 || !strings.Contains(out, "resumed") {
 		t.Errorf("resume: exit %d: %s", code, out)
 	}
@@ -100,6 +101,7 @@ func TestCLIVerbsLikeKubectl(t *testing.T) {
 // cluster's dry run (--server) refuses the job for the schema's two, in the
 // same lines.
 func TestValidateListsEveryProblem(t *testing.T) {
+	pj := suiteClient
 	const file = "cmd/paddlejob/testdata/six-problems.yaml"
 	offline := []string{"KUBECONFIG=" + filepath.Join(t.TempDir(), "none")}
 	out, errOut, code := paddlejobCLI(t, offline, "validate", "-f", file)
@@ -121,7 +123,7 @@ func TestValidateListsEveryProblem(t *testing.T) {
 		}
 	}
 
-	ns := newNamespace(t)
+	ns := newNamespace(t, pj)
 	server, errOut, code := paddlejobCLI(t, []string{"KUBECONFIG=" + cluster.Kubeconfig()}, "validate", "-f", file, "--server", "-n", ns)
 	want := file + ": PaddleJob six-problems is invalid: 2 problems (2 by the schema)\n" + strings.Join(problems[:2], "\n") + "\n"
 	if code != 1 || server != want {
@@ -249,6 +251,7 @@ func podNamesOf(pods []corev1.Pod) []string {
 // given no --timeout: one that does not return is killed after 5 minutes
 // and fails the test.
 func TestRunFollowReturnsWhenTheJobFails(t *testing.T) {
+	pj := suiteClient
 	env := []string{"KUBECONFIG=" + cluster.Kubeconfig()}
 	for _, tc := range []struct {
 		name, manifest string
@@ -265,7 +268,7 @@ func TestRunFollowReturnsWhenTheJobFails(t *testing.T) {
 		wantErr:  []string{"PaddleJob NS/never-starts failed: DeadlineExceeded"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := newNamespace(t)
+			ns := newNamespace(t, pj)
 			file := filepath.Join(t.TempDir(), "job.yaml")
 			if err := os.WriteFile(file, []byte(tc.manifest), 0o644); err != nil {
 				t.Fatal(err)

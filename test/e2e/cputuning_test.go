@@ -22,6 +22,7 @@ var ompThreadsLine = regexp.MustCompile(`(?m)^omp_num_threads=(\d+)$`)
 // give both more. Examples without resources keep Paddle's default of one
 // thread.
 func TestCPURequestSizesPaddlesThreads(t *testing.T) {
+	pj := suiteClient
 	for _, tc := range []struct {
 		name    string
 		workers int32
@@ -33,7 +34,7 @@ func TestCPURequestSizesPaddlesThreads(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			job := resNetWithCPU(t, "threads", tc.workers, tc.request, "")
-			done, logs := runReadingLogs(t, job)
+			done, logs := runReadingLogs(t, pj, job)
 			checkCollectiveJob(t, done, logs)
 			for pod, log := range logs {
 				if got := ompThreads(log); got != tc.wantOMP {
@@ -84,6 +85,7 @@ func ompThreads(log string) string {
 //
 //	go test ./test/e2e -run '^$' -bench CPUThreads -benchtime 3x
 func BenchmarkCPUThreads(b *testing.B) {
+	pj := suiteClient
 	for _, v := range []struct {
 		name             string
 		workers          int32
@@ -98,9 +100,9 @@ func BenchmarkCPUThreads(b *testing.B) {
 			var seconds float64
 			for i := 0; i < b.N; i++ {
 				job := resNetWithCPU(b, "threads", v.workers, v.request, v.threads)
-				completed := timeToCompletion(b, job).Seconds()
+				completed := timeToCompletion(b, pj, job).Seconds()
 				seconds += completed
-				b.Logf("run %d: completed in %.1fs, test accuracy %.3f", i+1, completed, finalReport(b, job, collectiveFinal, 3))
+				b.Logf("run %d: completed in %.1fs, test accuracy %.3f", i+1, completed, finalReport(b, pj, job, collectiveFinal, 3))
 			}
 			b.ReportMetric(seconds/float64(b.N), "s-to-completed")
 		})

@@ -21,12 +21,13 @@ import (
 // alone and Enter deletes it. The job's worker reports a loss every second
 // (docs/progress.md), and its curve marks the suspension.
 func TestDashboardSuspendsAndResumesAJob(t *testing.T) {
-	ns := newNamespace(t)
+	pj := suiteClient
+	ns := newNamespace(t, pj)
 	job := testutil.MakePaddleJob("dash-ops", ns).Workers(1).Image("busybox:1.36").
 		Command(paddlev1.ReplicaWorker, "sh", "-c", reportLoss).Obj()
 	url := startDashboard(t, "-n", ns)
 	browser := newBrowser(t)
-	createJob(t, job)
+	createJob(t, pj, job)
 	ctx, cancel := context.WithTimeout(browser, 10*time.Minute)
 	defer cancel()
 
@@ -49,11 +50,11 @@ func TestDashboardSuspendsAndResumesAJob(t *testing.T) {
 	if !got.Spec.IsSuspended() || got.Status.Phase != paddlev1.PaddleJobSuspended {
 		t.Fatalf("after Suspend: spec.suspend %v, phase %s", got.Spec.IsSuspended(), got.Status.Phase)
 	}
-	waitPods(t, ns, job.Name) // none
+	waitPods(t, pj, ns, job.Name) // none
 
 	do(t, page, "press Resume with the keyboard", chromedp.Focus(`button[data-action=resume]`), chromedp.KeyEvent("\r"))
 	if _, err := pj.WaitFor(context.Background(), ns, job.Name, client.Running, 3*time.Minute); err != nil {
-		dumpJob(t, ns, job.Name)
+		dumpJob(t, pj, ns, job.Name)
 		t.Fatal(err)
 	}
 	waitPage(t, page, "the job's page shows it running again", time.Minute, `document.querySelector('[data-testid=phase]')?.dataset.phase === 'Running'`)

@@ -41,17 +41,18 @@ var updateDashboardDocs = flag.Bool("dashboard.docs", false, "copy TestDashboard
 // AUC it printed. Screenshots go to the test's artifacts (go test
 // -artifacts) and, with -dashboard.docs, to docs/images.
 func TestDashboard(t *testing.T) {
+	pj := suiteClient
 	job := loadJob(t, "examples/jobs/wide-and-deep.yaml")
 	job.Name = "wd-dashboard"
 	outputDir(t, job)
 	// Rows enough for the training to last a few minutes of pages to read.
 	const passes = 5
 	withArgs(job, fmt.Sprintf("--passes=%d", passes), "--rows=480000")
-	job.Namespace = newNamespace(t)
+	job.Namespace = newNamespace(t, pj)
 	url := startDashboard(t, "-n", job.Namespace)
 	browser := newBrowser(t)
 
-	createJob(t, job)
+	createJob(t, pj, job)
 	ctx, cancel := context.WithTimeout(browser, jobTimeout+3*time.Minute)
 	defer cancel()
 	row := fmt.Sprintf(`tr[data-job="%s/%s"]`, job.Namespace, job.Name)
@@ -81,10 +82,10 @@ func TestDashboard(t *testing.T) {
 	// The job completes; both pages say so by themselves.
 	done, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
 	if err != nil {
-		dumpJob(t, job.Namespace, job.Name)
+		dumpJob(t, pj, job.Namespace, job.Name)
 		t.Fatal(err)
 	}
-	mustComplete(t, done)
+	mustComplete(t, pj, done)
 	waitPage(t, page, "the job's page shows it completed", time.Minute, `document.querySelector('[data-testid=phase]')?.dataset.phase === 'Completed'`)
 	waitPage(t, jobs, "the jobs page shows it completed", time.Minute,
 		fmt.Sprintf(`document.querySelector('%s td[data-col=phase]')?.textContent.startsWith('Completed')`, row))
@@ -94,7 +95,7 @@ func TestDashboard(t *testing.T) {
 
 	// What Paddle reported, from worker 0's own log: a line per pass, then
 	// its final line with the test AUC.
-	last, auc, evaluated := finalAUCOfWorker0(t, job.Namespace, worker0, passes)
+	last, auc, evaluated := finalAUCOfWorker0(t, pj, job.Namespace, worker0, passes)
 
 	// The followed log reaches the program's last line, and ends with the
 	// container.
@@ -119,9 +120,9 @@ func TestDashboard(t *testing.T) {
 // returns that last line, the AUC it printed (4 decimals) and the number
 // of passes evaluated; it fails the test unless the log ends with the
 // final line after at least passes passes.
-func finalAUCOfWorker0(t *testing.T, ns, pod string, passes int) (last, auc string, evaluated int) {
+func finalAUCOfWorker0(t *testing.T, pj *client.Client, ns, pod string, passes int) (last, auc string, evaluated int) {
 	t.Helper()
-	log := podLog(t, ns, pod)
+	log := podLog(t, pj, ns, pod)
 	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
 	last = lines[len(lines)-1]
 	evaluated = len(regexp.MustCompile(`(?m)^pass \d+/\d+: `).FindAllString(log, -1))
@@ -161,8 +162,9 @@ func checkAUCCurve(t *testing.T, page context.Context, evaluated int, auc, last 
 //
 //	make bench-dashboard   (go test ./test/e2e -run '^$' -bench DashboardJobs -benchtime 5x)
 func BenchmarkDashboardJobs1000(b *testing.B) {
+	pj := suiteClient
 	const n = 1000
-	ns := newNamespace(b)
+	ns := newNamespace(b, pj)
 	start := time.Now()
 	for i := range n {
 		// Suspended: the operator writes their status, but runs no pod.

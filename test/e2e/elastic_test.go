@@ -55,7 +55,7 @@ func elasticJob(t *testing.T, name string, workers, minW, maxW, epochs int32) (*
 
 // elasticLogs are the logs of the current containers of the job's pods —
 // those that exist now, as a scaled job's differ from its spec's at creation.
-func elasticLogs(t *testing.T, job *paddlev1.PaddleJob) map[string]string {
+func elasticLogs(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) map[string]string {
 	t.Helper()
 	pods, err := pj.Pods(context.Background(), job.Namespace, job.Name)
 	if err != nil {
@@ -75,10 +75,10 @@ func elasticLogs(t *testing.T, job *paddlev1.PaddleJob) map[string]string {
 // epochLines are the epoch reports (rank 0's) in the job's pods' current
 // logs. Each carries its time since training started, so a report of a
 // later run of training never equals an earlier one.
-func epochLines(t *testing.T, job *paddlev1.PaddleJob) map[string]bool {
+func epochLines(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
-	for _, log := range elasticLogs(t, job) {
+	for _, log := range elasticLogs(t, pj, job) {
 		for _, line := range regexp.MustCompile(`(?m)^epoch \d+/\d+: .*$`).FindAllString(log, -1) {
 			out[line] = true
 		}
@@ -89,11 +89,11 @@ func epochLines(t *testing.T, job *paddlev1.PaddleJob) map[string]bool {
 // waitEpoch waits until a pod of the job reports an epoch, at least
 // minEpoch, trained with the given world size, other than the reports in
 // seen, and returns it.
-func waitEpoch(t *testing.T, job *paddlev1.PaddleJob, seen map[string]bool, worldSize, minEpoch int) epochReport {
+func waitEpoch(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob, seen map[string]bool, worldSize, minEpoch int) epochReport {
 	t.Helper()
 	var rep epochReport
 	if _, ok := waitFor(jobTimeout, func() (bool, string) {
-		for line := range epochLines(t, job) {
+		for line := range epochLines(t, pj, job) {
 			if m := epochLine.FindStringSubmatch(line); m != nil && !seen[line] && atoi(m[5]) == worldSize && atoi(m[1]) >= minEpoch {
 				t.Logf("Paddle reports %q", line)
 				rep = epochReport{Epoch: atoi(m[1]), Of: atoi(m[2]), Loss: atof(m[3]), Accuracy: atof(m[4]), WorldSize: atoi(m[5])}
@@ -104,8 +104,8 @@ func waitEpoch(t *testing.T, job *paddlev1.PaddleJob, seen map[string]bool, worl
 	}); ok {
 		return rep
 	}
-	dumpJob(t, job.Namespace, job.Name)
-	for pod, log := range elasticLogs(t, job) {
+	dumpJob(t, pj, job.Namespace, job.Name)
+	for pod, log := range elasticLogs(t, pj, job) {
 		t.Logf("whole log of %s:\n%s", pod, tail(log))
 	}
 	t.Fatalf("no pod of %s reported an epoch (from %d) trained by %d workers", job.Name, minEpoch, worldSize)
@@ -145,11 +145,11 @@ func checkElasticJob(t *testing.T, job *paddlev1.PaddleJob, logs map[string]stri
 
 // runElasticUndisturbed runs an elastic job to completion and returns what
 // its rank 0 reported.
-func runElasticUndisturbed(t *testing.T, job *paddlev1.PaddleJob) collectiveReport {
+func runElasticUndisturbed(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) collectiveReport {
 	t.Helper()
-	done := runToEnd(t, job)
-	mustComplete(t, done)
-	return checkElasticJob(t, done, elasticLogs(t, done), int(job.Spec.Worker.Replicas))
+	done := runToEnd(t, pj, job)
+	mustComplete(t, pj, done)
+	return checkElasticJob(t, done, elasticLogs(t, pj, done), int(job.Spec.Worker.Replicas))
 }
 
 // A worker killed mid-training (SIGKILL of its container's process, as the
@@ -164,30 +164,31 @@ func runElasticUndisturbed(t *testing.T, job *paddlev1.PaddleJob) collectiveRepo
 // for peers that passed long ago. It restarts as a whole instead
 // (recovery_test.go).
 func TestKilledWorkerIsRestartedAndTheJobRecovers(t *testing.T) {
+	pj := suiteClient
 	calm, _ := elasticJob(t, "calm", 2, 2, 2, 5)
-	want := runElasticUndisturbed(t, calm)
+	want := runElasticUndisturbed(t, pj, calm)
 
 	job, _ := elasticJob(t, "killed", 2, 2, 2, 5)
-	job.Namespace = newNamespace(t)
-	createJob(t, job)
-	waitEpoch(t, job, nil, 2, 2)
-	seen := epochLines(t, job)
+	job.Namespace = newNamespace(t, pj)
+	createJob(t, pj, job)
+	waitEpoch(t, pj, job, nil, 2, 2)
+	seen := epochLines(t, pj, job)
 	pid := launcherPID(t, "killed-worker-1")
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("killed pid %d, the main process of killed-worker-1", pid)
-	waitEpoch(t, job, seen, 2, 0)
+	waitEpoch(t, pj, job, seen, 2, 0)
 	got, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
 	if err != nil {
-		dumpJob(t, job.Namespace, job.Name)
+		dumpJob(t, pj, job.Namespace, job.Name)
 		t.Fatal(err)
 	}
-	mustComplete(t, got)
-	logs := elasticLogs(t, got)
+	mustComplete(t, pj, got)
+	logs := elasticLogs(t, pj, got)
 	rep := checkElasticJob(t, got, logs, 2)
 	t.Logf("test accuracy %.3f after the kill, %.3f undisturbed; worker restarts %d", rep.Accuracy, want.Accuracy, got.Status.Worker.Restarts)
-	if n := containerRestarts(t, got.Namespace, "killed-worker-1"); n < 1 {
+	if n := containerRestarts(t, pj, got.Namespace, "killed-worker-1"); n < 1 {
 		t.Errorf("killed-worker-1's container restarted %d times, want at least once", n)
 	}
 	if !anyLogContains(logs, "resumed after epoch") {
@@ -203,22 +204,23 @@ func TestKilledWorkerIsRestartedAndTheJobRecovers(t *testing.T) {
 // trains, every worker restarts its training with the new world size,
 // resumes from the shared checkpoint and the job completes.
 func TestElasticJobScalesFrom2To3(t *testing.T) {
+	pj := suiteClient
 	job, _ := elasticJob(t, "elastic", 2, 2, 3, 5)
-	job.Namespace = newNamespace(t)
+	job.Namespace = newNamespace(t, pj)
 	ctx := context.Background()
-	createJob(t, job)
-	waitEpoch(t, job, nil, 2, 1)
-	seen := epochLines(t, job)
+	createJob(t, pj, job)
+	waitEpoch(t, pj, job, nil, 2, 1)
+	seen := epochLines(t, pj, job)
 	if _, err := pj.Scale(ctx, job.Namespace, job.Name, paddlev1.ReplicaWorker, 3); err != nil {
 		t.Fatal(err)
 	}
-	waitEpoch(t, job, seen, 3, 0)
+	waitEpoch(t, pj, job, seen, 3, 0)
 	got, err := pj.WaitFor(ctx, job.Namespace, job.Name, client.Finished, jobTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustComplete(t, got)
-	logs := elasticLogs(t, got)
+	mustComplete(t, pj, got)
+	logs := elasticLogs(t, pj, got)
 	rep := checkElasticJob(t, got, logs, 3)
 	if rep.WorldSize != 3 {
 		t.Errorf("the job ended with world size %d, want 3", rep.WorldSize)
@@ -238,13 +240,14 @@ func TestElasticJobScalesFrom2To3(t *testing.T) {
 // longer does (docs/paddle-known-issues.md): no rank may be refused by
 // Gloo.
 func TestElasticJobFormsTheFirstTime(t *testing.T) {
+	pj := suiteClient
 	const runs = 10
 	for i := range runs {
 		job, _ := elasticJob(t, fmt.Sprintf("form-%d", i), 3, 2, 3, 3)
 		setEnv(&job.Spec.Worker.Template.Spec.Containers[0], "EPOCH_DELAY", "0")
-		done := runToEnd(t, job)
-		mustComplete(t, done)
-		logs := elasticLogs(t, done)
+		done := runToEnd(t, pj, job)
+		mustComplete(t, pj, done)
+		logs := elasticLogs(t, pj, done)
 		rep := checkElasticJob(t, done, logs, 3)
 		t.Logf("run %d of %d: restartCount %d, worker restarts %d, world size %d", i+1, runs,
 			done.Status.RestartCount, done.Status.Worker.Restarts, rep.WorldSize)
@@ -280,6 +283,7 @@ func setEnv(c *corev1.Container, name, value string) {
 // the host IP, where the local cluster forwards its elastic etcd guard), the
 // form Paddle's launcher would cut to ".paddle" were it passed as it is.
 func TestElasticJobSurvivesTheLossOfAWorker(t *testing.T) {
+	pj := suiteClient
 	const epochs = 8
 	withEtcdName := func(job *paddlev1.PaddleJob) {
 		job.Spec.ElasticPolicy.EtcdEndpoints = []string{fmt.Sprintf("http://etcd.paddle:%d", cluster.Ports.ElasticEtcd)}
@@ -287,7 +291,7 @@ func TestElasticJobSurvivesTheLossOfAWorker(t *testing.T) {
 	}
 	calm, _ := elasticJob(t, "calm3", 3, 2, 3, epochs)
 	withEtcdName(calm)
-	want := runElasticUndisturbed(t, calm)
+	want := runElasticUndisturbed(t, pj, calm)
 
 	job, dir := elasticJob(t, "loss", 3, 2, 3, epochs)
 	withEtcdName(job)
@@ -296,39 +300,39 @@ func TestElasticJobSurvivesTheLossOfAWorker(t *testing.T) {
 	c := &job.Spec.Worker.Template.Spec.Containers[0]
 	c.Command = []string{"sh", "-c", `while [ -e "/output/$HOSTNAME.hold" ]; do sleep 1; done; exec python -m paddle.distributed.launch train_fleet.py`}
 	c.Args = nil
-	job.Namespace = newNamespace(t)
+	job.Namespace = newNamespace(t, pj)
 	start := time.Now()
-	createJob(t, job)
+	createJob(t, pj, job)
 
-	before := waitEpoch(t, job, nil, 3, 2)
+	before := waitEpoch(t, pj, job, nil, 3, 2)
 	hold := filepath.Join(dir, "loss-worker-1.hold")
 	if err := os.WriteFile(hold, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	seen := epochLines(t, job)
+	seen := epochLines(t, pj, job)
 	pid := launcherPID(t, "loss-worker-1")
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("killed pid %d, the launcher of loss-worker-1, after epoch %d of 3 workers; holding it back", pid, before.Epoch)
 
-	during := waitEpoch(t, job, seen, 2, 0)
-	waitHeld(t, job.Namespace, "loss-worker-1")
-	seen = epochLines(t, job)
+	during := waitEpoch(t, pj, job, seen, 2, 0)
+	waitHeld(t, pj, job.Namespace, "loss-worker-1")
+	seen = epochLines(t, pj, job)
 	if err := os.Remove(hold); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("Paddle trained epoch %d on 2 workers while loss-worker-1 was held; released it", during.Epoch)
-	after := waitEpoch(t, job, seen, 3, 0)
+	after := waitEpoch(t, pj, job, seen, 3, 0)
 	t.Logf("loss-worker-1 rejoined: epoch %d trained by 3 workers", after.Epoch)
 
 	got, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
 	if err != nil {
-		dumpJob(t, job.Namespace, job.Name)
+		dumpJob(t, pj, job.Namespace, job.Name)
 		t.Fatal(err)
 	}
-	mustComplete(t, got)
-	logs := elasticLogs(t, got)
+	mustComplete(t, pj, got)
+	logs := elasticLogs(t, pj, got)
 	rep := checkElasticJob(t, got, logs, 3)
 	t.Logf("PaddleJob %s completed in %s; test accuracy %.3f, undisturbed %.3f; restartCount %d, worker restarts %d",
 		job.Name, time.Since(start).Round(time.Second), rep.Accuracy, want.Accuracy, got.Status.RestartCount, got.Status.Worker.Restarts)
@@ -342,14 +346,14 @@ func TestElasticJobSurvivesTheLossOfAWorker(t *testing.T) {
 
 // waitHeld waits until a pod's container has been restarted and is
 // running, held: its Paddle launcher not started.
-func waitHeld(t *testing.T, ns, pod string) {
+func waitHeld(t *testing.T, pj *client.Client, ns, pod string) {
 	t.Helper()
 	poll(t, time.Minute, pod+" restarted and running, held", func() (bool, string) {
 		p, err := pj.Clientset().CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		n := containerRestarts(t, ns, pod)
+		n := containerRestarts(t, pj, ns, pod)
 		return n >= 1 && p.Status.Phase == corev1.PodRunning && started(p), fmt.Sprintf("container restarted %d times, %s", n, statusLine(p))
 	})
 	if launcherRunning(pod) {
@@ -358,7 +362,7 @@ func waitHeld(t *testing.T, ns, pod string) {
 }
 
 // containerRestarts is how many times a pod's first container restarted.
-func containerRestarts(t *testing.T, ns, pod string) int32 {
+func containerRestarts(t *testing.T, pj *client.Client, ns, pod string) int32 {
 	t.Helper()
 	p, err := pj.Clientset().CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {

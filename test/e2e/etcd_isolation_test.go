@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster"
+	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
 // etcdProbe is what a pod without credentials tries against the cluster's
@@ -161,8 +162,8 @@ sys.exit(1 if failed else 0)
 // no key (put, get), and adding a member, taking a snapshot, enabling authentication, moving the
 // leader are refused with PERMISSION_DENIED; etcd, asked on its socket, has
 // the same members after. A check of checkSandbox.
-func probeEtcds(t *testing.T, st *localcluster.State) {
-	ns := newNamespace(t)
+func probeEtcds(t *testing.T, pj *client.Client, st *localcluster.State) {
+	ns := newNamespace(t, pj)
 	ports := st.Ports
 	membersBefore := elasticEtcdMembers(t, st)
 	env := map[string]string{"ETCD_PEER": strconv.Itoa(ports.EtcdPeer), "ELASTIC_ETCD_PEER": strconv.Itoa(ports.ElasticEtcdPeer),
@@ -181,12 +182,12 @@ func probeEtcds(t *testing.T, st *localcluster.State) {
 	}
 	probes := map[string]string{"etcd-probe": etcdProbe, "elastic-etcd-probe": elasticEtcdProbe}
 	for name, script := range probes {
-		createProbePod(t, ns, name, script, env)
+		createProbePod(t, pj, ns, name, script, env)
 	}
 	logs := map[string]string{}
 	for name := range probes {
-		phase := awaitPodEnd(t, ns, name).Status.Phase
-		logs[name] = podLog(t, ns, name)
+		phase := awaitPodEnd(t, pj, ns, name).Status.Phase
+		logs[name] = podLog(t, pj, ns, name)
 		t.Logf("%s reports:\n%s", name, logs[name])
 		if phase != corev1.PodSucceeded {
 			t.Errorf("%s ended %s", name, phase)
@@ -208,7 +209,7 @@ func probeEtcds(t *testing.T, st *localcluster.State) {
 
 // createProbePod runs script with the Paddle 3.0.0 image's Python in a pod
 // of ns, with env.
-func createProbePod(t *testing.T, ns, name, script string, env map[string]string) {
+func createProbePod(t *testing.T, pj *client.Client, ns, name, script string, env map[string]string) {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},

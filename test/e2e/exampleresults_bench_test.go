@@ -19,12 +19,13 @@ import (
 // (-bench Example); docs/benchmarks.md records the results, and the README
 // and examples/README.md quote them from there.
 func BenchmarkExampleResults(b *testing.B) {
+	pj := suiteClient
 	finalAUC := regexp.MustCompile(`(?m)^final: trainer=0 trainers=\d+ test_auc=([\d.]+) optimal_auc=([\d.]+)`)
 	finalResNet := regexp.MustCompile(`(?m)^final: rank=0 world_size=\d+ loss=([\d.]+) test_accuracy=([\d.]+)`)
 	b.Run("wide-and-deep", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			job, took := runExampleToEnd(b, "examples/jobs/wide-and-deep.yaml")
-			m := finalAUC.FindStringSubmatch(benchLog(b, job.Namespace, job.Name+"-worker-0"))
+			job, took := runExampleToEnd(b, pj, "examples/jobs/wide-and-deep.yaml")
+			m := finalAUC.FindStringSubmatch(benchLog(b, pj, job.Namespace, job.Name+"-worker-0"))
 			if m == nil {
 				b.Fatalf("trainer 0 printed no final AUC")
 			}
@@ -37,8 +38,8 @@ func BenchmarkExampleResults(b *testing.B) {
 	})
 	b.Run("resnet", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			job, took := runExampleToEnd(b, "examples/jobs/resnet.yaml")
-			m := finalResNet.FindStringSubmatch(benchLog(b, job.Namespace, job.Name+"-worker-0"))
+			job, took := runExampleToEnd(b, pj, "examples/jobs/resnet.yaml")
+			m := finalResNet.FindStringSubmatch(benchLog(b, pj, job.Namespace, job.Name+"-worker-0"))
 			if m == nil {
 				b.Fatalf("rank 0 printed no final loss")
 			}
@@ -55,10 +56,10 @@ func BenchmarkExampleResults(b *testing.B) {
 // runExampleToEnd runs an example job, as the repository has it but with a
 // fresh output directory, and returns it finished and how long it took from
 // its creation. It fails the benchmark unless the job completed.
-func runExampleToEnd(b *testing.B, file string) (*paddlev1.PaddleJob, time.Duration) {
+func runExampleToEnd(b *testing.B, pj *client.Client, file string) (*paddlev1.PaddleJob, time.Duration) {
 	b.Helper()
 	job := loadJob(b, file)
-	job.Namespace = newNamespace(b)
+	job.Namespace = newNamespace(b, pj)
 	dir := b.TempDir()
 	for _, rt := range paddlev1.ReplicaTypes {
 		if rs := job.Spec.Replicas(rt); rs != nil {
@@ -79,18 +80,18 @@ func runExampleToEnd(b *testing.B, file string) (*paddlev1.PaddleJob, time.Durat
 	done, err := pj.WaitFor(ctx, job.Namespace, job.Name, client.Finished, 0)
 	took := time.Since(start)
 	if err != nil {
-		dumpJob(b, job.Namespace, job.Name)
+		dumpJob(b, pj, job.Namespace, job.Name)
 		b.Fatal(err)
 	}
 	if done.Status.Phase != paddlev1.PaddleJobCompleted {
-		dumpJob(b, job.Namespace, job.Name)
+		dumpJob(b, pj, job.Namespace, job.Name)
 		b.Fatalf("%s ended %s: %s", job.Name, done.Status.Phase, client.FailureMessage(done))
 	}
 	return done, took
 }
 
 // benchLog is a pod's whole log.
-func benchLog(b *testing.B, ns, pod string) string {
+func benchLog(b *testing.B, pj *client.Client, ns, pod string) string {
 	b.Helper()
 	r, err := pj.Logs(context.Background(), ns, pod, client.LogOptions{})
 	if err != nil {

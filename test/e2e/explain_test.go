@@ -31,6 +31,7 @@ const explainedProgramDir = "/program"
 // GEO-SGD bug with sparse_embedding, an output volume the node mounts
 // read-only.
 func TestFailuresExplainThemselves(t *testing.T) {
+	pj := suiteClient
 	output := readOnlyHostDir(t)
 	for _, tc := range []struct {
 		name, program string
@@ -62,10 +63,10 @@ func TestFailuresExplainThemselves(t *testing.T) {
 			if tc.output {
 				mountEvery(job, corev1.Volume{Name: "output", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: output}}}, "/output", false)
 			}
-			done := runToEnd(t, job)
+			done := runToEnd(t, pj, job)
 			c := meta.FindStatusCondition(done.Status.Conditions, paddlev1.JobFailed)
 			if done.Status.Phase != paddlev1.PaddleJobFailed || c == nil {
-				dumpJob(t, done.Namespace, done.Name)
+				dumpJob(t, pj, done.Namespace, done.Name)
 				t.Fatalf("PaddleJob %s ended %s, want Failed", done.Name, done.Status.Phase)
 			}
 			t.Logf("Failed: %s", c.Message)
@@ -81,7 +82,7 @@ func TestFailuresExplainThemselves(t *testing.T) {
 			if want := done.Name + "-" + tc.wantPod; tc.wantPod != "" && !strings.HasPrefix(c.Message, "pod "+want) {
 				t.Errorf("the Failed condition names another pod than %s*:\n%s", want, c.Message)
 			}
-			checkFailedContainerKeptItsLog(t, done, tc.wantID)
+			checkFailedContainerKeptItsLog(t, pj, done, tc.wantID)
 		})
 	}
 }
@@ -166,7 +167,7 @@ func readOnlyHostDir(t *testing.T) string {
 // checkFailedContainerKeptItsLog asserts that a failed pod's container kept
 // the end of its log (the operator's FallbackToLogsOnError, which the node
 // honours) and that the SDK explains it as the job's condition does.
-func checkFailedContainerKeptItsLog(t *testing.T, job *paddlev1.PaddleJob, wantID string) {
+func checkFailedContainerKeptItsLog(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob, wantID string) {
 	t.Helper()
 	pods, err := pj.Pods(context.Background(), job.Namespace, job.Name)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 )
 
 // waitLog waits until a pod's log matches.
-func waitLog(t *testing.T, ns, pod string, re *regexp.Regexp) {
+func waitLog(t *testing.T, pj *client.Client, ns, pod string, re *regexp.Regexp) {
 	t.Helper()
 	if _, ok := waitFor(jobTimeout, func() (bool, string) {
 		r, err := pj.Logs(context.Background(), ns, pod, client.LogOptions{})
@@ -31,18 +31,19 @@ func waitLog(t *testing.T, ns, pod string, re *regexp.Regexp) {
 	}); ok {
 		return
 	}
-	dumpJob(t, ns, strings.Join(strings.Split(pod, "-")[:1], "-"))
+	dumpJob(t, pj, ns, strings.Join(strings.Split(pod, "-")[:1], "-"))
 	t.Fatalf("%s never logged %q", pod, re)
 }
 
 // Restarting the operator mid-job creates no duplicate pod, and the job
 // completes.
 func TestOperatorRestartMidJob(t *testing.T) {
+	pj := suiteClient
 	job := testutil.MakePaddleJob("steady", "").Workers(2).Image("busybox:1.36").
 		Command(paddlev1.ReplicaWorker, "sh", "-c", "echo started; sleep 8").Obj()
-	job.Namespace = newNamespace(t)
-	createJob(t, job)
-	waitLog(t, job.Namespace, "steady-worker-0", regexp.MustCompile("started"))
+	job.Namespace = newNamespace(t, pj)
+	createJob(t, pj, job)
+	waitLog(t, pj, job.Namespace, "steady-worker-0", regexp.MustCompile("started"))
 	before, err := pj.Pods(context.Background(), job.Namespace, job.Name)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +55,7 @@ func TestOperatorRestartMidJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustComplete(t, got)
+	mustComplete(t, pj, got)
 	after, err := pj.Pods(context.Background(), job.Namespace, job.Name)
 	if err != nil {
 		t.Fatal(err)
@@ -69,10 +70,11 @@ func TestOperatorRestartMidJob(t *testing.T) {
 // the deadline, and its pods are stopped. How soon after the deadline is
 // measured by test/integration's BenchmarkActiveDeadline.
 func TestDeadlineFailsALongJob(t *testing.T) {
+	pj := suiteClient
 	job := testutil.MakePaddleJob("slow", "").Workers(2).Image("busybox:1.36").
 		Command(paddlev1.ReplicaWorker, "sleep", "600").Obj()
 	job.Spec.ActiveDeadlineSeconds = ptr.To[int64](10)
-	done := runToEnd(t, job)
+	done := runToEnd(t, pj, job)
 	c := meta.FindStatusCondition(done.Status.Conditions, paddlev1.JobFailed)
 	if done.Status.Phase != paddlev1.PaddleJobFailed || c == nil || c.Reason != "DeadlineExceeded" {
 		t.Fatalf("phase %s, Failed condition %+v", done.Status.Phase, c)
@@ -84,5 +86,5 @@ func TestDeadlineFailsALongJob(t *testing.T) {
 		t.Errorf("DeadlineExceeded at %s, before the deadline %s", c.LastTransitionTime, deadline)
 	}
 	t.Logf("DeadlineExceeded recorded %s after the deadline", c.LastTransitionTime.Sub(deadline))
-	waitNoPods(t, done.Namespace, done.Name)
+	waitNoPods(t, pj, done.Namespace, done.Name)
 }

@@ -29,6 +29,7 @@ import (
 // a retry: any failure fails the test. The series run side by side, so the
 // node is as loaded as a user's busy machine.
 func TestFirstParameterServerProgramRuns(t *testing.T) {
+	pj := suiteClient
 	type series struct {
 		release  string
 		level    int32
@@ -82,10 +83,10 @@ func TestFirstParameterServerProgramRuns(t *testing.T) {
 							c.Command = []string{"python", "-m", "paddle.distributed.launch", minimalPSProgram}
 						}
 					}
-					job.Namespace = newNamespace(t)
+					job.Namespace = newNamespace(t, pj)
 					start := time.Now()
-					createJobAsWritten(t, job)
-					done, logs := awaitCompletion(t, job, start)
+					createJobAsWritten(t, pj, job)
+					done, logs := awaitCompletion(t, pj, job, start)
 					if done.Status.RestartCount != 0 {
 						t.Errorf("restartCount %d, want 0: the first run must work", done.Status.RestartCount)
 					}

@@ -20,6 +20,7 @@ import (
 	"github.com/paddlejob/paddlejob/internal/kube"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
+	"github.com/paddlejob/paddlejob/pkg/client"
 	"github.com/paddlejob/paddlejob/python"
 )
 
@@ -37,6 +38,7 @@ import (
 // where those groups do not exist: the servers are off Gloo (level 0, its
 // warning and their own values), and the admission webhook warns.
 func TestGlooLevels(t *testing.T) {
+	pj := suiteClient
 	for _, tc := range []struct {
 		name      string
 		level     int32
@@ -63,12 +65,12 @@ func TestGlooLevels(t *testing.T) {
 					c.Command = []string{"python3", "-m", "paddle.distributed.launch", glooProgramPath}
 				}
 			}
-			job.Namespace = newNamespace(t)
-			warned := strings.Contains(strings.Join(admissionWarnings(t, job), "\n"), glooLevelTwoWarning)
+			job.Namespace = newNamespace(t, pj)
+			warned := strings.Contains(strings.Join(admissionWarnings(t, pj, job), "\n"), glooLevelTwoWarning)
 			if want := tc.level == 2 && !tc.sharedDir; warned != want {
 				t.Errorf("admission warned %q: %v, want %v", glooLevelTwoWarning, warned, want)
 			}
-			done, logs := runInNamespace(t, job)
+			done, logs := runInNamespace(t, pj, job)
 			if tc.launcher {
 				logs = launchedProcessLogs(t, done, logDir)
 			}
@@ -77,7 +79,7 @@ func TestGlooLevels(t *testing.T) {
 				checkGlooReport(t, pod, rt, index, tc.level, tc.sharedDir, parseGlooReport(log), log)
 			}
 			if tc.sharedDir {
-				checkGlooFiles(t, dir, done)
+				checkGlooFiles(t, pj, dir, done)
 			}
 		})
 	}
@@ -106,7 +108,7 @@ func shareGlooDirectory(t *testing.T, job *paddlev1.PaddleJob) string {
 // shared directory: in each group one store per attempt of the job (one,
 // plus one per restart), the last attempt's named by the pods' SYS_JOB_ID
 // and holding one file per rank.
-func checkGlooFiles(t *testing.T, dir string, job *paddlev1.PaddleJob) {
+func checkGlooFiles(t *testing.T, pj *client.Client, dir string, job *paddlev1.PaddleJob) {
 	t.Helper()
 	pod, err := pj.Clientset().CoreV1().Pods(job.Namespace).Get(context.Background(), paddlev1.PodName(job.Name, paddlev1.ReplicaWorker, 0), metav1.GetOptions{})
 	if err != nil {
@@ -134,7 +136,7 @@ func checkGlooFiles(t *testing.T, dir string, job *paddlev1.PaddleJob) {
 
 // admissionWarnings are the warnings the API server (the operator's
 // admission webhook) answers a server-side dry run of creating the job with.
-func admissionWarnings(t *testing.T, job *paddlev1.PaddleJob) []string {
+func admissionWarnings(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) []string {
 	t.Helper()
 	var got warningLog
 	cfg := rest.CopyConfig(pj.Config())

@@ -59,14 +59,14 @@ func loadJob(t testing.TB, path string) *paddlev1.PaddleJob {
 // `intranet: Host`, as a cluster's owner lets them in namespaces of their
 // own (up labels default so). The cluster's default level (baseline) is
 // probed in namespaces that keep it (probePodSecurity).
-func newNamespace(t testing.TB) string {
+func newNamespace(t testing.TB, pj *client.Client) string {
 	t.Helper()
-	return createNamespace(t, map[string]string{localcluster.PodSecurityEnforceLabel: localcluster.PodSecurityPrivileged})
+	return createNamespace(t, pj, map[string]string{localcluster.PodSecurityEnforceLabel: localcluster.PodSecurityPrivileged})
 }
 
 // createNamespace creates a namespace with labels and waits for its default
 // service account.
-func createNamespace(t testing.TB, labels map[string]string) string {
+func createNamespace(t testing.TB, pj *client.Client, labels map[string]string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-", Labels: labels}}
 	got, err := pj.Clientset().CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
@@ -115,21 +115,21 @@ func recoverable(job *paddlev1.PaddleJob) {
 // that the test deletes when it ends, so that a job a failed test leaves
 // running holds no resources the next test needs. Before, it logs the job's
 // restarts, so the rate at which Paddle fails stays visible.
-func createJob(t testing.TB, job *paddlev1.PaddleJob) {
+func createJob(t testing.TB, pj *client.Client, job *paddlev1.PaddleJob) {
 	t.Helper()
 	recoverable(job)
-	createJobAsWritten(t, job)
+	createJobAsWritten(t, pj, job)
 }
 
 // createJobAsWritten creates a job with the policies it has (none: the
 // defaults a user gets), deleted when the test ends, as createJob.
-func createJobAsWritten(t testing.TB, job *paddlev1.PaddleJob) {
+func createJobAsWritten(t testing.TB, pj *client.Client, job *paddlev1.PaddleJob) {
 	t.Helper()
 	if _, err := pj.Create(context.Background(), job); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		logRestarts(t, job.Namespace, job.Name)
+		logRestarts(t, pj, job.Namespace, job.Name)
 		if err := pj.Delete(context.Background(), job.Namespace, job.Name); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting PaddleJob %s/%s: %v", job.Namespace, job.Name, err)
 		}
@@ -137,7 +137,7 @@ func createJobAsWritten(t testing.TB, job *paddlev1.PaddleJob) {
 }
 
 // logRestarts logs how often a job restarted, and why the last time.
-func logRestarts(t testing.TB, ns, name string) {
+func logRestarts(t testing.TB, pj *client.Client, ns, name string) {
 	job, err := pj.Get(context.Background(), ns, name)
 	if err != nil {
 		return
@@ -156,14 +156,14 @@ func logRestarts(t testing.TB, ns, name string) {
 }
 
 // runToEnd creates the job in a fresh namespace and waits until it finishes.
-func runToEnd(t *testing.T, job *paddlev1.PaddleJob) *paddlev1.PaddleJob {
+func runToEnd(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) *paddlev1.PaddleJob {
 	t.Helper()
-	job.Namespace = newNamespace(t)
+	job.Namespace = newNamespace(t, pj)
 	start := time.Now()
-	createJob(t, job)
+	createJob(t, pj, job)
 	done, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
 	if err != nil {
-		dumpJob(t, job.Namespace, job.Name)
+		dumpJob(t, pj, job.Namespace, job.Name)
 		t.Fatal(err)
 	}
 	t.Logf("PaddleJob %s/%s %s in %s", job.Namespace, job.Name, done.Status.Phase, time.Since(start).Round(100*time.Millisecond))
@@ -171,10 +171,10 @@ func runToEnd(t *testing.T, job *paddlev1.PaddleJob) *paddlev1.PaddleJob {
 }
 
 // mustComplete fails the test with the job's failure when it did not complete.
-func mustComplete(t testing.TB, job *paddlev1.PaddleJob) {
+func mustComplete(t testing.TB, pj *client.Client, job *paddlev1.PaddleJob) {
 	t.Helper()
 	if job.Status.Phase != paddlev1.PaddleJobCompleted {
-		dumpJob(t, job.Namespace, job.Name)
+		dumpJob(t, pj, job.Namespace, job.Name)
 		t.Fatalf("PaddleJob %s ended %s: %s", job.Name, job.Status.Phase, client.FailureMessage(job))
 	}
 	// What finished and how: every worker succeeded, and no role reports a
@@ -193,7 +193,7 @@ func mustComplete(t testing.TB, job *paddlev1.PaddleJob) {
 
 // podLog reads a pod's whole log through the API server (and so the node's
 // kubelet API), as kubectl logs does.
-func podLog(t *testing.T, ns, pod string) string {
+func podLog(t *testing.T, pj *client.Client, ns, pod string) string {
 	t.Helper()
 	r, err := pj.Logs(context.Background(), ns, pod, client.LogOptions{})
 	if err != nil {
@@ -248,7 +248,7 @@ func withArgs(job *paddlev1.PaddleJob, args ...string) {
 }
 
 // dumpJob logs what a failed test needs to see: the job, its pods and logs.
-func dumpJob(t testing.TB, ns, name string) {
+func dumpJob(t testing.TB, pj *client.Client, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
 	if job, err := pj.Get(ctx, ns, name); err == nil {
@@ -281,10 +281,13 @@ func statusLine(p *corev1.Pod) string {
 }
 
 // waitNoPods waits until the job's pods are gone.
-func waitNoPods(t *testing.T, ns, name string) { t.Helper(); waitPods(t, ns, name) }
+func waitNoPods(t *testing.T, pj *client.Client, ns, name string) {
+	t.Helper()
+	waitPods(t, pj, ns, name)
+}
 
 // waitPods waits until the job's pods are exactly those named.
-func waitPods(t *testing.T, ns, name string, want ...string) {
+func waitPods(t *testing.T, pj *client.Client, ns, name string, want ...string) {
 	t.Helper()
 	var got []string
 	if _, ok := waitFor(time.Minute, func() (bool, string) {
@@ -309,7 +312,7 @@ func waitPods(t *testing.T, ns, name string, want ...string) {
 // the job to finish and returns them. A pod recreated meanwhile (the job restarted) is followed
 // again: the log returned is its last incarnation's, the one that ran to
 // the end.
-func followLogs(t *testing.T, job *paddlev1.PaddleJob, pods ...string) func() map[string]string {
+func followLogs(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob, pods ...string) func() map[string]string {
 	t.Helper()
 	ns := job.Namespace
 	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)

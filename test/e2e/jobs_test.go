@@ -27,7 +27,7 @@ import (
 const aucTolerance = 0.02
 
 // jobLogs reads the log of every pod of a job that still exists.
-func jobLogs(t *testing.T, job *paddlev1.PaddleJob) map[string]string {
+func jobLogs(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) map[string]string {
 	t.Helper()
 	pods, err := pj.Pods(context.Background(), job.Namespace, job.Name)
 	if err != nil {
@@ -35,7 +35,7 @@ func jobLogs(t *testing.T, job *paddlev1.PaddleJob) map[string]string {
 	}
 	out := map[string]string{}
 	for _, p := range pods {
-		out[p.Name] = podLog(t, job.Namespace, p.Name)
+		out[p.Name] = podLog(t, pj, job.Namespace, p.Name)
 	}
 	return out
 }
@@ -118,10 +118,10 @@ func roleOf(t *testing.T, job *paddlev1.PaddleJob, pod string) (paddlev1.Replica
 // logs of all its pods, followed while they ran: its parameter servers,
 // which never exit on their own, are stopped and deleted when it completes,
 // and cleanPodPolicy may delete the rest.
-func runReadingLogs(t *testing.T, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob, map[string]string) {
+func runReadingLogs(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob, map[string]string) {
 	t.Helper()
-	job.Namespace = newNamespace(t)
-	return runInNamespace(t, job)
+	job.Namespace = newNamespace(t, pj)
+	return runInNamespace(t, pj, job)
 }
 
 // Every example of paddle-operator's documentation (seed 004), as written, completes on the local
@@ -134,17 +134,18 @@ func runReadingLogs(t *testing.T, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob,
 // job of the suite, the PS examples get the restart policy and progress
 // deadline a production user adds (recoverable).
 func TestPaddleOperatorExamplesRunAsWritten(t *testing.T) {
+	pj := suiteClient
 	t.Run("1 wide and deep, PS with Gloo", func(t *testing.T) {
 		job := loadJob(t, "config/samples/seed004/example-1-wide-and-deep.yaml")
-		done, logs := runReadingLogs(t, job)
+		done, logs := runReadingLogs(t, pj, job)
 		checkPSJob(t, done, logs)
 		// cleanPodPolicy Never keeps the finished workers; the pservers,
 		// running when the job completed, are stopped.
-		waitPods(t, done.Namespace, done.Name, "wide-ande-deep-worker-0", "wide-ande-deep-worker-1")
+		waitPods(t, pj, done.Namespace, done.Name, "wide-ande-deep-worker-0", "wide-ande-deep-worker-1")
 	})
 	t.Run("2 resnet, collective with the launcher", func(t *testing.T) {
 		job := loadJob(t, "config/samples/seed004/example-2-resnet.yaml")
-		done, logs := runReadingLogs(t, job)
+		done, logs := runReadingLogs(t, pj, job)
 		checkCollectiveJob(t, done, logs)
 		for pod := range logs {
 			if !strings.Contains(logs[pod], "LAUNCH INFO") {
@@ -154,15 +155,15 @@ func TestPaddleOperatorExamplesRunAsWritten(t *testing.T) {
 	})
 	t.Run("3 wide and deep, Service intranet, GPUs and a nodeSelector", func(t *testing.T) {
 		job := loadJob(t, "config/samples/seed004/example-3-wide-and-deep-gpu-nodeselector.yaml")
-		done, logs := runReadingLogs(t, job)
+		done, logs := runReadingLogs(t, pj, job)
 		first := checkPSJob(t, done, logs)
 		if !strings.Contains(first.PServerList, "wide-ande-deep-ps-0.wide-ande-deep:") {
 			t.Errorf("the trainer's pservers are %q, want DNS names", first.PServerList)
 		}
-		waitNoPods(t, done.Namespace, done.Name) // cleanPodPolicy OnCompletion
+		waitNoPods(t, pj, done.Namespace, done.Name) // cleanPodPolicy OnCompletion
 	})
 	t.Run("5 data on a PersistentVolume", func(t *testing.T) {
-		ns := newNamespace(t)
+		ns := newNamespace(t, pj)
 		code := podsDir(t)
 		// The volume holds what the image's /wide_and_deep holds: the example
 		// and the SDK its Dockerfile copies beside it.
@@ -172,10 +173,10 @@ func TestPaddleOperatorExamplesRunAsWritten(t *testing.T) {
 		if err := os.CopyFS(filepath.Join(code, "wide_and_deep", "paddlejob"), python.SDK()); err != nil {
 			t.Fatal(err)
 		}
-		applyLocalPV(t, ns, code)
+		applyLocalPV(t, pj, ns, code)
 		job := loadJob(t, "config/samples/seed004/example-5-data-demo.yaml")
 		job.Namespace = ns
-		done, logs := runInNamespace(t, job)
+		done, logs := runInNamespace(t, pj, job)
 		checkPSJob(t, done, logs)
 		// The code ran from the volume: its model went there too.
 		if models, _ := filepath.Glob(filepath.Join(code, "wide_and_deep", "output", "pass-*")); len(models) == 0 {
@@ -187,7 +188,7 @@ func TestPaddleOperatorExamplesRunAsWritten(t *testing.T) {
 // applyLocalPV creates the examples' PersistentVolume and claim in ns, the
 // volume a hostPath at dir instead of the examples' NFS export, the claim as
 // the examples write it.
-func applyLocalPV(t *testing.T, ns, dir string) {
+func applyLocalPV(t *testing.T, pj *client.Client, ns, dir string) {
 	t.Helper()
 	docs := strings.Split(mustRead(t, "config/samples/seed004/pv-pvc.yaml"), "\n---")
 	pv := &corev1.PersistentVolume{}
@@ -215,26 +216,26 @@ func applyLocalPV(t *testing.T, ns, dir string) {
 }
 
 // runInNamespace runs a job in the namespace it names.
-func runInNamespace(t *testing.T, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob, map[string]string) {
+func runInNamespace(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob, map[string]string) {
 	t.Helper()
 	start := time.Now()
-	createJob(t, job)
-	return awaitCompletion(t, job, start)
+	createJob(t, pj, job)
+	return awaitCompletion(t, pj, job, start)
 }
 
 // awaitCompletion follows a created job's logs until it completes and
 // returns the finished job and its pods' logs; a job that fails or times out
 // fails the test with the job's state.
-func awaitCompletion(t *testing.T, job *paddlev1.PaddleJob, start time.Time) (*paddlev1.PaddleJob, map[string]string) {
+func awaitCompletion(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob, start time.Time) (*paddlev1.PaddleJob, map[string]string) {
 	t.Helper()
-	logs := followLogs(t, job, podNames(job)...)
+	logs := followLogs(t, pj, job, podNames(job)...)
 	done, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
 	if err != nil {
-		dumpJob(t, job.Namespace, job.Name)
+		dumpJob(t, pj, job.Namespace, job.Name)
 		t.Fatal(err)
 	}
 	t.Logf("PaddleJob %s/%s %s in %s", job.Namespace, job.Name, done.Status.Phase, time.Since(start).Round(100*time.Millisecond))
-	mustComplete(t, done)
+	mustComplete(t, pj, done)
 	return done, logs()
 }
 
@@ -254,6 +255,7 @@ func workerLogs(logs map[string]string) map[string]string {
 // and each Gloo level, and started by Paddle's launcher: the processes report
 // the same roles and the model learns.
 func TestParameterServerModes(t *testing.T) {
+	pj := suiteClient
 	tests := []struct {
 		name     string
 		intranet paddlev1.Intranet
@@ -286,7 +288,7 @@ func TestParameterServerModes(t *testing.T) {
 			if tc.launcher {
 				logDir = launchEveryPod(t, job)
 			}
-			done, logs := runReadingLogs(t, job)
+			done, logs := runReadingLogs(t, pj, job)
 			if !tc.launcher {
 				checkPSJob(t, done, logs)
 				return
@@ -329,21 +331,23 @@ func launchEveryPod(t *testing.T, job *paddlev1.PaddleJob) string {
 // The collective example in the intranets paddle-operator's examples do not show (example 2
 // is PodIP): DNS names, and two workers sharing the node's address.
 func TestCollectiveIntranets(t *testing.T) {
+	pj := suiteClient
 	for _, intranet := range []paddlev1.Intranet{paddlev1.IntranetService, paddlev1.IntranetHost} {
 		t.Run(string(intranet), func(t *testing.T) {
 			job := loadJob(t, "examples/jobs/resnet.yaml")
 			job.Spec.Intranet = intranet
 			outputDir(t, job)
-			done, logs := runReadingLogs(t, job)
+			done, logs := runReadingLogs(t, pj, job)
 			checkCollectiveJob(t, done, logs)
 		})
 	}
 }
 
 func TestWorkerExitCodeFailsTheJob(t *testing.T) {
+	pj := suiteClient
 	job := testutil.MakePaddleJob("fails", "").Workers(2).Image("busybox:1.36").
 		Command(paddlev1.ReplicaWorker, "sh", "-c", `if [ "$PADDLE_TRAINER_ID" = 1 ]; then exit 3; fi; sleep 600`).Obj()
-	done := runToEnd(t, job)
+	done := runToEnd(t, pj, job)
 	c := meta.FindStatusCondition(done.Status.Conditions, paddlev1.JobFailed)
 	want := `pod fails-worker-1: container "paddle" exited with code 3 (Error)`
 	if done.Status.Phase != paddlev1.PaddleJobFailed || c == nil || c.Message != want {
@@ -351,19 +355,20 @@ func TestWorkerExitCodeFailsTheJob(t *testing.T) {
 	}
 	// The other worker was still running: the finished job stops it; the
 	// failed one stays for inspection (cleanPodPolicy defaults to Never).
-	waitPods(t, done.Namespace, done.Name, "fails-worker-1")
+	waitPods(t, pj, done.Namespace, done.Name, "fails-worker-1")
 }
 
 // kubectl logs reaches a worker's log through the API server and the node.
 func TestKubectlLogs(t *testing.T) {
+	pj := suiteClient
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Fatalf("kubectl is needed for this test (it is installed on the project's machines): %v", err)
 	}
 	job := testutil.MakePaddleJob("hello", "").Workers(1).Image("busybox:1.36").
 		Command(paddlev1.ReplicaWorker, "sh", "-c", `echo "hello from $PADDLE_TRAINING_ROLE $PADDLE_TRAINER_ID"`).Obj()
-	done := runToEnd(t, job)
-	mustComplete(t, done)
+	done := runToEnd(t, pj, job)
+	mustComplete(t, pj, done)
 	out, err := exec.Command(kubectl, "--kubeconfig", cluster.Kubeconfig(), "-n", done.Namespace, "logs", "hello-worker-0").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "hello from TRAINER 0") {
 		t.Fatalf("kubectl logs: %v\n%s", err, out)

@@ -143,7 +143,7 @@ func workloadCondition(wl *unstructured.Unstructured, typ string) (status, reaso
 	return "", "", ""
 }
 
-func jobPodCount(t *testing.T, job *paddlev1.PaddleJob) int {
+func jobPodCount(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) int {
 	t.Helper()
 	pods, err := pj.Pods(context.Background(), job.Namespace, job.Name)
 	if err != nil {
@@ -152,7 +152,7 @@ func jobPodCount(t *testing.T, job *paddlev1.PaddleJob) int {
 	return len(pods)
 }
 
-func getJob(t *testing.T, job *paddlev1.PaddleJob) *paddlev1.PaddleJob {
+func getJob(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) *paddlev1.PaddleJob {
 	t.Helper()
 	got, err := pj.Get(context.Background(), job.Namespace, job.Name)
 	if err != nil {
@@ -162,17 +162,17 @@ func getJob(t *testing.T, job *paddlev1.PaddleJob) *paddlev1.PaddleJob {
 }
 
 func TestKueue(t *testing.T) {
-	st := withAddons(t, localcluster.AddonKueue)
+	st, pj := withAddons(t, localcluster.AddonKueue)
 	dyn := dynamicClient(t, st)
 
-	t.Run("a labelled batch Job is admitted", func(t *testing.T) { kueueAdmitsABatchJob(t, st) })
+	t.Run("a labelled batch Job is admitted", func(t *testing.T) { kueueAdmitsABatchJob(t, pj, st) })
 
 	t.Run("the second job waits for the first one's quota", func(t *testing.T) {
-		ns := newNamespace(t)
+		ns := newNamespace(t, pj)
 		applyManifests(t, st, kueueQuota(ns))
 		first, second := queuedJob(t, ns, "first", "low", 5), queuedJob(t, ns, "second", "low", 5)
 		start := time.Now()
-		createJob(t, first)
+		createJob(t, pj, first)
 		created, err := pj.Get(context.Background(), ns, first.Name)
 		if err != nil {
 			t.Fatal(err)
@@ -181,12 +181,12 @@ func TestKueue(t *testing.T) {
 			t.Fatal("the webhook did not create the queued job suspended")
 		}
 		poll(t, 2*time.Minute, "the first job is admitted and runs", func() (bool, string) {
-			j := getJob(t, first)
+			j := getJob(t, pj, first)
 			return j.Status.Phase == paddlev1.PaddleJobRunning || j.Status.IsFinished(), string(j.Status.Phase)
 		})
-		createJob(t, second)
+		createJob(t, pj, second)
 		poll(t, time.Minute, "the second job is Queued, saying why", func() (bool, string) {
-			j := getJob(t, second)
+			j := getJob(t, pj, second)
 			c := meta.FindStatusCondition(j.Status.Conditions, paddlev1.JobSuspended)
 			if j.Status.Phase != paddlev1.PaddleJobQueued || c == nil || c.Reason != "Queued" {
 				return false, string(j.Status.Phase)
@@ -196,13 +196,13 @@ func TestKueue(t *testing.T) {
 			}
 			return true, c.Message
 		})
-		if !getJob(t, first).Status.IsFinished() {
-			if n := jobPodCount(t, second); n != 0 {
+		if !getJob(t, pj, first).Status.IsFinished() {
+			if n := jobPodCount(t, pj, second); n != 0 {
 				t.Errorf("the waiting job has %d pods", n)
 			}
 		}
-		done1, _ := awaitCompletion(t, first, start)
-		done2, _ := awaitCompletion(t, second, start)
+		done1, _ := awaitCompletion(t, pj, first, start)
+		done2, _ := awaitCompletion(t, pj, second, start)
 		if done2.Status.StartTime == nil || done2.Status.StartTime.Before(done1.Status.CompletionTime) {
 			t.Errorf("the second job started at %v, before the first completed at %v", done2.Status.StartTime, done1.Status.CompletionTime)
 		}
@@ -218,38 +218,38 @@ func TestKueue(t *testing.T) {
 	})
 
 	t.Run("a higher priority preempts, the lower resumes after it", func(t *testing.T) {
-		kueuePreemptsByPriority(t, st, dyn)
+		kueuePreemptsByPriority(t, pj, st, dyn)
 	})
 
 	t.Run("a job MultiKueue manages is queued, its pods and status left to MultiKueue", func(t *testing.T) {
-		kueueQueuesAMultiKueueJob(t, st, dyn)
+		kueueQueuesAMultiKueueJob(t, pj, st, dyn)
 	})
 }
 
 // kueuePreemptsByPriority: a higher priority job preempts a running lower
 // one, which is stopped with its templates restored and resumes after it.
-func kueuePreemptsByPriority(t *testing.T, st *localcluster.State, dyn dynamic.Interface) {
-	ns := newNamespace(t)
+func kueuePreemptsByPriority(t *testing.T, pj *client.Client, st *localcluster.State, dyn dynamic.Interface) {
+	ns := newNamespace(t, pj)
 	applyManifests(t, st, kueueQuota(ns))
 	low, high := queuedJob(t, ns, "low", "low", 40), queuedJob(t, ns, "high", "high", 3)
 	start := time.Now()
-	createJob(t, low)
-	written := getJob(t, low)
+	createJob(t, pj, low)
+	written := getJob(t, pj, low)
 	poll(t, 2*time.Minute, "the low-priority job runs", func() (bool, string) {
-		j := getJob(t, low)
+		j := getJob(t, pj, low)
 		return j.Status.Phase == paddlev1.PaddleJobRunning, string(j.Status.Phase)
 	})
-	admittedTemplate := getJob(t, low).Spec.Worker.Template
+	admittedTemplate := getJob(t, pj, low).Spec.Worker.Template
 	if admittedTemplate.Labels["kueue.x-k8s.io/podset"] != "worker" {
 		t.Errorf("the admitted worker template's labels %v lack Kueue's pod set", admittedTemplate.Labels)
 	}
-	createJob(t, high)
+	createJob(t, pj, high)
 	poll(t, 2*time.Minute, "the low-priority job is preempted: suspended, its pods removed", func() (bool, string) {
-		j := getJob(t, low)
-		n := jobPodCount(t, low)
+		j := getJob(t, pj, low)
+		n := jobPodCount(t, pj, low)
 		return j.Spec.IsSuspended() && n == 0, fmt.Sprintf("suspend=%v pods=%d phase=%s", j.Spec.IsSuspended(), n, j.Status.Phase)
 	})
-	evicted := getJob(t, low)
+	evicted := getJob(t, pj, low)
 	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
 		if !equality.Semantic.DeepEqual(evicted.Spec.Replicas(rt).Template, written.Spec.Replicas(rt).Template) {
 			t.Errorf("the preempted job's %s template is not restored:\n got %+v\nwant %+v", rt, evicted.Spec.Replicas(rt).Template, written.Spec.Replicas(rt).Template)
@@ -258,8 +258,8 @@ func kueuePreemptsByPriority(t *testing.T, st *localcluster.State, dyn dynamic.I
 	if s, r, _ := workloadCondition(jobWorkload(t, dyn, low), "Evicted"); s != "True" || r != "Preempted" {
 		t.Errorf("the low job's Workload Evicted=%s/%s, want True/Preempted", s, r)
 	}
-	doneHigh, _ := awaitCompletion(t, high, start)
-	doneLow, _ := awaitCompletion(t, low, start)
+	doneHigh, _ := awaitCompletion(t, pj, high, start)
+	doneLow, _ := awaitCompletion(t, pj, low, start)
 	if doneLow.Status.CompletionTime.Before(doneHigh.Status.CompletionTime) {
 		t.Errorf("the preempted job completed before the one that preempted it")
 	}
@@ -268,8 +268,8 @@ func kueuePreemptsByPriority(t *testing.T, st *localcluster.State, dyn dynamic.I
 // kueueQueuesAMultiKueueJob: a job MultiKueue manages is queued as in a
 // manager cluster, but the operator runs none of its pods and writes none of
 // its status.
-func kueueQueuesAMultiKueueJob(t *testing.T, st *localcluster.State, dyn dynamic.Interface) {
-	ns := newNamespace(t)
+func kueueQueuesAMultiKueueJob(t *testing.T, pj *client.Client, st *localcluster.State, dyn dynamic.Interface) {
+	ns := newNamespace(t, pj)
 	applyManifests(t, st, kueueQuota(ns))
 	// As in a manager cluster: Kueue queues the job here, MultiKueue
 	// runs it elsewhere. (This cluster has no MultiKueue admission
@@ -280,26 +280,26 @@ func kueueQueuesAMultiKueueJob(t *testing.T, st *localcluster.State, dyn dynamic
 	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
 		remote.Spec.Replicas(rt).Template.Spec.Containers[0].Resources.Requests = nil
 	}
-	createJob(t, remote)
+	createJob(t, pj, remote)
 	poll(t, 2*time.Minute, "the MultiKueue job's Workload is created and admitted, and the job resumed", func() (bool, string) {
 		wl := jobWorkload(t, dyn, remote)
 		if wl == nil {
 			return false, "no Workload yet"
 		}
 		s, _, _ := workloadCondition(wl, "Admitted")
-		suspended := getJob(t, remote).Spec.IsSuspended()
+		suspended := getJob(t, pj, remote).Spec.IsSuspended()
 		return s == "True" && !suspended, fmt.Sprintf("Admitted=%s suspend=%v", s, suspended)
 	})
 	// A job the operator runs, created after it, completes: by then the
 	// operator has long seen the other one.
 	local := queuedJob(t, ns, "local", "low", 1)
-	createJob(t, local)
+	createJob(t, pj, local)
 	if _, err := pj.WaitFor(context.Background(), ns, local.Name, client.Finished, jobTimeout); err != nil {
 		t.Fatal(err)
 	}
-	got := getJob(t, remote)
-	if got.Status.Phase != "" || len(got.Status.Conditions) != 0 || jobPodCount(t, remote) != 0 {
+	got := getJob(t, pj, remote)
+	if got.Status.Phase != "" || len(got.Status.Conditions) != 0 || jobPodCount(t, pj, remote) != 0 {
 		t.Errorf("the operator ran a job MultiKueue manages: phase %q, conditions %v, %d pods",
-			got.Status.Phase, got.Status.Conditions, jobPodCount(t, remote))
+			got.Status.Phase, got.Status.Conditions, jobPodCount(t, pj, remote))
 	}
 }

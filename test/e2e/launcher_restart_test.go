@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/paddlejob/paddlejob/pkg/client"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -22,17 +23,18 @@ import (
 // pserver and trainer together (--progress-deadline); the job then trains
 // as an undisturbed one does.
 func TestHungBatchJobRestartsEveryPod(t *testing.T) {
-	ns := newNamespace(t)
-	spec, mfs := threeNodeBatchJob(t, ns, "")
+	pj := suiteClient
+	ns := newNamespace(t, pj)
+	spec, mfs := threeNodeBatchJob(t, pj, ns, "")
 	// start.sh's command with a deadline above the trainers' longest silence
 	// here (start-up on two loaded cores), shorter than its 90 s.
 	spec.Spec.Template.Spec.Containers[0].Command = []string{"bin/bash", "-c",
 		"cd /wide_and_deep && exec paddlejob launch --progress-deadline=20s -- python3 train.py --train-data data/train.txt --passes 5"}
 	stopped := make(chan string, 1)
-	go func() { stopped <- stopFirstTrainer(t, ns, spec.Name) }()
-	job := runJob(t, spec, jobTimeout)
+	go func() { stopped <- stopFirstTrainer(t, pj, ns, spec.Name) }()
+	job := runJob(t, pj, spec, jobTimeout)
 	t.Logf("stopped the trainer of %s", <-stopped)
-	checkThreeNodeBatchJob(t, job, mfs)
+	checkThreeNodeBatchJob(t, pj, job, mfs)
 
 	output := filepath.Join(mfs, spec.Name, "output")
 	requests, _ := filepath.Glob(filepath.Join(output, "restarts", "*", "*", "requested"))
@@ -65,7 +67,7 @@ func TestHungBatchJobRestartsEveryPod(t *testing.T) {
 	if told < 2 {
 		t.Errorf("%d first-attempt trainer logs tell Paddle's role, want the 2 trainers not stopped", told)
 	}
-	for pod, log := range jobPodLogs(t, job) {
+	for pod, log := range jobPodLogs(t, pj, job) {
 		if !strings.Contains(log, "restarting the pserver and trainer of every pod (restart 1 of at most 3)") {
 			t.Errorf("pod %s's launcher did not restart its processes:\n%s", pod, tail(log))
 		}
@@ -74,7 +76,7 @@ func TestHungBatchJobRestartsEveryPod(t *testing.T) {
 
 // stopFirstTrainer stops (SIGSTOP) the first trainer process that runs in
 // a pod of the Job and returns that pod's name.
-func stopFirstTrainer(t *testing.T, ns, job string) string {
+func stopFirstTrainer(t *testing.T, pj *client.Client, ns, job string) string {
 	isTrainer := func(args []string) bool {
 		return slices.ContainsFunc(args, func(a string) bool { return strings.HasSuffix(a, "train.py") })
 	}

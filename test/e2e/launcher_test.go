@@ -21,12 +21,13 @@ import (
 	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
+	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
 // installLauncherRBAC installs the launcher's Role in a namespace and binds
 // it to the namespace's default service account too: the tutorials' Jobs name
 // no service account.
-func installLauncherRBAC(t *testing.T, ns string) {
+func installLauncherRBAC(t *testing.T, pj *client.Client, ns string) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "launcher", "rbac.yaml"))
 	if err != nil {
@@ -81,7 +82,7 @@ func loadBatchJob(t *testing.T, path, ns, hostDir string) *batchv1.Job {
 }
 
 // runJob creates a batch/v1 Job and waits until it completes or fails.
-func runJob(t *testing.T, job *batchv1.Job, timeout time.Duration) *batchv1.Job {
+func runJob(t *testing.T, pj *client.Client, job *batchv1.Job, timeout time.Duration) *batchv1.Job {
 	t.Helper()
 	jobs := pj.Clientset().BatchV1().Jobs(job.Namespace)
 	start := time.Now()
@@ -108,12 +109,12 @@ func runJob(t *testing.T, job *batchv1.Job, timeout time.Duration) *batchv1.Job 
 	}); ok {
 		return got
 	}
-	dumpJobPods(t, job)
+	dumpJobPods(t, pj, job)
 	t.Fatalf("Job %s did not finish within %s", job.Name, timeout)
 	return nil
 }
 
-func jobPodLogs(t *testing.T, job *batchv1.Job) map[string]string {
+func jobPodLogs(t *testing.T, pj *client.Client, job *batchv1.Job) map[string]string {
 	t.Helper()
 	pods, err := pj.Clientset().CoreV1().Pods(job.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "job-name=" + job.Name})
 	if err != nil {
@@ -121,14 +122,14 @@ func jobPodLogs(t *testing.T, job *batchv1.Job) map[string]string {
 	}
 	out := map[string]string{}
 	for _, p := range pods.Items {
-		out[p.Name] = podLog(t, job.Namespace, p.Name)
+		out[p.Name] = podLog(t, pj, job.Namespace, p.Name)
 	}
 	return out
 }
 
-func dumpJobPods(t *testing.T, job *batchv1.Job) {
+func dumpJobPods(t *testing.T, pj *client.Client, job *batchv1.Job) {
 	t.Helper()
-	for name, log := range jobPodLogs(t, job) {
+	for name, log := range jobPodLogs(t, pj, job) {
 		t.Logf("log of %s:\n%s", name, log)
 	}
 }
@@ -140,24 +141,25 @@ func dumpJobPods(t *testing.T, job *batchv1.Job) {
 // program as each pod's parameter server and trainer on the pod's share of
 // the data `paddlejob data split` wrote to the shared volume.
 func TestThreeNodeBatchJobWithTheLauncher(t *testing.T) {
-	runThreeNodeBatchJob(t, "default", "") // the tutorial's JOB_NAMESPACE is default
+	pj := suiteClient
+	runThreeNodeBatchJob(t, pj, "default", "") // the tutorial's JOB_NAMESPACE is default
 }
 
 // runThreeNodeBatchJob runs seed 001's Job in ns, on the image's tag when
 // tag is not "", asserts what Paddle reported and returns its processes'
 // logs (node_<id>/server.log and train.log).
-func runThreeNodeBatchJob(t *testing.T, ns, tag string) map[string]string {
+func runThreeNodeBatchJob(t *testing.T, pj *client.Client, ns, tag string) map[string]string {
 	t.Helper()
-	spec, mfs := threeNodeBatchJob(t, ns, tag)
-	return checkThreeNodeBatchJob(t, runJob(t, spec, jobTimeout), mfs)
+	spec, mfs := threeNodeBatchJob(t, pj, ns, tag)
+	return checkThreeNodeBatchJob(t, pj, runJob(t, pj, spec, jobTimeout), mfs)
 }
 
 // threeNodeBatchJob is seed 001's Job for ns (and the tag, when not ""),
 // with its data split on the shared directory it returns.
-func threeNodeBatchJob(t *testing.T, ns, tag string) (*batchv1.Job, string) {
+func threeNodeBatchJob(t *testing.T, pj *client.Client, ns, tag string) (*batchv1.Job, string) {
 	t.Helper()
 	const name = "paddle-cluster-job"
-	installLauncherRBAC(t, ns)
+	installLauncherRBAC(t, pj, ns)
 	mfs := podsDir(t)
 	train := filepath.Join(t.TempDir(), "train.txt")
 	gen := exec.Command(paddlePython(t), filepath.Join(testenv.RepoRoot(), "examples/images/demo-wide-and-deep/wide_and_deep/ctr_data.py"), "--rows", "60000", "--out", train)
@@ -178,12 +180,12 @@ func threeNodeBatchJob(t *testing.T, ns, tag string) (*batchv1.Job, string) {
 
 // checkThreeNodeBatchJob asserts what the finished seed 001 Job's Paddle
 // processes reported and returns their logs.
-func checkThreeNodeBatchJob(t *testing.T, job *batchv1.Job, mfs string) map[string]string {
+func checkThreeNodeBatchJob(t *testing.T, pj *client.Client, job *batchv1.Job, mfs string) map[string]string {
 	t.Helper()
 	name := job.Name
 	logs := map[string]string{}
 	if job.Status.Succeeded != 3 {
-		dumpJobPods(t, job)
+		dumpJobPods(t, pj, job)
 		t.Fatalf("%d of 3 pods succeeded", job.Status.Succeeded)
 	}
 
@@ -263,14 +265,15 @@ func paddlePython(t *testing.T) string {
 // The single-node tutorial's Job (a single-node Job): Paddle trains alone and writes its passes to
 // the output volume.
 func TestSingleNodeBatchJob(t *testing.T) {
-	ns := newNamespace(t)
+	pj := suiteClient
+	ns := newNamespace(t, pj)
 	out := podsDir(t)
-	job := runJob(t, loadBatchJob(t, "config/samples/seed000/job.yaml", ns, out), jobTimeout)
+	job := runJob(t, pj, loadBatchJob(t, "config/samples/seed000/job.yaml", ns, out), jobTimeout)
 	if job.Status.Succeeded != 1 {
-		dumpJobPods(t, job)
+		dumpJobPods(t, pj, job)
 		t.Fatalf("the quickstart Job did not succeed")
 	}
-	for pod, log := range jobPodLogs(t, job) {
+	for pod, log := range jobPodLogs(t, pj, job) {
 		r := parsePSRole(t, pod, log)
 		if r.Role != "TRAINER" || r.Count != 1 || r.Servers != 0 || !r.HasFinal {
 			t.Errorf("%s: Paddle says %+v, want a lone trainer that finished", pod, r)
@@ -284,8 +287,9 @@ func TestSingleNodeBatchJob(t *testing.T) {
 
 // A peer that never runs: the launcher gives up naming it.
 func TestLauncherTimesOutNamingTheMissingPeer(t *testing.T) {
-	ns := newNamespace(t)
-	installLauncherRBAC(t, ns)
+	pj := suiteClient
+	ns := newNamespace(t, pj)
+	installLauncherRBAC(t, pj, ns)
 	const name = "short"
 	// A third pod of the Job that can never be scheduled.
 	stuck := &corev1.Pod{
@@ -315,12 +319,12 @@ func TestLauncherTimesOutNamingTheMissingPeer(t *testing.T) {
 			}},
 		}}},
 	}
-	done := runJob(t, job, jobTimeout)
+	done := runJob(t, pj, job, jobTimeout)
 	if done.Status.Failed == 0 {
-		dumpJobPods(t, done)
+		dumpJobPods(t, pj, done)
 		t.Fatalf("the launcher did not fail without its third peer")
 	}
-	for pod, log := range jobPodLogs(t, done) {
+	for pod, log := range jobPodLogs(t, pj, done) {
 		if pod == stuck.Name {
 			continue
 		}
@@ -334,7 +338,8 @@ func TestLauncherTimesOutNamingTheMissingPeer(t *testing.T) {
 // cluster (without its CephFS volume, which no local node mounts): real
 // Paddle with 3 parameter servers and 3 trainers.
 func TestSubmitWord2vecExample(t *testing.T) {
-	ns := newNamespace(t)
+	pj := suiteClient
+	ns := newNamespace(t, pj)
 	cmd := exec.Command(filepath.Join(binDir, "paddlejob"), "submit", "--kubeconfig", cluster.Kubeconfig(), "-n", ns,
 		"--name", "paddle-job", "--image", "yancey1989/paddle-job", "--entry-point", "python train.py",
 		"--cpu", "3", "--memory", "8G", "--pservers", "3", "--wait", "--timeout", jobTimeout.String(),
@@ -343,10 +348,10 @@ func TestSubmitWord2vecExample(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	t.Logf("paddlejob submit:\n%s", out)
 	if err != nil {
-		dumpJob(t, ns, "paddle-job")
+		dumpJob(t, pj, ns, "paddle-job")
 		t.Fatalf("submit: %v", err)
 	}
-	logRestarts(t, ns, "paddle-job")
+	logRestarts(t, pj, ns, "paddle-job")
 	job, err := pj.Get(context.Background(), ns, "paddle-job")
 	if err != nil {
 		t.Fatal(err)
@@ -354,14 +359,14 @@ func TestSubmitWord2vecExample(t *testing.T) {
 	if job.Spec.PS.Replicas != 3 || job.Spec.Worker.Replicas != 3 {
 		t.Errorf("pservers %d, trainers %d; want 3 and the default 3", job.Spec.PS.Replicas, job.Spec.Worker.Replicas)
 	}
-	env, err := resolvedEnvOf(ns, "paddle-job-worker-2")
+	env, err := resolvedEnvOf(pj, ns, "paddle-job-worker-2")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if env["TRAINER_ID"] != "2" || env["TRAINERS"] != "3" {
 		t.Errorf("TRAINER_ID %q, TRAINERS %q", env["TRAINER_ID"], env["TRAINERS"])
 	}
-	checkPSJob(t, job, workerLogs(jobLogs(t, job)))
+	checkPSJob(t, job, workerLogs(jobLogs(t, pj, job)))
 }
 
 func TestSubmitRejectsBadValuesNamingFlagAndRule(t *testing.T) {
@@ -380,7 +385,7 @@ func TestSubmitRejectsBadValuesNamingFlagAndRule(t *testing.T) {
 
 // resolvedEnvOf resolves a pod's first container's environment against its
 // job's ConfigMaps, as the node resolved it when starting the process.
-func resolvedEnvOf(ns, pod string) (map[string]string, error) {
+func resolvedEnvOf(pj *client.Client, ns, pod string) (map[string]string, error) {
 	ctx := context.Background()
 	p, err := pj.Clientset().CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 	if err != nil {
@@ -400,6 +405,7 @@ func resolvedEnvOf(ns, pod string) (map[string]string, error) {
 // Installed as kubectl-paddlejob, the CLI is a kubectl plugin that talks to
 // kubectl's cluster.
 func TestKubectlPlugin(t *testing.T) {
+	pj := suiteClient
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Fatalf("kubectl is needed for this test (it is installed on the project's machines): %v", err)
@@ -408,10 +414,10 @@ func TestKubectlPlugin(t *testing.T) {
 	if err := os.Symlink(filepath.Join(binDir, "paddlejob"), filepath.Join(pluginDir, "kubectl-paddlejob")); err != nil {
 		t.Fatal(err)
 	}
-	ns := newNamespace(t)
+	ns := newNamespace(t, pj)
 	job := loadJob(t, "examples/jobs/resnet.yaml")
 	job.Namespace = ns
-	createJob(t, job)
+	createJob(t, pj, job)
 	cmd := exec.Command(kubectl, "paddlejob", "get", "-n", ns)
 	cmd.Env = append(os.Environ(), "PATH="+pluginDir+":"+os.Getenv("PATH"), "KUBECONFIG="+cluster.Kubeconfig())
 	out, err := cmd.CombinedOutput()
@@ -422,11 +428,12 @@ func TestKubectlPlugin(t *testing.T) {
 
 // kubectl users see the admission webhook's rejections and warnings.
 func TestKubectlSeesWebhookRejectionsAndWarnings(t *testing.T) {
+	pj := suiteClient
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Fatalf("kubectl is needed for this test (it is installed on the project's machines): %v", err)
 	}
-	ns := newNamespace(t)
+	ns := newNamespace(t, pj)
 	run := func(args ...string) (string, error) {
 		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", cluster.Kubeconfig(), "-n", ns}, args...)...)
 		out, err := cmd.CombinedOutput()

@@ -64,17 +64,15 @@ spec:
 }
 
 func TestMultiKueue(t *testing.T) {
-	worker := withAddons(t, localcluster.AddonKueue)
-	workerClient := pj
-	manager := withAddons(t, localcluster.AddonKueue)
-	managerClient := pj
+	worker, workerClient := withAddons(t, localcluster.AddonKueue)
+	manager, managerClient := withAddons(t, localcluster.AddonKueue)
 	managerDyn := dynamicClient(t, manager)
-	pj = workerClient // the helpers below read the worker; withCluster's cleanups restore the suite's client
+	pj := workerClient // the helpers below read the worker
 	ctx := context.Background()
 
 	// The same namespace in both clusters, the worker's LocalQueue of the
 	// manager's name.
-	ns := newNamespace(t)
+	ns := newNamespace(t, pj)
 	if _, err := managerClient.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
 		Labels: map[string]string{localcluster.PodSecurityEnforceLabel: localcluster.PodSecurityPrivileged}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -114,7 +112,7 @@ func TestMultiKueue(t *testing.T) {
 	})
 	// The copy runs real Paddle in the worker: the processes report their
 	// roles and the model learns.
-	done, logs := awaitCompletion(t, job, start)
+	done, logs := awaitCompletion(t, pj, job, start)
 	checkPSJob(t, done, logs)
 
 	poll(t, 2*time.Minute, "the manager's job is mirrored Completed and its Workload finished", func() (bool, string) {

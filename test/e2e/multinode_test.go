@@ -36,20 +36,20 @@ func TestTwoNodes(t *testing.T) {
 	}
 	o := opts
 	o.Home, o.Nodes = home, 2
-	withCluster(t, o)
+	_, pj := withCluster(t, o)
 	nodes := []string{localcluster.NodeName, localcluster.NodeName + "-2"}
 
-	t.Run("each node has its name, IP and pod network", func(t *testing.T) { checkTwoNodes(t, o, nodes) })
-	t.Run("pods reach each other across nodes", probePodNetwork)
-	t.Run("an all-reduce in Host intranet, one worker per node", func(t *testing.T) { checkAllReduceAcrossNodes(t, nodes) })
-	t.Run("a parameter-server job spreads over both nodes", func(t *testing.T) { checkPSJobSpreads(t, nodes) })
-	t.Run("a lost node's pods restart under the job's policy", func(t *testing.T) { checkLostNode(t, o, nodes) })
+	t.Run("each node has its name, IP and pod network", func(t *testing.T) { checkTwoNodes(t, pj, o, nodes) })
+	t.Run("pods reach each other across nodes", func(t *testing.T) { probePodNetwork(t, pj) })
+	t.Run("an all-reduce in Host intranet, one worker per node", func(t *testing.T) { checkAllReduceAcrossNodes(t, pj, nodes) })
+	t.Run("a parameter-server job spreads over both nodes", func(t *testing.T) { checkPSJobSpreads(t, pj, nodes) })
+	t.Run("a lost node's pods restart under the job's policy", func(t *testing.T) { checkLostNode(t, pj, o, nodes) })
 }
 
 // checkTwoNodes checks the Nodes as the API shows them and as `paddlejob
 // status` lists them: Ready, labelled with their names, each with its own
 // InternalIP and pod CIDR.
-func checkTwoNodes(t *testing.T, o localcluster.Options, names []string) {
+func checkTwoNodes(t *testing.T, pj *client.Client, o localcluster.Options, names []string) {
 	list, err := pj.Clientset().CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ var allReduceLine = regexp.MustCompile(`all_reduce rank=(\d+) sum=\[([0-9., ]+)\
 // checkAllReduceAcrossNodes runs a collective job of two workers in Host
 // intranet that may not share a node: each runs on its own node, with its
 // node's IP, and Paddle's all-reduce gives both ranks the sum of both.
-func checkAllReduceAcrossNodes(t *testing.T, nodes []string) {
+func checkAllReduceAcrossNodes(t *testing.T, pj *client.Client, nodes []string) {
 	dir := podsDir(t)
 	if err := fsutil.CopyTree(filepath.Join(testenv.RepoRoot(), "test/e2e/testdata/allreduce"), dir); err != nil {
 		t.Fatal(err)
@@ -118,9 +118,9 @@ func checkAllReduceAcrossNodes(t *testing.T, nodes []string) {
 	c.Command, c.Args = []string{"python3", "-m", "paddle.distributed.launch", "/program/allreduce.py"}, nil
 	outputDir(t, job)
 	onePerNode(job, paddlev1.ReplicaWorker)
-	done, logs := runReadingLogs(t, job)
+	done, logs := runReadingLogs(t, pj, job)
 
-	pods := jobPods(t, done)
+	pods := jobPods(t, pj, done)
 	checkOnEveryNode(t, pods, nodes)
 	for name, p := range pods {
 		if !p.Spec.HostNetwork || p.Status.PodIP != p.Status.HostIP {
@@ -147,7 +147,7 @@ func checkAllReduceAcrossNodes(t *testing.T, nodes []string) {
 // checkPSJobSpreads runs the wide & deep PS job with its pods spread evenly
 // over the nodes (a topology spread constraint on the hostname): both nodes
 // run a pserver and a trainer, and the job learns as on one node.
-func checkPSJobSpreads(t *testing.T, nodes []string) {
+func checkPSJobSpreads(t *testing.T, pj *client.Client, nodes []string) {
 	job := loadJob(t, "examples/jobs/wide-and-deep.yaml")
 	job.Name = "spread"
 	outputDir(t, job)
@@ -159,17 +159,17 @@ func checkPSJobSpreads(t *testing.T, nodes []string) {
 	}
 	// The pods' nodes, seen while they run: the job deletes its pods when
 	// it completes.
-	job.Namespace = newNamespace(t)
+	job.Namespace = newNamespace(t, pj)
 	var mu sync.Mutex
 	placed := map[string]corev1.Pod{}
-	watchPods(t, job.Namespace, func(p *corev1.Pod) {
+	watchPods(t, pj, job.Namespace, func(p *corev1.Pod) {
 		if p.Spec.NodeName != "" {
 			mu.Lock()
 			defer mu.Unlock()
 			placed[p.Name] = *p.DeepCopy()
 		}
 	})
-	done, logs := runInNamespace(t, job)
+	done, logs := runInNamespace(t, pj, job)
 	checkPSJob(t, done, logs)
 	mu.Lock()
 	defer mu.Unlock()
@@ -190,17 +190,17 @@ func checkPSJobSpreads(t *testing.T, nodes []string) {
 // training cannot go on without a rank): the pod on the lost node is
 // reported Failed by the node when it comes back, the job restarts once,
 // every pod is recreated, and rank 0 resumes from its checkpoint to the end.
-func checkLostNode(t *testing.T, o localcluster.Options, nodes []string) {
+func checkLostNode(t *testing.T, pj *client.Client, o localcluster.Options, nodes []string) {
 	job := restartableResNet(t, "lost")
 	job.Spec.RestartScope = paddlev1.RestartScopeJob
 	onePerNode(job, paddlev1.ReplicaWorker)
-	job.Namespace = newNamespace(t)
-	failures := recordFailedPods(t, job.Namespace)
-	createJob(t, job)
-	waitLog(t, job.Namespace, "lost-worker-0", regexp.MustCompile(`epoch 2/\d+: `))
-	started := podUIDs(t, job)
+	job.Namespace = newNamespace(t, pj)
+	failures := recordFailedPods(t, pj, job.Namespace)
+	createJob(t, pj, job)
+	waitLog(t, pj, job.Namespace, "lost-worker-0", regexp.MustCompile(`epoch 2/\d+: `))
+	started := podUIDs(t, pj, job)
 	lost := map[string]types.UID{}
-	for name, p := range jobPods(t, job) {
+	for name, p := range jobPods(t, pj, job) {
 		if p.Spec.NodeName == nodes[1] {
 			lost[name] = p.UID
 		}
@@ -212,29 +212,29 @@ func checkLostNode(t *testing.T, o localcluster.Options, nodes []string) {
 
 	got, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
 	if err != nil {
-		dumpJob(t, job.Namespace, job.Name)
+		dumpJob(t, pj, job.Namespace, job.Name)
 		t.Fatal(err)
 	}
-	mustComplete(t, got)
+	mustComplete(t, pj, got)
 	checkNodeRestartFailures(t, failures(), lost)
 	if got.Status.RestartCount != 1 {
 		t.Errorf("restartCount %d, want 1: the lost pod restarts the job once", got.Status.RestartCount)
 	}
-	for name, uid := range podUIDs(t, got) {
+	for name, uid := range podUIDs(t, pj, got) {
 		if uid == started[name] {
 			t.Errorf("%s was not recreated", name)
 		}
 	}
-	logs := jobLogs(t, got)
+	logs := jobLogs(t, pj, got)
 	checkCollectiveJob(t, got, logs)
 	if !strings.Contains(logs["lost-worker-0"], "resumed after epoch") {
 		t.Errorf("rank 0 did not resume from its checkpoint:\n%s", tail(logs["lost-worker-0"]))
 	}
-	checkOnEveryNode(t, jobPods(t, got), nodes)
+	checkOnEveryNode(t, jobPods(t, pj, got), nodes)
 }
 
 // jobPods are the job's pods, by name.
-func jobPods(t *testing.T, job *paddlev1.PaddleJob) map[string]corev1.Pod {
+func jobPods(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) map[string]corev1.Pod {
 	t.Helper()
 	pods, err := pj.Pods(context.Background(), job.Namespace, job.Name)
 	if err != nil {

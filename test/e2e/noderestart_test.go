@@ -30,45 +30,46 @@ import (
 // collective ResNet example resumes from its checkpoint and ends as well as
 // an undisturbed run.
 func TestNodeRestarts(t *testing.T) {
-	_, logs := runReadingLogs(t, restartableResNet(t, "calm"))
+	pj := suiteClient
+	_, logs := runReadingLogs(t, pj, restartableResNet(t, "calm"))
 	calm := parseCollective(t, "calm-worker-0", logs["calm-worker-0"])
 
 	t.Run("the node is killed mid-job", func(t *testing.T) {
-		checkNodeKilledMidJob(t, calm)
+		checkNodeKilledMidJob(t, pj, calm)
 	})
 	t.Run("the job's endpoints change during a node restart", func(t *testing.T) {
-		checkEndpointsChangeDuringANodeRestart(t, calm)
+		checkEndpointsChangeDuringANodeRestart(t, pj, calm)
 	})
 }
 
 // checkNodeKilledMidJob kills the node while a job trains: every pod the
 // restart failed is counted and recreated, and the job resumes to learn
 // what the calm run learned.
-func checkNodeKilledMidJob(t *testing.T, calm collectiveReport) {
+func checkNodeKilledMidJob(t *testing.T, pj *client.Client, calm collectiveReport) {
 	job := restartableResNet(t, "killed")
-	job.Namespace = newNamespace(t)
-	failures := recordFailedPods(t, job.Namespace)
-	createJob(t, job)
-	waitLog(t, job.Namespace, "killed-worker-0", regexp.MustCompile(`epoch 2/\d+: `))
-	started := podUIDs(t, job)
+	job.Namespace = newNamespace(t, pj)
+	failures := recordFailedPods(t, pj, job.Namespace)
+	createJob(t, pj, job)
+	waitLog(t, pj, job.Namespace, "killed-worker-0", regexp.MustCompile(`epoch 2/\d+: `))
+	started := podUIDs(t, pj, job)
 	killNode(t)
 
 	got, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
 	if err != nil {
-		dumpJob(t, job.Namespace, job.Name)
+		dumpJob(t, pj, job.Namespace, job.Name)
 		t.Fatal(err)
 	}
-	mustComplete(t, got)
+	mustComplete(t, pj, got)
 	checkNodeRestartFailures(t, failures(), started)
 	if got.Status.RestartCount != int32(len(started)) {
 		t.Errorf("restartCount %d, want %d: one per pod the restart failed", got.Status.RestartCount, len(started))
 	}
-	for name, uid := range podUIDs(t, got) {
+	for name, uid := range podUIDs(t, pj, got) {
 		if uid == started[name] {
 			t.Errorf("%s was not recreated", name)
 		}
 	}
-	checkResumedJob(t, got, calm)
+	checkResumedJob(t, pj, got, calm)
 }
 
 // checkEndpointsChangeDuringANodeRestart: the endpoints change during a
@@ -77,40 +78,40 @@ func checkNodeKilledMidJob(t *testing.T, calm collectiveReport) {
 // the waiting pod gets the new version and Paddle sees the new addresses.
 // The template's scheduling gate lets the test place each pod when it
 // wants (the operator's recreations carry the gate too).
-func checkEndpointsChangeDuringANodeRestart(t *testing.T, calm collectiveReport) {
+func checkEndpointsChangeDuringANodeRestart(t *testing.T, pj *client.Client, calm collectiveReport) {
 	job := restartableResNet(t, "moved")
 	job.Spec.Worker.Template.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "e2e.paddlejob.io/hold"}}
-	job.Namespace = newNamespace(t)
-	failures := recordFailedPods(t, job.Namespace)
-	createJob(t, job)
+	job.Namespace = newNamespace(t, pj)
+	failures := recordFailedPods(t, pj, job.Namespace)
+	createJob(t, pj, job)
 	w0, w1 := "moved-worker-0", "moved-worker-1"
-	ungate(t, job.Namespace, w0)
-	ungate(t, job.Namespace, w1)
-	waitLog(t, job.Namespace, w0, regexp.MustCompile(`epoch 1/\d+: `))
-	firstVersion := endpointsVersion(t, job)
-	started := podUIDs(t, job)
+	ungate(t, pj, job.Namespace, w0)
+	ungate(t, pj, job.Namespace, w1)
+	waitLog(t, pj, job.Namespace, w0, regexp.MustCompile(`epoch 1/\d+: `))
+	firstVersion := endpointsVersion(t, pj, job)
+	started := podUIDs(t, pj, job)
 
 	// The first restart fails both pods; they are recreated, gated.
 	killNode(t)
-	recreated := waitRecreated(t, job, started)
+	recreated := waitRecreated(t, pj, job, started)
 	checkNodeRestartFailures(t, failures(), started)
 
 	// Worker 0 is placed and waits for endpoints worker 1 cannot have
 	// while it is gated.
-	ungate(t, job.Namespace, w0)
-	waiting := waitForEndpointsWait(t, job.Namespace, w0)
+	ungate(t, pj, job.Namespace, w0)
+	waiting := waitForEndpointsWait(t, pj, job.Namespace, w0)
 	t.Logf("%s waits for the endpoints on %s", w0, waiting.Status.PodIP)
 
 	// The second restart comes while it waits; worker 1 is placed
 	// meanwhile.
-	killNode(t, func() { ungate(t, job.Namespace, w1) })
+	killNode(t, func() { ungate(t, pj, job.Namespace, w1) })
 
 	got, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
 	if err != nil {
-		dumpJob(t, job.Namespace, job.Name)
+		dumpJob(t, pj, job.Namespace, job.Name)
 		t.Fatal(err)
 	}
-	mustComplete(t, got)
+	mustComplete(t, pj, got)
 	if got.Status.RestartCount != int32(len(started)) {
 		t.Errorf("restartCount %d, want %d: the first restart failed both pods, the second none", got.Status.RestartCount, len(started))
 	}
@@ -132,10 +133,10 @@ func checkEndpointsChangeDuringANodeRestart(t *testing.T, calm collectiveReport)
 	if pods[w1].Status.PodIP == pods[w0].Status.PodIP {
 		t.Errorf("%s got %s's address %s", w1, w0, pods[w1].Status.PodIP)
 	}
-	if v := endpointsVersion(t, got); v == firstVersion || pods[w0].Annotations[paddlev1.AnnotationEndpoints] != v {
+	if v := endpointsVersion(t, pj, got); v == firstVersion || pods[w0].Annotations[paddlev1.AnnotationEndpoints] != v {
 		t.Errorf("endpoints version %q (first %q); %s was given %q", v, firstVersion, w0, pods[w0].Annotations[paddlev1.AnnotationEndpoints])
 	}
-	logs := checkResumedJob(t, got, calm)
+	logs := checkResumedJob(t, pj, got, calm)
 	checkRanksOnTheirPodsAddresses(t, logs, pods, w0, w1)
 }
 
@@ -173,9 +174,9 @@ func restartableResNet(t *testing.T, name string) *paddlev1.PaddleJob {
 // reported through Paddle (checkCollectiveJob), that rank 0 resumed from the
 // checkpoint, and that it ended within 0.05 test accuracy of an undisturbed
 // run. It returns the pods' logs.
-func checkResumedJob(t *testing.T, job *paddlev1.PaddleJob, calm collectiveReport) map[string]string {
+func checkResumedJob(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob, calm collectiveReport) map[string]string {
 	t.Helper()
-	logs := jobLogs(t, job)
+	logs := jobLogs(t, pj, job)
 	rep := checkCollectiveJob(t, job, logs)
 	first := job.Name + "-worker-0"
 	if !strings.Contains(logs[first], "resumed after epoch") {
@@ -220,11 +221,11 @@ func killNodeOf(t *testing.T, o localcluster.Options, name string, meanwhile ...
 // returns what it saw so far: the first Failed status of each pod, by UID.
 // The operator deletes a failed pod it recreates at once: polling could miss
 // it.
-func recordFailedPods(t *testing.T, ns string) func() map[types.UID]corev1.Pod {
+func recordFailedPods(t *testing.T, pj *client.Client, ns string) func() map[types.UID]corev1.Pod {
 	t.Helper()
 	var mu sync.Mutex
 	seen := map[types.UID]corev1.Pod{}
-	watchPods(t, ns, func(p *corev1.Pod) {
+	watchPods(t, pj, ns, func(p *corev1.Pod) {
 		if p.Status.Phase != corev1.PodFailed {
 			return
 		}
@@ -243,7 +244,7 @@ func recordFailedPods(t *testing.T, ns string) func() map[types.UID]corev1.Pod {
 
 // watchPods calls record, from one goroutine, with every pod of a namespace
 // it sees added, changed or deleted, until the test ends.
-func watchPods(t *testing.T, ns string, record func(*corev1.Pod)) {
+func watchPods(t *testing.T, pj *client.Client, ns string, record func(*corev1.Pod)) {
 	t.Helper()
 	handle := func(obj any) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -295,10 +296,10 @@ func checkNodeRestartFailures(t *testing.T, failed map[types.UID]corev1.Pod, sta
 }
 
 // podUIDs are the UIDs of the job's pods, by name.
-func podUIDs(t *testing.T, job *paddlev1.PaddleJob) map[string]types.UID {
+func podUIDs(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) map[string]types.UID {
 	t.Helper()
 	out := map[string]types.UID{}
-	for name, p := range jobPods(t, job) {
+	for name, p := range jobPods(t, pj, job) {
 		out[name] = p.UID
 	}
 	return out
@@ -306,11 +307,11 @@ func podUIDs(t *testing.T, job *paddlev1.PaddleJob) map[string]types.UID {
 
 // waitRecreated waits until every pod of the job is a new one (not of
 // before) and returns their UIDs.
-func waitRecreated(t *testing.T, job *paddlev1.PaddleJob, before map[string]types.UID) map[string]types.UID {
+func waitRecreated(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob, before map[string]types.UID) map[string]types.UID {
 	t.Helper()
 	var now map[string]types.UID
 	poll(t, 2*time.Minute, "the failed pods are recreated", func() (bool, string) {
-		now = podUIDs(t, job)
+		now = podUIDs(t, pj, job)
 		for _, name := range podNames(job) {
 			if uid, ok := now[name]; !ok || uid == before[name] {
 				return false, fmt.Sprintf("pods %v, before %v", now, before)
@@ -323,7 +324,7 @@ func waitRecreated(t *testing.T, job *paddlev1.PaddleJob, before map[string]type
 
 // ungate removes the scheduling gates of a pod (once it exists), so the
 // scheduler places it.
-func ungate(t *testing.T, ns, pod string) {
+func ungate(t *testing.T, pj *client.Client, ns, pod string) {
 	t.Helper()
 	patch := []byte(`{"spec":{"schedulingGates":null}}`)
 	poll(t, time.Minute, "ungating "+pod, func() (bool, string) {
@@ -334,7 +335,7 @@ func ungate(t *testing.T, ns, pod string) {
 
 // waitForEndpointsWait waits until a pod has its address and waits in its
 // wait-for-endpoints init container.
-func waitForEndpointsWait(t *testing.T, ns, name string) *corev1.Pod {
+func waitForEndpointsWait(t *testing.T, pj *client.Client, ns, name string) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
 	poll(t, time.Minute, name+" waits for its endpoints", func() (bool, string) {
@@ -354,7 +355,7 @@ func waitForEndpointsWait(t *testing.T, ns, name string) *corev1.Pod {
 }
 
 // endpointsVersion is the version of the job's published endpoints.
-func endpointsVersion(t *testing.T, job *paddlev1.PaddleJob) string {
+func endpointsVersion(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) string {
 	t.Helper()
 	cm, err := pj.Clientset().CoreV1().ConfigMaps(job.Namespace).Get(context.Background(), job.Name+"-endpoints", metav1.GetOptions{})
 	if err != nil {

@@ -72,9 +72,7 @@ func upAsNormalUser(t *testing.T, u *normalUser) *sandboxCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	main := pj
-	pj = userClient
-	t.Cleanup(func() { pj = main })
+	c.pj = userClient
 	return c
 }
 

@@ -23,13 +23,14 @@ import (
 // reason in the scheduler's words. (The Python SDK's pending_reason:
 // python/tests/e2e/test_pending_job.py, run by TestPythonSDK.)
 func TestUnschedulableJobSaysWhy(t *testing.T) {
-	ns := newNamespace(t)
+	pj := suiteClient
+	ns := newNamespace(t, pj)
 	job := testutil.MakePaddleJob("huge", ns).Workers(2).Image("busybox:1.36").
 		Command(paddlev1.ReplicaWorker, "sh", "-c", "exec sleep 600").Obj()
 	job.Spec.Worker.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")}
 	url := startDashboard(t, "-n", ns)
 	browser := newBrowser(t)
-	createJob(t, job)
+	createJob(t, pj, job)
 
 	// The scheduler tries the pods one by one: the job says so of both
 	// once it has tried both.
@@ -39,7 +40,7 @@ func TestUnschedulableJobSaysWhy(t *testing.T) {
 		return j.Status.Phase == paddlev1.PaddleJobPending && c != nil && c.Reason == paddlev1.ReasonUnschedulable && c.Message == want, nil
 	}, 2*time.Minute)
 	if err != nil {
-		dumpJob(t, ns, job.Name)
+		dumpJob(t, pj, ns, job.Name)
 		t.Fatal(err)
 	}
 	if w := held.Status.Worker; w == nil || w.Pending != 2 || w.Ready != "0/2" {

@@ -16,6 +16,7 @@ import (
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/localcluster/node"
 	"github.com/paddlejob/paddlejob/internal/testutil"
+	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
 // What a pod is on the process node (docs/local-node.md#isolation): who it
@@ -69,9 +70,9 @@ for d in ("/tmp", "/dev/shm", "/cache"):
 
 // runProbe runs a Python program in a pod of its own and returns its log.
 // Its /cache is a memory-backed emptyDir of cacheSize bytes.
-func runProbe(t *testing.T, name, program string, sc *corev1.PodSecurityContext) string {
+func runProbe(t *testing.T, pj *client.Client, name, program string, sc *corev1.PodSecurityContext) string {
 	t.Helper()
-	ns := newNamespace(t)
+	ns := newNamespace(t, pj)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -86,7 +87,7 @@ func runProbe(t *testing.T, name, program string, sc *corev1.PodSecurityContext)
 			}}}},
 		},
 	}
-	done, log := runPodToEnd(t, pod)
+	done, log := runPodToEnd(t, pj, pod)
 	if done.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("the probe pod ended %s", done.Status.Phase)
 	}
@@ -96,8 +97,8 @@ func runProbe(t *testing.T, name, program string, sc *corev1.PodSecurityContext)
 // cacheSize is the sizeLimit of the probes' memory-backed emptyDir.
 const cacheSize = 48 << 20
 
-func probeIdentity(t *testing.T, c *sandboxCluster) {
-	log := runProbe(t, "identity", identityProbe, nil)
+func probeIdentity(t *testing.T, pj *client.Client, c *sandboxCluster) {
+	log := runProbe(t, pj, "identity", identityProbe, nil)
 	// A root node runs pods as root in the pod (the user of Paddle's
 	// images), a normal user's node as that user; neither is the host's
 	// root (probeHostUID).
@@ -107,7 +108,7 @@ func probeIdentity(t *testing.T, c *sandboxCluster) {
 	// Its user namespace maps it to one id only: on a root node, the
 	// base of the node's range, seen from the host.
 	if c.rootNode {
-		if want := fmt.Sprintf("UIDMAP %d %d 1\n", c.podUID, podHostUID(t, c, int64(c.podUID))); !strings.Contains(log, want) {
+		if want := fmt.Sprintf("UIDMAP %d %d 1\n", c.podUID, podHostUID(t, pj, c, int64(c.podUID))); !strings.Contains(log, want) {
 			t.Errorf("the pod's uid_map is not %q:\n%s", strings.TrimSpace(want), log)
 		}
 	}
@@ -132,8 +133,8 @@ func probeIdentity(t *testing.T, c *sandboxCluster) {
 	}
 }
 
-func probeRunAsUser(t *testing.T) {
-	log := runProbe(t, "run-as", `import os; print("UID", os.getuid(), "GID", os.getgid())`,
+func probeRunAsUser(t *testing.T, pj *client.Client) {
+	log := runProbe(t, pj, "run-as", `import os; print("UID", os.getuid(), "GID", os.getgid())`,
 		&corev1.PodSecurityContext{RunAsUser: ptr.To[int64](4321), RunAsGroup: ptr.To[int64](4322)})
 	if !strings.Contains(log, "UID 4321 GID 4322") {
 		t.Error("the pod does not run as its securityContext's runAsUser and runAsGroup")
@@ -154,9 +155,9 @@ bomb() {
 bomb 12
 `
 
-func probeForkBomb(t *testing.T) {
+func probeForkBomb(t *testing.T, pj *client.Client) {
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := newNamespace(t, pj)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "bomb", Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -180,7 +181,7 @@ func probeForkBomb(t *testing.T) {
 		if p.Status.Phase != corev1.PodRunning {
 			return false, statusLine(p)
 		}
-		log := podLog(t, ns, pod.Name)
+		log := podLog(t, pj, ns, pod.Name)
 		return strings.Contains(log, "Cannot fork"), fmt.Sprintf("%s, log %q", statusLine(p), lastLine(log))
 	})
 	// While it holds every process it may have, the API server answers and
@@ -192,9 +193,9 @@ func probeForkBomb(t *testing.T) {
 	}
 	job := testutil.MakePaddleJob("after-bomb", "").Workers(1).Image("paddlepaddle/paddle:3.0.0").CleanPodPolicy(paddlev1.CleanPodPolicyNever).
 		Command(paddlev1.ReplicaWorker, "python3", "-c", "import paddle; print('paddle', paddle.__version__)").Obj()
-	done := runToEnd(t, job)
-	mustComplete(t, done)
-	if log := podLog(t, done.Namespace, paddlev1.PodName(job.Name, paddlev1.ReplicaWorker, 0)); !strings.Contains(log, "paddle 3.0.0") {
+	done := runToEnd(t, pj, job)
+	mustComplete(t, pj, done)
+	if log := podLog(t, pj, done.Namespace, paddlev1.PodName(job.Name, paddlev1.ReplicaWorker, 0)); !strings.Contains(log, "paddle 3.0.0") {
 		t.Errorf("the job's worker did not report Paddle 3.0.0: %q", log)
 	}
 	// The bomb goes with its pod.
@@ -217,8 +218,9 @@ func lastLine(s string) string {
 // level, as on any Kubernetes cluster (docs/local-node.md#isolation says
 // why the local cluster labels none itself).
 func TestPodSecurityAdmission(t *testing.T) {
+	pj := suiteClient
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := newNamespace(t, pj)
 	namespace, err := pj.Clientset().CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/operator/progress"
 	"github.com/paddlejob/paddlejob/internal/testutil"
+	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
 // TestProgressOfWideAndDeep runs the wide & deep example, whose trainers
@@ -27,6 +28,7 @@ import (
 // completes, the reports cost a bounded number of status writes, and the
 // metric history is recorded.
 func TestProgressOfWideAndDeep(t *testing.T) {
+	pj := suiteClient
 	job := loadJob(t, "examples/jobs/wide-and-deep.yaml")
 	job.Name = "wd-progress"
 	outputDir(t, job)
@@ -37,18 +39,18 @@ func TestProgressOfWideAndDeep(t *testing.T) {
 		// rows: 30 s to 50 s here), so its reports are many.
 		c.Args = []string{fmt.Sprintf("--passes=%d", passes), "--rows=960000"}
 	}
-	job.Namespace = newNamespace(t)
-	writesBefore := apiStatusWrites(t)
+	job.Namespace = newNamespace(t, pj)
+	writesBefore := apiStatusWrites(t, pj)
 	start := time.Now()
-	createJob(t, job)
+	createJob(t, pj, job)
 
 	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
 	defer cancel()
-	watched := watchProgressUntilFinished(t, ctx, job)
+	watched := watchProgressUntilFinished(t, pj, ctx, job)
 	seen, aucBeforeEnd, etaSeen, done := watched.percents, watched.aucBeforeEnd, watched.etaSeen, watched.done
 	elapsed := time.Since(start)
-	mustComplete(t, done)
-	writes := apiStatusWrites(t) - writesBefore
+	mustComplete(t, pj, done)
+	writes := apiStatusWrites(t, pj) - writesBefore
 	t.Logf("PaddleJob completed in %s; percents seen %v; AUC %s before completion; %d status writes in all",
 		elapsed.Round(100*time.Millisecond), seen, aucBeforeEnd, writes)
 
@@ -88,7 +90,7 @@ func TestProgressOfWideAndDeep(t *testing.T) {
 	t.Logf("status writes: %d over %s (%.1f a minute, bound %d)", writes, elapsed.Round(time.Second), perMinute, bound)
 
 	// The metric history: every pass's AUC, within a flush interval.
-	hist := waitForAUCHistory(t, ctx, job, passes)
+	hist := waitForAUCHistory(t, pj, ctx, job, passes)
 	if loss := series(hist, "loss"); len(loss) < passes {
 		t.Errorf("the history has %d loss points, want at least %d", len(loss), passes)
 	}
@@ -110,13 +112,13 @@ type progressWatched struct {
 
 // watchProgressUntilFinished reads the job's status until it finishes,
 // recording the progress it shows; it fails the test when ctx ends first.
-func watchProgressUntilFinished(t *testing.T, ctx context.Context, job *paddlev1.PaddleJob) progressWatched {
+func watchProgressUntilFinished(t *testing.T, pj *client.Client, ctx context.Context, job *paddlev1.PaddleJob) progressWatched {
 	t.Helper()
 	var w progressWatched
 	for {
 		got, err := pj.Get(ctx, job.Namespace, job.Name)
 		if err != nil {
-			dumpJob(t, job.Namespace, job.Name)
+			dumpJob(t, pj, job.Namespace, job.Name)
 			t.Fatalf("waiting for the job: %v", err)
 		}
 		if p := got.Status.Progress; p != nil && p.Percent != nil {
@@ -138,7 +140,7 @@ func watchProgressUntilFinished(t *testing.T, ctx context.Context, job *paddlev1
 		}
 		select {
 		case <-ctx.Done():
-			dumpJob(t, job.Namespace, job.Name)
+			dumpJob(t, pj, job.Namespace, job.Name)
 			t.Fatalf("the job did not finish within %s; progress seen %v", jobTimeout, w.percents)
 		case <-time.After(200 * time.Millisecond):
 		}
@@ -148,7 +150,7 @@ func watchProgressUntilFinished(t *testing.T, ctx context.Context, job *paddlev1
 // waitForAUCHistory waits, a history flush interval and 15s at most, for
 // the job's metric history to hold an AUC point for each of its passes,
 // and returns it.
-func waitForAUCHistory(t *testing.T, ctx context.Context, job *paddlev1.PaddleJob, passes int) progress.History {
+func waitForAUCHistory(t *testing.T, pj *client.Client, ctx context.Context, job *paddlev1.PaddleJob, passes int) progress.History {
 	t.Helper()
 	var hist progress.History
 	poll(t, progress.DefaultHistoryFlush+15*time.Second, fmt.Sprintf("%d AUC points in the history", passes), func() (bool, string) {
@@ -177,7 +179,7 @@ func series(h progress.History, name string) [][2]float64 {
 
 // apiStatusWrites is the number of writes to any PaddleJob's status the API
 // server has served (testutil.PaddleJobStatusWrites).
-func apiStatusWrites(t *testing.T) int {
+func apiStatusWrites(t *testing.T, pj *client.Client) int {
 	t.Helper()
 	n, err := testutil.PaddleJobStatusWrites(context.Background(), pj.Clientset().CoreV1().RESTClient())
 	if err != nil {
@@ -196,6 +198,7 @@ func apiStatusWrites(t *testing.T) int {
 // many loss points as run showed percents at least, the last at the final
 // status's step.
 func TestRunShowsProgressAsItHappens(t *testing.T) {
+	pj := suiteClient
 	job := loadJob(t, "examples/jobs/wide-and-deep.yaml")
 	job.Name = "wd-live"
 	outputDir(t, job)
@@ -205,7 +208,7 @@ func TestRunShowsProgressAsItHappens(t *testing.T) {
 		// reports.
 		job.Spec.Replicas(rt).Template.Spec.Containers[0].Args = []string{fmt.Sprintf("--passes=%d", passes), "--rows=480000"}
 	}
-	ns := newNamespace(t)
+	ns := newNamespace(t, pj)
 	file := filepath.Join(t.TempDir(), "wd-live.yaml")
 	manifest, err := yaml.Marshal(job)
 	if err != nil {
@@ -228,7 +231,7 @@ func TestRunShowsProgressAsItHappens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustComplete(t, done)
+	mustComplete(t, pj, done)
 	final := done.Status.Progress
 	var hist progress.History
 	poll(t, jobTimeout, "the final history", func() (bool, string) {

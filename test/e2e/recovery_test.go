@@ -39,13 +39,13 @@ var undisturbed struct {
 	auc  float64
 }
 
-func undisturbedAUC(t *testing.T) float64 {
+func undisturbedAUC(t *testing.T, pj *client.Client) float64 {
 	t.Helper()
 	undisturbed.once.Do(func() {
 		job := loadJob(t, "examples/jobs/wide-and-deep.yaml")
 		job.Name = "calm"
 		outputDir(t, job)
-		done, logs := runReadingLogs(t, job)
+		done, logs := runReadingLogs(t, pj, job)
 		undisturbed.auc = checkPSJob(t, done, workerLogs(logs)).AUC
 	})
 	if undisturbed.auc == 0 {
@@ -74,14 +74,14 @@ func findPaddleProcess(pod string) int {
 // signalMidTraining runs the wide & deep example and sends sig to the
 // Paddle process of its pod victim once trainer 0 has finished its first
 // pass, then waits for the job to finish.
-func signalMidTraining(t *testing.T, name, victim string, sig syscall.Signal) (*paddlev1.PaddleJob, map[string]string) {
+func signalMidTraining(t *testing.T, pj *client.Client, name, victim string, sig syscall.Signal) (*paddlev1.PaddleJob, map[string]string) {
 	t.Helper()
 	job := loadJob(t, "examples/jobs/wide-and-deep.yaml")
 	job.Name = name
-	job.Namespace = newNamespace(t)
+	job.Namespace = newNamespace(t, pj)
 	out := outputDir(t, job)
-	createJob(t, job) // restartPolicy ExitCode on both roles (recoverable)
-	waitLog(t, job.Namespace, name+"-worker-0", regexp.MustCompile(`pass 1/\d+: `))
+	createJob(t, pj, job) // restartPolicy ExitCode on both roles (recoverable)
+	waitLog(t, pj, job.Namespace, name+"-worker-0", regexp.MustCompile(`pass 1/\d+: `))
 	// Trainer 0 checkpoints each pass: the restarted job resumes from it.
 	waitFile(t, filepath.Join(out, "pass-00000", "checkpoint.json"))
 	pod := name + "-" + victim
@@ -92,11 +92,11 @@ func signalMidTraining(t *testing.T, name, victim string, sig syscall.Signal) (*
 	t.Logf("sent %s to pid %d, the Paddle process of %s, after trainer 0's first pass", unixSignalName(sig), pid, pod)
 	done, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
 	if err != nil {
-		dumpJob(t, job.Namespace, job.Name)
+		dumpJob(t, pj, job.Namespace, job.Name)
 		t.Fatal(err)
 	}
-	mustComplete(t, done)
-	return done, workerLogs(jobLogs(t, done))
+	mustComplete(t, pj, done)
+	return done, workerLogs(jobLogs(t, pj, done))
 }
 
 func unixSignalName(sig syscall.Signal) string { return unix.SignalName(sig) }
@@ -120,7 +120,7 @@ func checkRestartedOnce(t *testing.T, done *paddlev1.PaddleJob, what ...string) 
 // checkAUCLikeUndisturbed asserts the restarted trainers resumed from the
 // first pass's checkpoint and trainer 0 ended within the tolerance of an
 // undisturbed run.
-func checkAUCLikeUndisturbed(t *testing.T, done *paddlev1.PaddleJob, logs map[string]string) {
+func checkAUCLikeUndisturbed(t *testing.T, pj *client.Client, done *paddlev1.PaddleJob, logs map[string]string) {
 	t.Helper()
 	for pod, log := range logs {
 		if !regexp.MustCompile(`(?m)^resumed from pass-\d{5} `).MatchString(log) {
@@ -128,7 +128,7 @@ func checkAUCLikeUndisturbed(t *testing.T, done *paddlev1.PaddleJob, logs map[st
 		}
 	}
 	got := checkPSJob(t, done, logs).AUC
-	want := undisturbedAUC(t)
+	want := undisturbedAUC(t, pj)
 	t.Logf("test AUC %.4f after the restart, %.4f undisturbed", got, want)
 	if math.Abs(got-want) > restartedAUCTolerance {
 		t.Errorf("test AUC %.4f is more than %.2f from the undisturbed run's %.4f", got, restartedAUCTolerance, want)
@@ -139,18 +139,20 @@ func checkAUCLikeUndisturbed(t *testing.T, done *paddlev1.PaddleJob, logs map[st
 // (docs/paddle-known-issues.md): the whole job restarts once and ends as
 // well as an undisturbed run.
 func TestParameterServerCrashRestartsTheJob(t *testing.T) {
-	undisturbedAUC(t)
-	done, logs := signalMidTraining(t, "segv", "ps-1", syscall.SIGSEGV)
+	pj := suiteClient
+	undisturbedAUC(t, pj)
+	done, logs := signalMidTraining(t, pj, "segv", "ps-1", syscall.SIGSEGV)
 	checkRestartedOnce(t, done, `pod segv-ps-1: container "paddle" exited with code 139 (signal SIGSEGV`, "restarting all 4 pods")
-	checkAUCLikeUndisturbed(t, done, logs)
+	checkAUCLikeUndisturbed(t, pj, done, logs)
 }
 
 // A trainer killed as the OOM killer kills (SIGKILL) restarts the whole job.
 func TestKilledTrainerRestartsTheJob(t *testing.T) {
-	undisturbedAUC(t)
-	done, logs := signalMidTraining(t, "oom", "worker-1", syscall.SIGKILL)
+	pj := suiteClient
+	undisturbedAUC(t, pj)
+	done, logs := signalMidTraining(t, pj, "oom", "worker-1", syscall.SIGKILL)
 	checkRestartedOnce(t, done, `pod oom-worker-1: container "paddle" exited with code 137 (signal SIGKILL`)
-	checkAUCLikeUndisturbed(t, done, logs)
+	checkAUCLikeUndisturbed(t, pj, done, logs)
 }
 
 // A trainer that hangs — stopped with SIGSTOP — holds the whole job; a
@@ -160,11 +162,12 @@ func TestKilledTrainerRestartsTheJob(t *testing.T) {
 // the job is restarted and completes. Stopped mid-training under Never, the
 // job fails with ProgressDeadlineExceeded, the message naming the last report.
 func TestHungTrainerMeetsTheProgressDeadline(t *testing.T) {
+	pj := suiteClient
 	hang := func(t *testing.T, name string, policy paddlev1.RestartPolicy, after *regexp.Regexp) *paddlev1.PaddleJob {
 		t.Helper()
 		job := loadJob(t, "examples/jobs/wide-and-deep.yaml")
 		job.Name = name
-		job.Namespace = newNamespace(t)
+		job.Namespace = newNamespace(t, pj)
 		outputDir(t, job)
 		// Above the start-up to the first report on two loaded cores.
 		job.Spec.ProgressDeadlineSeconds = ptr.To[int64](45)
@@ -175,28 +178,28 @@ func TestHungTrainerMeetsTheProgressDeadline(t *testing.T) {
 			// long its deletion takes.
 			rs.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
 		}
-		createJob(t, job)
+		createJob(t, pj, job)
 		if after != nil {
-			waitLog(t, job.Namespace, name+"-worker-0", after)
+			waitLog(t, pj, job.Namespace, name+"-worker-0", after)
 		}
 		pod := name + "-worker-1"
-		pid := waitPaddleProcess(t, job.Namespace, pod)
+		pid := waitPaddleProcess(t, pj, job.Namespace, pod)
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("stopped pid %d, the Paddle process of %s", pid, pod)
 		done, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
 		if err != nil {
-			dumpJob(t, job.Namespace, job.Name)
+			dumpJob(t, pj, job.Namespace, job.Name)
 			t.Fatal(err)
 		}
 		return done
 	}
 	t.Run("before its first report, under ExitCode", func(t *testing.T) {
 		done := hang(t, "hang", paddlev1.RestartPolicyExitCode, nil)
-		mustComplete(t, done)
+		mustComplete(t, pj, done)
 		checkRestartedOnce(t, done, "after no progress reported in the", "(progressDeadlineSeconds 45): no report came yet")
-		checkPSJob(t, done, workerLogs(jobLogs(t, done)))
+		checkPSJob(t, done, workerLogs(jobLogs(t, pj, done)))
 	})
 	t.Run("mid-training, under Never", func(t *testing.T) {
 		done := hang(t, "stuck", paddlev1.RestartPolicyNever, regexp.MustCompile(`pass 1/\d+: `))
@@ -225,7 +228,7 @@ func waitFile(t *testing.T, path string) {
 
 // waitPaddleProcess waits until a pod's Paddle program runs on the local
 // node, and returns its pid.
-func waitPaddleProcess(t *testing.T, ns, pod string) int {
+func waitPaddleProcess(t *testing.T, pj *client.Client, ns, pod string) int {
 	t.Helper()
 	var pid int
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, jobTimeout, true, func(context.Context) (bool, error) {
@@ -233,7 +236,7 @@ func waitPaddleProcess(t *testing.T, ns, pod string) int {
 		return pid != 0, nil
 	})
 	if err != nil {
-		dumpJob(t, ns, pod[:strings.LastIndex(pod, "-worker-")])
+		dumpJob(t, pj, ns, pod[:strings.LastIndex(pod, "-worker-")])
 		t.Fatalf("no Paddle process for %s: %v", pod, err)
 	}
 	return pid

@@ -75,20 +75,21 @@ func withImageTag(job *paddlev1.PaddleJob, tag string) {
 }
 
 func TestCoreSetOnEachRelease(t *testing.T) {
+	pj := suiteClient
 	psDefault, collectiveDefault := exampleRelease(t, "demo-wide-and-deep"), exampleRelease(t, "demo-resnet")
 	for _, rel := range paddleruntime.Releases() {
 		if rel.ParameterServer && rel.Version != psDefault {
 			t.Run(rel.Version+"/example 1, parameter server", func(t *testing.T) {
 				job := loadJob(t, "config/samples/seed004/example-1-wide-and-deep.yaml")
 				withImageTag(job, rel.Version)
-				done, logs := runReadingLogs(t, job)
+				done, logs := runReadingLogs(t, pj, job)
 				checkPSJob(t, done, logs)
 				checkImported(t, rel.Version, logs)
 			})
 			t.Run(rel.Version+"/paddle.distributed.launch, parameter server", func(t *testing.T) {
 				job := launchedPSJob(t, rel.Version)
 				logDir := launchEveryPod(t, job)
-				done, _ := runReadingLogs(t, job)
+				done, _ := runReadingLogs(t, pj, job)
 				logs := launchedProcessLogs(t, done, logDir)
 				checkPSJob(t, done, logs)
 				checkImported(t, rel.Version, logs)
@@ -97,29 +98,29 @@ func TestCoreSetOnEachRelease(t *testing.T) {
 			// runs, docs/paddle-known-issues.md); its launchers restart every
 			// pod's processes when it happens (--progress-deadline).
 			t.Run(rel.Version+"/the three-node batch Job with paddlejob launch", func(t *testing.T) {
-				checkImported(t, rel.Version, runThreeNodeBatchJob(t, newNamespace(t), rel.Version))
+				checkImported(t, rel.Version, runThreeNodeBatchJob(t, pj, newNamespace(t, pj), rel.Version))
 			})
 		}
 		if !rel.ParameterServer {
 			t.Run(rel.Version+"/example 1 fails at once", func(t *testing.T) {
 				job := loadJob(t, "config/samples/seed004/example-1-wide-and-deep.yaml")
 				withImageTag(job, rel.Version)
-				checkRefusedForParameterServer(t, job, rel.Version)
+				checkRefusedForParameterServer(t, pj, job, rel.Version)
 			})
 			t.Run(rel.Version+"/paddle.distributed.launch, parameter server, fails at once", func(t *testing.T) {
 				job := launchedPSJob(t, rel.Version)
 				launchEveryPod(t, job)
-				checkRefusedForParameterServer(t, job, rel.Version)
+				checkRefusedForParameterServer(t, pj, job, rel.Version)
 			})
 			t.Run(rel.Version+"/the three-node batch Job fails at once", func(t *testing.T) {
-				checkLauncherRefusesParameterServer(t, rel.Version)
+				checkLauncherRefusesParameterServer(t, pj, rel.Version)
 			})
 		}
 		if rel.Version != collectiveDefault {
 			t.Run(rel.Version+"/example 2, collective", func(t *testing.T) {
 				job := loadJob(t, "config/samples/seed004/example-2-resnet.yaml")
 				withImageTag(job, rel.Version)
-				done, logs := runReadingLogs(t, job)
+				done, logs := runReadingLogs(t, pj, job)
 				checkCollectiveJob(t, done, logs)
 				checkImported(t, rel.Version, logs)
 			})
@@ -132,22 +133,22 @@ func TestCoreSetOnEachRelease(t *testing.T) {
 // the job names one): it fails, without a restart, its
 // Failed condition saying why and naming the releases that have it, and no
 // Paddle process ran.
-func checkRefusedForParameterServer(t *testing.T, job *paddlev1.PaddleJob, release string) {
+func checkRefusedForParameterServer(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob, release string) {
 	t.Helper()
 	if job.Namespace == "" {
-		job.Namespace = newNamespace(t)
+		job.Namespace = newNamespace(t, pj)
 	}
-	createJob(t, job)
+	createJob(t, pj, job)
 	done, err := pj.WaitFor(context.Background(), job.Namespace, job.Name, client.Finished, jobTimeout)
 	if err != nil {
-		dumpJob(t, job.Namespace, job.Name)
+		dumpJob(t, pj, job.Namespace, job.Name)
 		t.Fatal(err)
 	}
 	failed := meta.FindStatusCondition(done.Status.Conditions, paddlev1.JobFailed)
 	want := fmt.Sprintf("(ParameterServerUnsupported): Paddle %s has no parameter-server runtime", release)
 	if done.Status.Phase != paddlev1.PaddleJobFailed || failed == nil || !strings.Contains(failed.Message, want) ||
 		!strings.Contains(failed.Message, "need an image of Paddle "+strings.Join(paddleruntime.ParameterServerReleases(), " or ")) {
-		dumpJob(t, job.Namespace, job.Name)
+		dumpJob(t, pj, job.Namespace, job.Name)
 		t.Fatalf("the job ended %s, Failed condition %+v; want Failed saying %q and naming %v", done.Status.Phase, failed, want, paddleruntime.ParameterServerReleases())
 	}
 	if done.Status.RestartCount != 0 {
@@ -182,6 +183,7 @@ func checkRefusedForParameterServer(t *testing.T, job *paddlev1.PaddleJob, relea
 // programs; and on a Paddle 3.0 image, where it trains because the operator
 // gives parameter-server pods FLAGS_enable_pir_api=0.
 func TestUnmodifiedStaticPSProgram(t *testing.T) {
+	pj := suiteClient
 	for _, tc := range []struct {
 		name, image, release string
 	}{
@@ -189,8 +191,8 @@ func TestUnmodifiedStaticPSProgram(t *testing.T) {
 		{"a Paddle 3.0 image", "registry.baidubce.com/paddle-operator/demo-wide-and-deep:v1", exampleRelease(t, "demo-wide-and-deep")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := newNamespace(t)
-			applyLocalPV(t, ns, unmodifiedWideAndDeep(t))
+			ns := newNamespace(t, pj)
+			applyLocalPV(t, pj, ns, unmodifiedWideAndDeep(t))
 			job := loadJob(t, "config/samples/seed004/example-5-data-demo.yaml")
 			job.Namespace = ns
 			if tc.image != "" {
@@ -198,7 +200,7 @@ func TestUnmodifiedStaticPSProgram(t *testing.T) {
 					job.Spec.Replicas(rt).Template.Spec.Containers[0].Image = tc.image
 				}
 			}
-			done, logs := runInNamespace(t, job)
+			done, logs := runInNamespace(t, pj, job)
 			checkPSJob(t, done, logs)
 			checkImported(t, tc.release, logs)
 			if tc.image != "" {
@@ -222,14 +224,14 @@ func TestUnmodifiedStaticPSProgram(t *testing.T) {
 	// once, saying why, instead of failing deep in fleet.
 	t.Run("a Paddle 3.3 image fails at once", func(t *testing.T) {
 		const release = "3.3.1"
-		ns := newNamespace(t)
-		applyLocalPV(t, ns, unmodifiedWideAndDeep(t))
+		ns := newNamespace(t, pj)
+		applyLocalPV(t, pj, ns, unmodifiedWideAndDeep(t))
 		job := loadJob(t, "config/samples/seed004/example-5-data-demo.yaml")
 		job.Namespace = ns
 		for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
 			job.Spec.Replicas(rt).Template.Spec.Containers[0].Image = "paddlepaddle/paddle:" + release
 		}
-		checkRefusedForParameterServer(t, job, release)
+		checkRefusedForParameterServer(t, pj, job, release)
 	})
 }
 
@@ -270,7 +272,8 @@ func mustReadAbs(t *testing.T, path string) string {
 // Each image imports the release it asks for, and that release's native
 // library has the parameter-server runtime exactly when the pins say so.
 func TestImagesImportTheReleaseTheyAskFor(t *testing.T) {
-	ns := newNamespace(t)
+	pj := suiteClient
+	ns := newNamespace(t, pj)
 	const probe = `import paddle
 from paddle.base import libpaddle as native
 print("paddle=%s ps=%s" % (paddle.__version__, hasattr(native, "DistFleetWrapper") and hasattr(native, "CommContext")))`
@@ -301,8 +304,8 @@ print("paddle=%s ps=%s" % (paddle.__version__, hasattr(native, "DistFleetWrapper
 		}
 	}
 	for name, image := range names {
-		p := awaitPodEnd(t, ns, name)
-		log := podLog(t, ns, name)
+		p := awaitPodEnd(t, pj, ns, name)
+		log := podLog(t, pj, ns, name)
 		want := fmt.Sprintf("paddle=%s ps=%v", images[image], map[bool]string{true: "True", false: "False"}[ps[images[image]]])
 		if p.Status.Phase != corev1.PodSucceeded || !strings.Contains(log, want) {
 			t.Errorf("%s: pod %s, log:\n%s\nwant %q", image, p.Status.Phase, tail(log), want)
@@ -317,6 +320,7 @@ print("paddle=%s ps=%s" % (paddle.__version__, hasattr(native, "DistFleetWrapper
 //
 //	go test ./test/e2e -run '^$' -bench ExampleOnEachRelease -benchtime 3x
 func BenchmarkExampleOnEachRelease(b *testing.B) {
+	pj := suiteClient
 	for _, rel := range paddleruntime.Releases() {
 		for _, example := range []struct {
 			name, file string
@@ -334,14 +338,14 @@ func BenchmarkExampleOnEachRelease(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					job := loadJob(b, example.file)
 					withImageTag(job, rel.Version)
-					completed := timeToCompletion(b, job).Seconds()
+					completed := timeToCompletion(b, pj, job).Seconds()
 					seconds += completed
 					if example.ps {
-						auc := finalReport(b, job, psFinalLine, 3)
+						auc := finalReport(b, pj, job, psFinalLine, 3)
 						learned += auc
 						b.Logf("run %d: completed in %.1fs, test AUC %.4f", i+1, completed, auc)
 					} else {
-						accuracy, l := finalReport(b, job, collectiveFinal, 3), finalReport(b, job, collectiveFinal, 2)
+						accuracy, l := finalReport(b, pj, job, collectiveFinal, 3), finalReport(b, pj, job, collectiveFinal, 2)
 						learned, loss = learned+accuracy, loss+l
 						b.Logf("run %d: completed in %.1fs, test accuracy %.3f, loss %.4f", i+1, completed, accuracy, l)
 					}
@@ -363,7 +367,7 @@ func BenchmarkExampleOnEachRelease(b *testing.B) {
 }
 
 // finalReport is a number of worker 0's final line: group of re.
-func finalReport(b *testing.B, job *paddlev1.PaddleJob, re *regexp.Regexp, group int) float64 {
+func finalReport(b *testing.B, pj *client.Client, job *paddlev1.PaddleJob, re *regexp.Regexp, group int) float64 {
 	b.Helper()
 	r, err := pj.Logs(context.Background(), job.Namespace, paddlev1.PodName(job.Name, paddlev1.ReplicaWorker, 0), client.LogOptions{})
 	if err != nil {
@@ -385,7 +389,7 @@ func finalReport(b *testing.B, job *paddlev1.PaddleJob, re *regexp.Regexp, group
 // a fresh directory, and returns the time from its creation to its
 // completion; a job that fails or does not finish within 10 minutes fails
 // the benchmark.
-func timeToCompletion(b *testing.B, job *paddlev1.PaddleJob) time.Duration {
+func timeToCompletion(b *testing.B, pj *client.Client, job *paddlev1.PaddleJob) time.Duration {
 	b.Helper()
 	dir := b.TempDir()
 	for _, rt := range paddlev1.ReplicaTypes {
@@ -397,7 +401,7 @@ func timeToCompletion(b *testing.B, job *paddlev1.PaddleJob) time.Duration {
 			}
 		}
 	}
-	job.Namespace = newNamespace(b)
+	job.Namespace = newNamespace(b, pj)
 	recoverable(job)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -410,7 +414,7 @@ func timeToCompletion(b *testing.B, job *paddlev1.PaddleJob) time.Duration {
 		err = fmt.Errorf("%s: %s", job.Name, client.FailureMessage(done))
 	}
 	if err != nil {
-		dumpJob(b, job.Namespace, job.Name)
+		dumpJob(b, pj, job.Namespace, job.Name)
 		b.Fatal(err)
 	}
 	if done.Status.RestartCount > 0 {
@@ -433,10 +437,10 @@ func launchedPSJob(t *testing.T, release string) *paddlev1.PaddleJob {
 // checkLauncherRefusesParameterServer runs seed 001's Job on a release
 // without the parameter-server runtime: its first pod's launcher fails at
 // once, before it looks for its peers, saying why.
-func checkLauncherRefusesParameterServer(t *testing.T, release string) {
+func checkLauncherRefusesParameterServer(t *testing.T, pj *client.Client, release string) {
 	t.Helper()
-	ns := newNamespace(t)
-	installLauncherRBAC(t, ns)
+	ns := newNamespace(t, pj)
+	installLauncherRBAC(t, pj, ns)
 	spec := loadBatchJob(t, "config/samples/seed001/job.yaml", ns, podsDir(t))
 	retarget(spec, ns, release)
 	jobs := pj.Clientset().BatchV1().Jobs(ns)
@@ -462,7 +466,7 @@ func checkLauncherRefusesParameterServer(t *testing.T, release string) {
 		return false, fmt.Sprintf("%d pods, none failed", len(pods.Items))
 	})
 	term := failed.Status.ContainerStatuses[0].State.Terminated
-	log := podLog(t, ns, failed.Name)
+	log := podLog(t, pj, ns, failed.Name)
 	want := "Paddle " + release + ", which python3 imports, has no parameter-server runtime"
 	if term == nil || term.ExitCode != 126 || !strings.Contains(log, want) {
 		t.Fatalf("pod %s ended %+v, log:\n%s\nwant exit code 126 and %q", failed.Name, term, tail(log), want)

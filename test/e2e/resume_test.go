@@ -37,11 +37,12 @@ const (
 // job ends near where the first left off. Directories a crashed save leaves
 // are not loaded.
 func TestWideAndDeepResumesFromItsNewestCheckpoint(t *testing.T) {
+	pj := suiteClient
 	first := loadJob(t, "examples/jobs/wide-and-deep.yaml")
 	first.Name = "wd-first"
 	dir := outputDir(t, first)
 	withArgs(first, "--passes=3")
-	done, logs := runReadingLogs(t, first)
+	done, logs := runReadingLogs(t, pj, first)
 	checkPSJob(t, done, logs)
 	for pod, log := range workerLogs(logs) {
 		if resumedLine.MatchString(log) {
@@ -54,17 +55,7 @@ func TestWideAndDeepResumesFromItsNewestCheckpoint(t *testing.T) {
 	}
 	savedAUC := passes[2][3] // as trainer 0 printed it, and its checkpoint holds it
 
-	// What a crash in the middle of a save leaves: the temporary directory
-	// the program writes before renaming it, and a pass directory without
-	// its checkpoint.json (as an older version of the program wrote them).
-	for _, half := range []string{".pass-00003.tmp", "pass-00009"} {
-		if err := os.MkdirAll(filepath.Join(dir, half), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, half, "model.pdparams"), []byte("half written"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	leaveHalfWrittenCheckpoints(t, dir)
 
 	second := loadJob(t, "examples/jobs/wide-and-deep.yaml")
 	second.Name = "wd-second"
@@ -78,7 +69,7 @@ func TestWideAndDeepResumesFromItsNewestCheckpoint(t *testing.T) {
 		}
 	}
 	withArgs(second, "--passes=5")
-	done, logs = runReadingLogs(t, second)
+	done, logs = runReadingLogs(t, pj, second)
 	final := checkPSJob(t, done, logs)
 	for pod, log := range workerLogs(logs) {
 		_, index := roleOf(t, done, pod)
@@ -113,6 +104,22 @@ func TestWideAndDeepResumesFromItsNewestCheckpoint(t *testing.T) {
 	for pass := 1; pass <= 5; pass++ {
 		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("pass-%05d", pass-1), "checkpoint.json")); err != nil {
 			t.Errorf("no checkpoint of pass %d: %v", pass, err)
+		}
+	}
+}
+
+// leaveHalfWrittenCheckpoints leaves in dir what a crash in the middle of a
+// save leaves: the temporary directory the program writes before renaming
+// it, and a pass directory without its checkpoint.json (as an older version
+// of the program wrote them).
+func leaveHalfWrittenCheckpoints(t *testing.T, dir string) {
+	t.Helper()
+	for _, half := range []string{".pass-00003.tmp", "pass-00009"} {
+		if err := os.MkdirAll(filepath.Join(dir, half), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, half, "model.pdparams"), []byte("half written"), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddlejob/paddlejob/pkg/client"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -21,8 +22,8 @@ import (
 // probeStateHostPath: a hostPath volume that is the cluster's home, or the
 // user's home holding it, is refused. The pod's container waits with the
 // node's message naming the volume, the path and why, and an event says it.
-func probeStateHostPath(t *testing.T, c *sandboxCluster) {
-	ns := newNamespace(t)
+func probeStateHostPath(t *testing.T, pj *client.Client, c *sandboxCluster) {
+	ns := newNamespace(t, pj)
 	ctx := context.Background()
 	for _, tc := range []struct{ name, path, why string }{
 		{"state", c.home, "is the cluster's state directory " + c.home + " or inside it"},
@@ -142,8 +143,8 @@ cat /usr/local/data.txt
 // Docker copies them; resolved in the pod they lead to nothing of the host:
 // the links to the cluster's home dangle, none reads the kubeconfig or the
 // user's secret, and nothing the pod writes through them lands on the host.
-func probeImageLinks(t *testing.T, c *sandboxCluster) {
-	ns := newNamespace(t)
+func probeImageLinks(t *testing.T, pj *client.Client, c *sandboxCluster) {
+	ns := newNamespace(t, pj)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "links", Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -154,7 +155,7 @@ func probeImageLinks(t *testing.T, c *sandboxCluster) {
 			}},
 		},
 	}
-	done, log := runPodToEnd(t, pod)
+	done, log := runPodToEnd(t, pj, pod)
 	if done.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("the links pod ended %s%s", done.Status.Phase, statusLine(done))
 	}
@@ -187,8 +188,8 @@ func probeImageLinks(t *testing.T, c *sandboxCluster) {
 // namespace maps the pod's uid to that user. The directory is given to
 // whoever the pod's files are on the host, as a user gives a directory to a
 // job's uid on Kubernetes.
-func probeFileOwner(t *testing.T, c *sandboxCluster) {
-	ns := newNamespace(t)
+func probeFileOwner(t *testing.T, pj *client.Client, c *sandboxCluster) {
+	ns := newNamespace(t, pj)
 	dir, err := os.MkdirTemp(c.writableDir, "owner-")
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +213,7 @@ func probeFileOwner(t *testing.T, c *sandboxCluster) {
 			Volumes: []corev1.Volume{{Name: "out", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}}}},
 		},
 	}
-	done, log := runPodToEnd(t, pod)
+	done, log := runPodToEnd(t, pj, pod)
 	if done.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("the writer pod ended %s%s", done.Status.Phase, statusLine(done))
 	}

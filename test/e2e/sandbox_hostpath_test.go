@@ -39,8 +39,8 @@ else cat /mnt; fi`
 // socket in a writable directory, and the cluster's home. Each pod is
 // refused before it runs, with the reason naming the volume, the path and
 // why; none reads or connects to anything.
-func probeTenantHostPaths(t *testing.T, c *sandboxCluster) {
-	tenant, ns := namespaceUser(t)
+func probeTenantHostPaths(t *testing.T, pj *client.Client, c *sandboxCluster) {
+	tenant, ns := namespaceUser(t, pj)
 	sockDir, err := os.MkdirTemp(c.writableDir, "sock-")
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func probeTenantHostPaths(t *testing.T, c *sandboxCluster) {
 		if _, err := tenant.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("the tenant's pod %s: %v", tc.name, err)
 		}
-		awaitHostPathRefused(t, ns, tc.name, `hostPath volume "host-`+tc.name+`" (`+tc.path+`): refused: `, tc.why)
+		awaitHostPathRefused(t, pj, ns, tc.name, `hostPath volume "host-`+tc.name+`" (`+tc.path+`): refused: `, tc.why)
 	}
 	if n := len(accepted); n > 0 {
 		t.Errorf("the root-only socket accepted %d connections from the tenant's pod", n)
@@ -108,7 +108,7 @@ func probeTenantHostPaths(t *testing.T, c *sandboxCluster) {
 // awaitHostPathRefused waits for the pod's container to wait with the
 // node's refusal (holding prefix and why) and a FailedMount event saying
 // why. A pod that runs instead fails the test with what it got.
-func awaitHostPathRefused(t *testing.T, ns, name, prefix, why string) {
+func awaitHostPathRefused(t *testing.T, pj *client.Client, ns, name, prefix, why string) {
 	t.Helper()
 	ctx := context.Background()
 	poll(t, time.Minute, "pod "+name+" refused", func() (bool, string) {
@@ -117,7 +117,7 @@ func awaitHostPathRefused(t *testing.T, ns, name, prefix, why string) {
 			return false, err.Error()
 		}
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			t.Fatalf("pod %s ran (%s) and got %s", name, p.Status.Phase, whatItRead(podLog(t, ns, name)))
+			t.Fatalf("pod %s ran (%s) and got %s", name, p.Status.Phase, whatItRead(podLog(t, pj, ns, name)))
 		}
 		for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 			if w := s.State.Waiting; w != nil && strings.Contains(w.Message, prefix) && strings.Contains(w.Message, why) {
@@ -165,8 +165,8 @@ func awaitEvent(t *testing.T, cs kubernetes.Interface, ns, name, reason, text st
 // cluster's home in its writable hostPath; a second pod names the link as a
 // FileOrCreate hostPath. The node refuses it and creates nothing where the
 // link points.
-func probeFileOrCreateLink(t *testing.T, c *sandboxCluster) {
-	tenant, ns := namespaceUser(t)
+func probeFileOrCreateLink(t *testing.T, pj *client.Client, c *sandboxCluster) {
+	tenant, ns := namespaceUser(t, pj)
 	ctx := context.Background()
 	target := filepath.Join(c.home, "planted-by-"+ns)
 	link := filepath.Join(c.writableDir, "link-"+ns)
@@ -185,8 +185,8 @@ func probeFileOrCreateLink(t *testing.T, c *sandboxCluster) {
 	if _, err := tenant.Clientset().CoreV1().Pods(ns).Create(ctx, planter, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if p := awaitPodEnd(t, ns, planter.Name); p.Status.Phase != corev1.PodSucceeded {
-		t.Fatalf("the planter pod %s: %s", p.Status.Phase, podLog(t, ns, planter.Name))
+	if p := awaitPodEnd(t, pj, ns, planter.Name); p.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("the planter pod %s: %s", p.Status.Phase, podLog(t, pj, ns, planter.Name))
 	}
 	if got, err := os.Readlink(link); err != nil || got != target {
 		t.Fatalf("the planted link: %q, %v", got, err)
@@ -216,8 +216,8 @@ func probeFileOrCreateLink(t *testing.T, c *sandboxCluster) {
 // probePaddleJobHostPath: a user who may only create PaddleJobs asks for a
 // worker that mounts the host's /etc and prints /etc/shadow. The operator
 // makes the pod; the node refuses its volume, and the worker reads nothing.
-func probePaddleJobHostPath(t *testing.T) {
-	tenant, ns := paddleJobUser(t)
+func probePaddleJobHostPath(t *testing.T, pj *client.Client) {
+	tenant, ns := paddleJobUser(t, pj)
 	ctx := context.Background()
 	tmpl := client.Container("paddle", "busybox:1.36", "cat", "/host/etc/shadow")
 	tmpl.Spec.Volumes = []corev1.Volume{{Name: "etc", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc"}}}}
@@ -235,7 +235,7 @@ func probePaddleJobHostPath(t *testing.T) {
 		worker = pods[0].Name
 		return true, worker
 	})
-	awaitHostPathRefused(t, ns, worker, `hostPath volume "etc" (/etc): refused: `,
+	awaitHostPathRefused(t, pj, ns, worker, `hostPath volume "etc" (/etc): refused: `,
 		"/etc is in no directory pods may mount: allow it (or a directory holding it) with paddlejob up --host-path-ro DIR")
 }
 
@@ -244,9 +244,9 @@ func probePaddleJobHostPath(t *testing.T) {
 // network (intranet: Host), privileged, mounting /etc. The operator's
 // webhook, which dry-runs the job's pods, refuses the PaddleJob with the
 // level and the fields PodSecurity named; no job and no pod exist.
-func probePodSecurity(t *testing.T) {
-	ns := createNamespace(t, nil)
-	tenant := tenantIn(t, ns, "e2e-paddlejob-user", paddleJobUserRules)
+func probePodSecurity(t *testing.T, pj *client.Client) {
+	ns := createNamespace(t, pj, nil)
+	tenant := tenantIn(t, pj, ns, "e2e-paddlejob-user", paddleJobUserRules)
 	ctx := context.Background()
 	tmpl := client.Container("paddle", "busybox:1.36", "cat", "/host/etc/shadow")
 	tmpl.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true), RunAsUser: ptr.To[int64](0)}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster"
+	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
 // machineProbe is run by a pod: it tries an abstract Unix socket of the
@@ -59,7 +60,7 @@ print("RESULT " + json.dumps(out))`
 // (they belong to a network namespace); and binding a control-plane port is
 // binding it in the pod's own network, which takes nothing from the
 // component.
-func probeMachine(t *testing.T, st *localcluster.State) {
+func probeMachine(t *testing.T, pj *client.Client, st *localcluster.State) {
 	abstract := fmt.Sprintf("paddlejob-e2e-%d", st.Ports.APIServer)
 	l, err := net.Listen("unix", "@"+abstract)
 	if err != nil {
@@ -81,8 +82,8 @@ func probeMachine(t *testing.T, st *localcluster.State) {
 		"operator probes": p.OperatorProbes, "webhook": p.Webhook,
 		"API server": p.APIServer, "elastic etcd guard": p.ElasticEtcd, "progress": p.Progress}
 	portsJSON, _ := json.Marshal(ports)
-	ns := newNamespace(t)
-	done, log := runPodToEnd(t, &corev1.Pod{
+	ns := newNamespace(t, pj)
+	done, log := runPodToEnd(t, pj, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "machine-probe", Namespace: ns},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
 			Name: "probe", Image: "paddlepaddle/paddle:3.0.0", Command: []string{"python3", "-c", machineProbe, abstract, string(portsJSON)},

@@ -74,10 +74,10 @@ const dnsLookups = 20
 // namespace's pod's queries on its node: each of that pod's lookups of
 // kubernetes.default is answered by the cluster DNS server, with the
 // kubernetes Service's address.
-func probeDNSSquatter(t *testing.T) {
+func probeDNSSquatter(t *testing.T, pj *client.Client) {
 	ctx := context.Background()
-	attacker, ans := namespaceUser(t)
-	nodeName := clusterNodes(t)[0]
+	attacker, ans := namespaceUser(t, pj)
+	nodeName := clusterNodes(t, pj)[0]
 	squatter := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "dns-squatter", Namespace: ans},
 		Spec: corev1.PodSpec{
@@ -95,7 +95,7 @@ func probeDNSSquatter(t *testing.T) {
 	t.Logf("the squatter's binds:\n%s", bound)
 
 	victim := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "dns-victim", Namespace: newNamespace(t)},
+		ObjectMeta: metav1.ObjectMeta{Name: "dns-victim", Namespace: newNamespace(t, pj)},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever, NodeSelector: onNode(nodeName),
 			Containers: []corev1.Container{{
@@ -109,7 +109,7 @@ for i in range(%d):
 			}},
 		},
 	}
-	done, log := runPodToEnd(t, victim)
+	done, log := runPodToEnd(t, pj, victim)
 	if done.Status.Phase != corev1.PodSucceeded {
 		t.Errorf("the victim pod ended %s", done.Status.Phase)
 	}
@@ -127,7 +127,7 @@ for i in range(%d):
 			t.Errorf("lookup %d of kubernetes.default.svc.cluster.local answered %q, want the kubernetes Service's 10.96.0.1", i, a)
 		}
 	}
-	if got := strings.Count(podLog(t, ans, squatter.Name), "QUERY"); got != 0 {
+	if got := strings.Count(podLog(t, pj, ans, squatter.Name), "QUERY"); got != 0 {
 		t.Errorf("the hostNetwork squatter received %d of the victim's DNS queries, want none", got)
 	}
 	if err := attacker.Clientset().CoreV1().Pods(ans).Delete(ctx, squatter.Name, metav1.DeleteOptions{}); err != nil {
@@ -200,13 +200,13 @@ print("OWN", c.get(own)[0], flush=True)
 // read, list, overwrite and delete another namespace's job's (B's) keys in
 // the elastic etcd, through the guard: every attempt is refused with
 // PERMISSION_DENIED, while its own job's key works.
-func probeEtcdOtherJob(t *testing.T) {
+func probeEtcdOtherJob(t *testing.T, pj *client.Client) {
 	ctx := context.Background()
-	victimNS := newNamespace(t)
+	victimNS := newNamespace(t, pj)
 	victim := testutil.MakePaddleJob("victim", victimNS).Workers(1).Image("paddlepaddle/paddle:3.0.0").Elastic(1, 1).
 		Command(paddlev1.ReplicaWorker, "python3", "-c", etcdVictim).
 		Env(paddlev1.ReplicaWorker, "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python").Obj()
-	createJob(t, victim)
+	createJob(t, pj, victim)
 	created, err := pj.Get(ctx, victimNS, victim.Name)
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ func probeEtcdOtherJob(t *testing.T) {
 	wrote := awaitLogLine(t, pj, victimNS, victim.Name+"-worker-0", "WROTE")
 	t.Logf("job B: %s", strings.TrimSpace(wrote))
 
-	attacker, ans := paddleJobUser(t)
+	attacker, ans := paddleJobUser(t, pj)
 	thief := testutil.MakePaddleJob("thief", ans).Workers(1).Image("paddlepaddle/paddle:3.0.0").Elastic(1, 1).
 		Command(paddlev1.ReplicaWorker, "python3", "-c", etcdThief).
 		Env(paddlev1.ReplicaWorker, "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python").
@@ -243,10 +243,10 @@ func probeEtcdOtherJob(t *testing.T) {
 // (more than the machine has) runs with its cgroup's memory limit at most
 // the node's allocatable memory and the host's, and an event says it was
 // capped.
-func probeMemoryAboveTheNode(t *testing.T) {
+func probeMemoryAboveTheNode(t *testing.T, pj *client.Client) {
 	ctx := context.Background()
-	tenant, ns := namespaceUser(t)
-	nodeName := clusterNodes(t)[0]
+	tenant, ns := namespaceUser(t, pj)
+	nodeName := clusterNodes(t, pj)[0]
 	n, err := pj.Clientset().CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -334,9 +334,9 @@ func containerMemoryLimit(t *testing.T, prefix string) (int64, string) {
 // probeEmptyDirEviction: a tenant's pod writing 50 MB into an emptyDir of
 // sizeLimit 10Mi is evicted, as a kubelet evicts it: Failed, reason
 // Evicted, the kubelet's message.
-func probeEmptyDirEviction(t *testing.T) {
+func probeEmptyDirEviction(t *testing.T, pj *client.Client) {
 	ctx := context.Background()
-	tenant, ns := namespaceUser(t)
+	tenant, ns := namespaceUser(t, pj)
 	limit := resource.MustParse("10Mi")
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "filler", Namespace: ns},
@@ -353,7 +353,7 @@ func probeEmptyDirEviction(t *testing.T) {
 	if _, err := tenant.Clientset().CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("the tenant creating its pod: %v", err)
 	}
-	done := awaitPodEnd(t, ns, pod.Name)
+	done := awaitPodEnd(t, pj, ns, pod.Name)
 	t.Logf("the filler ended %s: %s %q", done.Status.Phase, done.Status.Reason, done.Status.Message)
 	if want := `Usage of EmptyDir volume "scratch" exceeds the limit "10Mi". `; done.Status.Phase != corev1.PodFailed ||
 		done.Status.Reason != "Evicted" || done.Status.Message != want {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddlejob/paddlejob/pkg/client"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -24,16 +25,16 @@ import (
 // another pod's address, and of the machine it reaches the API server
 // (through the cluster network's forward) and nothing of the control
 // plane's other ports (probeMachine). It is one of checkSandbox's.
-func probePodNetwork(t *testing.T) {
-	ns := newNamespace(t)
+func probePodNetwork(t *testing.T, pj *client.Client) {
+	ns := newNamespace(t, pj)
 	// Below 1024: pods bind any port of their own network, as under a
 	// container runtime, though they run as a user without privileges.
 	const port = 80
 	// On a cluster of several nodes web-a runs on the first, web-b and the
 	// client on the last: every exchange crosses the cluster network.
-	nodes := clusterNodes(t)
+	nodes := clusterNodes(t, pj)
 	first, last := nodes[0], nodes[len(nodes)-1]
-	ips := startWebServers(t, ns, port, map[string]string{"web-a": first, "web-b": last})
+	ips := startWebServers(t, pj, ns, port, map[string]string{"web-a": first, "web-b": last})
 	podCIDR := netip.MustParsePrefix("10.244.0.0/16")
 	for name, ip := range ips {
 		a, err := netip.ParseAddr(ip)
@@ -52,7 +53,7 @@ func probePodNetwork(t *testing.T) {
 		"a by FQDN":   "web-a.peers." + ns + ".svc.cluster.local:" + strconv.Itoa(port),
 		"web Service": "web:80", "web Service FQDN": "web." + ns + ".svc.cluster.local:80",
 	}
-	got := probeNetwork(t, ns, targets, ips["web-a"], last)
+	got := probeNetwork(t, pj, ns, targets, ips["web-a"], last)
 	for what := range targets {
 		want := []string{"web-a", "web-b"}
 		switch {
@@ -79,7 +80,7 @@ func probePodNetwork(t *testing.T) {
 // on the node nodes names for it and answering HTTP on port with its
 // hostname, the headless Service "peers" and the Service "web" (port 80) of
 // both, and returns the pods' IPs once both are ready.
-func startWebServers(t *testing.T, ns string, port int32, nodes map[string]string) map[string]string {
+func startWebServers(t *testing.T, pj *client.Client, ns string, port int32, nodes map[string]string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	cs := pj.Clientset()
@@ -155,7 +156,7 @@ type networkProbe struct {
 
 // probeNetwork runs a client pod on node that fetches each target,
 // resolves the kubernetes Service and binds otherIP, and returns its report.
-func probeNetwork(t *testing.T, ns string, targets map[string]string, otherIP, node string) networkProbe {
+func probeNetwork(t *testing.T, pj *client.Client, ns string, targets map[string]string, otherIP, node string) networkProbe {
 	t.Helper()
 	client := `import json, socket, sys, urllib.request
 targets, other_ip = json.loads(sys.argv[1]), sys.argv[2]
@@ -181,7 +182,7 @@ print("RESULT " + json.dumps(out))`
 			Command: []string{"python3", "-c", client, string(targetsJSON), otherIP},
 		}}},
 	}
-	done, log := runPodToEnd(t, pod)
+	done, log := runPodToEnd(t, pj, pod)
 	if done.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("the client pod ended %s", done.Status.Phase)
 	}
@@ -197,7 +198,7 @@ print("RESULT " + json.dumps(out))`
 }
 
 // clusterNodes are the names of the cluster's nodes, sorted.
-func clusterNodes(t *testing.T) []string {
+func clusterNodes(t *testing.T, pj *client.Client) []string {
 	t.Helper()
 	list, err := pj.Clientset().CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 	if err != nil {

@@ -14,12 +14,15 @@ import (
 
 	"github.com/paddlejob/paddlejob/internal/localcluster"
 	"github.com/paddlejob/paddlejob/internal/localcluster/node"
+	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
 // sandboxCluster is a running local cluster the sandbox checks probe, and
 // what they need to know of the user running it.
 type sandboxCluster struct {
 	st *localcluster.State
+	// pj is a client of the cluster, as the user who started it.
+	pj *client.Client
 	// home is the cluster's home, its state directory.
 	home string
 	// userHome is $HOME of the user running the cluster, which holds home;
@@ -64,7 +67,7 @@ func TestSandbox(t *testing.T) {
 	c.kubeconfig = filepath.Join(dir, "kube", "config")
 	o.UserKubeconfig = kubeconfigAt(c.kubeconfig)
 	o.ImageTable = linksImageTable(t, filepath.Join(dir, "links-image"), c)
-	c.st = withCluster(t, o)
+	c.st, c.pj = withCluster(t, o)
 	checkSandbox(t, c)
 }
 
@@ -75,32 +78,33 @@ func TestSandbox(t *testing.T) {
 // sizes, and who owns its files on the host; its memory and pids limits, the control plane going on past a fork
 // bomb; the etcds' ports; its network, and what it reaches of the machine's.
 func checkSandbox(t *testing.T, c *sandboxCluster) {
+	pj := c.pj
 	if _, err := os.Stat(c.st.Kubeconfig()); err != nil {
 		t.Fatalf("the cluster's admin kubeconfig is not where the probes look: %v", err)
 	}
-	t.Run("the host stays out of reach", func(t *testing.T) { probeHost(t, c) })
-	t.Run("a hostPath to the cluster's state is refused", func(t *testing.T) { probeStateHostPath(t, c) })
-	t.Run("a tenant's hostPaths of the kubeconfig, the host's etc, proc, sys, dev and a socket are refused", func(t *testing.T) { probeTenantHostPaths(t, c) })
-	t.Run("a FileOrCreate hostPath follows no link", func(t *testing.T) { probeFileOrCreateLink(t, c) })
-	t.Run("a PaddleJob's hostPath of the host's etc is refused", probePaddleJobHostPath)
-	t.Run("PodSecurity baseline refuses a PaddleJob's host network, privilege and hostPath", probePodSecurity)
-	t.Run("a build context's links arrive dangling", func(t *testing.T) { probeImageLinks(t, c) })
-	t.Run("identity, capabilities, system calls and tmpfs sizes", func(t *testing.T) { probeIdentity(t, c) })
-	t.Run("a pod's files in a writable hostPath are its uid's on the host (the user's on a normal user's node)", func(t *testing.T) { probeFileOwner(t, c) })
-	t.Run("runAsUser is honoured inside the user namespace", probeRunAsUser)
-	t.Run("the kernel's settings are out of a pod's reach, the host's processes out of its sight", probeKernelKnobs)
-	t.Run("a pod is neither the host's root nor the node's user on a root node", func(t *testing.T) { probeHostUID(t, c) })
-	t.Run("pods of different uids and jobs share a writable hostPath", func(t *testing.T) { probeSharedHostPath(t, c) })
-	t.Run("a pod writes root's directory as a container's root but leaves nothing set-user-ID", func(t *testing.T) { probeSetID(t, c) })
-	t.Run("a memory limit is enforced", probeMemoryLimit)
-	t.Run("a fork bomb stops at its pids limit and the cluster goes on", probeForkBomb)
-	t.Run("the etcds refuse pods without credentials", func(t *testing.T) { probeEtcds(t, c.st) })
-	t.Run("pods have networks of their own, Services and cluster DNS", probePodNetwork)
-	t.Run("of the machine a pod reaches the cluster network's forwards only", func(t *testing.T) { probeMachine(t, c.st) })
-	t.Run("a hostNetwork pod bound to the cluster DNS address gets no query", probeDNSSquatter)
-	t.Run("a pod of one job reaches none of another job's elastic etcd keys", probeEtcdOtherJob)
-	t.Run("a memory limit above the node's allocatable runs capped to it", probeMemoryAboveTheNode)
-	t.Run("an emptyDir written past its sizeLimit is evicted", probeEmptyDirEviction)
+	t.Run("the host stays out of reach", func(t *testing.T) { probeHost(t, pj, c) })
+	t.Run("a hostPath to the cluster's state is refused", func(t *testing.T) { probeStateHostPath(t, pj, c) })
+	t.Run("a tenant's hostPaths of the kubeconfig, the host's etc, proc, sys, dev and a socket are refused", func(t *testing.T) { probeTenantHostPaths(t, pj, c) })
+	t.Run("a FileOrCreate hostPath follows no link", func(t *testing.T) { probeFileOrCreateLink(t, pj, c) })
+	t.Run("a PaddleJob's hostPath of the host's etc is refused", func(t *testing.T) { probePaddleJobHostPath(t, pj) })
+	t.Run("PodSecurity baseline refuses a PaddleJob's host network, privilege and hostPath", func(t *testing.T) { probePodSecurity(t, pj) })
+	t.Run("a build context's links arrive dangling", func(t *testing.T) { probeImageLinks(t, pj, c) })
+	t.Run("identity, capabilities, system calls and tmpfs sizes", func(t *testing.T) { probeIdentity(t, pj, c) })
+	t.Run("a pod's files in a writable hostPath are its uid's on the host (the user's on a normal user's node)", func(t *testing.T) { probeFileOwner(t, pj, c) })
+	t.Run("runAsUser is honoured inside the user namespace", func(t *testing.T) { probeRunAsUser(t, pj) })
+	t.Run("the kernel's settings are out of a pod's reach, the host's processes out of its sight", func(t *testing.T) { probeKernelKnobs(t, pj) })
+	t.Run("a pod is neither the host's root nor the node's user on a root node", func(t *testing.T) { probeHostUID(t, pj, c) })
+	t.Run("pods of different uids and jobs share a writable hostPath", func(t *testing.T) { probeSharedHostPath(t, pj, c) })
+	t.Run("a pod writes root's directory as a container's root but leaves nothing set-user-ID", func(t *testing.T) { probeSetID(t, pj, c) })
+	t.Run("a memory limit is enforced", func(t *testing.T) { probeMemoryLimit(t, pj) })
+	t.Run("a fork bomb stops at its pids limit and the cluster goes on", func(t *testing.T) { probeForkBomb(t, pj) })
+	t.Run("the etcds refuse pods without credentials", func(t *testing.T) { probeEtcds(t, pj, c.st) })
+	t.Run("pods have networks of their own, Services and cluster DNS", func(t *testing.T) { probePodNetwork(t, pj) })
+	t.Run("of the machine a pod reaches the cluster network's forwards only", func(t *testing.T) { probeMachine(t, pj, c.st) })
+	t.Run("a hostNetwork pod bound to the cluster DNS address gets no query", func(t *testing.T) { probeDNSSquatter(t, pj) })
+	t.Run("a pod of one job reaches none of another job's elastic etcd keys", func(t *testing.T) { probeEtcdOtherJob(t, pj) })
+	t.Run("a memory limit above the node's allocatable runs capped to it", func(t *testing.T) { probeMemoryAboveTheNode(t, pj) })
+	t.Run("an emptyDir written past its sizeLimit is evicted", func(t *testing.T) { probeEmptyDirEviction(t, pj) })
 }
 
 // writeSecret writes a file only its owner may read in dir (the owner is
@@ -143,8 +147,8 @@ exit $fail
 `
 
 // probeHost runs hostProbe in a pod and checks every attempt was blocked.
-func probeHost(t *testing.T, c *sandboxCluster) {
-	ns := newNamespace(t)
+func probeHost(t *testing.T, pj *client.Client, c *sandboxCluster) {
+	ns := newNamespace(t, pj)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -155,7 +159,7 @@ func probeHost(t *testing.T, c *sandboxCluster) {
 			}},
 		},
 	}
-	done, log := runPodToEnd(t, pod)
+	done, log := runPodToEnd(t, pj, pod)
 	phase := done.Status.Phase
 	for _, want := range []string{"BLOCKED state-dir", "BLOCKED admin-kubeconfig", "BLOCKED ca-key", "BLOCKED user-secret",
 		"BLOCKED shadow", "BLOCKED remount", "BLOCKED write-usr", "HOME private /root"} {
@@ -170,19 +174,19 @@ func probeHost(t *testing.T, c *sandboxCluster) {
 
 // runPodToEnd creates a pod, waits for it to succeed or fail, and returns
 // it with its log (also logged).
-func runPodToEnd(t *testing.T, pod *corev1.Pod) (*corev1.Pod, string) {
+func runPodToEnd(t *testing.T, pj *client.Client, pod *corev1.Pod) (*corev1.Pod, string) {
 	t.Helper()
 	if _, err := pj.Clientset().CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	done := awaitPodEnd(t, pod.Namespace, pod.Name)
-	log := podLog(t, pod.Namespace, pod.Name)
+	done := awaitPodEnd(t, pj, pod.Namespace, pod.Name)
+	log := podLog(t, pj, pod.Namespace, pod.Name)
 	t.Logf("%s:\n%s", pod.Name, log)
 	return done, log
 }
 
 // awaitPodEnd waits for a pod to succeed or fail and returns it.
-func awaitPodEnd(t *testing.T, ns, name string) *corev1.Pod {
+func awaitPodEnd(t *testing.T, pj *client.Client, ns, name string) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
 	poll(t, 2*time.Minute, "pod "+name+" ends", func() (bool, string) {
@@ -199,8 +203,8 @@ func awaitPodEnd(t *testing.T, ns, name string) *corev1.Pod {
 // probeMemoryLimit runs a program that writes 512 MiB under a 64 MiB limit:
 // the kernel kills it and the container ends OOMKilled, the machine
 // untouched.
-func probeMemoryLimit(t *testing.T) {
-	ns := newNamespace(t)
+func probeMemoryLimit(t *testing.T, pj *client.Client) {
+	ns := newNamespace(t, pj)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "hog", Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -217,7 +221,7 @@ func probeMemoryLimit(t *testing.T) {
 	if _, err := pj.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	done := awaitPodEnd(t, ns, pod.Name)
+	done := awaitPodEnd(t, pj, ns, pod.Name)
 	if len(done.Status.ContainerStatuses) != 1 || done.Status.ContainerStatuses[0].State.Terminated == nil {
 		t.Fatalf("container status %+v", done.Status.ContainerStatuses)
 	}

@@ -48,12 +48,12 @@ var kernelAttacks = []string{"/proc/sys/kernel/core_pattern", "/proc/sys/vm/swap
 
 // probeKernelKnobs runs kernelProbe as a tenant's pods, one as the node's
 // default user and one as root in the pod, and as a tenant's PaddleJob.
-func probeKernelKnobs(t *testing.T) {
+func probeKernelKnobs(t *testing.T, pj *client.Client) {
 	for name, sc := range map[string]*corev1.PodSecurityContext{
 		"default user": nil, "runAsUser 0": {RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)},
 	} {
 		t.Run("a namespace user's pod as "+name, func(t *testing.T) {
-			tc, ns := namespaceUser(t)
+			tc, ns := namespaceUser(t, pj)
 			pod := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: "knobs", Namespace: ns},
 				Spec: corev1.PodSpec{
@@ -65,11 +65,11 @@ func probeKernelKnobs(t *testing.T) {
 				_, err := tc.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
 				return err
 			})
-			checkKernelProbe(t, ns, pod.Name)
+			checkKernelProbe(t, pj, ns, pod.Name)
 		})
 	}
 	t.Run("a PaddleJob user's job", func(t *testing.T) {
-		tc, ns := paddleJobUser(t)
+		tc, ns := paddleJobUser(t, pj)
 		job := testutil.MakePaddleJob("knobs", ns).Workers(1).Image("busybox:1.36").
 			CleanPodPolicy(paddlev1.CleanPodPolicyNever).Command(paddlev1.ReplicaWorker, "sh", "-c", kernelProbe).Obj()
 		createAsTenant(t, func() error {
@@ -77,19 +77,19 @@ func probeKernelKnobs(t *testing.T) {
 			return err
 		})
 		t.Cleanup(func() { _ = pj.Delete(context.Background(), ns, job.Name) })
-		checkKernelProbe(t, ns, job.Name+"-worker-0")
+		checkKernelProbe(t, pj, ns, job.Name+"-worker-0")
 	})
 }
 
 // checkKernelProbe waits for the probe pod to end and checks that every
 // write was refused and that the pod has a PID namespace of its own,
 // holding its own few processes.
-func checkKernelProbe(t *testing.T, ns, name string) {
+func checkKernelProbe(t *testing.T, pj *client.Client, ns, name string) {
 	t.Helper()
-	if done := awaitPodEnd(t, ns, name); done.Status.Phase != corev1.PodSucceeded {
+	if done := awaitPodEnd(t, pj, ns, name); done.Status.Phase != corev1.PodSucceeded {
 		t.Errorf("the probe pod ended %s", done.Status.Phase)
 	}
-	log := podLog(t, ns, name)
+	log := podLog(t, pj, ns, name)
 	t.Logf("%s:\n%s", name, log)
 	for _, knob := range kernelAttacks {
 		if !strings.Contains(log, "REFUSED "+knob+"\n") {
@@ -123,7 +123,7 @@ const hostIDProbe = `echo "UIDMAP $(cat /proc/self/uid_map)"; echo READY; exec s
 // podHostUID is who a pod of uid u is on the host: on a root node, u past
 // the base its Node names (node.PodHostIDsAnnotation); on a normal user's,
 // the user.
-func podHostUID(t *testing.T, c *sandboxCluster, u int64) int {
+func podHostUID(t *testing.T, pj *client.Client, c *sandboxCluster, u int64) int {
 	t.Helper()
 	if !c.rootNode {
 		return c.nodeUID
@@ -148,10 +148,10 @@ func podHostUID(t *testing.T, c *sandboxCluster, u int64) int {
 // probeHostUID: seen from the host, a tenant's pod, its root-in-pod pod and
 // a PaddleJob's pod run as neither root nor the node's user on a root node
 // (as the user on a normal user's, which has no other ids to give).
-func probeHostUID(t *testing.T, c *sandboxCluster) {
+func probeHostUID(t *testing.T, pj *client.Client, c *sandboxCluster) {
 	for name, uid := range map[string]int64{"default user": int64(c.podUID), "runAsUser 0": 0} {
 		t.Run("a namespace user's pod as "+name, func(t *testing.T) {
-			tc, ns := namespaceUser(t)
+			tc, ns := namespaceUser(t, pj)
 			pod := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: "ids", Namespace: ns},
 				Spec: corev1.PodSpec{
@@ -167,11 +167,11 @@ func probeHostUID(t *testing.T, c *sandboxCluster) {
 				_, err := tc.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
 				return err
 			})
-			checkHostUID(t, c, ns, pod.Name, uid)
+			checkHostUID(t, pj, c, ns, pod.Name, uid)
 		})
 	}
 	t.Run("a PaddleJob user's job", func(t *testing.T) {
-		tc, ns := paddleJobUser(t)
+		tc, ns := paddleJobUser(t, pj)
 		job := testutil.MakePaddleJob("ids", ns).Workers(1).Image("busybox:1.36").
 			Env(paddlev1.ReplicaWorker, "PROBE_TOKEN", ns).Command(paddlev1.ReplicaWorker, "sh", "-c", hostIDProbe).Obj()
 		createAsTenant(t, func() error {
@@ -179,13 +179,13 @@ func probeHostUID(t *testing.T, c *sandboxCluster) {
 			return err
 		})
 		t.Cleanup(func() { _ = pj.Delete(context.Background(), ns, job.Name) })
-		checkHostUID(t, c, ns, job.Name+"-worker-0", int64(c.podUID))
+		checkHostUID(t, pj, c, ns, job.Name+"-worker-0", int64(c.podUID))
 	})
 }
 
 // checkHostUID waits for the probe pod to say READY and checks the host
 // uids of its processes, which hold PROBE_TOKEN=ns.
-func checkHostUID(t *testing.T, c *sandboxCluster, ns, name string, uid int64) {
+func checkHostUID(t *testing.T, pj *client.Client, c *sandboxCluster, ns, name string, uid int64) {
 	t.Helper()
 	poll(t, 2*time.Minute, name+" is READY", func() (bool, string) {
 		r, err := pj.Logs(context.Background(), ns, name, client.LogOptions{})
@@ -196,7 +196,7 @@ func checkHostUID(t *testing.T, c *sandboxCluster, ns, name string, uid int64) {
 		b, _ := io.ReadAll(r)
 		return strings.Contains(string(b), "READY"), string(b)
 	})
-	t.Logf("%s: %s", name, podLog(t, ns, name))
+	t.Logf("%s: %s", name, podLog(t, pj, ns, name))
 	uids := hostUIDsOf(t, "PROBE_TOKEN="+ns)
 	if len(uids) == 0 {
 		t.Fatal("no process of the pod found on the host")
@@ -207,7 +207,7 @@ func checkHostUID(t *testing.T, c *sandboxCluster, ns, name string, uid int64) {
 			t.Fatalf("a process of the pod is host uid %d: the host's root or the node's user", u)
 		}
 	}
-	want := podHostUID(t, c, uid)
+	want := podHostUID(t, pj, c, uid)
 	for _, u := range uids {
 		if u != want {
 			t.Errorf("a process of the pod is host uid %d, want %d", u, want)
@@ -260,7 +260,7 @@ for f in /shared/*; do echo "READ $f $(cat $f)"; done`
 // by pods of different PaddleJobs, as Gloo's file store and checkpoints
 // are; what each writes is its uid's on the host (the node's user's on a
 // normal user's node).
-func probeSharedHostPath(t *testing.T, c *sandboxCluster) {
+func probeSharedHostPath(t *testing.T, pj *client.Client, c *sandboxCluster) {
 	dir, err := os.MkdirTemp(c.writableDir, "shared-")
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +275,7 @@ func probeSharedHostPath(t *testing.T, c *sandboxCluster) {
 		uid  int64
 	}{{"a", int64(c.podUID)}, {"b", int64(c.podUID) + 1000}}
 
-	tc, ns := namespaceUser(t)
+	tc, ns := namespaceUser(t, pj)
 	for _, w := range writers {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "writer-" + w.name, Namespace: ns},
@@ -291,11 +291,11 @@ func probeSharedHostPath(t *testing.T, c *sandboxCluster) {
 			_, err := tc.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
 			return err
 		})
-		if done := awaitPodEnd(t, ns, pod.Name); done.Status.Phase != corev1.PodSucceeded {
-			t.Errorf("writer %s ended %s: %s", w.name, done.Status.Phase, podLog(t, ns, pod.Name))
+		if done := awaitPodEnd(t, pj, ns, pod.Name); done.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("writer %s ended %s: %s", w.name, done.Status.Phase, podLog(t, pj, ns, pod.Name))
 		}
 	}
-	jc, jns := paddleJobUser(t)
+	jc, jns := paddleJobUser(t, pj)
 	for _, w := range writers {
 		job := testutil.MakePaddleJob("writer-"+w.name, jns).Workers(1).Image("busybox:1.36").CleanPodPolicy(paddlev1.CleanPodPolicyNever).
 			Env(paddlev1.ReplicaWorker, "WRITER", "job-"+w.name).Command(paddlev1.ReplicaWorker, "sh", "-c", sharedWriter).Obj()
@@ -308,11 +308,11 @@ func probeSharedHostPath(t *testing.T, c *sandboxCluster) {
 			return err
 		})
 		t.Cleanup(func() { _ = pj.Delete(context.Background(), jns, job.Name) })
-		if done := awaitPodEnd(t, jns, job.Name+"-worker-0"); done.Status.Phase != corev1.PodSucceeded {
-			t.Errorf("job %s's worker ended %s: %s", w.name, done.Status.Phase, podLog(t, jns, job.Name+"-worker-0"))
+		if done := awaitPodEnd(t, pj, jns, job.Name+"-worker-0"); done.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("job %s's worker ended %s: %s", w.name, done.Status.Phase, podLog(t, pj, jns, job.Name+"-worker-0"))
 		}
 	}
-	if log := podLog(t, jns, "writer-b-worker-0"); !strings.Contains(log, "READ /shared/by-") || strings.Count(log, "READ ") != 4 {
+	if log := podLog(t, pj, jns, "writer-b-worker-0"); !strings.Contains(log, "READ /shared/by-") || strings.Count(log, "READ ") != 4 {
 		t.Errorf("the last writer did not read the three files before its own:\n%s", log)
 	}
 	for _, w := range writers {
@@ -383,7 +383,7 @@ echo "MODE $(stat -c %a /out/tool)"`
 // set-user-ID or set-group-ID mode: such a file would run as the host's
 // root for whoever starts it. On a normal user's node the directory is
 // the user's and so is the file.
-func probeSetID(t *testing.T, c *sandboxCluster) {
+func probeSetID(t *testing.T, pj *client.Client, c *sandboxCluster) {
 	dir, err := os.MkdirTemp(c.writableDir, "setid-")
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +395,7 @@ func probeSetID(t *testing.T, c *sandboxCluster) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tc, ns := namespaceUser(t)
+	tc, ns := namespaceUser(t, pj)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "setid", Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -409,8 +409,8 @@ func probeSetID(t *testing.T, c *sandboxCluster) {
 		_, err := tc.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
 		return err
 	})
-	done := awaitPodEnd(t, ns, pod.Name)
-	log := podLog(t, ns, pod.Name)
+	done := awaitPodEnd(t, pj, ns, pod.Name)
+	log := podLog(t, pj, ns, pod.Name)
 	t.Logf("the pod ended %s:\n%s", done.Status.Phase, log)
 	if done.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("the pod could not write the directory its owner's uid owns")

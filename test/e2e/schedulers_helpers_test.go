@@ -15,13 +15,14 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster"
+	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
 // The steps of gangWaitsForRoom (schedulers_test.go).
 
 // startBlocker starts in ns a pod, "blocker", that requests blockerCPU,
 // deleted when the test ends, and waits for it to run.
-func startBlocker(t testing.TB, ns string) {
+func startBlocker(t testing.TB, pj *client.Client, ns string) {
 	t.Helper()
 	ctx := context.Background()
 	cs := pj.Clientset()
@@ -49,7 +50,7 @@ func startBlocker(t testing.TB, ns string) {
 // waitForTheGangTurnedDown waits for the gang scheduler to have seen the
 // job name's group and turned it down: Volcano keeps its PodGroup Pending
 // and Unschedulable; Coscheduling has every pod unschedulable.
-func waitForTheGangTurnedDown(t testing.TB, dyn dynamic.Interface, ns, name, schedulerName string, podGroups schema.GroupVersionResource) {
+func waitForTheGangTurnedDown(t testing.TB, pj *client.Client, dyn dynamic.Interface, ns, name, schedulerName string, podGroups schema.GroupVersionResource) {
 	t.Helper()
 	ctx := context.Background()
 	switch schedulerName {
@@ -94,11 +95,11 @@ func waitForTheGangTurnedDown(t testing.TB, dyn dynamic.Interface, ns, name, sch
 // checkBoundByAfter checks that each of pods was scheduled by
 // schedulerName after freed, when the blocker was deleted, and returns
 // when each was bound.
-func checkBoundByAfter(t testing.TB, ns string, pods []corev1.Pod, schedulerName string, freed time.Time) []time.Time {
+func checkBoundByAfter(t testing.TB, pj *client.Client, ns string, pods []corev1.Pod, schedulerName string, freed time.Time) []time.Time {
 	t.Helper()
 	var bound []time.Time
 	for _, p := range pods {
-		if by := scheduledBy(t, ns, p.Name); by != schedulerName {
+		if by := scheduledBy(t, pj, ns, p.Name); by != schedulerName {
 			t.Errorf("%s was scheduled by %q, want %q", p.Name, by, schedulerName)
 		}
 		scheduled := false
@@ -113,7 +114,7 @@ func checkBoundByAfter(t testing.TB, ns string, pods []corev1.Pod, schedulerName
 		if !scheduled {
 			t.Errorf("%s has no PodScheduled condition", p.Name)
 		}
-		bound = append(bound, scheduledAt(t, ns, p.Name))
+		bound = append(bound, scheduledAt(t, pj, ns, p.Name))
 	}
 	return bound
 }

@@ -37,8 +37,7 @@ var (
 )
 
 // withAddons starts a local cluster running the add-ons (withCluster).
-// Tests run one at a time, so the swap of the suite's client is safe.
-func withAddons(t testing.TB, addons ...string) *localcluster.State {
+func withAddons(t testing.TB, addons ...string) (*localcluster.State, *client.Client) {
 	t.Helper()
 	home, err := os.MkdirTemp("", "paddlejob-e2e-addons-")
 	if err != nil {
@@ -50,9 +49,9 @@ func withAddons(t testing.TB, addons ...string) *localcluster.State {
 	return withCluster(t, o)
 }
 
-// withCluster starts a local cluster of options o and points the suite's
-// client (pj) at it until the test ends, when the cluster is stopped.
-func withCluster(t testing.TB, o localcluster.Options) *localcluster.State {
+// withCluster starts a local cluster of options o, stopped when the test
+// ends, and returns it with a client of it.
+func withCluster(t testing.TB, o localcluster.Options) (*localcluster.State, *client.Client) {
 	t.Helper()
 	home, addons := o.Home, o.With
 	o.Out = testWriter{t, new([]byte)}
@@ -64,14 +63,11 @@ func withCluster(t testing.TB, o localcluster.Options) *localcluster.State {
 		t.Fatalf("starting a local cluster with %v: %v", addons, err)
 	}
 	t.Logf("local cluster with %v up in %s", addons, time.Since(start).Round(100*time.Millisecond))
-	main := pj
 	c, err := client.NewFromKubeconfig(st.Kubeconfig(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pj = c
 	t.Cleanup(func() {
-		pj = main
 		o.Out = os.Stderr
 		if err := localcluster.Down(o); err != nil {
 			t.Errorf("stopping the cluster with %v: %v", addons, err)
@@ -80,7 +76,7 @@ func withCluster(t testing.TB, o localcluster.Options) *localcluster.State {
 			t.Errorf("processes left after down:\n%s", strings.Join(left, "\n"))
 		}
 	})
-	return st
+	return st, c
 }
 
 // testWriter logs whole lines to the test's log.
@@ -118,7 +114,7 @@ func dynamicClient(t testing.TB, st *localcluster.State) *dynamic.DynamicClient 
 // Volcano, and its PodGroup of minMember 4 — completes with real Paddle,
 // every pod placed by the real Volcano scheduler.
 func TestVolcanoWideAndDeepExample(t *testing.T) {
-	st := withAddons(t, localcluster.AddonVolcano)
+	st, pj := withAddons(t, localcluster.AddonVolcano)
 	const path = "config/samples/seed004/example-4-wide-and-deep-volcano.yaml"
 	// The file's two documents, the PaddleJob then its PodGroup, sent in
 	// that order as kubectl apply -f sends them.
@@ -138,20 +134,20 @@ func TestVolcanoWideAndDeepExample(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(docs[1]), &pg.Object); err != nil || pg.GetKind() != "PodGroup" {
 		t.Fatalf("the second object of %s is no PodGroup (%v)", path, err)
 	}
-	job.Namespace = newNamespace(t)
+	job.Namespace = newNamespace(t, pj)
 	pg.SetNamespace(job.Namespace)
 	dyn := dynamicClient(t, st)
 	start := time.Now()
-	createJob(t, job)
+	createJob(t, pj, job)
 	if _, err := dyn.Resource(volcanoPodGroups).Namespace(job.Namespace).Apply(context.Background(), pg.GetName(), pg,
 		metav1.ApplyOptions{FieldManager: "e2e", Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	done, logs := awaitCompletion(t, job, start)
+	done, logs := awaitCompletion(t, pj, job, start)
 	checkPSJob(t, done, logs)
 	// The workers stay (cleanPodPolicy Never): Volcano placed them.
 	for _, pod := range []string{"wide-ande-deep-worker-0", "wide-ande-deep-worker-1"} {
-		if by := scheduledBy(t, job.Namespace, pod); by != localcluster.VolcanoSchedulerName {
+		if by := scheduledBy(t, pj, job.Namespace, pod); by != localcluster.VolcanoSchedulerName {
 			t.Errorf("%s was scheduled by %q, want %q", pod, by, localcluster.VolcanoSchedulerName)
 		}
 	}
@@ -168,15 +164,15 @@ func TestVolcanoWideAndDeepExample(t *testing.T) {
 // pod at all; once the blocker goes, the gang scheduler places every pod
 // and the job completes.
 func TestVolcanoGangWaitsForRoom(t *testing.T) {
-	st := withAddons(t, localcluster.AddonVolcano)
-	spread, _ := gangWaitsForRoom(t, st, localcluster.VolcanoSchedulerName, volcanoPodGroups)
+	st, pj := withAddons(t, localcluster.AddonVolcano)
+	spread, _ := gangWaitsForRoom(t, pj, st, localcluster.VolcanoSchedulerName, volcanoPodGroups)
 	t.Logf("the gang's %d pods were bound within %s of each other", gangPods, spread)
 }
 
 // The same with scheduler-plugins' Coscheduling.
 func TestCoschedulingGangWaitsForRoom(t *testing.T) {
-	st := withAddons(t, localcluster.AddonCoscheduling)
-	spread, _ := gangWaitsForRoom(t, st, localcluster.CoschedulingSchedulerName, coschedulingPodGroups)
+	st, pj := withAddons(t, localcluster.AddonCoscheduling)
+	spread, _ := gangWaitsForRoom(t, pj, st, localcluster.CoschedulingSchedulerName, coschedulingPodGroups)
 	t.Logf("the gang's %d pods were bound within %s of each other", gangPods, spread)
 }
 
@@ -196,10 +192,10 @@ func BenchmarkGangBinding(b *testing.B) {
 		{localcluster.AddonCoscheduling, localcluster.CoschedulingSchedulerName, coschedulingPodGroups},
 	} {
 		b.Run(gang.addon, func(b *testing.B) {
-			st := withAddons(b, gang.addon)
+			st, pj := withAddons(b, gang.addon)
 			var spread, completed time.Duration
 			for b.Loop() {
-				s, c := gangWaitsForRoom(b, st, gang.scheduler, gang.podGroups)
+				s, c := gangWaitsForRoom(b, pj, st, gang.scheduler, gang.podGroups)
 				spread, completed = spread+s, completed+c
 			}
 			b.ReportMetric(spread.Seconds()/float64(b.N), "s-binding-spread")
@@ -223,22 +219,22 @@ const (
 // and waits until the job completes, every pod placed by the gang
 // scheduler. It returns the spread of the pods' Scheduled events and the
 // time from the blocker's deletion to the completion.
-func gangWaitsForRoom(t testing.TB, st *localcluster.State, schedulerName string, podGroups schema.GroupVersionResource) (spread, completed time.Duration) {
+func gangWaitsForRoom(t testing.TB, pj *client.Client, st *localcluster.State, schedulerName string, podGroups schema.GroupVersionResource) (spread, completed time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := newNamespace(t, pj)
 	cs := pj.Clientset()
-	startBlocker(t, ns)
+	startBlocker(t, pj, ns)
 
 	job := testutil.MakePaddleJob("gang", ns).Workers(gangPods).Image("busybox:1.36").
 		Command(paddlev1.ReplicaWorker, "sh", "-c", "echo started; sleep 2").Obj()
 	tmpl := &job.Spec.Worker.Template.Spec
 	tmpl.SchedulerName = schedulerName
 	tmpl.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(gangPodCPU)}
-	createJob(t, job)
+	createJob(t, pj, job)
 
 	// The scheduler has seen the group and turned it down...
-	waitForTheGangTurnedDown(t, dynamicClient(t, st), ns, job.Name, schedulerName, podGroups)
+	waitForTheGangTurnedDown(t, pj, dynamicClient(t, st), ns, job.Name, schedulerName, podGroups)
 	// ...and no pod of it holds the node.
 	pods, err := pj.Pods(ctx, ns, job.Name)
 	if err != nil {
@@ -257,11 +253,11 @@ func gangWaitsForRoom(t testing.TB, st *localcluster.State, schedulerName string
 	freed := time.Now()
 	done, err := pj.WaitFor(ctx, ns, job.Name, client.Finished, jobTimeout)
 	if err != nil {
-		dumpJob(t, ns, job.Name)
+		dumpJob(t, pj, ns, job.Name)
 		t.Fatal(err)
 	}
 	completed = time.Since(freed)
-	mustComplete(t, done)
+	mustComplete(t, pj, done)
 	t.Logf("the gang completed %s after the blocker was deleted", completed.Round(100*time.Millisecond))
 	// Every pod was placed by the gang scheduler, after the blocker went.
 	pods, err = pj.Pods(ctx, ns, job.Name)
@@ -271,14 +267,14 @@ func gangWaitsForRoom(t testing.TB, st *localcluster.State, schedulerName string
 	if len(pods) != gangPods {
 		t.Fatalf("%d pods after completion, want %d (cleanPodPolicy Never)", len(pods), gangPods)
 	}
-	bound := checkBoundByAfter(t, ns, pods, schedulerName, freed)
+	bound := checkBoundByAfter(t, pj, ns, pods, schedulerName, freed)
 	return slices.MaxFunc(bound, time.Time.Compare).Sub(slices.MinFunc(bound, time.Time.Compare)), completed
 }
 
 // scheduledAt is when the scheduler reported a pod's Scheduled event, to the
 // microsecond where the scheduler writes events.k8s.io events (as the
 // schedulers here do).
-func scheduledAt(t testing.TB, ns, pod string) time.Time {
+func scheduledAt(t testing.TB, pj *client.Client, ns, pod string) time.Time {
 	t.Helper()
 	evs, err := pj.Clientset().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
 		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + pod + ",reason=Scheduled"})
@@ -292,7 +288,7 @@ func scheduledAt(t testing.TB, ns, pod string) time.Time {
 }
 
 // scheduledBy is the component that reported a pod's Scheduled event.
-func scheduledBy(t testing.TB, ns, pod string) string {
+func scheduledBy(t testing.TB, pj *client.Client, ns, pod string) string {
 	t.Helper()
 	var by string
 	poll(t, 30*time.Second, "the Scheduled event of "+pod, func() (bool, string) {
@@ -317,7 +313,7 @@ func scheduledBy(t testing.TB, ns, pod string) string {
 // LocalQueue default (a subtest of TestKueue): its webhook suspends the Job at creation, the
 // manager makes it a Workload, admits it to the ClusterQueue and resumes
 // it, and the Job runs to completion on the node.
-func kueueAdmitsABatchJob(t *testing.T, st *localcluster.State) {
+func kueueAdmitsABatchJob(t *testing.T, pj *client.Client, st *localcluster.State) {
 	ctx := context.Background()
 	cs := pj.Clientset()
 	job := &batchv1.Job{

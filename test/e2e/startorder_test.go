@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
 // An unmodified parameter-server program whose trainers call
@@ -22,11 +23,12 @@ import (
 // only once every parameter server accepts connections (its readiness
 // probe). paddle-operator's example 5 as written, with Gloo off as it is there.
 func TestTrainersStartAfterTheServersListen(t *testing.T) {
+	pj := suiteClient
 	code := wideAndDeepWithoutServerWait(t)
 	for run := 1; run <= 3; run++ {
 		t.Run(fmt.Sprintf("run %d", run), func(t *testing.T) {
-			ns := newNamespace(t)
-			applyLocalPV(t, ns, code)
+			ns := newNamespace(t, pj)
+			applyLocalPV(t, pj, ns, code)
 			job := loadJob(t, "config/samples/seed004/example-5-data-demo.yaml")
 			job.Namespace = ns
 			for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
@@ -34,9 +36,9 @@ func TestTrainersStartAfterTheServersListen(t *testing.T) {
 				c.Image = "registry.baidubce.com/paddle-operator/demo-wide-and-deep:v1"
 				c.Env = append(c.Env, corev1.EnvVar{Name: "PASSES", Value: "3"})
 			}
-			done, logs := runInNamespace(t, job)
+			done, logs := runInNamespace(t, pj, job)
 			checkPSJob(t, done, logs)
-			checkNoTrainerFailedToConnect(t, done)
+			checkNoTrainerFailedToConnect(t, pj, done)
 		})
 	}
 }
@@ -46,7 +48,7 @@ func TestTrainersStartAfterTheServersListen(t *testing.T) {
 // restart after no progress is Paddle's GEO start-up hang
 // (docs/paddle-known-issues.md), which the progress deadline recovers; it
 // is logged, not a start-order failure.
-func checkNoTrainerFailedToConnect(t *testing.T, done *paddlev1.PaddleJob) {
+func checkNoTrainerFailedToConnect(t *testing.T, pj *client.Client, done *paddlev1.PaddleJob) {
 	t.Helper()
 	events, err := pj.Clientset().CoreV1().Events(done.Namespace).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=RestartingJob"})
 	if err != nil {

@@ -18,8 +18,10 @@ import (
 )
 
 var (
-	// pj is the SDK client of the test cluster.
-	pj *client.Client
+	// suiteClient is the SDK client of the suite's cluster, set once before
+	// any test runs; a test names the client it uses (pj := suiteClient, or
+	// the client of a cluster of its own) and hands it to the helpers.
+	suiteClient *client.Client
 	// cluster is the running local cluster; nil once TestDown stopped it.
 	cluster *localcluster.State
 	opts    localcluster.Options
@@ -81,7 +83,7 @@ func run(m *testing.M) int {
 			}
 		}
 	}()
-	pj, err = client.NewFromKubeconfig(cluster.Kubeconfig(), "")
+	suiteClient, err = client.NewFromKubeconfig(cluster.Kubeconfig(), "")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -24,10 +24,10 @@ func TestKilledComponentsComeBack(t *testing.T) {
 	}
 	o := opts
 	o.Home = home
-	withCluster(t, o)
+	_, pj := withCluster(t, o)
 
 	job := loadJob(t, "config/samples/seed004/example-1-wide-and-deep.yaml")
-	job.Namespace = newNamespace(t)
+	job.Namespace = newNamespace(t, pj)
 	for _, rt := range []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaWorker} {
 		rs := job.Spec.Replicas(rt)
 		c := &rs.Template.Spec.Containers[0]
@@ -37,9 +37,9 @@ func TestKilledComponentsComeBack(t *testing.T) {
 		rs.RestartPolicy = paddlev1.RestartPolicyExitCode
 	}
 	start := time.Now()
-	createJob(t, job)
+	createJob(t, pj, job)
 	poll(t, 2*time.Minute, "the job runs", func() (bool, string) {
-		j := getJob(t, job)
+		j := getJob(t, pj, job)
 		return j.Status.Phase == paddlev1.PaddleJobRunning, string(j.Status.Phase)
 	})
 
@@ -61,7 +61,7 @@ func TestKilledComponentsComeBack(t *testing.T) {
 				fmt.Sprintf("pid %d, %d restarts, %s, last exit %s", now.PID, now.Restarts, now.State, now.LastExit)
 		})
 	}
-	done, _ := awaitCompletion(t, job, start)
+	done, _ := awaitCompletion(t, pj, job, start)
 	if done.Status.Phase != paddlev1.PaddleJobCompleted {
 		t.Errorf("the job ended %s", done.Status.Phase)
 	}

@@ -38,7 +38,7 @@ func TestYourOwnProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := upWithoutFlags(t, home)
+	env, pj := upWithoutFlags(t, home)
 	dir := filepath.Join(t.TempDir(), "my-ctr")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -49,27 +49,27 @@ func TestYourOwnProgram(t *testing.T) {
 	}
 
 	t.Run("parameter server", func(t *testing.T) {
-		runYourPSProgram(t, env, dir)
+		runYourPSProgram(t, pj, env, dir)
 	})
 
 	t.Run("collective", func(t *testing.T) {
-		runYourCollectiveProgram(t, env, dir)
+		runYourCollectiveProgram(t, pj, env, dir)
 	})
 
 	t.Run("a job larger than the machine says why it is Pending", func(t *testing.T) {
-		checkABigJobSaysWhyItIsPending(t, env)
+		checkABigJobSaysWhyItIsPending(t, pj, env)
 	})
 
 	t.Run("validate says offline what the cluster says", func(t *testing.T) {
-		checkValidateOfflineSaysWhatTheClusterSays(t, env)
+		checkValidateOfflineSaysWhatTheClusterSays(t, pj, env)
 	})
 }
 
 // upWithoutFlags starts a local cluster in home with `paddlejob up` and no
 // flag, as a new user does, its context in a kubeconfig of its own that the
-// returned environment names; pj talks to it until the test ends, when
-// `paddlejob down` stops it.
-func upWithoutFlags(t *testing.T, home string) []string {
+// returned environment names, and a client of it; `paddlejob down` stops it
+// when the test ends.
+func upWithoutFlags(t *testing.T, home string) ([]string, *client.Client) {
 	t.Helper()
 	env := []string{"KUBECONFIG=" + filepath.Join(t.TempDir(), "kubeconfig"), "PADDLEJOB_HOME=" + home}
 	start := time.Now()
@@ -77,14 +77,11 @@ func upWithoutFlags(t *testing.T, home string) []string {
 		t.Fatalf("paddlejob up: exit %d\n%s%s", code, out, errOut)
 	}
 	t.Logf("paddlejob up in %s", time.Since(start).Round(100*time.Millisecond))
-	main := pj
 	c, err := client.NewFromKubeconfig(strings.TrimPrefix(env[0], "KUBECONFIG="), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pj = c
 	t.Cleanup(func() {
-		pj = main
 		if out, errOut, code := paddlejobCLI(t, env, "down"); code != 0 {
 			t.Errorf("paddlejob down: exit %d\n%s%s", code, out, errOut)
 		}
@@ -92,48 +89,48 @@ func upWithoutFlags(t *testing.T, home string) []string {
 			t.Errorf("processes left after down:\n%s", strings.Join(left, "\n"))
 		}
 	})
-	return env
+	return env, c
 }
 
 // runYourPSProgram runs the parameter-server job of the program init
 // wrote in dir, building its image from dir: the node restarts to read the
 // Dockerfile, each trainer says who it was, and the model learned.
-func runYourPSProgram(t *testing.T, env []string, dir string) {
-	ns := newNamespace(t)
+func runYourPSProgram(t *testing.T, pj *client.Client, env []string, dir string) {
+	ns := newNamespace(t, pj)
 	_, errOut, code := paddlejobCLI(t, env, "run", "-f", filepath.Join(dir, "job-ps.yaml"), "--build-context", dir, "-n", ns)
 	// The first run adds the image: the node restarts to read the
 	// Dockerfile, and lets pods write the context's output/.
 	if code != 0 || !strings.Contains(errOut, "image my-ctr:v1: the local node runs it from the build context "+dir+" (the node restarted to read its Dockerfile); pods may write in "+filepath.Join(dir, "output")) ||
 		!strings.Contains(errOut, "PaddleJob "+ns+"/my-ctr-ps completed") {
-		dumpJob(t, ns, "my-ctr-ps")
+		dumpJob(t, pj, ns, "my-ctr-ps")
 		t.Fatalf("paddlejob run: exit %d\n%s", code, errOut)
 	}
-	logRestarts(t, ns, "my-ctr-ps")
+	logRestarts(t, pj, ns, "my-ctr-ps")
 	for rank := 0; rank < 2; rank++ {
-		log := podLog(t, ns, fmt.Sprintf("my-ctr-ps-worker-%d", rank))
+		log := podLog(t, pj, ns, fmt.Sprintf("my-ctr-ps-worker-%d", rank))
 		if !strings.Contains(log, fmt.Sprintf("role=TRAINER mode=ps rank=%d world_size=2 servers=2", rank)) {
 			t.Errorf("trainer %d does not say who it was:\n%s", rank, log)
 		}
 	}
-	checkModel(t, filepath.Join(dir, "output", "ps"), podLog(t, ns, "my-ctr-ps-worker-0"))
+	checkModel(t, filepath.Join(dir, "output", "ps"), podLog(t, pj, ns, "my-ctr-ps-worker-0"))
 }
 
 // runYourCollectiveProgram runs the collective job of the same program
 // and image (no node restart): each rank of 2 says who it was, and the
 // model learned.
-func runYourCollectiveProgram(t *testing.T, env []string, dir string) {
-	ns := newNamespace(t)
+func runYourCollectiveProgram(t *testing.T, pj *client.Client, env []string, dir string) {
+	ns := newNamespace(t, pj)
 	_, errOut, code := paddlejobCLI(t, env, "run", "-f", filepath.Join(dir, "job-collective.yaml"), "--build-context", dir, "-n", ns)
 	// The same image and Dockerfile: no restart.
 	if code != 0 || !strings.Contains(errOut, "image my-ctr:v1: the local node runs it from the build context "+dir+" (as before") ||
 		!strings.Contains(errOut, "PaddleJob "+ns+"/my-ctr-collective completed") {
-		dumpJob(t, ns, "my-ctr-collective")
+		dumpJob(t, pj, ns, "my-ctr-collective")
 		t.Fatalf("paddlejob run: exit %d\n%s", code, errOut)
 	}
 	logs := map[string]string{}
 	for rank := 0; rank < 2; rank++ {
 		pod := fmt.Sprintf("my-ctr-collective-worker-%d", rank)
-		logs[pod] = podLog(t, ns, pod)
+		logs[pod] = podLog(t, pj, ns, pod)
 	}
 	for rank := 0; rank < 2; rank++ {
 		if !strings.Contains(strings.Join([]string{logs["my-ctr-collective-worker-0"], logs["my-ctr-collective-worker-1"]}, "\n"),
@@ -147,8 +144,8 @@ func runYourCollectiveProgram(t *testing.T, env []string, dir string) {
 // checkABigJobSaysWhyItIsPending runs a job asking for more CPU than the
 // node has: run says why it is Pending, and get and describe say it too,
 // with the capacity that makes room for it.
-func checkABigJobSaysWhyItIsPending(t *testing.T, env []string) {
-	ns := newNamespace(t)
+func checkABigJobSaysWhyItIsPending(t *testing.T, pj *client.Client, env []string) {
+	ns := newNamespace(t, pj)
 	node, err := pj.Clientset().CoreV1().Nodes().Get(context.Background(), localcluster.NodeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -200,8 +197,8 @@ func checkABigJobSaysWhyItIsPending(t *testing.T, env []string) {
 // checkValidateOfflineSaysWhatTheClusterSays validates bad manifests
 // offline and with --server: both refuse, and offline says every field
 // error the cluster says.
-func checkValidateOfflineSaysWhatTheClusterSays(t *testing.T, env []string) {
-	ns := newNamespace(t)
+func checkValidateOfflineSaysWhatTheClusterSays(t *testing.T, pj *client.Client, env []string) {
+	ns := newNamespace(t, pj)
 	good := mustRead(t, "examples/jobs/resnet.yaml")
 	for name, manifest := range map[string]string{
 		"an unknown field":      strings.Replace(good, "cleanPodPolicy: Never", "cleanPodPolicy: Never\n  foo: bar", 1),
