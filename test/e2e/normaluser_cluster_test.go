@@ -23,8 +23,9 @@ import (
 // the control-plane binaries and the Paddle runtime the suite's (copies the
 // user can read: the originals are root's), and the cluster started inside
 // cgroups delegated to the user, so that the node may limit its pods. The
-// suite's client (pj) points at it until the test ends; then `paddlejob down`,
-// as the user, stops it, and no process of the user may be left.
+// returned cluster carries a client of it (pj); when the test ends
+// `paddlejob down`, as the user, stops it, and no process of the user may be
+// left.
 func upAsNormalUser(t *testing.T, u *normalUser) *sandboxCluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
