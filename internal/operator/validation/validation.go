@@ -31,11 +31,11 @@ type Settings struct {
 }
 
 // DefaultSettings are the settings of an operator installed by config/ or
-// the chart with its defaults: an elastic etcd, progress reports on, Volcano
-// as the default gang scheduler, the Kueue integration on.
+// the chart with its defaults: no etcd of its own for elastic jobs, progress
+// reports on, Volcano as the default gang scheduler, the Kueue integration
+// on.
 func DefaultSettings() Settings {
 	return Settings{
-		ElasticEtcd:     true,
 		ProgressReports: true,
 		Gang:            podcontract.GangSettings{Default: podcontract.GangVolcano, SchedulerPluginsName: podcontract.DefaultSchedulerPluginsName},
 	}
