@@ -74,9 +74,10 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: lint
-lint: ## Check formatting, vet, and that no Go or Python file or function grows past its size limit (hack/checksize).
+lint: ## Check formatting, vet, that no Go or Python file or function grows past its size limit (hack/checksize), and the operator's import rules (hack/importrules).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed on:"; echo "$$out"; exit 1; }
 	go run ./hack/checksize .
+	go run ./hack/importrules .
 	go vet ./...
 	go vet -tags integration ./...
 

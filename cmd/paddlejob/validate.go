@@ -26,8 +26,8 @@ import (
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/config"
-	"github.com/paddlejob/paddlejob/internal/operator/controller"
-	opprogress "github.com/paddlejob/paddlejob/internal/operator/progress"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
+	opvalidation "github.com/paddlejob/paddlejob/internal/operator/validation"
 	"github.com/paddlejob/paddlejob/internal/operator/webhook"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
@@ -55,8 +55,11 @@ give the webhook, the CRD's rules the API server skips while the schema finds
 errors) is a Note on stderr; the webhook's warnings go to stderr too. Exits 0 when
 every job is valid, 1 otherwise.
 
-Offline, the pods' templates are not checked as the API server checks pods (the
-webhook does that with a dry run on a cluster): --server sends the manifest's jobs to
+Offline, the webhook's checks run under the operator's default settings (no etcd
+for elastic jobs, progress reports on, Volcano as the gang scheduler), which some of
+its warnings depend on: a Note on stderr says which it assumed. Nor are the pods'
+templates checked as the API server checks pods (the webhook does that with a dry
+run on a cluster): --server sends the manifest's jobs to
 the cluster as a server-side dry run (nothing is stored), with the operator's webhook,
 and lists the problems it refuses a job for in the same lines (the cluster stops at
 the first kind that fails, and checks no image references).
@@ -107,6 +110,9 @@ func (f *validateFlags) run(cmd *cobra.Command) error {
 		}
 	}
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if !f.server {
+		fmt.Fprintln(errOut, assumedSettings(offlineSettings))
+	}
 	jobs, invalid := 0, 0
 	for _, o := range objs {
 		if o.GetKind() != "PaddleJob" || o.GroupVersionKind().Group != paddlev1.GroupVersion.Group {
@@ -177,7 +183,7 @@ func validateOffline(ctx context.Context, o *unstructured.Unstructured) (*jobRep
 		r.notes = append(r.notes, "not checked by the operator's webhook nor for image references: the schema's errors leave no PaddleJob to check ("+err.Error()+")")
 		return r, nil
 	}
-	warnings, err := admit(ctx, job)
+	warnings, err := admit(ctx, job, offlineSettings)
 	r.warnings = warnings
 	if err := r.addRefusal(checkWebhook, err); err != nil {
 		return nil, err
@@ -226,13 +232,41 @@ func schemaErrors(ctx context.Context, s *crdSchema, obj map[string]any) field.E
 	return append(errs, celErrs...)
 }
 
-// admit runs the operator's webhook on a job being created, as the
-// operator installed by config/ and the chart would: default settings,
-// progress reports on.
-func admit(ctx context.Context, job *paddlev1.PaddleJob) ([]string, error) {
-	opts := controller.DefaultOptions()
-	opts.Progress.Store = &opprogress.Store{}
-	hook := &webhook.PaddleJobWebhook{Validator: controller.NewValidator(opts)}
+// offlineSettings are the operator settings offline validation assumes:
+// those of the operator config/ and the chart install with their defaults.
+// Some checks depend on them (a warning for an elastic job without etcd, for
+// a schedulingPolicy no gang scheduler reads, for a progress deadline no
+// report can meet); --server checks under the cluster's own.
+var offlineSettings = opvalidation.DefaultSettings()
+
+// assumedSettings is the line that says which operator settings offline
+// validation assumed.
+func assumedSettings(s opvalidation.Settings) string {
+	yesNo := func(on bool, yes, no string) string {
+		if on {
+			return yes
+		}
+		return no
+	}
+	gang := s.Gang.Default
+	if gang == "" || gang == podcontract.GangNone {
+		gang = "none"
+	}
+	plugins := s.Gang.SchedulerPluginsName
+	if plugins == "" {
+		plugins = podcontract.DefaultSchedulerPluginsName
+	}
+	return fmt.Sprintf("Note: assumed the operator's default settings (--server checks under the cluster's own): %s, %s, default gang scheduler %s (templates may name %s or %s), %s",
+		yesNo(s.ElasticEtcd, "an etcd for elastic jobs", "no etcd for elastic jobs"),
+		yesNo(s.ProgressReports, "progress reports on", "progress reports off"),
+		gang, podcontract.VolcanoSchedulerName, plugins,
+		yesNo(s.IgnoreKueue, "Kueue integration off", "Kueue integration on"))
+}
+
+// admit runs the operator's webhook on a job being created, as an operator
+// with these settings would.
+func admit(ctx context.Context, job *paddlev1.PaddleJob, settings opvalidation.Settings) ([]string, error) {
+	hook := &webhook.PaddleJobWebhook{Validator: &opvalidation.Validator{Settings: settings}}
 	if err := hook.Default(ctx, job); err != nil {
 		return nil, err
 	}

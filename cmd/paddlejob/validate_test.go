@@ -14,6 +14,8 @@ import (
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/kube"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
+	opvalidation "github.com/paddlejob/paddlejob/internal/operator/validation"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
@@ -44,6 +46,10 @@ func TestValidateSaysWhatTheServerSays(t *testing.T) {
 		{"an unknown field", "  foo: 1\n" + worker(""), []string{`paddlejob/job: spec.foo: unknown field "spec.foo"`}, ""},
 		{"an enum", "  intranet: Pod\n" + worker(""), []string{`spec.intranet: Unsupported value: "Pod": supported values: "PodIP", "Service", "Host"`}, ""},
 		{"a bound", strings.Replace(worker(""), "replicas: 2", "replicas: 0", 1), []string{"spec.worker.replicas: Invalid value: 0: spec.worker.replicas in body should be greater than or equal to 1"}, ""},
+		{"a quantity", "  schedulingPolicy:\n    minResources: {cpu: lots}\n" + worker(""),
+			[]string{`paddlejob/job: spec.schedulingPolicy.minResources.cpu: Invalid value: "lots": spec.schedulingPolicy.minResources.cpu in body should match`}, ""},
+		{"an exit code", strings.Replace(worker(""), "replicas: 2", "replicas: 2\n    restartPolicy: ExitCode\n    retryableExitCodes: [300]", 1),
+			[]string{"paddlejob/job: spec.worker.retryableExitCodes[0]: Invalid value: 300: spec.worker.retryableExitCodes[0] in body should be less than or equal to 255"}, ""},
 		{"a CEL rule: no worker", "  cleanPodPolicy: Never\n", []string{"is invalid", "worker"}, ""},
 		{"a CEL rule on numbers", "  elasticPolicy: {minReplicas: 3, maxReplicas: 2}\n" + worker(""),
 			[]string{"paddlejob/job: spec.elasticPolicy: Invalid value: elasticPolicy.minReplicas must not exceed elasticPolicy.maxReplicas"}, ""},
@@ -109,7 +115,7 @@ func TestValidateListsEveryProblem(t *testing.T) {
 		}
 	}
 	// The API server skips the CRD's rules while the schema finds errors.
-	if errOut != "Note: paddlejob/six-problems: "+rulesSkipped+"\n" {
+	if errOut != assumedSettings(offlineSettings)+"\nNote: paddlejob/six-problems: "+rulesSkipped+"\n" {
 		t.Errorf("stderr: %q", errOut)
 	}
 	// The schema's checks walk maps: their order is validate's own.
@@ -271,4 +277,22 @@ func eachLeaf(x any, fn func(any) any) any {
 		return v
 	}
 	return fn(x)
+}
+
+// Offline, the webhook's checks run under settings of the operator's that
+// validate cannot see: it says which it assumed, once, on stderr.
+func TestValidateSaysWhichSettingsItAssumed(t *testing.T) {
+	const defaults = "Note: assumed the operator's default settings (--server checks under the cluster's own): " +
+		"no etcd for elastic jobs, progress reports on, default gang scheduler volcano (templates may name volcano or scheduler-plugins-scheduler), Kueue integration on"
+	if got := assumedSettings(offlineSettings); got != defaults {
+		t.Errorf("assumed settings:\n%s\nwant:\n%s", got, defaults)
+	}
+	other := opvalidation.Settings{ElasticEtcd: true, IgnoreKueue: true, Gang: podcontract.GangSettings{Default: podcontract.GangNone, SchedulerPluginsName: "coscheduler"}}
+	if got, want := assumedSettings(other), "an etcd for elastic jobs, progress reports off, default gang scheduler none (templates may name volcano or coscheduler), Kueue integration off"; !strings.HasSuffix(got, want) {
+		t.Errorf("assumed settings:\n%s\nwant it to end %q", got, want)
+	}
+	_, errOut, _ := runCLI(t, "", "validate", "-f", "testdata/six-problems.yaml")
+	if n := strings.Count(errOut, defaults+"\n"); n != 1 || !strings.HasPrefix(errOut, defaults) {
+		t.Errorf("stderr says the assumed settings %d times, want once, first:\n%s", n, errOut)
+	}
 }

@@ -25,6 +25,7 @@ import (
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/operator/controller"
 	"github.com/paddlejob/paddlejob/internal/operator/kueue"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/operator/progress"
 )
 
@@ -90,7 +91,7 @@ func DefaultOptions() Options {
 		ProbeAddr:        ":8081",
 		QPS:              500,
 		Burst:            1000,
-		HostPortRange:    fmt.Sprintf("%d-%d", controller.DefaultHostPortMin, controller.DefaultHostPortMax),
+		HostPortRange:    fmt.Sprintf("%d-%d", podcontract.DefaultHostPortMin, podcontract.DefaultHostPortMax),
 		GracefulShutdown: 30 * time.Second,
 		LeaderElectionID: "paddlejob-operator.batch.paddlepaddle.org",
 		Webhook:          DefaultWebhookOptions(),

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
-	"github.com/paddlejob/paddlejob/internal/operator/controller"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -375,8 +375,8 @@ func TestPodsOffTheHostNetworkShareTheDefaultPorts(t *testing.T) {
 			t.Errorf("%s is on the host network", name)
 		}
 		start, _, _ := strings.Cut(p.Annotations[paddlev1.AnnotationPorts], "-")
-		if start != strconv.Itoa(controller.DefaultBasePort) {
-			t.Errorf("%s holds ports %s; want its role's default range, from %d", name, p.Annotations[paddlev1.AnnotationPorts], controller.DefaultBasePort)
+		if start != strconv.Itoa(podcontract.DefaultBasePort) {
+			t.Errorf("%s holds ports %s; want its role's default range, from %d", name, p.Annotations[paddlev1.AnnotationPorts], podcontract.DefaultBasePort)
 		}
 		first = start
 	}

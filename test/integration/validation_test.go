@@ -124,6 +124,10 @@ var invalidJobs = []invalidJob{{
 	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 2\n    restartPolicy: ExitCode\n    retryableExitCodes: [-1]\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
 	want: []string{"spec.worker.retryableExitCodes[0]", "greater than or equal to 0"},
 }, {
+	name: "a minResources quantity that is none",
+	yaml: "metadata: {name: a}\nspec:\n  schedulingPolicy:\n    minResources: {cpu: lots}" + worker,
+	want: []string{"spec.schedulingPolicy.minResources.cpu", "should match"},
+}, {
 	name: "elastic requests above limits",
 	yaml: "metadata: {name: a}\nspec:\n  worker:\n    replicas: 2\n    requests: 3\n    limits: 2\n    template:\n      spec:\n        containers: [{name: paddle, image: p}]",
 	want: []string{"spec.worker", "requests (minimal replicas) must not exceed limits"},

@@ -16,7 +16,7 @@ import (
 // same): /paddle/<id> (ETCDMaster.register_heartbeat's job_prefix, the
 // legacy fleet.elastic manager's prefix) and /<id> (sync_peers'
 // /<id>/info). No other job's id has a job's id as a prefix
-// (operator/controller/elastic.go, elasticJobID), so these two prefixes hold
+// (operator/podcontract/elastic.go, ElasticJobID), so these two prefixes hold
 // that job's keys and no other job's.
 
 // Scope is what one caller may touch: the key prefixes of one job.

@@ -40,18 +40,23 @@
 //	progress.go   the progress the pods report (internal/operator/progress)
 //	              copied into the status at most once per interval
 //
-// The pod and what it reads
+// # The pod and what it reads
 //
-//	pods.go       a pod from its role's template; the job's pods by role and index
-//	env.go        the environment contract (docs/env-contract.md)
-//	envlimits.go  the endpoint lists measured at their longest, for the
-//	              limits internal/operator/validation holds them to
-//	validate.go   what validation (shared with the webhook) measures
-//	              against: the pods this package makes (NewValidator)
+// What a pod gets — its environment, ports, endpoint lists, Gloo settings,
+// start order and gang scheduler — is the pod contract, pure functions in
+// internal/operator/podcontract (docs/env-contract.md), which validation
+// measures against too. This package builds the pods from it and does the
+// writes it calls for.
+//
+//	pods.go       a pod from its role's template and the contract; the
+//	              job's pods by role and index
+//	validate.go   the operator's settings validation (shared with the
+//	              webhook) checks a job under (NewValidator), once per spec
 //	specchange.go the spec hash each pod records: no pod of a changed
 //	              spec while a pod of the old one lives
-//	endpoints.go  the endpoints ConfigMap the pods read the job variables from
-//	ports.go      port ranges and the host port allocator
+//	endpoints.go  writing the endpoints ConfigMap the pods read the job
+//	              variables from
+//	ports.go      the host port allocator
 //	service.go    the headless Service
 //
 // A new feature is a new file with its decision, its action and its test,

@@ -2,10 +2,7 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 )
 
 // The job variables (endpoint lists and counts) are published in one
@@ -22,32 +20,10 @@ import (
 // set the pod's AnnotationEndpoints to the version that includes it, which it
 // does once every pod has an IP: no process ever starts with a partial list.
 
-func endpointsConfigMapName(job string) string { return job + "-endpoints" }
-
-// endpointsData is the ConfigMap data for a job's variables, with its version.
-func endpointsData(values map[string]string) map[string]string {
-	data := make(map[string]string, len(values)+1)
-	keys := make([]string, 0, len(values))
-	for k, v := range values {
-		data[k] = v
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	h := sha256.New()
-	for _, k := range keys {
-		h.Write([]byte(k))
-		h.Write([]byte{0})
-		h.Write([]byte(values[k]))
-		h.Write([]byte{0})
-	}
-	data[versionKey] = hex.EncodeToString(h.Sum(nil))[:16]
-	return data
-}
-
 func newEndpointsConfigMap(job *paddlev1.PaddleJob, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            endpointsConfigMapName(job.Name),
+			Name:            podcontract.EndpointsConfigMapName(job.Name),
 			Namespace:       job.Namespace,
 			Labels:          map[string]string{paddlev1.LabelJobName: job.Name},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, paddlev1.GroupVersion.WithKind("PaddleJob"))},
@@ -59,7 +35,7 @@ func newEndpointsConfigMap(job *paddlev1.PaddleJob, data map[string]string) *cor
 // ensureEndpointsConfigMap creates or updates the job's endpoints ConfigMap.
 func (r *PaddleJobReconciler) ensureEndpointsConfigMap(ctx context.Context, job *paddlev1.PaddleJob, data map[string]string) error {
 	var cm corev1.ConfigMap
-	key := types.NamespacedName{Namespace: job.Namespace, Name: endpointsConfigMapName(job.Name)}
+	key := types.NamespacedName{Namespace: job.Namespace, Name: podcontract.EndpointsConfigMapName(job.Name)}
 	err := r.Get(ctx, key, &cm)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -72,7 +48,7 @@ func (r *PaddleJobReconciler) ensureEndpointsConfigMap(ctx context.Context, job 
 	case !metav1.IsControlledBy(&cm, job):
 		// Another's ConfigMap of that name: never overwrite it.
 		return fmt.Errorf("ConfigMap %s exists and is not PaddleJob %s's (no controller reference to it): rename the job or that ConfigMap", key, job.Name)
-	case cm.Data[versionKey] == data[versionKey]:
+	case cm.Data[podcontract.VersionKey] == data[podcontract.VersionKey]:
 		return nil
 	}
 	cm.Data = data

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -19,13 +20,13 @@ import (
 func TestEndpointsConfigMapIsNeverAnothers(t *testing.T) {
 	job := testutil.MakePaddleJob("train", "ns").Obj()
 	job.UID = "job-uid"
-	want := endpointsData(map[string]string{"PADDLE_TRAINERS_NUM": "2"})
-	name := endpointsConfigMapName(job.Name)
+	want := podcontract.EndpointsData(map[string]string{"PADDLE_TRAINERS_NUM": "2"})
+	name := podcontract.EndpointsConfigMapName(job.Name)
 	foreign := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
 		Data:       map[string]string{"user": "data"},
 	}
-	stale := newEndpointsConfigMap(job, endpointsData(map[string]string{"PADDLE_TRAINERS_NUM": "1"}))
+	stale := newEndpointsConfigMap(job, podcontract.EndpointsData(map[string]string{"PADDLE_TRAINERS_NUM": "1"}))
 	for _, tc := range []struct {
 		name     string
 		existing *corev1.ConfigMap

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -17,14 +18,14 @@ import (
 // spec, addresses (ips by pod name, or host ranges), published job variables —
 // and resolves the first container's environment of every pod as a kubelet
 // would.
-func renderEnv(t *testing.T, job *paddlev1.PaddleJob, ips map[string]string, hostRanges map[string]portRange) map[string]map[string]string {
+func renderEnv(t *testing.T, job *paddlev1.PaddleJob, ips map[string]string, hostRanges map[string]podcontract.PortRange) map[string]map[string]string {
 	envs, _ := renderEnvAndFiles(t, job, ips, hostRanges)
 	return envs
 }
 
 // renderEnvAndFiles also returns the files of the endpoints volume (the
 // published ConfigMap's data).
-func renderEnvAndFiles(t *testing.T, job *paddlev1.PaddleJob, ips map[string]string, hostRanges map[string]portRange) (map[string]map[string]string, map[string]string) {
+func renderEnvAndFiles(t *testing.T, job *paddlev1.PaddleJob, ips map[string]string, hostRanges map[string]podcontract.PortRange) (map[string]map[string]string, map[string]string) {
 	t.Helper()
 	job.Namespace = "ns"
 	// The host ports are recorded in the status before any pod or list, as
@@ -39,7 +40,7 @@ func renderEnvAndFiles(t *testing.T, job *paddlev1.PaddleJob, ips map[string]str
 			name := paddlev1.PodName(job.Name, rt, i)
 			ports, ok := hostRanges[name]
 			if !ok {
-				ports = defaultPortRange(job.Spec.Replicas(rt))
+				ports = podcontract.DefaultPortRange(job.Spec.Replicas(rt))
 			}
 			pod := newPod(job, rt, i, ports, podOptionsFor(job, DefaultOptions()))
 			pod.Status.PodIP = ips[name]
@@ -48,12 +49,12 @@ func renderEnvAndFiles(t *testing.T, job *paddlev1.PaddleJob, ips map[string]str
 	}
 	if jobValues == nil {
 		topo := observedTopology(job, pods)
-		if missing := topo.missingHosts(job.Name); len(missing) > 0 {
+		if missing := topo.MissingHosts(job.Name); len(missing) > 0 {
 			t.Fatalf("test set-up: no IP for %v", missing)
 		}
-		jobValues = jobEnv(&job.Spec, topo)
+		jobValues = podcontract.JobEnv(&job.Spec, topo)
 	}
-	configMaps := map[string]map[string]string{endpointsConfigMapName(job.Name): endpointsData(jobValues)}
+	configMaps := map[string]map[string]string{podcontract.EndpointsConfigMapName(job.Name): podcontract.EndpointsData(jobValues)}
 	out := map[string]map[string]string{}
 	for _, pod := range pods {
 		env, err := testutil.ResolveEnv(pod, &pod.Spec.Containers[0], configMaps)
@@ -62,7 +63,7 @@ func renderEnvAndFiles(t *testing.T, job *paddlev1.PaddleJob, ips map[string]str
 		}
 		out[pod.Name] = env
 	}
-	return out, configMaps[endpointsConfigMapName(job.Name)]
+	return out, configMaps[podcontract.EndpointsConfigMapName(job.Name)]
 }
 
 // paddleGetenv reads a variable as Paddle's getenv_or_backup does: from the
@@ -74,11 +75,11 @@ func paddleGetenv(t *testing.T, env, files map[string]string, name string) strin
 		return v
 	}
 	path := env["PADDLE_BACKUP_ENV_PATH"]
-	if !strings.HasPrefix(path, endpointsMountPath+"/") {
+	if !strings.HasPrefix(path, podcontract.EndpointsMountPath+"/") {
 		t.Fatalf("PADDLE_BACKUP_ENV_PATH=%q is not in the endpoints volume", path)
 	}
 	var backup map[string]string
-	if err := json.Unmarshal([]byte(files[strings.TrimPrefix(path, endpointsMountPath+"/")]), &backup); err != nil {
+	if err := json.Unmarshal([]byte(files[strings.TrimPrefix(path, podcontract.EndpointsMountPath+"/")]), &backup); err != nil {
 		t.Fatalf("backup env file %s: %v", path, err)
 	}
 	return backup[name]
@@ -114,7 +115,7 @@ type envContractCase struct {
 	name       string
 	job        *paddlev1.PaddleJob
 	ips        map[string]string
-	hostRanges map[string]portRange
+	hostRanges map[string]podcontract.PortRange
 	pod        string
 	want       map[string]string
 }
@@ -308,7 +309,7 @@ var (
 	contractHeterIPs = map[string]string{"ht-ps-0": "10.2.0.10", "ht-worker-0": "10.2.0.20", "ht-worker-1": "10.2.0.21", "ht-heter-0": "10.2.0.30"}
 
 	contractHostIPs    = map[string]string{"hn-ps-0": "192.168.0.5", "hn-worker-0": "192.168.0.5"}
-	contractHostRanges = map[string]portRange{"hn-ps-0": {First: 24000, Count: 3}, "hn-worker-0": {First: 24003, Count: 3}}
+	contractHostRanges = map[string]podcontract.PortRange{"hn-ps-0": {First: 24000, Count: 3}, "hn-worker-0": {First: 24003, Count: 3}}
 	contractHostPS     = map[string]string{
 		"PADDLE_WITH_GLOO":     "0", // set at 0 too: the launcher defaults it to 1
 		"FLAGS_enable_pir_api": "0", // tuning.go: parameter-server pods

@@ -2,10 +2,10 @@ package controller
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -21,7 +21,7 @@ func TestEveryPodFindsItselfInItsList(t *testing.T) {
 		t.Run(string(intranet), func(t *testing.T) {
 			job := testutil.MakePaddleJob("j", "").PS(3).Workers(4).Heter(2).Intranet(intranet).Obj()
 			ips := map[string]string{}
-			ranges := map[string]portRange{}
+			ranges := map[string]podcontract.PortRange{}
 			n := 0
 			for _, rt := range paddlev1.ReplicaTypes {
 				for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
@@ -29,7 +29,7 @@ func TestEveryPodFindsItselfInItsList(t *testing.T) {
 					ips[name] = fmt.Sprintf("10.0.0.%d", n+1)
 					if intranet == paddlev1.IntranetHost {
 						ips[name] = "192.168.1.1"
-						ranges[name] = portRange{First: int32(24000 + 3*n), Count: 3}
+						ranges[name] = podcontract.PortRange{First: int32(24000 + 3*n), Count: 3}
 					}
 					n++
 				}
@@ -76,7 +76,7 @@ func indexOf(list []string, s string) int {
 func TestWorkerListsLeftToTheBackupFile(t *testing.T) {
 	hostJob := testutil.MakePaddleJob("hc", "").Workers(2).Intranet(paddlev1.IntranetHost).Obj()
 	hostIPs := map[string]string{"hc-worker-0": "192.168.0.5", "hc-worker-1": "192.168.0.5"}
-	hostRanges := map[string]portRange{"hc-worker-0": {First: 24000, Count: 3}, "hc-worker-1": {First: 24003, Count: 3}}
+	hostRanges := map[string]podcontract.PortRange{"hc-worker-0": {First: 24000, Count: 3}, "hc-worker-1": {First: 24003, Count: 3}}
 
 	elasticJob := testutil.MakePaddleJob("el", "").UID("6f1d2c3a-9b8e-4f7a-8c1d-2e3f4a5b6c7d").Workers(3).Elastic(2, 4, "http://etcd.paddle:2379", "http://etcd2:2379").Obj()
 	elasticIPs := map[string]string{"el-worker-0": "10.3.0.1", "el-worker-1": "10.3.0.2", "el-worker-2": "10.3.0.3"}
@@ -132,7 +132,7 @@ type backupFileCase struct {
 	name       string
 	job        *paddlev1.PaddleJob
 	ips        map[string]string
-	hostRanges map[string]portRange
+	hostRanges map[string]podcontract.PortRange
 	pod        string
 	// want are variables that must have these values ("<unset>": absent).
 	want map[string]string
@@ -214,39 +214,9 @@ func TestWorkerListsInTheEnvironmentUpToTheKernelLimit(t *testing.T) {
 				if n := len(splitList(v)); name != "PADDLE_SERVERS_ENDPOINTS" && n != workers {
 					t.Errorf("%s lists %d workers, want %d", name, n, workers)
 				}
-				if b := envStringBytes(name, v); b > MaxEnvStringBytes {
-					t.Errorf("%s is %d bytes, over the kernel's %d", name, b, MaxEnvStringBytes)
+				if b := podcontract.EnvStringBytes(name, v); b > podcontract.MaxEnvStringBytes {
+					t.Errorf("%s is %d bytes, over the kernel's %d", name, b, podcontract.MaxEnvStringBytes)
 				}
-			}
-		})
-	}
-}
-
-// The worker lists are in the environment exactly up to the kernel's limit,
-// NAME=value and its NUL, for a collective job outside Host intranet; a
-// parameter-server job's always are (validation refuses one that does
-// not fit); an elastic job's never.
-func TestWorkerListsInEnv(t *testing.T) {
-	// fits is the longest value of PADDLE_TRAINER_ENDPOINTS that still fits.
-	fits := strings.Repeat("x", MaxEnvStringBytes-len("PADDLE_TRAINER_ENDPOINTS=")-1)
-	tests := []struct {
-		name string
-		job  *paddlev1.PaddleJob
-		list string
-		want bool
-	}{
-		{"collective, at the limit", testutil.MakePaddleJob("a", "").Workers(2).Obj(), fits, true},
-		{"collective, one byte over", testutil.MakePaddleJob("a", "").Workers(2).Obj(), fits + "x", false},
-		{"collective, Service intranet", testutil.MakePaddleJob("a", "").Workers(2).Intranet(paddlev1.IntranetService).Obj(), "a:1,b:1", true},
-		{"parameter server, over the limit: refused at admission instead", testutil.MakePaddleJob("a", "").PS(1).Workers(2).Obj(), fits + "x", true},
-		{"Host intranet, parameter server: the PS launcher needs them and never uses its master", testutil.MakePaddleJob("a", "").PS(1).Workers(2).Intranet(paddlev1.IntranetHost).Obj(), "a:1,b:1", true},
-		{"Host intranet, collective", testutil.MakePaddleJob("a", "").Workers(2).Intranet(paddlev1.IntranetHost).Obj(), "a:1,b:1", false},
-		{"elastic", testutil.MakePaddleJob("a", "").Workers(2).Elastic(1, 3, "http://etcd:2379").Obj(), "a:1,b:1", false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := workerListsInEnv(&tc.job.Spec, tc.list); got != tc.want {
-				t.Errorf("workerListsInEnv = %v, want %v", got, tc.want)
 			}
 		})
 	}

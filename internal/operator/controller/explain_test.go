@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/paddlefailure"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
@@ -37,7 +38,7 @@ func TestPodsKeepTheEndOfTheirLogs(t *testing.T) {
 			spec := &tc.job.Spec.Replicas(tc.rt).Template.Spec
 			spec.InitContainers = []corev1.Container{{Name: "setup", Image: "busybox:1.36", TerminationMessagePolicy: tc.template}}
 			spec.Containers[0].TerminationMessagePolicy = tc.template
-			pod := newPod(tc.job, tc.rt, 0, portRange{23000, 3}, podOptions{InitImage: "busybox:1.36"})
+			pod := newPod(tc.job, tc.rt, 0, podcontract.PortRange{First: 23000, Count: 3}, podOptions{InitImage: "busybox:1.36"})
 			got := map[string]corev1.TerminationMessagePolicy{}
 			for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
 				got[c.Name] = c.TerminationMessagePolicy
@@ -122,7 +123,7 @@ func TestFailureMessagesExplainKnownFailures(t *testing.T) {
 			want: `pod wide-and-deep-worker-0: container "paddle" exited with code 2 (Error): building the model: 20000000 users x 64`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := newPod(tc.job, tc.rt, 0, portRange{23000, 3}, podOptions{InitImage: "busybox:1.36"})
+			pod := newPod(tc.job, tc.rt, 0, podcontract.PortRange{First: 23000, Count: 3}, podOptions{InitImage: "busybox:1.36"})
 			pod.Spec.NodeName = "paddlejob-node"
 			pod.Status.Phase = corev1.PodFailed
 			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "paddle", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{

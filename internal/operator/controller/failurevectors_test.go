@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/paddlefailure"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
@@ -61,7 +62,7 @@ func (s failureSource) pod(t *testing.T) *corev1.Pod {
 	if s.Job == "ps" {
 		b = b.PS(2)
 	}
-	pod := newPod(b.Obj(), s.Role, 0, portRange{23000, 3}, podOptions{InitImage: "busybox:1.36"})
+	pod := newPod(b.Obj(), s.Role, 0, podcontract.PortRange{First: 23000, Count: 3}, podOptions{InitImage: "busybox:1.36"})
 	pod.Spec.NodeName = "paddlejob-node"
 	pod.Status.Phase = corev1.PodFailed
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "paddle", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{

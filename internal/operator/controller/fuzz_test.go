@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -37,8 +38,8 @@ func FuzzPodsAndEnv(f *testing.F) {
 		}
 
 		// Ports: one range per pod, as the reconciler hands them out.
-		host := onHostNetwork(&job.Spec)
-		alloc := newHostPortAllocator(DefaultHostPortMin, DefaultHostPortMax)
+		host := podcontract.OnHostNetwork(&job.Spec)
+		alloc := newHostPortAllocator(podcontract.DefaultHostPortMin, podcontract.DefaultHostPortMax)
 		type slot struct {
 			rt    paddlev1.ReplicaType
 			index int
@@ -50,32 +51,32 @@ func FuzzPodsAndEnv(f *testing.F) {
 			}
 		}
 		nodePorts := map[int32]string{} // Host intranet: every pod may share one node
-		topo := topology{}
+		topo := podcontract.Topology{}
 		for _, s := range slots {
 			rs := job.Spec.Replicas(s.rt)
-			ports := defaultPortRange(rs)
+			ports := podcontract.DefaultPortRange(rs)
 			if host {
 				key := types.NamespacedName{Namespace: "ns", Name: paddlev1.PodName(name, s.rt, s.index)}
-				got, err := alloc.allocate(nil, []types.NamespacedName{key}, portsPerPod(rs))
+				got, err := alloc.allocate(nil, []types.NamespacedName{key}, podcontract.PortsPerPod(rs))
 				if err != nil {
 					return // out of host ports: the job waits with this error, nothing is built
 				}
 				ports = got[key]
 			}
-			if ports.First < 1 || ports.last() > 65535 || ports.processPorts() < 1 {
-				t.Fatalf("%s: port range %s with %d process ports", paddlev1.PodName(name, s.rt, s.index), ports, ports.processPorts())
+			if ports.First < 1 || ports.Last() > 65535 || ports.ProcessPorts() < 1 {
+				t.Fatalf("%s: port range %s with %d process ports", paddlev1.PodName(name, s.rt, s.index), ports, ports.ProcessPorts())
 			}
 			pod := newPod(job, s.rt, s.index, ports, podOptions{InitImage: DefaultInitImage})
 			checkPod(t, pod, ports)
 			if host {
-				for p := ports.First; p <= ports.last(); p++ {
+				for p := ports.First; p <= ports.Last(); p++ {
 					if other, taken := nodePorts[p]; taken {
 						t.Fatalf("port %d of %s is also %s's on the node", p, pod.Name, other)
 					}
 					nodePorts[p] = pod.Name
 				}
 			}
-			topo[s.rt] = append(topo[s.rt], member{Host: "255.255.255.255", Ports: ports})
+			topo[s.rt] = append(topo[s.rt], podcontract.Member{Host: "255.255.255.255", Ports: ports})
 		}
 		checkJobEnvFitsTheKernel(t, job)
 	})
@@ -99,7 +100,7 @@ func fuzzedJob(name string, workers, ps, heter uint16, gpus int64, intranet uint
 	}
 	job := w.Obj()
 	if gpus != 0 {
-		job.Spec.Worker.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{gpuResource: *resource.NewQuantity(gpus, resource.DecimalSI)}
+		job.Spec.Worker.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{podcontract.GPUResource: *resource.NewQuantity(gpus, resource.DecimalSI)}
 	}
 	return job
 }
@@ -109,17 +110,17 @@ func fuzzedJob(name string, workers, ps, heter uint16, gpus int64, intranet uint
 // environment fits in the kernel's limit on one environment string.
 func checkJobEnvFitsTheKernel(t *testing.T, job *paddlev1.PaddleJob) {
 	t.Helper()
-	for name, value := range jobEnv(&job.Spec, longestTopology(&job.Spec, job.Name)) {
-		if _, isList := listRoles[name]; !isList {
-			if n := len(name) + len(value) + 2; n > MaxEnvStringBytes {
+	for name, value := range podcontract.JobEnv(&job.Spec, podcontract.LongestTopology(&job.Spec, job.Name)) {
+		if _, isList := podcontract.ListRoles[name]; !isList {
+			if n := len(name) + len(value) + 2; n > podcontract.MaxEnvStringBytes {
 				t.Fatalf("%s is %d bytes", name, n)
 			}
 		}
 	}
-	env, _ := endpointSizes(&job.Spec, job.Name)
+	env, _ := podcontract.EndpointSizes(&job.Spec, job.Name)
 	for _, v := range env {
-		if v.Bytes > MaxEnvStringBytes {
-			t.Fatalf("%s reaches %d bytes in the environment, past the kernel's %d, and Validate let it through", v.Name, v.Bytes, MaxEnvStringBytes)
+		if v.Bytes > podcontract.MaxEnvStringBytes {
+			t.Fatalf("%s reaches %d bytes in the environment, past the kernel's %d, and Validate let it through", v.Name, v.Bytes, podcontract.MaxEnvStringBytes)
 		}
 	}
 }
@@ -127,7 +128,7 @@ func checkJobEnvFitsTheKernel(t *testing.T, job *paddlev1.PaddleJob) {
 // checkPod checks one built pod: DNS-valid names, its ports unique within
 // the pod and within 1-65535, every literal variable under the kernel's
 // limit.
-func checkPod(t *testing.T, pod *corev1.Pod, ports portRange) {
+func checkPod(t *testing.T, pod *corev1.Pod, ports podcontract.PortRange) {
 	t.Helper()
 	for what, errs := range map[string][]string{
 		"pod name":  validation.IsDNS1123Subdomain(pod.Name),
@@ -144,13 +145,13 @@ func checkPod(t *testing.T, pod *corev1.Pod, ports portRange) {
 			if p.ContainerPort < 1 || p.ContainerPort > 65535 || seen[p.ContainerPort] {
 				t.Fatalf("%s: container port %d repeated or out of range", pod.Name, p.ContainerPort)
 			}
-			if p.HostPort != 0 && (p.HostPort < ports.First || p.HostPort > ports.last()) {
+			if p.HostPort != 0 && (p.HostPort < ports.First || p.HostPort > ports.Last()) {
 				t.Fatalf("%s: host port %d outside its range %s", pod.Name, p.HostPort, ports)
 			}
 			seen[p.ContainerPort] = true
 		}
 		for _, e := range c.Env {
-			if n := len(e.Name) + len(e.Value) + 2; n > MaxEnvStringBytes {
+			if n := len(e.Name) + len(e.Value) + 2; n > podcontract.MaxEnvStringBytes {
 				t.Fatalf("%s: %s is %d bytes", pod.Name, e.Name, n)
 			}
 		}

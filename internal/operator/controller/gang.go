@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 )
 
 // Gang scheduling: a job that asks for it gets a PodGroup named after it, its
@@ -24,18 +25,15 @@ import (
 // PodGroups are handled as unstructured objects: a handful of fields of two
 // schedulers' APIs do not justify their modules in the dependency graph.
 
-// Gang schedulers, as the --gang-scheduler flag names them.
+// Gang schedulers, as the --gang-scheduler flag names them
+// (internal/operator/podcontract decides a job's).
 const (
-	GangVolcano          = "volcano"
-	GangSchedulerPlugins = "scheduler-plugins"
-	GangNone             = "none"
+	GangVolcano                 = podcontract.GangVolcano
+	GangSchedulerPlugins        = podcontract.GangSchedulerPlugins
+	GangNone                    = podcontract.GangNone
+	DefaultSchedulerPluginsName = podcontract.DefaultSchedulerPluginsName
+	VolcanoSchedulerName        = podcontract.VolcanoSchedulerName
 
-	// DefaultSchedulerPluginsName is the scheduler name scheduler-plugins'
-	// coscheduling is deployed under by default.
-	DefaultSchedulerPluginsName = "scheduler-plugins-scheduler"
-
-	// VolcanoSchedulerName is the scheduler name Volcano's pods carry.
-	VolcanoSchedulerName = "volcano"
 	// volcanoGroupAnnotation tells Volcano a pod's group.
 	volcanoGroupAnnotation = "scheduling.k8s.io/group-name"
 	// coschedulingGroupLabel tells scheduler-plugins a pod's group.
@@ -48,28 +46,15 @@ var PodGroupGVKs = map[string]schema.GroupVersionKind{
 	GangSchedulerPlugins: {Group: "scheduling.x-k8s.io", Version: "v1alpha1", Kind: "PodGroup"},
 }
 
-// GangSchedulerFor is the gang scheduler of a job: the one a template names
-// as its scheduler (volcano, or scheduler-plugins' name), else — for a job
-// with a schedulingPolicy — the operator's default; "" for none. A template
-// naming default-scheduler, or any other scheduler, names no gang
-// scheduler. The admission webhook warns by the same rule.
+// GangSchedulerFor is the gang scheduler of a job under the operator's
+// options (podcontract.GangScheduler).
 func GangSchedulerFor(spec *paddlev1.PaddleJobSpec, opts Options) string {
-	for _, rt := range paddlev1.ReplicaTypes {
-		rs := spec.Replicas(rt)
-		if rs == nil {
-			continue
-		}
-		switch rs.Template.Spec.SchedulerName {
-		case VolcanoSchedulerName:
-			return GangVolcano
-		case opts.SchedulerPluginsName:
-			return GangSchedulerPlugins
-		}
-	}
-	if spec.SchedulingPolicy != nil && opts.GangScheduler != GangNone {
-		return opts.GangScheduler
-	}
-	return ""
+	return podcontract.GangScheduler(spec, opts.gangSettings())
+}
+
+// gangSettings are the options that choose a job's gang scheduler.
+func (o Options) gangSettings() podcontract.GangSettings {
+	return podcontract.GangSettings{Default: o.GangScheduler, SchedulerPluginsName: o.SchedulerPluginsName}
 }
 
 // schedulerNameOf is the scheduler name pods of a gang scheduler need.

@@ -15,41 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
-
-func TestGangSchedulerFor(t *testing.T) {
-	opts := DefaultOptions()
-	volcanoTemplate := testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).Obj()
-	volcanoTemplate.Spec.Worker.Template.Spec.SchedulerName = "volcano"
-	pluginsTemplate := testutil.MakePaddleJob("j", "ns").Workers(2).Obj()
-	pluginsTemplate.Spec.Worker.Template.Spec.SchedulerName = DefaultSchedulerPluginsName
-	withPolicy := testutil.MakePaddleJob("j", "ns").Workers(2).Obj()
-	withPolicy.Spec.SchedulingPolicy = &paddlev1.SchedulingPolicy{Queue: "q"}
-	pluginsDefault := opts
-	pluginsDefault.GangScheduler = GangSchedulerPlugins
-	noneDefault := opts
-	noneDefault.GangScheduler = GangNone
-
-	tests := []struct {
-		name string
-		job  *paddlev1.PaddleJob
-		opts Options
-		want string
-	}{
-		{"no gang scheduling asked for", testutil.MakePaddleJob("j", "ns").Workers(2).Obj(), opts, ""},
-		{"a template names volcano (paddle-operator's example 4)", volcanoTemplate, opts, GangVolcano},
-		{"a template names scheduler-plugins", pluginsTemplate, opts, GangSchedulerPlugins},
-		{"schedulingPolicy with the default gang scheduler", withPolicy, opts, GangVolcano},
-		{"schedulingPolicy, operator defaults to scheduler-plugins", withPolicy, pluginsDefault, GangSchedulerPlugins},
-		{"schedulingPolicy, gang scheduling off", withPolicy, noneDefault, ""},
-	}
-	for _, tc := range tests {
-		if got := GangSchedulerFor(&tc.job.Spec, tc.opts); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}
 
 func TestPodGroup(t *testing.T) {
 	job := testutil.MakePaddleJob("wd", "ns").PS(2).Workers(2).Obj()
@@ -111,12 +79,12 @@ func TestGangPods(t *testing.T) {
 	job := testutil.MakePaddleJob("wd", "ns").Workers(1).Obj()
 	job.Spec.SchedulingPolicy = &paddlev1.SchedulingPolicy{}
 	opts := DefaultOptions()
-	pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, podOptionsFor(job, opts))
+	pod := newPod(job, paddlev1.ReplicaWorker, 0, podcontract.PortRange{First: 23000, Count: 3}, podOptionsFor(job, opts))
 	if pod.Spec.SchedulerName != "volcano" || pod.Annotations["scheduling.k8s.io/group-name"] != "wd" {
 		t.Errorf("Volcano pod: scheduler %q, annotations %v", pod.Spec.SchedulerName, pod.Annotations)
 	}
 	opts.GangScheduler = GangSchedulerPlugins
-	pod = newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, podOptionsFor(job, opts))
+	pod = newPod(job, paddlev1.ReplicaWorker, 0, podcontract.PortRange{First: 23000, Count: 3}, podOptionsFor(job, opts))
 	if pod.Spec.SchedulerName != DefaultSchedulerPluginsName || pod.Labels["scheduling.x-k8s.io/pod-group"] != "wd" {
 		t.Errorf("coscheduling pod: scheduler %q, labels %v", pod.Spec.SchedulerName, pod.Labels)
 	}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -15,7 +16,7 @@ const sharedDir = "/shared/gloo"
 
 // withGlooDir sets PADDLE_GLOO_FS_PATH in the ps and worker templates.
 func withGlooDir(w *testutil.JobWrapper) *testutil.JobWrapper {
-	return w.Env(paddlev1.ReplicaPS, envGlooFSPath, sharedDir).Env(paddlev1.ReplicaWorker, envGlooFSPath, sharedDir)
+	return w.Env(paddlev1.ReplicaPS, podcontract.GlooFSPath, sharedDir).Env(paddlev1.ReplicaWorker, podcontract.GlooFSPath, sharedDir)
 }
 
 // Which rendezvous each pod's role maker is given: the file-system one only
@@ -45,7 +46,7 @@ func TestGlooRendezvous(t *testing.T) {
 		{"heter pods keep the HTTP store, where Paddle gives them no group", withGlooDir(ps().Heter(1)).WithGloo(2).Obj(),
 			map[string]string{"g-ps-1": "2 2 file", "g-worker-0": "2 2 file", "g-heter-0": "2 " + httpStore}},
 		{"collective mode ignores the directory: its store is worker-0's", testutil.MakePaddleJob("g", "").Workers(2).
-			Env(paddlev1.ReplicaWorker, envGlooFSPath, sharedDir).WithGloo(2).Obj(),
+			Env(paddlev1.ReplicaWorker, podcontract.GlooFSPath, sharedDir).WithGloo(2).Obj(),
 			map[string]string{"g-worker-1": "2 " + httpStore}},
 	}
 	for _, tc := range tests {
@@ -57,7 +58,7 @@ func TestGlooRendezvous(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				pod := newPod(tc.job, rt, index, portRange{23000, 3}, podOptions{glooStorePrefix: prefix})
+				pod := newPod(tc.job, rt, index, podcontract.PortRange{First: 23000, Count: 3}, podOptions{glooStorePrefix: prefix})
 				env := envOf(pod.Spec.Containers[0].Env)
 				got := env["PADDLE_WITH_GLOO"] + " -"
 				if r, ok := env["PADDLE_GLOO_RENDEZVOUS"]; ok {
@@ -160,42 +161,5 @@ func TestGlooStorePrefixAcrossAttempts(t *testing.T) {
 	created := f.reconcile(t, job).pods["g-worker-1"]
 	if created == nil || envOf(created.Spec.Containers[0].Env)["SYS_JOB_ID"] != old {
 		t.Errorf("worker-1 recreated beside its live peers: %v, want SYS_JOB_ID %q", created, old)
-	}
-}
-
-// Which servers hold their trainers back in fleet.init until they joined
-// Gloo, and so are waited for only until they run: at level 2 over files
-// every server; over the HTTP store none (the store container serves it and
-// the servers are at level 0).
-func TestGlooWaitsForWorkers(t *testing.T) {
-	ps := func() *testutil.JobWrapper { return testutil.MakePaddleJob("g", "").PS(2).Workers(2) }
-	tests := []struct {
-		name  string
-		spec  *paddlev1.PaddleJobSpec
-		waits bool
-		// serverLevel is the servers' PADDLE_WITH_GLOO.
-		serverLevel int32
-	}{
-		{"Gloo off", &ps().Obj().Spec, false, 0},
-		{"level 1 over HTTP: the store container serves the store", &ps().WithGloo(1).Obj().Spec, false, 0},
-		{"level 2 over HTTP", &ps().WithGloo(2).Obj().Spec, false, 0},
-		{"level 1 over files: the servers' own group", &withGlooDir(ps()).WithGloo(1).Obj().Spec, false, 1},
-		{"level 2 over files: every server joins the group of all processes", &withGlooDir(ps()).WithGloo(2).Obj().Spec, true, 2},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := glooWaitsForWorkers(tc.spec, paddlev1.ReplicaPS); got != tc.waits {
-				t.Errorf("servers wait for the workers: %v, want %v", got, tc.waits)
-			}
-			if glooWaitsForWorkers(tc.spec, paddlev1.ReplicaWorker) {
-				t.Error("a worker counted as a server")
-			}
-			if got := glooLevel(tc.spec, paddlev1.ReplicaPS); got != tc.serverLevel {
-				t.Errorf("servers' PADDLE_WITH_GLOO %d, want %d", got, tc.serverLevel)
-			}
-			if got := glooLevel(tc.spec, paddlev1.ReplicaWorker); got != tc.spec.GlooLevel() {
-				t.Errorf("workers' PADDLE_WITH_GLOO %d, want the job's %d", got, tc.spec.GlooLevel())
-			}
-		})
 	}
 }

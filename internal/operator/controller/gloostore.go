@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 )
 
 // Gloo's HTTP store, served beside ps-0 rather than by it.
@@ -29,7 +30,7 @@ import (
 // sidecar (an init container with restartPolicy Always) running a small
 // store in the job's own Paddle image, at the address Paddle and its launcher
 // give the workers (ps-0's host and Gloo port). The servers get
-// PADDLE_WITH_GLOO=0 (glooEnv): over HTTP Paddle builds no Gloo group for
+// PADDLE_WITH_GLOO=0 (podcontract.GlooEnv): over HTTP Paddle builds no Gloo group for
 // them anyway, and at 0 no server hosts a store or waits in fleet.init().
 // Every server then listens as soon as it runs, and the workers are
 // released once every server is Ready (startorder.go), ps-0 like the others.
@@ -40,17 +41,10 @@ var glooStoreScript string
 // glooStoreContainerName is the store's container in ps-0's pod.
 const glooStoreContainerName = paddlev1.ReservedGlooStoreContainer
 
-// servesGlooStore reports whether the job's Gloo store is served by the
-// store container: a parameter-server job with Gloo on over the HTTP
-// rendezvous (no shared directory: usesGlooFiles).
-func servesGlooStore(spec *paddlev1.PaddleJobSpec) bool {
-	return spec.PS != nil && spec.GlooLevel() > 0 && !hasGlooFSPath(spec)
-}
-
 // hostsGlooStore reports whether the pod of a role and index holds the
 // store container: ps-0, whose address the workers are given.
 func hostsGlooStore(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType, index int) bool {
-	return servesGlooStore(spec) && rt == paddlev1.ReplicaPS && index == 0
+	return podcontract.ServesGlooStore(spec) && rt == paddlev1.ReplicaPS && index == 0
 }
 
 // addGlooStore appends the store container to a pod's init containers: it

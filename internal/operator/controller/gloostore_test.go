@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/sidecar"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
@@ -35,7 +36,7 @@ func TestGlooStoreContainer(t *testing.T) {
 		{"over files: Paddle needs no store", withGlooDir(ps()).WithGloo(2).Obj(), nil},
 		{"collective: worker-0's role maker serves it", testutil.MakePaddleJob("g", "ns").Workers(2).WithGloo(1).Obj(), nil},
 	}
-	ports := portRange{First: 23000, Count: 3}
+	ports := podcontract.PortRange{First: 23000, Count: 3}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			hosts := map[string]bool{}
@@ -61,7 +62,7 @@ func TestGlooStoreContainer(t *testing.T) {
 func TestGlooStoreContainerShape(t *testing.T) {
 	job := testutil.MakePaddleJob("g", "ns").PS(2).Workers(2).WithGloo(1).Image("paddle:3.0.0").Obj()
 	job.Spec.PS.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: ptr.To[int64](1000), RunAsNonRoot: ptr.To(true)}
-	ports := portRange{First: 23000, Count: 3}
+	ports := podcontract.PortRange{First: 23000, Count: 3}
 	pod := newPod(job, paddlev1.ReplicaPS, 0, ports, podOptionsFor(job, DefaultOptions()))
 	store := findContainer(pod.Spec.InitContainers, glooStoreContainerName)
 	if store == nil {
@@ -70,14 +71,14 @@ func TestGlooStoreContainerShape(t *testing.T) {
 	if last := pod.Spec.InitContainers[len(pod.Spec.InitContainers)-1].Name; last != glooStoreContainerName {
 		t.Errorf("init containers end with %q: the store must start after the wait for the endpoints", last)
 	}
-	if store.Image != "paddle:3.0.0" || store.Command[0] != "python3" || store.Command[len(store.Command)-1] != strconv.Itoa(int(ports.glooPort())) {
-		t.Errorf("store runs %s %v, want the Paddle image's python3 on port %d", store.Image, store.Command[:1], ports.glooPort())
+	if store.Image != "paddle:3.0.0" || store.Command[0] != "python3" || store.Command[len(store.Command)-1] != strconv.Itoa(int(ports.GlooPort())) {
+		t.Errorf("store runs %s %v, want the Paddle image's python3 on port %d", store.Image, store.Command[:1], ports.GlooPort())
 	}
 	if !sidecar.Named(&pod.Spec, glooStoreContainerName) {
 		t.Error("the store is not a sidecar (restartPolicy Always)")
 	}
-	if p := store.StartupProbe; p == nil || p.TCPSocket == nil || p.TCPSocket.Port.IntValue() != int(ports.glooPort()) {
-		t.Errorf("startup probe %+v, want TCP on %d", p, ports.glooPort())
+	if p := store.StartupProbe; p == nil || p.TCPSocket == nil || p.TCPSocket.Port.IntValue() != int(ports.GlooPort()) {
+		t.Errorf("startup probe %+v, want TCP on %d", p, ports.GlooPort())
 	}
 	if sc := store.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 1000 {
 		t.Errorf("security context %+v, want the Paddle container's", sc)
@@ -95,7 +96,7 @@ func TestGlooStoreContainerShape(t *testing.T) {
 // are not the job's.
 func TestSidecarsAreNotTheTraining(t *testing.T) {
 	job := testutil.MakePaddleJob("g", "ns").PS(2).Workers(1).WithGloo(1).Obj()
-	pod := newPod(job, paddlev1.ReplicaPS, 0, portRange{First: 23000, Count: 3}, podOptions{})
+	pod := newPod(job, paddlev1.ReplicaPS, 0, podcontract.PortRange{First: 23000, Count: 3}, podOptions{})
 	pod.Status.Phase = corev1.PodFailed
 	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{
 		Name: glooStoreContainerName, RestartCount: 2,

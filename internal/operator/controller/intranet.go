@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 )
 
 // Intranet: how a job's pods address each other (spec.intranet), and all
@@ -18,58 +19,10 @@ import (
 // exists), and whether the endpoints are published only once every pod has
 // an IP (PodIP and Host) or up front as DNS names (Service).
 
-// addressedByName reports whether the job's pods address each other by DNS
-// name (<pod>.<job>, the headless Service's), known before any pod exists:
-// in Service intranet, and in Host intranet for parameter-server jobs. Pods
-// on one node share its address there, and Paddle's parameter-server
-// launcher starts every endpoint that begins with its POD_IP
-// (launch/controllers/ps.py:45-61): by the node's IP, each pod of a node
-// would start the processes of all of them; by name, exactly its own. The
-// Service names a hostNetwork pod at its node's IP. Collective Host-intranet
-// jobs keep IPs: Paddle's collective code compares addresses with the
-// node's (docs/env-contract.md).
-func addressedByName(spec *paddlev1.PaddleJobSpec) bool {
-	switch spec.EffectiveIntranet() {
-	case paddlev1.IntranetService:
-		return true
-	case paddlev1.IntranetHost:
-		return spec.PS != nil
-	}
-	return false
-}
-
-// onHostNetwork reports whether the job's pods run in their node's network
-// namespace and share its address (Host intranet).
-func onHostNetwork(spec *paddlev1.PaddleJobSpec) bool {
-	return spec.EffectiveIntranet() == paddlev1.IntranetHost
-}
-
-// waitsForEndpoints reports whether pods of the job start only once every pod
-// has an IP: addresses are IPs in PodIP and Host intranet.
-func waitsForEndpoints(spec *paddlev1.PaddleJobSpec) bool {
-	return !addressedByName(spec)
-}
-
-// serviceHost is a pod's stable DNS name, resolved through the job's headless
-// Service (the pod's hostname and subdomain).
-func serviceHost(job string, rt paddlev1.ReplicaType, index int) string {
-	return paddlev1.PodName(job, rt, index) + "." + job
-}
-
-// podIPEnv is POD_IP: the address the pod has in the endpoint lists.
-func podIPEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int) corev1.EnvVar {
-	if addressedByName(&job.Spec) {
-		return corev1.EnvVar{Name: "POD_IP", Value: serviceHost(job.Name, rt, index)}
-	}
-	return corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
-		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"},
-	}}
-}
-
 // setPodNetwork puts a pod of a Host-intranet job in its node's network
 // namespace, and declares its ports (addPorts).
-func setPodNetwork(pod *corev1.Pod, spec *paddlev1.PaddleJobSpec, ports portRange) {
-	hostNetwork := onHostNetwork(spec)
+func setPodNetwork(pod *corev1.Pod, spec *paddlev1.PaddleJobSpec, ports podcontract.PortRange) {
+	hostNetwork := podcontract.OnHostNetwork(spec)
 	if hostNetwork {
 		pod.Spec.HostNetwork = true
 		if pod.Spec.DNSPolicy == "" {
@@ -83,7 +36,7 @@ func setPodNetwork(pod *corev1.Pod, spec *paddlev1.PaddleJobSpec, ports portRang
 // first container. On the host network every port of the range is declared
 // as a host port, so the scheduler never puts the pod beside another pod
 // holding one of them.
-func addPorts(pod *corev1.Pod, hostNetwork bool, ports portRange) {
+func addPorts(pod *corev1.Pod, hostNetwork bool, ports podcontract.PortRange) {
 	c := &pod.Spec.Containers[0]
 	declared := map[int32]bool{}
 	named := false
@@ -93,7 +46,7 @@ func addPorts(pod *corev1.Pod, hostNetwork bool, ports portRange) {
 			named = named || p.Name == portName
 		}
 	}
-	for port := ports.First; port <= ports.last(); port++ {
+	for port := ports.First; port <= ports.Last(); port++ {
 		if declared[port] {
 			continue
 		}
@@ -112,19 +65,19 @@ func addPorts(pod *corev1.Pod, hostNetwork bool, ports portRange) {
 
 // podPorts is the port range of a pod of the job: the one recorded for it,
 // else its role's default range.
-func podPorts(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int) portRange {
+func podPorts(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int) podcontract.PortRange {
 	if r, ok := recordedHostPorts(job)[paddlev1.PodName(job.Name, rt, index)]; ok {
 		return r
 	}
-	return defaultPortRange(job.Spec.Replicas(rt))
+	return podcontract.DefaultPortRange(job.Spec.Replicas(rt))
 }
 
 // recordedHostPorts are the port ranges a job recorded for its pods (Host
 // intranet), by pod name.
-func recordedHostPorts(job *paddlev1.PaddleJob) map[string]portRange {
-	out := map[string]portRange{}
+func recordedHostPorts(job *paddlev1.PaddleJob) map[string]podcontract.PortRange {
+	out := map[string]podcontract.PortRange{}
 	for _, h := range job.Status.HostPorts {
-		if r, err := parsePortRange(h.Ports); err == nil {
+		if r, err := podcontract.ParsePortRange(h.Ports); err == nil {
 			out[h.Pod] = r
 		}
 	}
@@ -139,14 +92,14 @@ func recordedHostPorts(job *paddlev1.PaddleJob) map[string]portRange {
 // with its ranges recorded (recordHostPorts); nil on a conflict; the job as
 // it was with an error (no free range, a failed write).
 func (r *PaddleJobReconciler) ensureHostPorts(ctx context.Context, job *paddlev1.PaddleJob) (*paddlev1.PaddleJob, error) {
-	if !onHostNetwork(&job.Spec) {
+	if !podcontract.OnHostNetwork(&job.Spec) {
 		return job, nil
 	}
 	have := recordedHostPorts(job)
 	want := map[paddlev1.ReplicaType][]types.NamespacedName{}
 	for _, rt := range paddlev1.ReplicaTypes {
 		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
-			if name := paddlev1.PodName(job.Name, rt, i); have[name] == (portRange{}) {
+			if name := paddlev1.PodName(job.Name, rt, i); have[name] == (podcontract.PortRange{}) {
 				want[rt] = append(want[rt], types.NamespacedName{Namespace: job.Namespace, Name: name})
 			}
 		}
@@ -164,7 +117,7 @@ func (r *PaddleJobReconciler) ensureHostPorts(ctx context.Context, job *paddlev1
 		if len(want[rt]) == 0 {
 			continue
 		}
-		got, err := r.hostPorts.allocate(live, want[rt], portsPerPod(job.Spec.Replicas(rt)))
+		got, err := r.hostPorts.allocate(live, want[rt], podcontract.PortsPerPod(job.Spec.Replicas(rt)))
 		if err != nil {
 			r.releaseAll(allocated)
 			return job, err
@@ -201,12 +154,12 @@ func (r *PaddleJobReconciler) releaseAll(keys []types.NamespacedName) {
 
 // liveHostPorts are the port ranges recorded by the unfinished jobs of every
 // namespace, from the cache.
-func (r *PaddleJobReconciler) liveHostPorts(ctx context.Context) (map[types.NamespacedName]portRange, error) {
+func (r *PaddleJobReconciler) liveHostPorts(ctx context.Context) (map[types.NamespacedName]podcontract.PortRange, error) {
 	var jobs paddlev1.PaddleJobList
 	if err := r.List(ctx, &jobs); err != nil {
 		return nil, fmt.Errorf("listing PaddleJobs for their host ports: %w", err)
 	}
-	live := map[types.NamespacedName]portRange{}
+	live := map[types.NamespacedName]podcontract.PortRange{}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		if j.Status.IsFinished() {
@@ -239,11 +192,11 @@ func desiredPodName(job *paddlev1.PaddleJob, name string) bool {
 // observedTopology is the job's topology from its live pods: the address and
 // recorded ports of pod i of each role i < replicas. Missing pods and pods
 // without an address leave an empty host.
-func observedTopology(job *paddlev1.PaddleJob, pods []*corev1.Pod) topology {
-	topo := topology{}
+func observedTopology(job *paddlev1.PaddleJob, pods []*corev1.Pod) podcontract.Topology {
+	topo := podcontract.Topology{}
 	for _, rt := range paddlev1.ReplicaTypes {
 		if n := job.Spec.ReplicaCount(rt); n > 0 {
-			topo[rt] = make([]member, n)
+			topo[rt] = make([]podcontract.Member, n)
 		}
 	}
 	for _, pod := range pods {
@@ -251,15 +204,15 @@ func observedTopology(job *paddlev1.PaddleJob, pods []*corev1.Pod) topology {
 		if !ok || i >= len(topo[rt]) || pod.DeletionTimestamp != nil {
 			continue
 		}
-		ports, err := podPortRange(pod)
+		ports, err := podcontract.PodPortRange(pod)
 		if err != nil {
 			continue
 		}
 		host := pod.Status.PodIP
-		if !waitsForEndpoints(&job.Spec) {
-			host = serviceHost(job.Name, rt, i)
+		if !podcontract.WaitsForEndpoints(&job.Spec) {
+			host = podcontract.ServiceHost(job.Name, rt, i)
 		}
-		topo[rt][i] = member{Host: host, Ports: ports}
+		topo[rt][i] = podcontract.Member{Host: host, Ports: ports}
 	}
 	return topo
 }
@@ -268,16 +221,16 @@ func observedTopology(job *paddlev1.PaddleJob, pods []*corev1.Pod) topology {
 // before any pod exists — Service intranet, where they are DNS names — and
 // nil for the intranets whose pods wait for their addresses.
 func plannedJobValues(job *paddlev1.PaddleJob) map[string]string {
-	if waitsForEndpoints(&job.Spec) {
+	if podcontract.WaitsForEndpoints(&job.Spec) {
 		return nil
 	}
-	topo := topology{}
+	topo := podcontract.Topology{}
 	for _, rt := range paddlev1.ReplicaTypes {
 		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
-			topo[rt] = append(topo[rt], member{Host: serviceHost(job.Name, rt, i), Ports: podPorts(job, rt, i)})
+			topo[rt] = append(topo[rt], podcontract.Member{Host: podcontract.ServiceHost(job.Name, rt, i), Ports: podPorts(job, rt, i)})
 		}
 	}
-	return jobEnv(&job.Spec, topo)
+	return podcontract.JobEnv(&job.Spec, topo)
 }
 
 // publishPlannedEndpoints publishes the job variables of a job whose
@@ -288,7 +241,7 @@ func (r *PaddleJobReconciler) publishPlannedEndpoints(ctx context.Context, job *
 	if jobValues == nil {
 		return nil
 	}
-	return r.ensureEndpointsConfigMap(ctx, job, endpointsData(jobValues))
+	return r.ensureEndpointsConfigMap(ctx, job, podcontract.EndpointsData(jobValues))
 }
 
 // publishEndpoints, in PodIP and Host intranet, publishes the job variables
@@ -296,25 +249,25 @@ func (r *PaddleJobReconciler) publishPlannedEndpoints(ctx context.Context, job *
 // waiting for them whose servers are ready (releasePods). It returns the
 // pods whose address is still unknown.
 func (r *PaddleJobReconciler) publishEndpoints(ctx context.Context, job *paddlev1.PaddleJob, pods []*corev1.Pod) ([]string, error) {
-	if !waitsForEndpoints(&job.Spec) && job.Spec.PS == nil {
+	if !podcontract.WaitsForEndpoints(&job.Spec) && job.Spec.PS == nil {
 		return nil, nil // no pod waits: published up front, nothing to release
 	}
 	data := plannedJobValues(job)
 	if data == nil {
 		topo := observedTopology(job, pods)
-		if missing := topo.missingHosts(job.Name); len(missing) > 0 {
+		if missing := topo.MissingHosts(job.Name); len(missing) > 0 {
 			return missing, nil
 		}
-		data = jobEnv(&job.Spec, topo)
+		data = podcontract.JobEnv(&job.Spec, topo)
 	}
-	data = endpointsData(data)
-	if waitsForEndpoints(&job.Spec) {
+	data = podcontract.EndpointsData(data)
+	if podcontract.WaitsForEndpoints(&job.Spec) {
 		// Service intranet published up front: publishPlannedEndpoints.
 		if err := r.ensureEndpointsConfigMap(ctx, job, data); err != nil {
 			return nil, err
 		}
 	}
-	return nil, r.releasePods(ctx, job, pods, data[versionKey])
+	return nil, r.releasePods(ctx, job, pods, data[podcontract.VersionKey])
 }
 
 // waitsForVersion reports whether a pod waits for an endpoints version it has

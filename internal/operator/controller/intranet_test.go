@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -35,7 +36,7 @@ func TestNewPodNetworking(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			job := testutil.MakePaddleJob("wd", "ns").Workers(1).Intranet(tc.intranet).Obj()
 			job.Spec.Worker.Template.Spec.InitContainers = []corev1.Container{{Name: "fetch-data", Image: "busybox"}}
-			pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{24000, 3}, podOptions{InitImage: "busybox:1.36"})
+			pod := newPod(job, paddlev1.ReplicaWorker, 0, podcontract.PortRange{First: 24000, Count: 3}, podOptions{InitImage: "busybox:1.36"})
 
 			inits := pod.Spec.InitContainers
 			hasWait := len(inits) > 0 && inits[0].Name == waitContainerName
@@ -70,7 +71,7 @@ func TestNewPodNetworking(t *testing.T) {
 			}
 			// The user's init container and every main container get the contract and the mount.
 			for _, c := range append(pod.Spec.InitContainers[len(pod.Spec.InitContainers)-1:], pod.Spec.Containers...) {
-				if !hasEnv(c.Env, "PADDLE_TRAINER_ID") || !hasMount(c, endpointsMountPath) {
+				if !hasEnv(c.Env, "PADDLE_TRAINER_ID") || !hasMount(c, podcontract.EndpointsMountPath) {
 					t.Errorf("container %s lacks the contract env or the endpoints mount", c.Name)
 				}
 			}
@@ -84,7 +85,7 @@ func TestNewPodNetworking(t *testing.T) {
 func TestNewPodKeepsTheUsersPorts(t *testing.T) {
 	job := testutil.MakePaddleJob("wd", "ns").Workers(1).Obj()
 	job.Spec.Worker.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "paddle", ContainerPort: 9000}}
-	pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, podOptions{})
+	pod := newPod(job, paddlev1.ReplicaWorker, 0, podcontract.PortRange{First: 23000, Count: 3}, podOptions{})
 	ports := pod.Spec.Containers[0].Ports
 	if len(ports) != 2 || ports[1].Name != "" || ports[1].ContainerPort != 23000 {
 		t.Errorf("ports = %+v; want the user's named port kept and PADDLE_PORT added unnamed", ports)
@@ -200,12 +201,12 @@ func TestPodIPIntranetPass(t *testing.T) {
 			want: passWant{phase: paddlev1.PaddleJobStarting},
 			check: func(t *testing.T, got passResult) {
 				cm := intranetEndpoints(t, got)
-				if cm == nil || cm.Data[envTrainerEndpoints] != "10.0.0.1:23000,10.0.0.2:23000" {
+				if cm == nil || cm.Data[podcontract.EnvTrainerEndpoints] != "10.0.0.1:23000,10.0.0.2:23000" {
 					t.Fatalf("endpoints ConfigMap %v, want the workers' IPs", cm)
 				}
 				for _, p := range got.pods {
-					if p.Annotations[paddlev1.AnnotationEndpoints] != cm.Data[versionKey] {
-						t.Errorf("pod %s not released: endpoints annotation %q, want version %q", p.Name, p.Annotations[paddlev1.AnnotationEndpoints], cm.Data[versionKey])
+					if p.Annotations[paddlev1.AnnotationEndpoints] != cm.Data[podcontract.VersionKey] {
+						t.Errorf("pod %s not released: endpoints annotation %q, want version %q", p.Name, p.Annotations[paddlev1.AnnotationEndpoints], cm.Data[podcontract.VersionKey])
 					}
 				}
 			},
@@ -222,7 +223,7 @@ func TestServiceIntranetPass(t *testing.T) {
 			job:  intranetJob(paddlev1.IntranetService),
 			want: passWant{created: []string{"ij-worker-0", "ij-worker-1"}, requeue: expectationTimeout},
 			check: func(t *testing.T, got passResult) {
-				if cm := intranetEndpoints(t, got); cm == nil || cm.Data[envTrainerEndpoints] != "ij-worker-0.ij:23000,ij-worker-1.ij:23000" {
+				if cm := intranetEndpoints(t, got); cm == nil || cm.Data[podcontract.EnvTrainerEndpoints] != "ij-worker-0.ij:23000,ij-worker-1.ij:23000" {
 					t.Errorf("endpoints ConfigMap %v, want the workers' DNS names", cm)
 				}
 				for _, p := range got.pods {
@@ -334,14 +335,14 @@ func TestEndpointsReachEveryWaitingPod(t *testing.T) {
 			if err := f.client.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "ep-endpoints"}, &cm); err != nil {
 				t.Fatalf("endpoints not published: %v", err)
 			}
-			if v := got.pods["ep-worker-0"].Annotations[paddlev1.AnnotationEndpoints]; v != cm.Data[versionKey] {
-				t.Errorf("the pending worker 0 has version %q, want %q", v, cm.Data[versionKey])
+			if v := got.pods["ep-worker-0"].Annotations[paddlev1.AnnotationEndpoints]; v != cm.Data[podcontract.VersionKey] {
+				t.Errorf("the pending worker 0 has version %q, want %q", v, cm.Data[podcontract.VersionKey])
 			}
 			after := got.pods["ep-worker-1"]
 			v := after.Annotations[paddlev1.AnnotationEndpoints]
 			switch {
-			case tc.released && v != cm.Data[versionKey]:
-				t.Errorf("worker 1 waits with version %q, want %q", v, cm.Data[versionKey])
+			case tc.released && v != cm.Data[podcontract.VersionKey]:
+				t.Errorf("worker 1 waits with version %q, want %q", v, cm.Data[podcontract.VersionKey])
 			case !tc.released && after.ResourceVersion != before.ResourceVersion:
 				t.Errorf("worker 1, past its wait container, was patched (version %q)", v)
 			}

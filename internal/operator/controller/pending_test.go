@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -15,7 +16,7 @@ func TestPodsWaitingQuotesTheSchedulersFirstSentence(t *testing.T) {
 	job := testutil.MakePaddleJob("wd", "ns").Workers(2).Obj()
 	var pods []*corev1.Pod
 	for i := range 2 {
-		pod := newPod(job, paddlev1.ReplicaWorker, i, defaultPortRange(job.Spec.Replicas(paddlev1.ReplicaWorker)), podOptions{})
+		pod := newPod(job, paddlev1.ReplicaWorker, i, podcontract.DefaultPortRange(job.Spec.Replicas(paddlev1.ReplicaWorker)), podOptions{})
 		pods = append(pods, testutil.WrapPod(pod).Unschedulable("0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "+
 			"preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.").Obj())
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 )
 
 const (
@@ -28,14 +29,14 @@ const (
 	// portName names the pod's PADDLE_PORT so Services and NetworkPolicies can
 	// refer to it.
 	portName = "paddle"
-	// endpointsVolume mounts the job's endpoints at endpointsMountPath: the
-	// published job variables as files, and this pod's published version.
-	endpointsVolume    = paddlev1.ReservedVolume
-	endpointsMountPath = "/etc/paddlejob"
-	// podVersionFile holds the pod's AnnotationEndpoints; versionKey the
-	// version of the ConfigMap's lists. They match once the pod may start.
+	// endpointsVolume mounts the job's endpoints at
+	// podcontract.EndpointsMountPath: the published job variables as files,
+	// and this pod's published version.
+	endpointsVolume = paddlev1.ReservedVolume
+	// podVersionFile holds the pod's AnnotationEndpoints; the ConfigMap's
+	// podcontract.VersionKey the version of its lists. They match once the
+	// pod may start.
 	podVersionFile = "pod-version"
-	versionKey     = "version"
 )
 
 // podOptions are the operator's settings that shape a job's pods.
@@ -62,7 +63,7 @@ func podOptionsFor(job *paddlev1.PaddleJob, opts Options) podOptions {
 		InitImage:        opts.InitImage,
 		gang:             gang,
 		schedulerName:    schedulerNameOf(gang, opts),
-		elasticEndpoints: elasticEndpoints(job, opts.ElasticEtcdEndpoints),
+		elasticEndpoints: podcontract.ElasticEndpoints(job, opts.ElasticEtcdEndpoints),
 		progressURL:      opts.Progress.URL,
 		specHashes:       specHashes(&job.Spec),
 	}
@@ -82,7 +83,7 @@ func podLabels(job string, rt paddlev1.ReplicaType, index int) map[string]string
 // The job variables (endpoint lists) are read from the endpoints ConfigMap,
 // never written into the pod: a pod stays the same size whatever the job's
 // size, where literal lists would make a job of N pods write O(N²) bytes.
-func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports portRange, opts podOptions) *corev1.Pod {
+func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports podcontract.PortRange, opts podOptions) *corev1.Pod {
 	tmpl := job.Spec.Replicas(rt).Template.DeepCopy()
 	name := paddlev1.PodName(job.Name, rt, index)
 	pod := &corev1.Pod{
@@ -117,16 +118,16 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	}
 
-	if opts.glooStorePrefix != "" && usesGlooFiles(&job.Spec, rt) {
+	if opts.glooStorePrefix != "" && podcontract.UsesGlooFiles(&job.Spec, rt) {
 		pod.Annotations[annotationGlooStorePrefix] = opts.glooStorePrefix
 	}
-	env := podEnv(job, rt, index, ports, opts)
-	for _, n := range jobEnvNames(&job.Spec, rt) {
-		// Optional: a list the ConfigMap leaves out (see workerListsInEnv)
+	env := podcontract.PodEnv(job, rt, index, ports, podcontract.PodEnvOptions{ElasticEndpoints: opts.elasticEndpoints, GlooStorePrefix: opts.glooStorePrefix})
+	for _, n := range podcontract.JobEnvNames(&job.Spec, rt) {
+		// Optional: a list the ConfigMap leaves out (see podcontract.WorkerListsInEnv)
 		// is not set at all.
 		env = append(env, corev1.EnvVar{Name: n, ValueFrom: &corev1.EnvVarSource{
 			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: endpointsConfigMapName(job.Name)},
+				LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.EndpointsConfigMapName(job.Name)},
 				Key:                  n,
 				Optional:             ptr.To(true),
 			},
@@ -140,17 +141,17 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		injectContainer(&spec.Containers[i], env)
 	}
 	setPodNetwork(pod, &job.Spec, ports)
-	if isServerRole(&job.Spec, rt) {
+	if podcontract.IsServerRole(&job.Spec, rt) {
 		probeServer(spec, ports.First)
 	}
 	if hostsGlooStore(&job.Spec, rt, index) {
-		addGlooStore(spec, ports.glooPort())
+		addGlooStore(spec, ports.GlooPort())
 	}
 
 	if !hasVolume(spec.Volumes, endpointsVolume) {
 		spec.Volumes = append(spec.Volumes, endpointsVolumeSource(job.Name))
 	}
-	if podWaits(&job.Spec, rt) {
+	if podcontract.PodWaits(&job.Spec, rt) {
 		spec.InitContainers = append([]corev1.Container{waitContainer(job.Name, waitsFor(&job.Spec, rt), opts.InitImage)}, spec.InitContainers...)
 	}
 	gangPod(pod, job.Name, opts.gang, opts.schedulerName)
@@ -164,11 +165,11 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 func injectContainer(c *corev1.Container, env []corev1.EnvVar) {
 	c.Env = mergeEnv(c.Env, env)
 	for _, m := range c.VolumeMounts {
-		if m.Name == endpointsVolume || m.MountPath == endpointsMountPath {
+		if m.Name == endpointsVolume || m.MountPath == podcontract.EndpointsMountPath {
 			return
 		}
 	}
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: endpointsVolume, MountPath: endpointsMountPath, ReadOnly: true})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: endpointsVolume, MountPath: podcontract.EndpointsMountPath, ReadOnly: true})
 }
 
 func hasVolume(volumes []corev1.Volume, name string) bool {
@@ -189,7 +190,7 @@ func endpointsVolumeSource(job string) corev1.Volume {
 		VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			Sources: []corev1.VolumeProjection{
 				{ConfigMap: &corev1.ConfigMapProjection{
-					LocalObjectReference: corev1.LocalObjectReference{Name: endpointsConfigMapName(job)},
+					LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.EndpointsConfigMapName(job)},
 					Optional:             ptr.To(true),
 				}},
 				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{
@@ -204,10 +205,10 @@ func endpointsVolumeSource(job string) corev1.Volume {
 // waitsFor says what a waiting pod of a role waits for, for its log.
 func waitsFor(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) string {
 	var what []string
-	if waitsForEndpoints(spec) {
+	if podcontract.WaitsForEndpoints(spec) {
 		what = append(what, "every pod of the job has an IP")
 	}
-	if len(serversOf(spec, rt)) > 0 {
+	if len(podcontract.ServersOf(spec, rt)) > 0 {
 		what = append(what, "every server it connects to accepts connections")
 	}
 	return strings.Join(what, " and ")
@@ -224,7 +225,7 @@ while :; do
   want=$(cat %[2]s/%[3]s 2>/dev/null); have=$(cat %[2]s/%[4]s 2>/dev/null)
   if [ -n "$want" ] && [ "$want" = "$have" ]; then echo "released (endpoints version $have)"; exit 0; fi
   sleep 0.2 2>/dev/null || sleep 1
-done`, job, endpointsMountPath, podVersionFile, versionKey, waitsFor)
+done`, job, podcontract.EndpointsMountPath, podVersionFile, podcontract.VersionKey, waitsFor)
 	small := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("10m"),
 		corev1.ResourceMemory: resource.MustParse("16Mi"),
@@ -233,7 +234,7 @@ done`, job, endpointsMountPath, podVersionFile, versionKey, waitsFor)
 		Name:         waitContainerName,
 		Image:        image,
 		Command:      []string{"sh", "-c", script},
-		VolumeMounts: []corev1.VolumeMount{{Name: endpointsVolume, MountPath: endpointsMountPath, ReadOnly: true}},
+		VolumeMounts: []corev1.VolumeMount{{Name: endpointsVolume, MountPath: podcontract.EndpointsMountPath, ReadOnly: true}},
 		Resources:    corev1.ResourceRequirements{Requests: small, Limits: small},
 		SecurityContext: &corev1.SecurityContext{
 			RunAsNonRoot:             ptr.To(true),
@@ -301,7 +302,23 @@ func FirstPods(job *paddlev1.PaddleJob, opts Options) map[paddlev1.ReplicaType]*
 	popts := podOptionsFor(job, opts)
 	for _, rt := range paddlev1.ReplicaTypes {
 		if rs := job.Spec.Replicas(rt); rs != nil {
-			out[rt] = newPod(job, rt, 0, defaultPortRange(rs), popts)
+			out[rt] = newPod(job, rt, 0, podcontract.DefaultPortRange(rs), popts)
+		}
+	}
+	return out
+}
+
+// mergeEnv appends the operator's variables to a container's, keeping every
+// variable the container sets itself.
+func mergeEnv(own, ours []corev1.EnvVar) []corev1.EnvVar {
+	set := make(map[string]bool, len(own))
+	for _, e := range own {
+		set[e.Name] = true
+	}
+	out := append([]corev1.EnvVar(nil), own...)
+	for _, e := range ours {
+		if !set[e.Name] {
+			out = append(out, e)
 		}
 	}
 	return out

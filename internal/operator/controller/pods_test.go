@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -19,7 +20,7 @@ func TestNewPodIdentity(t *testing.T) {
 	job.Spec.Worker.Template.Labels = map[string]string{"team": "ads"}
 	job.Spec.Worker.Template.Annotations = map[string]string{"note": "kept"}
 
-	pod := newPod(job, paddlev1.ReplicaWorker, 1, portRange{23000, 3}, podOptions{InitImage: "busybox:1.36"})
+	pod := newPod(job, paddlev1.ReplicaWorker, 1, podcontract.PortRange{First: 23000, Count: 3}, podOptions{InitImage: "busybox:1.36"})
 
 	if pod.Name != "wd-worker-1" || pod.Namespace != "ns" {
 		t.Errorf("name = %s/%s", pod.Namespace, pod.Name)
@@ -66,7 +67,7 @@ func TestPodNamesStayDNSLabels(t *testing.T) {
 
 func TestPodIndex(t *testing.T) {
 	job := testutil.MakePaddleJob("a-worker-1", "ns").Workers(3).Obj()
-	pod := newPod(job, paddlev1.ReplicaWorker, 2, portRange{23000, 3}, podOptions{})
+	pod := newPod(job, paddlev1.ReplicaWorker, 2, podcontract.PortRange{First: 23000, Count: 3}, podOptions{})
 	rt, i, ok := podIndex(pod)
 	if !ok || rt != paddlev1.ReplicaWorker || i != 2 {
 		t.Errorf("podIndex = %s, %d, %v", rt, i, ok)
@@ -93,7 +94,7 @@ func TestPodSizeDoesNotGrowWithTheJob(t *testing.T) {
 		t.Run(string(intranet), func(t *testing.T) {
 			size := func(workers int32) int {
 				job := testutil.MakePaddleJob("wd", "ns").PS(2).Workers(workers).Intranet(intranet).Obj()
-				b, err := json.Marshal(newPod(job, paddlev1.ReplicaWorker, 1, portRange{23000, 3}, podOptions{}))
+				b, err := json.Marshal(newPod(job, paddlev1.ReplicaWorker, 1, podcontract.PortRange{First: 23000, Count: 3}, podOptions{}))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/operator/progress"
 )
 
@@ -22,7 +23,7 @@ func progressJob() *paddlev1.PaddleJob {
 
 func TestPodsGetTheProgressTokenAndURLOnlyWhenOn(t *testing.T) {
 	job := progressJob()
-	off := newPod(job, paddlev1.ReplicaWorker, 0, portRange{First: 30000, Count: 1}, podOptionsFor(job, DefaultOptions()))
+	off := newPod(job, paddlev1.ReplicaWorker, 0, podcontract.PortRange{First: 30000, Count: 1}, podOptionsFor(job, DefaultOptions()))
 	if hasVolume(off.Spec.Volumes, progressVolume) {
 		t.Error("the token volume is there with the feature off")
 	}
@@ -34,7 +35,7 @@ func TestPodsGetTheProgressTokenAndURLOnlyWhenOn(t *testing.T) {
 
 	opts := DefaultOptions()
 	opts.Progress = ProgressOptions{Store: progress.NewStore(progress.Options{}), URL: "http://127.0.0.1:9444"}
-	pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{First: 30000, Count: 1}, podOptionsFor(job, opts))
+	pod := newPod(job, paddlev1.ReplicaWorker, 0, podcontract.PortRange{First: 30000, Count: 1}, podOptionsFor(job, opts))
 	var vol *corev1.Volume
 	for i := range pod.Spec.Volumes {
 		if pod.Spec.Volumes[i].Name == progressVolume {

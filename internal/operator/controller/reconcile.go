@@ -12,12 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/operator/validation"
 )
 
@@ -69,8 +69,8 @@ func DefaultOptions() Options {
 		InitImage:               DefaultInitImage,
 		MaxConcurrentReconciles: 16,
 		PodCreateParallelism:    64,
-		HostPortMin:             DefaultHostPortMin,
-		HostPortMax:             DefaultHostPortMax,
+		HostPortMin:             podcontract.DefaultHostPortMin,
+		HostPortMax:             podcontract.DefaultHostPortMax,
 		RestartBackoff:          DefaultRestartBackoff,
 		MaxRestartBackoff:       DefaultMaxRestartBackoff,
 		FailureSettleWindow:     DefaultFailureSettleWindow,
@@ -82,7 +82,7 @@ func DefaultOptions() Options {
 
 // PaddleJobReconciler reconciles PaddleJobs into pods, a headless Service and
 // the endpoints ConfigMap. A pass observes the job and its children from the
-// cache, decides with pure functions (pods.go, env.go, status.go and the
+// cache, decides with pure functions (pods.go, the pod contract, status.go and the
 // feature files) and then acts, in bulk.
 type PaddleJobReconciler struct {
 	client.Client

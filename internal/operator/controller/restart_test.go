@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -81,7 +82,7 @@ func TestEvaluateFailures(t *testing.T) {
 		rt, idx := paddlev1.ReplicaWorker, 0
 		fmt.Sscanf(name[len("j-worker-"):], "%d", &idx)
 		job := testutil.MakePaddleJob("j", "ns").Workers(4).Obj()
-		p := state(testutil.WrapPod(newPod(job, rt, idx, portRange{23000, 3}, podOptions{}))).FinishedAt(t0).Obj()
+		p := state(testutil.WrapPod(newPod(job, rt, idx, podcontract.PortRange{First: 23000, Count: 3}, podOptions{}))).FinishedAt(t0).Obj()
 		p.UID = types.UID("uid-" + name)
 		for i := range p.Status.ContainerStatuses {
 			p.Status.ContainerStatuses[i].RestartCount = restarts
@@ -160,7 +161,7 @@ func TestEffectiveRestartPolicy(t *testing.T) {
 		t.Errorf("elastic pservers = %s, want Never", got)
 	}
 	job.Spec.Worker.RestartPolicy = paddlev1.RestartPolicyExitCode
-	pod := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, podOptions{})
+	pod := newPod(job, paddlev1.ReplicaWorker, 0, podcontract.PortRange{First: 23000, Count: 3}, podOptions{})
 	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("ExitCode pods must not restart in place: %s", pod.Spec.RestartPolicy)
 	}
@@ -400,11 +401,11 @@ func TestEffectiveRestartScope(t *testing.T) {
 	}
 	// Where a failure restarts the whole job, no container restarts in place.
 	job := testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).RolePolicy(paddlev1.ReplicaWorker, paddlev1.RestartPolicyOnFailure).Obj()
-	if p := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, podOptions{}); p.Spec.RestartPolicy != corev1.RestartPolicyNever {
+	if p := newPod(job, paddlev1.ReplicaWorker, 0, podcontract.PortRange{First: 23000, Count: 3}, podOptions{}); p.Spec.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("a PS worker under OnFailure restarts in place (%s): its failure would never restart the job", p.Spec.RestartPolicy)
 	}
 	job.Spec.RestartScope = paddlev1.RestartScopePod
-	if p := newPod(job, paddlev1.ReplicaWorker, 0, portRange{23000, 3}, podOptions{}); p.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+	if p := newPod(job, paddlev1.ReplicaWorker, 0, podcontract.PortRange{First: 23000, Count: 3}, podOptions{}); p.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
 		t.Errorf("restartScope Pod under OnFailure: pod restartPolicy %s, want OnFailure", p.Spec.RestartPolicy)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -38,7 +39,7 @@ func TestPodEventsEnqueueTheirJobAfterTheBatchPeriod(t *testing.T) {
 
 	job := testutil.MakePaddleJob("wd", "ns").Workers(2).Obj()
 	pod := func(i int) *corev1.Pod {
-		return newPod(job, paddlev1.ReplicaWorker, i, portRange{23000, 3}, podOptions{})
+		return newPod(job, paddlev1.ReplicaWorker, i, podcontract.PortRange{First: 23000, Count: 3}, podOptions{})
 	}
 	orphan := pod(1).DeepCopy()
 	orphan.OwnerReferences = nil

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 )
 
 // Start-up order of a parameter-server job: trainers start only once every
@@ -38,38 +39,6 @@ import (
 // serverProbePeriod is how often a server's port is tried: start-up waits
 // at most this long past the moment the server listens.
 const serverProbePeriod = 1
-
-// isServerRole reports whether pods of a role run servers other pods connect
-// to at start-up.
-func isServerRole(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) bool {
-	return spec.PS != nil && (rt == paddlev1.ReplicaPS || rt == paddlev1.ReplicaHeter)
-}
-
-// serversOf are the roles whose servers pods of rt wait for: workers wait
-// for the parameter servers and the heter trainers, heter trainers for the
-// parameter servers.
-func serversOf(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) []paddlev1.ReplicaType {
-	if spec.PS == nil {
-		return nil
-	}
-	switch rt {
-	case paddlev1.ReplicaWorker:
-		if spec.Heter != nil {
-			return []paddlev1.ReplicaType{paddlev1.ReplicaPS, paddlev1.ReplicaHeter}
-		}
-		return []paddlev1.ReplicaType{paddlev1.ReplicaPS}
-	case paddlev1.ReplicaHeter:
-		return []paddlev1.ReplicaType{paddlev1.ReplicaPS}
-	}
-	return nil
-}
-
-// podWaits reports whether pods of a role start behind the wait init
-// container: every pod where addresses are IPs (they wait for the lists),
-// and pods that wait for servers.
-func podWaits(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) bool {
-	return waitsForEndpoints(spec) || len(serversOf(spec, rt)) > 0
-}
 
 // probeServer gives a server pod's Paddle container a readiness probe on the
 // port its server listens on. A template with a readiness probe of its own
@@ -113,7 +82,7 @@ func paddleContainer(spec *corev1.PodSpec) *corev1.Container {
 // serversNotReady names, for each role, the server pods that pods of that
 // role still wait for: missing, or not Ready. Roles that wait for nothing
 // are absent. A server whose fleet.init waits for the trainers to join Gloo
-// (glooWaitsForWorkers: at level 2 over files, every server) listens only
+// (podcontract.GlooWaitsForWorkers: at level 2 over files, every server) listens only
 // after them: it is waited for only until it runs, and a Paddle 3 trainer
 // must wait for it itself (docs/env-contract.md, start-up order).
 func serversNotReady(spec *paddlev1.PaddleJobSpec, job string, pods []*corev1.Pod) map[paddlev1.ReplicaType][]string {
@@ -126,7 +95,7 @@ func serversNotReady(spec *paddlev1.PaddleJobSpec, job string, pods []*corev1.Po
 	}
 	out := map[paddlev1.ReplicaType][]string{}
 	for _, rt := range paddlev1.ReplicaTypes {
-		servers := serversOf(spec, rt)
+		servers := podcontract.ServersOf(spec, rt)
 		if len(servers) == 0 {
 			continue
 		}
@@ -143,10 +112,10 @@ func serversNotReady(spec *paddlev1.PaddleJobSpec, job string, pods []*corev1.Po
 }
 
 // joinsGlooBeforeListening reports whether a server pod waits for the trainers in
-// Gloo's rendezvous before it listens (glooWaitsForWorkers).
+// Gloo's rendezvous before it listens (podcontract.GlooWaitsForWorkers).
 func joinsGlooBeforeListening(spec *paddlev1.PaddleJobSpec, p *corev1.Pod) bool {
 	rt, _, ok := podIndex(p)
-	return ok && glooWaitsForWorkers(spec, rt)
+	return ok && podcontract.GlooWaitsForWorkers(spec, rt)
 }
 
 // releasePods gives every pod that waits for the endpoints version it does
@@ -157,7 +126,7 @@ func (r *PaddleJobReconciler) releasePods(ctx context.Context, job *paddlev1.Pad
 	var release []*corev1.Pod
 	for _, p := range pods {
 		rt, _, ok := podIndex(p)
-		if ok && podWaits(&job.Spec, rt) && len(notReady[rt]) == 0 && waitsForVersion(p, version) {
+		if ok && podcontract.PodWaits(&job.Spec, rt) && len(notReady[rt]) == 0 && waitsForVersion(p, version) {
 			release = append(release, p)
 		}
 	}
@@ -183,7 +152,7 @@ func waitingForServers(job *paddlev1.PaddleJob, pods []*corev1.Pod) []string {
 	var out []string
 	for _, p := range pods {
 		rt, _, ok := podIndex(p)
-		if !ok || !podWaits(&job.Spec, rt) || !inWaitContainer(p) {
+		if !ok || !podcontract.PodWaits(&job.Spec, rt) || !inWaitContainer(p) {
 			continue
 		}
 		for _, name := range notReady[rt] {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -30,7 +31,7 @@ func TestServerPodsAreProbedAndTheirClientsWait(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := newPod(tc.job, tc.rt, 0, portRange{23000, 3}, podOptions{InitImage: "busybox:1.36"})
+			pod := newPod(tc.job, tc.rt, 0, podcontract.PortRange{First: 23000, Count: 3}, podOptions{InitImage: "busybox:1.36"})
 			probe := pod.Spec.Containers[0].ReadinessProbe
 			if got := probe != nil; got != tc.wantProbe {
 				t.Fatalf("readiness probe %+v, want one: %v", probe, tc.wantProbe)
@@ -50,7 +51,7 @@ func TestATemplatesOwnReadinessProbeIsKept(t *testing.T) {
 	job := testutil.MakePaddleJob("j", "ns").PS(1).Workers(1).Obj()
 	own := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(8080)}}}
 	job.Spec.PS.Template.Spec.Containers = append(job.Spec.PS.Template.Spec.Containers, corev1.Container{Name: "sidecar", Image: "busybox", ReadinessProbe: own})
-	pod := newPod(job, paddlev1.ReplicaPS, 0, portRange{23000, 3}, podOptions{})
+	pod := newPod(job, paddlev1.ReplicaPS, 0, podcontract.PortRange{First: 23000, Count: 3}, podOptions{})
 	if p := pod.Spec.Containers[0].ReadinessProbe; p != nil {
 		t.Errorf("the operator added %+v beside the template's own probe", p)
 	}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -25,7 +26,7 @@ func podsOf(job *paddlev1.PaddleJob, states map[string]func(*testutil.PodWrapper
 	var out []*corev1.Pod
 	for _, rt := range paddlev1.ReplicaTypes {
 		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
-			pod := newPod(job, rt, i, defaultPortRange(job.Spec.Replicas(rt)), podOptions{})
+			pod := newPod(job, rt, i, podcontract.DefaultPortRange(job.Spec.Replicas(rt)), podOptions{})
 			state, ok := states[pod.Name]
 			if !ok {
 				continue // not created

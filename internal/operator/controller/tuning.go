@@ -11,7 +11,7 @@ import (
 // Tuning: variables the operator sets for Paddle only where the template
 // leaves them to it. A container that sets one, or takes variables from
 // envFrom (where the operator cannot see them, and its env would win over
-// them), keeps what it has. Unlike the environment contract (env.go), a
+// them), keeps what it has. Unlike the environment contract (internal/operator/podcontract), a
 // template may set any of them.
 //
 // Parameter-server training needs Paddle's old static-graph IR: Paddle 3.x

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -22,24 +23,16 @@ func TestTooManyGPUsFailTheJob(t *testing.T) {
 	}
 }
 
-// podGPUs saturates: what Validate refuses cannot wrap the port arithmetic.
-func TestPortsPerPodDoNotWrap(t *testing.T) {
-	job := testutil.MakePaddleJob("j", "").Workers(1).GPUs(paddlev1.ReplicaWorker, 4294967294).Obj()
-	if n := portsPerPod(job.Spec.Worker); n <= 0 || n > MaxGPUsPerPod+1+extraPorts {
-		t.Errorf("portsPerPod = %d", n)
-	}
-}
-
 // Every variable a pod gets from the operator is in the contract's
 // environment, which validation refuses templates to override.
 func TestContractEnvCoversThePods(t *testing.T) {
 	job := testutil.MakePaddleJob("j", "ns").UID("u").PS(1).Workers(2).Heter(1).WithGloo(1).GPUs(paddlev1.ReplicaWorker, 2).Obj()
 	for _, rt := range paddlev1.ReplicaTypes {
 		names := map[string]bool{}
-		for _, e := range (podContract{}).Env(&job.Spec, rt) {
+		for _, e := range podcontract.FirstPodEnv(&job.Spec, rt) {
 			names[e.Name] = true
 		}
-		pod := newPod(job, rt, 0, portRange{First: DefaultBasePort, Count: portsPerPod(job.Spec.Replicas(rt))}, podOptions{})
+		pod := newPod(job, rt, 0, podcontract.PortRange{First: podcontract.DefaultBasePort, Count: podcontract.PortsPerPod(job.Spec.Replicas(rt))}, podOptions{})
 		for _, e := range pod.Spec.Containers[0].Env {
 			if !names[e.Name] && e.Name != envPIR { // the template may set the tuning's (tuning.go)
 				t.Errorf("%s pods get %s, which the contract's names lack", rt, e.Name)

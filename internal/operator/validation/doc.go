@@ -14,12 +14,15 @@
 // The layout follows Kubernetes' own API validation packages
 // (pkg/apis/<group>/validation: pure functions returning field.ErrorList,
 // called by whichever component admits the object): it is not in api/v1
-// because its checks depend on what the operator makes of a job, which the
-// controller computes and hands in as a Contract; it is not in the webhook
-// package because the controller runs it too, without importing the
-// webhook, and the webhook runs it without importing the controller.
+// because its checks depend on what the operator makes of a job: the pod
+// contract (internal/operator/podcontract), which it calls directly, and the
+// operator's settings (Settings), which its caller hands in. It is not in the
+// webhook package because the controller runs it too, without importing the
+// webhook; it imports neither the controller nor the webhook, so the webhook
+// and `paddlejob validate` run it without the controller (make lint checks
+// it: hack/importrules).
 //
-//	validation.go  Validator, Contract and Settings; Validate, ValidateUpdate
+//	validation.go  Validator and Settings; Validate, ValidateUpdate
 //	podfields.go   the fields that shape a job's pods: which may change while
 //	               its pods run (ValidateUpdate) and the spec hash pods record
 //	spec.go        reserved names, etcd endpoints

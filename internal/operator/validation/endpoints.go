@@ -6,15 +6,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 )
 
 // Limits on how the job variables reach Paddle. A job that would exceed one
 // is refused: accepted, it would hang, its pods unable to start.
 const (
-	// MaxEnvStringBytes is the kernel's limit on one environment string,
-	// NAME=value with its terminating NUL (MAX_ARG_STRLEN): exec fails with
-	// E2BIG past it.
-	MaxEnvStringBytes = 131072
+	// MaxEnvStringBytes is the kernel's limit on one environment string
+	// (podcontract.MaxEnvStringBytes).
+	MaxEnvStringBytes = podcontract.MaxEnvStringBytes
 	// MaxEndpointsConfigMapBytes bounds the data of the job's endpoints
 	// ConfigMap: the API server stores no object over 1 MiB, and the
 	// object's metadata needs the rest.
@@ -23,11 +23,11 @@ const (
 
 // validateEndpoints refuses a job whose endpoint lists cannot reach its
 // pods: a list Paddle reads only from the environment that would exceed the
-// kernel's limit, or endpoints that would not fit in the ConfigMap. The
-// Contract measures the lists at their longest with the code that builds
-// them.
+// kernel's limit, or endpoints that would not fit in the ConfigMap. The pod
+// contract measures the lists at their longest with the code that builds
+// them (podcontract.EndpointSizes).
 func (v *Validator) validateEndpoints(spec *paddlev1.PaddleJobSpec, jobName string) field.ErrorList {
-	env, cm := v.Contract.EndpointSizes(spec, jobName)
+	env, cm := podcontract.EndpointSizes(spec, jobName)
 	// One error per role, for its longest list: a role's lists grow
 	// together, and the longest bounds how many pods fit.
 	longest := map[paddlev1.ReplicaType]EnvSize{}
@@ -60,7 +60,7 @@ func (v *Validator) maxFitting(spec *paddlev1.PaddleJobSpec, jobName string, rol
 	fits := func(n int) bool {
 		trial := spec.DeepCopy()
 		trial.Replicas(role).Replicas = int32(n)
-		env, _ := v.Contract.EndpointSizes(trial, jobName)
+		env, _ := podcontract.EndpointSizes(trial, jobName)
 		for _, s := range env {
 			if s.Name == name && s.Bytes > MaxEnvStringBytes {
 				return false

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 )
 
 // Gloo over a shared directory: a parameter-server job with spec.withGloo 1
@@ -17,11 +18,11 @@ import (
 // Paddle's file-system rendezvous, the only one where Paddle (2.6, 3.0)
 // builds the servers' group and the group of all processes; without it the
 // operator gives the job Paddle's HTTP store, served beside ps-0, where only
-// the workers get a group (internal/operator/controller/gloo.go,
+// the workers get a group (internal/operator/podcontract/gloo.go,
 // docs/env-contract.md).
 
 // GlooFSPath is the variable naming the shared directory.
-const GlooFSPath = "PADDLE_GLOO_FS_PATH"
+const GlooFSPath = podcontract.GlooFSPath
 
 // glooDirSetting is one container's PADDLE_GLOO_FS_PATH, with its path.
 type glooDirSetting struct {
@@ -106,7 +107,7 @@ func (v *Validator) glooWarnings(spec *paddlev1.PaddleJobSpec) []string {
 	if spec.PS == nil || spec.GlooLevel() == 0 {
 		return nil
 	}
-	if envByName(v.Contract.Env(spec, paddlev1.ReplicaPS))["PADDLE_GLOO_RENDEZVOUS"].Value != "2" {
+	if envByName(podcontract.FirstPodEnv(spec, paddlev1.ReplicaPS))["PADDLE_GLOO_RENDEZVOUS"].Value != "2" {
 		if spec.GlooLevel() != 2 {
 			return nil
 		}

@@ -3,20 +3,19 @@ package validation
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 )
 
-// MaxGPUsPerPod bounds the nvidia.com/gpu a pod may ask for: every GPU
-// takes one of the pod's process ports, so the count must keep a pod's port
-// range small and within 1-65535. No node carries more.
-const MaxGPUsPerPod = 1024
+// MaxGPUsPerPod bounds the nvidia.com/gpu a pod may ask for
+// (podcontract.MaxGPUsPerPod).
+const MaxGPUsPerPod = podcontract.MaxGPUsPerPod
 
 // gpuResource is the resource the operator counts a pod's GPUs by.
-const gpuResource corev1.ResourceName = "nvidia.com/gpu"
+const gpuResource = podcontract.GPUResource
 
 // validateGPUs refuses a role whose pods ask for more than MaxGPUsPerPod
 // nvidia.com/gpu, per container (its limit, else its request) or in sum,

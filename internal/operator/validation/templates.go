@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 )
 
 // tunableEnv are the contract variables a template may set to tune, not
@@ -32,7 +33,7 @@ var ElasticRankNames = []string{"PADDLE_TRAINER_ID", "PADDLE_RANK"}
 func (v *Validator) validateTemplates(spec *paddlev1.PaddleJobSpec) field.ErrorList {
 	var errs field.ErrorList
 	eachRole(spec, func(rt paddlev1.ReplicaType, rs *paddlev1.ReplicaSpec, path *field.Path) {
-		contract := envByName(v.Contract.Env(spec, rt))
+		contract := envByName(podcontract.FirstPodEnv(spec, rt))
 		eachEnv(rs, path, func(p *field.Path, e corev1.EnvVar) {
 			_, set := contract[e.Name]
 			switch {

@@ -1,41 +1,19 @@
 package validation
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 )
 
-// Contract is what the operator gives a job's pods, computed by the code
-// that builds them (internal/operator/controller implements it): the checks
-// measure and compare against it, never against a copy that could drift.
-type Contract interface {
-	// Env is the environment the operator gives the first pod of role rt:
-	// its pod variables with their values, then the job variables it reads
-	// from the endpoints ConfigMap (named, without a value).
-	Env(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) []corev1.EnvVar
-	// EndpointSizes are the job's endpoint lists at their longest: the
-	// environment strings of those that go into the environment, and the
-	// bytes of the endpoints ConfigMap's data.
-	EndpointSizes(spec *paddlev1.PaddleJobSpec, jobName string) (env []EnvSize, configMap int)
-	// GangScheduler names the gang scheduler of the job's pods, "" for none.
-	GangScheduler(spec *paddlev1.PaddleJobSpec) string
-}
+// EnvSize is the longest one environment string of a job variable can get
+// (podcontract.EndpointSizes measures them).
+type EnvSize = podcontract.EnvSize
 
-// EnvSize is the longest one environment string of a job variable can get.
-type EnvSize struct {
-	// Name is the variable; Role the role whose replica count drives it.
-	Name string
-	Role paddlev1.ReplicaType
-	// Bytes counts NAME=value and its terminating NUL, as the kernel does.
-	Bytes int
-	// Reader says who reads it only from the environment, where no backup
-	// file can stand in for it.
-	Reader string
-}
-
-// Settings are the operator's flags the checks depend on.
+// Settings are the operator's settings the checks depend on: its flags, as
+// the controller's Options hold them (controller.NewValidator), or as
+// `paddlejob validate` reads or assumes them.
 type Settings struct {
 	// IgnoreKueue: the Kueue integration is off (--ignore-kueue), so the
 	// queue-name label means nothing to the operator.
@@ -46,14 +24,40 @@ type Settings struct {
 	// ProgressReports: the operator takes the training programs' progress
 	// reports (--progress-bind-address).
 	ProgressReports bool
-	// GangSchedulerNames are the schedulerNames a template may name to be
-	// gang-scheduled whatever the operator's --gang-scheduler.
-	GangSchedulerNames []string
+	// Gang chooses a job's gang scheduler (--gang-scheduler,
+	// --scheduler-plugins-name); an empty SchedulerPluginsName is
+	// podcontract.DefaultSchedulerPluginsName.
+	Gang podcontract.GangSettings
+}
+
+// DefaultSettings are the settings of an operator installed by config/ or
+// the chart with its defaults: no etcd of its own for elastic jobs, progress
+// reports on, Volcano as the default gang scheduler, the Kueue integration
+// on.
+func DefaultSettings() Settings {
+	return Settings{
+		ProgressReports: true,
+		Gang:            podcontract.GangSettings{Default: podcontract.GangVolcano, SchedulerPluginsName: podcontract.DefaultSchedulerPluginsName},
+	}
+}
+
+// gang is the settings' gang scheduler choice, with its defaults.
+func (s Settings) gang() podcontract.GangSettings {
+	g := s.Gang
+	if g.SchedulerPluginsName == "" {
+		g.SchedulerPluginsName = podcontract.DefaultSchedulerPluginsName
+	}
+	return g
+}
+
+// gangSchedulerNames are the schedulerNames a template may name to be
+// gang-scheduled whatever the operator's --gang-scheduler.
+func (s Settings) gangSchedulerNames() []string {
+	return []string{podcontract.VolcanoSchedulerName, s.gang().SchedulerPluginsName}
 }
 
 // Validator checks PaddleJobs for the webhook and the controller alike.
 type Validator struct {
-	Contract Contract
 	Settings Settings
 }
 

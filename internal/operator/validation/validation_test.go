@@ -7,18 +7,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
-	"github.com/paddlejob/paddlejob/internal/operator/controller"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 	"github.com/paddlejob/paddlejob/internal/operator/validation"
 )
 
-// The tests run the checks as the operator does: against the controller's
-// pods (controller.NewValidator), not a stand-in contract.
-func validator(configure ...func(*controller.Options)) *validation.Validator {
-	opts := controller.DefaultOptions()
+// The tests run the checks as the operator does: against the pod contract
+// its pods are built from (podcontract), under the settings of an operator
+// started with its defaults: Volcano as the gang scheduler, no elastic etcd,
+// no progress reports.
+func validator(configure ...func(*validation.Settings)) *validation.Validator {
+	s := validation.Settings{Gang: podcontract.GangSettings{Default: podcontract.GangVolcano, SchedulerPluginsName: podcontract.DefaultSchedulerPluginsName}}
 	for _, c := range configure {
-		c(&opts)
+		c(&s)
 	}
-	return controller.NewValidator(opts)
+	return &validation.Validator{Settings: s}
 }
 
 // wantFieldErrors fails the test unless errs mention every one of want, or,

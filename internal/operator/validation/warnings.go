@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 )
 
 // Warnings name what a job may hold but should not: deprecated spellings,
@@ -29,9 +30,9 @@ func (v *Validator) Warnings(job *paddlev1.PaddleJob) []string {
 			out = append(out, fmt.Sprintf("spec.%s.requests and limits are ignored: only workers are elastic", rt))
 		}
 	}
-	if spec.SchedulingPolicy != nil && v.Contract.GangScheduler(spec) == "" {
+	if spec.SchedulingPolicy != nil && podcontract.GangScheduler(spec, v.Settings.gang()) == "" {
 		out = append(out, fmt.Sprintf("spec.schedulingPolicy is ignored: the operator runs without a gang scheduler (--gang-scheduler=none) and no template names one (schedulerName %s)",
-			paddlev1.OneOf(v.Settings.GangSchedulerNames)))
+			paddlev1.OneOf(v.Settings.gangSchedulerNames())))
 	}
 	if spec.IsElastic() && (spec.ElasticPolicy == nil || len(spec.ElasticPolicy.EtcdEndpoints) == 0) && !v.Settings.ElasticEtcd {
 		out = append(out, "the job is elastic but names no etcd (spec.elasticPolicy.etcdEndpoints) and the operator has none: PADDLE_MASTER stays unset and Paddle's launcher will not run elastic")
@@ -64,7 +65,7 @@ func (v *Validator) WarningsOnUpdate(old, updated *paddlev1.PaddleJob) []string 
 func (v *Validator) templateWarnings(spec *paddlev1.PaddleJobSpec) []string {
 	var out []string
 	eachRole(spec, func(rt paddlev1.ReplicaType, rs *paddlev1.ReplicaSpec, path *field.Path) {
-		contract := envByName(v.Contract.Env(spec, rt))
+		contract := envByName(podcontract.FirstPodEnv(spec, rt))
 		eachEnv(rs, path, func(p *field.Path, e corev1.EnvVar) {
 			ours, set := contract[e.Name]
 			if !set || !tunableEnv[e.Name] || sameFieldRef(e, ours) {

@@ -7,13 +7,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
-	"github.com/paddlejob/paddlejob/internal/operator/controller"
-	"github.com/paddlejob/paddlejob/internal/operator/progress"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
+	"github.com/paddlejob/paddlejob/internal/operator/validation"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
 func TestWarnings(t *testing.T) {
-	noGang := func(o *controller.Options) { o.GangScheduler = controller.GangNone }
+	noGang := func(s *validation.Settings) { s.Gang.Default = podcontract.GangNone }
 	launch := func(c []string) func(*paddlev1.PaddleJob) {
 		return func(j *paddlev1.PaddleJob) {
 			for _, rs := range []*paddlev1.ReplicaSpec{j.Spec.PS, j.Spec.Worker, j.Spec.Heter} {
@@ -27,7 +27,7 @@ func TestWarnings(t *testing.T) {
 		name   string
 		job    *testutil.JobWrapper
 		mutate func(*paddlev1.PaddleJob)
-		opts   func(*controller.Options)
+		opts   func(*validation.Settings)
 		want   string // a substring of the warnings; "": none
 	}{
 		{name: "a plain job", job: testutil.MakePaddleJob("j", "ns").PS(1).Workers(2)},
@@ -35,7 +35,7 @@ func TestWarnings(t *testing.T) {
 			mutate: func(j *paddlev1.PaddleJob) { j.Spec.CleanPolicy = paddlev1.CleanPodPolicyNever }, want: "spec.cleanPolicy is deprecated"},
 		{name: "paddle-operator's elastic bounds", job: testutil.MakePaddleJob("j", "ns").Workers(2),
 			mutate: func(j *paddlev1.PaddleJob) { j.Spec.Worker.Limits = ptr.To[int32](4) },
-			opts:   func(o *controller.Options) { o.ElasticEtcdEndpoints = []string{"http://etcd:2379"} }, want: "prefer spec.elasticPolicy"},
+			opts:   func(s *validation.Settings) { s.ElasticEtcd = true }, want: "prefer spec.elasticPolicy"},
 		{name: "a pserver's elastic bounds", job: testutil.MakePaddleJob("j", "ns").PS(1).Workers(2),
 			mutate: func(j *paddlev1.PaddleJob) { j.Spec.PS.Limits = ptr.To[int32](4) }, want: "spec.ps.requests and limits are ignored"},
 		{name: "a schedulingPolicy no scheduler reads", job: testutil.MakePaddleJob("j", "ns").Workers(2).SchedulingPolicy(paddlev1.SchedulingPolicy{Queue: "q"}),
@@ -48,15 +48,13 @@ func TestWarnings(t *testing.T) {
 			mutate: func(j *paddlev1.PaddleJob) { j.Spec.Elastic = ptr.To[int32](1) }, want: "PADDLE_MASTER stays unset"},
 		{name: "an elastic job with the operator's etcd", job: testutil.MakePaddleJob("j", "ns").Workers(2),
 			mutate: func(j *paddlev1.PaddleJob) { j.Spec.Elastic = ptr.To[int32](1) },
-			opts:   func(o *controller.Options) { o.ElasticEtcdEndpoints = []string{"http://etcd:2379"} }},
+			opts:   func(s *validation.Settings) { s.ElasticEtcd = true }},
 		{name: "elastic: 0", job: testutil.MakePaddleJob("j", "ns").Workers(2),
 			mutate: func(j *paddlev1.PaddleJob) { j.Spec.Elastic = ptr.To[int32](0) }, want: "spec.elastic: 0 changes nothing"},
 		{name: "a progress deadline no report can meet", job: testutil.MakePaddleJob("j", "ns").Workers(2).ProgressDeadlineSeconds(60),
 			want: "spec.progressDeadlineSeconds is ignored: the operator takes no progress reports"},
 		{name: "a progress deadline with the progress endpoint", job: testutil.MakePaddleJob("j", "ns").Workers(2).ProgressDeadlineSeconds(60),
-			opts: func(o *controller.Options) {
-				o.Progress = controller.ProgressOptions{Store: progress.NewStore(progress.Options{}), URL: "http://127.0.0.1:9444"}
-			}},
+			opts: func(s *validation.Settings) { s.ProgressReports = true }},
 		// Paddle's launcher in parameter-server mode starts no heter trainer.
 		{name: "PodIP intranet, the launcher on every role but heter", job: testutil.MakePaddleJob("j", "ns").PS(2).Workers(2),
 			mutate: launch([]string{"python", "-m", "paddle.distributed.launch", "train.py"})},
@@ -72,7 +70,7 @@ func TestWarnings(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(job)
 			}
-			var configure []func(*controller.Options)
+			var configure []func(*validation.Settings)
 			if tc.opts != nil {
 				configure = append(configure, tc.opts)
 			}

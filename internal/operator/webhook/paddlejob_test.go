@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -71,7 +70,7 @@ func TestDefaultSuspendsQueuedJobsAtCreation(t *testing.T) {
 // themselves are validation's tests; the webhook through a real API server
 // is test/webhook's.)
 func TestValidateAnswersWithValidation(t *testing.T) {
-	w := &PaddleJobWebhook{Validator: &validation.Validator{Contract: noContract{}}}
+	w := &PaddleJobWebhook{Validator: &validation.Validator{}}
 	job := testutil.MakePaddleJob("j", "ns").Workers(2).Obj()
 	job.Spec.Worker.Template.Spec.Containers[0].Name = paddlev1.ReservedInitContainer
 	job.Spec.CleanPolicy = paddlev1.CleanPodPolicyNever
@@ -96,13 +95,3 @@ func TestValidateAnswersWithValidation(t *testing.T) {
 		t.Errorf("scaling: %v", err)
 	}
 }
-
-// noContract is a contract of no variables and no lists: the webhook's
-// wiring, not the contract, is under test.
-type noContract struct{}
-
-func (noContract) Env(*paddlev1.PaddleJobSpec, paddlev1.ReplicaType) []corev1.EnvVar { return nil }
-func (noContract) EndpointSizes(*paddlev1.PaddleJobSpec, string) ([]validation.EnvSize, int) {
-	return nil, 0
-}
-func (noContract) GangScheduler(*paddlev1.PaddleJobSpec) string { return "" }

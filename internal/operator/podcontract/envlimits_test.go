@@ -1,4 +1,4 @@
-package controller
+package podcontract
 
 import (
 	"testing"
@@ -11,14 +11,14 @@ import (
 // job publishes: measured on real addresses, no list is longer.
 func TestEndpointSizesBoundTheRealLists(t *testing.T) {
 	job := testutil.MakePaddleJob("wd", "ns").PS(3).Workers(5).Heter(2).WithGloo(1).Obj()
-	longest := jobEnv(&job.Spec, longestTopology(&job.Spec, job.Name))
-	topo := topology{}
+	longest := JobEnv(&job.Spec, LongestTopology(&job.Spec, job.Name))
+	topo := Topology{}
 	for _, rt := range paddlev1.ReplicaTypes {
 		for i := 0; i < job.Spec.ReplicaCount(rt); i++ {
-			topo[rt] = append(topo[rt], member{Host: "10.0.0.1", Ports: defaultPortRange(job.Spec.Replicas(rt))})
+			topo[rt] = append(topo[rt], Member{Host: "10.0.0.1", Ports: DefaultPortRange(job.Spec.Replicas(rt))})
 		}
 	}
-	for name, value := range jobEnv(&job.Spec, topo) {
+	for name, value := range JobEnv(&job.Spec, topo) {
 		if len(value) > len(longest[name]) {
 			t.Errorf("%s is %d bytes, over the estimated %d", name, len(value), len(longest[name]))
 		}

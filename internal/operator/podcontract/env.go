@@ -1,4 +1,4 @@
-package controller
+package podcontract
 
 import (
 	"encoding/json"
@@ -26,7 +26,7 @@ import (
 //     depend on every pod's address, so in PodIP and Host intranet they are
 //     only known once every pod has an IP. They are published in the job's
 //     endpoints ConfigMap and pods read them through configMapKeyRef once
-//     published (see endpoints.go); in Service intranet the addresses are DNS
+//     published (the controller's endpoints.go); in Service intranet the addresses are DNS
 //     names known up front, published before the pods.
 
 // Training roles as Paddle spells them.
@@ -36,28 +36,28 @@ var trainingRoles = map[paddlev1.ReplicaType]string{
 	paddlev1.ReplicaHeter:  "HETER_TRAINER",
 }
 
-// member is one pod of the job as the endpoint lists see it.
-type member struct {
+// Member is one pod of the job as the endpoint lists see it.
+type Member struct {
 	// Host is the pod's address: its IP, or its DNS name in Service intranet.
 	// Empty while unknown.
 	Host  string
-	Ports portRange
+	Ports PortRange
 }
 
-func (m member) endpoint() string { return m.Host + ":" + strconv.Itoa(int(m.Ports.First)) }
+func (m Member) Endpoint() string { return m.Host + ":" + strconv.Itoa(int(m.Ports.First)) }
 
-// topology is every pod of the job, by role, in index order.
-type topology map[paddlev1.ReplicaType][]member
+// Topology is every pod of the job, by role, in index order.
+type Topology map[paddlev1.ReplicaType][]Member
 
-func (t topology) endpoints(rt paddlev1.ReplicaType) string {
+func (t Topology) Endpoints(rt paddlev1.ReplicaType) string {
 	out := make([]string, len(t[rt]))
 	for i, m := range t[rt] {
-		out[i] = m.endpoint()
+		out[i] = m.Endpoint()
 	}
 	return strings.Join(out, ",")
 }
 
-func (t topology) hosts(rt paddlev1.ReplicaType) string {
+func (t Topology) Hosts(rt paddlev1.ReplicaType) string {
 	out := make([]string, len(t[rt]))
 	for i, m := range t[rt] {
 		out[i] = m.Host
@@ -65,8 +65,8 @@ func (t topology) hosts(rt paddlev1.ReplicaType) string {
 	return strings.Join(out, ",")
 }
 
-// missingHosts names the pods whose address is not known yet.
-func (t topology) missingHosts(job string) []string {
+// MissingHosts names the pods whose address is not known yet.
+func (t Topology) MissingHosts(job string) []string {
 	var out []string
 	for _, rt := range paddlev1.ReplicaTypes {
 		for i, m := range t[rt] {
@@ -89,22 +89,22 @@ func rendezvousRole(spec *paddlev1.PaddleJobSpec) paddlev1.ReplicaType {
 
 // Names of the job variables.
 const (
-	envNNodes            = "PADDLE_NNODES"
-	envTrainers          = "TRAINERS"
-	envMaster            = "PADDLE_MASTER"
-	envPServerEndpoints  = "PADDLE_PSERVERS_IP_PORT_LIST"
-	envTrainerEndpoints  = "PADDLE_TRAINER_ENDPOINTS"
-	envTrainerHosts      = "PADDLE_TRAINERS"
-	envTrainersNum       = "PADDLE_TRAINERS_NUM"
-	envLaunchServers     = "PADDLE_SERVERS_ENDPOINTS"
-	envLaunchTrainers    = "PADDLE_TRAINERS_ENDPOINTS"
-	envLaunchGlooPort    = "PADDLE_GLOO_PORT"
-	envAllHeterEndpoints = "PADDLE_ALL_HETER_TRAINER_IP_PORT_LIST"
-	envHeterEndpoints20  = "PADDLE_HETER_TRAINER_IP_PORT_LIST"
-	envPreviousHeter     = "PADDLE_PREVIOUS_HETER_TRAINER_IP_PORT_LIST"
-	envNextHeter         = "PADDLE_NEXT_HETER_TRAINER_IP_PORT_LIST"
-	envStageTrainersNum  = "PADDLE_STAGE_TRAINERS_NUM"
-	envGlooHTTPEndpoint  = "PADDLE_GLOO_HTTP_ENDPOINT"
+	EnvNNodes            = "PADDLE_NNODES"
+	EnvTrainers          = "TRAINERS"
+	EnvMaster            = "PADDLE_MASTER"
+	EnvPServerEndpoints  = "PADDLE_PSERVERS_IP_PORT_LIST"
+	EnvTrainerEndpoints  = "PADDLE_TRAINER_ENDPOINTS"
+	EnvTrainerHosts      = "PADDLE_TRAINERS"
+	EnvTrainersNum       = "PADDLE_TRAINERS_NUM"
+	EnvLaunchServers     = "PADDLE_SERVERS_ENDPOINTS"
+	EnvLaunchTrainers    = "PADDLE_TRAINERS_ENDPOINTS"
+	EnvLaunchGlooPort    = "PADDLE_GLOO_PORT"
+	EnvAllHeterEndpoints = "PADDLE_ALL_HETER_TRAINER_IP_PORT_LIST"
+	EnvHeterEndpoints20  = "PADDLE_HETER_TRAINER_IP_PORT_LIST"
+	EnvPreviousHeter     = "PADDLE_PREVIOUS_HETER_TRAINER_IP_PORT_LIST"
+	EnvNextHeter         = "PADDLE_NEXT_HETER_TRAINER_IP_PORT_LIST"
+	EnvStageTrainersNum  = "PADDLE_STAGE_TRAINERS_NUM"
+	EnvGlooHTTPEndpoint  = "PADDLE_GLOO_HTTP_ENDPOINT"
 )
 
 // Paddle's backup environment: PADDLE_BACKUP_ENV_PATH names a JSON file of
@@ -112,22 +112,22 @@ const (
 // not in the environment. The operator always writes the worker endpoint list
 // to it, and leaves the lists out of the environment where their presence
 // would mislead Paddle's launcher or where a list is too long for one
-// environment string (see workerListsInEnv). Paddle's own launcher moves a
+// environment string (see WorkerListsInEnv). Paddle's own launcher moves a
 // PADDLE_TRAINER_ENDPOINTS of 48,000 characters or more
 // (PADDLE_ENV_LIMIT_LEN's default) out of its children's environment into a
 // backup file of its own, so the lists may reach the launcher at any size
 // the kernel takes.
 const (
-	envBackupPath = "PADDLE_BACKUP_ENV_PATH"
-	backupEnvKey  = "backup_env.json"
+	EnvBackupPath = "PADDLE_BACKUP_ENV_PATH"
+	BackupEnvKey  = "backup_env.json"
 )
 
 // workerListNames are the worker lists that are in the environment only when
-// workerListsInEnv says so; PADDLE_TRAINER_ENDPOINTS is also always in the
+// WorkerListsInEnv says so; PADDLE_TRAINER_ENDPOINTS is also always in the
 // backup file.
-var workerListNames = []string{envTrainerEndpoints, envTrainerHosts, envLaunchTrainers}
+var workerListNames = []string{EnvTrainerEndpoints, EnvTrainerHosts, EnvLaunchTrainers}
 
-// workerListsInEnv reports whether the worker lists go into the environment.
+// WorkerListsInEnv reports whether the worker lists go into the environment.
 //
 // A parameter-server job always has them: Paddle's PS launcher starts each
 // pod's own process only with PADDLE_SERVERS_ENDPOINTS and
@@ -150,106 +150,116 @@ var workerListNames = []string{envTrainerEndpoints, envTrainerHosts, envLaunchTr
 // etcd): there the lists stay out, as they do when they would not fit in one
 // environment string, and Paddle reads PADDLE_TRAINER_ENDPOINTS from the
 // backup file while the launcher meets at PADDLE_MASTER.
-func workerListsInEnv(spec *paddlev1.PaddleJobSpec, trainerEndpoints string) bool {
+func WorkerListsInEnv(spec *paddlev1.PaddleJobSpec, trainerEndpoints string) bool {
 	if spec.IsElastic() {
 		return false
 	}
 	if spec.PS != nil {
 		return true
 	}
-	return !onHostNetwork(spec) && envStringBytes(envTrainerEndpoints, trainerEndpoints) <= MaxEnvStringBytes
+	return !OnHostNetwork(spec) && EnvStringBytes(EnvTrainerEndpoints, trainerEndpoints) <= MaxEnvStringBytes
 }
 
-// envStringBytes is the size of one environment string as the kernel counts
+// EnvStringBytes is the size of one environment string as the kernel counts
 // it: NAME=value and its terminating NUL.
-func envStringBytes(name, value string) int { return len(name) + 1 + len(value) + 1 }
+func EnvStringBytes(name, value string) int { return len(name) + 1 + len(value) + 1 }
 
-// jobEnvNames lists the job variables a pod of a role receives, in the order
+// JobEnvNames lists the job variables a pod of a role receives, in the order
 // they are added to its containers. Each is read from the endpoints
 // ConfigMap, optionally: a variable the ConfigMap leaves out is not set.
-func jobEnvNames(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) []string {
-	names := []string{envTrainers, envTrainersNum, envTrainerEndpoints, envTrainerHosts}
+func JobEnvNames(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) []string {
+	names := []string{EnvTrainers, EnvTrainersNum, EnvTrainerEndpoints, EnvTrainerHosts}
 	if !spec.IsElastic() {
 		// An elastic job's master and node count are pod variables.
-		names = append(names, envNNodes, envMaster)
+		names = append(names, EnvNNodes, EnvMaster)
 	}
 	if spec.PS != nil {
-		names = append(names, envPServerEndpoints, envLaunchServers, envLaunchTrainers)
+		names = append(names, EnvPServerEndpoints, EnvLaunchServers, EnvLaunchTrainers)
 		if spec.GlooLevel() > 0 {
-			names = append(names, envLaunchGlooPort)
+			names = append(names, EnvLaunchGlooPort)
 		}
 		if spec.Heter != nil {
-			names = append(names, envAllHeterEndpoints, envHeterEndpoints20, envStageTrainersNum)
+			names = append(names, EnvAllHeterEndpoints, EnvHeterEndpoints20, EnvStageTrainersNum)
 			switch rt {
 			case paddlev1.ReplicaWorker:
-				names = append(names, envNextHeter)
+				names = append(names, EnvNextHeter)
 			case paddlev1.ReplicaHeter:
-				names = append(names, envPreviousHeter)
+				names = append(names, EnvPreviousHeter)
 			}
 		}
 	}
 	if spec.GlooLevel() > 0 {
-		names = append(names, envGlooHTTPEndpoint)
+		names = append(names, EnvGlooHTTPEndpoint)
 	}
 	return names
 }
 
-// jobEnv computes the job variables from the topology (every host must be
+// JobEnv computes the job variables from the topology (every host must be
 // known), and the backup file Paddle reads the worker list from.
-func jobEnv(spec *paddlev1.PaddleJobSpec, topo topology) map[string]string {
+func JobEnv(spec *paddlev1.PaddleJobSpec, topo Topology) map[string]string {
 	workers := len(topo[paddlev1.ReplicaWorker])
-	trainerEndpoints := topo.endpoints(paddlev1.ReplicaWorker)
+	trainerEndpoints := topo.Endpoints(paddlev1.ReplicaWorker)
 	env := map[string]string{
-		envTrainers:    strconv.Itoa(workers),
-		envTrainersNum: strconv.Itoa(workers),
+		EnvTrainers:    strconv.Itoa(workers),
+		EnvTrainersNum: strconv.Itoa(workers),
 	}
-	if workerListsInEnv(spec, trainerEndpoints) {
-		env[envTrainerEndpoints] = trainerEndpoints
-		env[envTrainerHosts] = topo.hosts(paddlev1.ReplicaWorker)
+	if WorkerListsInEnv(spec, trainerEndpoints) {
+		env[EnvTrainerEndpoints] = trainerEndpoints
+		env[EnvTrainerHosts] = topo.Hosts(paddlev1.ReplicaWorker)
 		if spec.PS != nil {
-			env[envLaunchTrainers] = trainerEndpoints
+			env[EnvLaunchTrainers] = trainerEndpoints
 		}
 	}
-	backup, _ := json.Marshal(map[string]string{envTrainerEndpoints: trainerEndpoints})
-	env[backupEnvKey] = string(backup)
+	backup, _ := json.Marshal(map[string]string{EnvTrainerEndpoints: trainerEndpoints})
+	env[BackupEnvKey] = string(backup)
 
 	rdv := topo[rendezvousRole(spec)]
 	if !spec.IsElastic() {
-		env[envNNodes] = strconv.Itoa(spec.TotalReplicas())
+		env[EnvNNodes] = strconv.Itoa(spec.TotalReplicas())
 		if len(rdv) > 0 {
-			env[envMaster] = fmt.Sprintf("%s:%d", rdv[0].Host, rdv[0].Ports.masterPort())
+			env[EnvMaster] = fmt.Sprintf("%s:%d", rdv[0].Host, rdv[0].Ports.MasterPort())
 		}
 	}
 	if spec.GlooLevel() > 0 && len(rdv) > 0 {
-		env[envGlooHTTPEndpoint] = fmt.Sprintf("%s:%d", rdv[0].Host, rdv[0].Ports.glooPort())
+		env[EnvGlooHTTPEndpoint] = fmt.Sprintf("%s:%d", rdv[0].Host, rdv[0].Ports.GlooPort())
 		if spec.PS != nil {
-			env[envLaunchGlooPort] = strconv.Itoa(int(rdv[0].Ports.glooPort()))
+			env[EnvLaunchGlooPort] = strconv.Itoa(int(rdv[0].Ports.GlooPort()))
 		}
 	}
 	if spec.PS != nil {
-		pservers := topo.endpoints(paddlev1.ReplicaPS)
-		env[envPServerEndpoints] = pservers
-		env[envLaunchServers] = pservers
+		pservers := topo.Endpoints(paddlev1.ReplicaPS)
+		env[EnvPServerEndpoints] = pservers
+		env[EnvLaunchServers] = pservers
 	}
 	if spec.Heter != nil {
-		heters := topo.endpoints(paddlev1.ReplicaHeter)
-		env[envAllHeterEndpoints] = heters
-		env[envHeterEndpoints20] = heters
-		env[envNextHeter] = heters
-		env[envPreviousHeter] = trainerEndpoints
-		env[envStageTrainersNum] = fmt.Sprintf("[%d, %d]", workers, len(topo[paddlev1.ReplicaHeter]))
+		heters := topo.Endpoints(paddlev1.ReplicaHeter)
+		env[EnvAllHeterEndpoints] = heters
+		env[EnvHeterEndpoints20] = heters
+		env[EnvNextHeter] = heters
+		env[EnvPreviousHeter] = trainerEndpoints
+		env[EnvStageTrainersNum] = fmt.Sprintf("[%d, %d]", workers, len(topo[paddlev1.ReplicaHeter]))
 	}
 	return env
 }
 
-// podEnv is the pod variables of one pod, in the order they are added.
+// PodEnvOptions are the operator's settings and the pass's state a pod's
+// variables depend on.
+type PodEnvOptions struct {
+	// ElasticEndpoints is the etcd of an elastic job (ElasticEndpoints).
+	ElasticEndpoints []string
+	// GlooStorePrefix is the Gloo store prefix of the pods of a job on the
+	// file-system rendezvous (gloo.go), "" otherwise.
+	GlooStorePrefix string
+}
+
+// PodEnv is the pod variables of one pod, in the order they are added.
 // Variables that follow may refer to earlier ones with $(NAME). Of the pod
 // options it reads an elastic job's etcd and the Gloo store prefix.
-func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports portRange, opts podOptions) []corev1.EnvVar {
+func PodEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports PortRange, opts PodEnvOptions) []corev1.EnvVar {
 	spec := &job.Spec
 	jobID := job.Namespace + "-" + job.Name
 	if spec.IsElastic() {
-		jobID = elasticJobID(job)
+		jobID = ElasticJobID(job)
 	}
 	role := trainingRoles[rt]
 	env := []corev1.EnvVar{
@@ -269,14 +279,14 @@ func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 	env = append(env,
 		podIPEnv(job, rt, index),
 		corev1.EnvVar{Name: "PADDLE_PORT", Value: strconv.Itoa(int(ports.First))},
-		corev1.EnvVar{Name: "PADDLE_PORTS_NUM", Value: strconv.Itoa(int(ports.processPorts()))},
-		corev1.EnvVar{Name: "TRAINER_PORTS_NUM", Value: strconv.Itoa(int(ports.processPorts()))},
-		corev1.EnvVar{Name: envBackupPath, Value: endpointsMountPath + "/" + backupEnvKey},
+		corev1.EnvVar{Name: "PADDLE_PORTS_NUM", Value: strconv.Itoa(int(ports.ProcessPorts()))},
+		corev1.EnvVar{Name: "TRAINER_PORTS_NUM", Value: strconv.Itoa(int(ports.ProcessPorts()))},
+		corev1.EnvVar{Name: EnvBackupPath, Value: EndpointsMountPath + "/" + BackupEnvKey},
 	)
-	if onHostNetwork(spec) {
+	if OnHostNetwork(spec) {
 		env = append(env, portRangeEnv(ports))
 	}
-	gpus := podGPUs(spec.Replicas(rt))
+	gpus := PodGPUs(spec.Replicas(rt))
 	if gpus > 0 {
 		// paddle.distributed.init_parallel_env on a CUDA build, and heter
 		// trainers, need the devices; the device plugin numbers a
@@ -303,8 +313,8 @@ func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 			corev1.EnvVar{Name: "HETER_DEVICE_TYPE", Value: heterDeviceType(spec.Heter)},
 		)
 	}
-	env = append(env, glooEnv(job, rt, jobID, opts.glooStorePrefix)...)
-	return append(env, elasticEnv(job, opts.elasticEndpoints)...)
+	env = append(env, GlooEnv(job, rt, jobID, opts.GlooStorePrefix)...)
+	return append(env, ElasticEnv(job, opts.ElasticEndpoints)...)
 }
 
 // portRangeEnv is PORT_RANGE, where Paddle's launcher picks the ports it
@@ -314,8 +324,8 @@ func podEnv(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 // this pod on the node, not another pod's. Only there: elsewhere every pod
 // has a network namespace of its own, where the launcher's default range is
 // free.
-func portRangeEnv(ports portRange) corev1.EnvVar {
-	return corev1.EnvVar{Name: "PORT_RANGE", Value: fmt.Sprintf("%d:%d", ports.First, ports.First+ports.processPorts()-1)}
+func portRangeEnv(ports PortRange) corev1.EnvVar {
+	return corev1.EnvVar{Name: "PORT_RANGE", Value: fmt.Sprintf("%d:%d", ports.First, ports.First+ports.ProcessPorts()-1)}
 }
 
 func heterStage(rt paddlev1.ReplicaType) string {
@@ -329,7 +339,7 @@ func heterStage(rt paddlev1.ReplicaType) string {
 }
 
 func heterDeviceType(heter *paddlev1.ReplicaSpec) string {
-	if podGPUs(heter) > 0 {
+	if PodGPUs(heter) > 0 {
 		return "gpu"
 	}
 	return "cpu"
@@ -344,18 +354,21 @@ func deviceList(n int64) string {
 	return strings.Join(ids, ",")
 }
 
-// mergeEnv appends the operator's variables to a container's, keeping every
-// variable the container sets itself.
-func mergeEnv(own, ours []corev1.EnvVar) []corev1.EnvVar {
-	set := make(map[string]bool, len(own))
-	for _, e := range own {
-		set[e.Name] = true
+// etcdPlaceholder stands for an elastic job's etcd in FirstPodEnv: the names
+// of the variables it gives are what matter there, not their values.
+const etcdPlaceholder = "http://etcd:2379"
+
+// FirstPodEnv is the environment of a role's first pod, for the checks of a
+// job (internal/operator/validation) to compare its templates against: its
+// pod variables (with an etcd, so that an elastic job's are all there), then
+// the job variables it reads from the endpoints ConfigMap, named, without a
+// value.
+func FirstPodEnv(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) []corev1.EnvVar {
+	job := &paddlev1.PaddleJob{Spec: *spec}
+	ports := PortRange{First: DefaultBasePort, Count: PortsPerPod(spec.Replicas(rt))}
+	env := PodEnv(job, rt, 0, ports, PodEnvOptions{ElasticEndpoints: []string{etcdPlaceholder}})
+	for _, n := range JobEnvNames(spec, rt) {
+		env = append(env, corev1.EnvVar{Name: n})
 	}
-	out := append([]corev1.EnvVar(nil), own...)
-	for _, e := range ours {
-		if !set[e.Name] {
-			out = append(out, e)
-		}
-	}
-	return out
+	return env
 }
