@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
-	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
 
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -53,9 +52,10 @@ type Options struct {
 	// sized for a real cluster schedule: the scheduler then overcommits the
 	// machine. Empty: the host's own.
 	Capacity string
-	// PaddleRuntime names a Paddle runtime to use instead of installing the
-	// pinned ones into the cache (paddleruntime.EnvDir): every Paddle image
-	// then runs on it.
+	// PaddleRuntime names a Paddle runtime to use instead of the pinned
+	// ones of the cache (paddleruntime.EnvDir): every Paddle image then
+	// runs on it. The pinned ones are installed by the node when a pod
+	// first needs one (node/paddlepull.go).
 	PaddleRuntime string
 	// HostPathRO and HostPathRW are the host directories pods may mount,
 	// read-only and read-write, through hostPath volumes (and hostPath or
@@ -175,7 +175,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	rts, err := paddleruntime.EnsureAll(ctx, paddleruntime.Options{Dir: opts.PaddleRuntime, Log: prefixed(opts.Out, "  ")})
+	paddle, err := lookupPaddleRuntimes(ctx, opts.PaddleRuntime, kubebin.DefaultCacheDir(), prefixed(opts.Out, "  "))
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +187,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &boot{opts: opts, l: l, bins: bins, paddle: rts, addons: addons, clusterDNS: clusterDNS}
+	b := &boot{opts: opts, l: l, bins: bins, paddle: paddle, addons: addons, clusterDNS: clusterDNS}
 	st, err := b.run(ctx)
 	if err != nil {
 		if st != nil {

@@ -44,9 +44,10 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 	vols := r.volumes
 	r.mu.Unlock()
 
-	entry, known := r.deps.images.Lookup(c.spec.Image)
+	images := r.deps.images.current()
+	entry, known := images.Lookup(c.spec.Image)
 	if !known && len(c.spec.Command) == 0 {
-		return processSpec{}, &waitError{reason: reasonErrImagePull, err: errors.New(r.deps.images.unknownImageMessage(c.spec.Image))}
+		return processSpec{}, &waitError{reason: reasonErrImagePull, err: errors.New(images.unknownImageMessage(c.spec.Image))}
 	}
 	env, err := r.environment(pod, c.spec, entry)
 	if err != nil {
@@ -54,6 +55,17 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 	}
 	if err := r.checkPaddle(c, entry, env); err != nil {
 		return processSpec{}, err
+	}
+	if release := images.pendingPaddle(entry); release != "" {
+		// Installed on first use, as a kubelet pulls an image; the entry
+		// then names its paths.
+		if err := r.pullPaddle(c, release); err != nil {
+			return processSpec{}, err
+		}
+		entry, _ = r.deps.images.current().Lookup(c.spec.Image)
+		if env, err = r.environment(pod, c.spec, entry); err != nil {
+			return processSpec{}, err
+		}
 	}
 	argv, err := containerCommand(c.spec, entry, known, env)
 	if err != nil {
