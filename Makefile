@@ -131,6 +131,9 @@ test-integration: envtest $(HELM) $(KUSTOMIZE) ## Integration tests against a re
 .PHONY: test-e2e
 test-e2e: envtest addons ## End-to-end tests on the local cluster, with real PaddlePaddle and real gang schedulers.
 	hack/setup.sh tests
+	# Every pinned Paddle runtime first: the node installs a missing one when
+	# a pod first needs it, a minute inside some test's timeout.
+	$(MAKE) paddle-runtime
 	$(ENVTEST_ENV) go test -timeout 55m $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: bench
