@@ -68,7 +68,7 @@ pod with a network namespace and an IP of its own, every node with its own IP, a
 by the cluster network (docs/local-cluster.md#the-network). The first start builds the
 control-plane binaries from Go modules (a few minutes, cached); later starts reuse them.
 It installs no Paddle runtime: the node installs the pinned release a pod's image runs
-on when a pod first needs it (about a minute each, cached; the pod shows Pulling and
+on when a pod first needs it (about half a minute each, cached; the pod shows Pulling and
 Pulled events meanwhile, as for an image pull), and later pods and starts reuse it.
 A second 'up' reuses the running cluster (and refuses other settings than it runs with).
 

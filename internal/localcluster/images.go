@@ -96,9 +96,9 @@ func lookupPaddleRuntimes(ctx context.Context, named, cacheDir string, log io.Wr
 	case len(pending) == 0:
 		fmt.Fprintf(log, "Paddle runtimes %s: cached\n", strings.Join(cached, ", "))
 	case len(cached) == 0:
-		fmt.Fprintf(log, "Paddle runtimes %s: installed when a pod first needs one (about a minute each)\n", strings.Join(pending, ", "))
+		fmt.Fprintf(log, "Paddle runtimes %s: installed when a pod first needs one (about half a minute each)\n", strings.Join(pending, ", "))
 	default:
-		fmt.Fprintf(log, "Paddle runtimes %s: cached; %s: installed when a pod first needs one (about a minute each)\n", strings.Join(cached, ", "), strings.Join(pending, ", "))
+		fmt.Fprintf(log, "Paddle runtimes %s: cached; %s: installed when a pod first needs one (about half a minute each)\n", strings.Join(cached, ", "), strings.Join(pending, ", "))
 	}
 	if problem != nil {
 		fmt.Fprintf(log, "warning: the Paddle runtimes cannot be installed on this machine, so pods of Paddle images will wait (ErrImagePull): %v\n", problem)

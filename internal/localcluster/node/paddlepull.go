@@ -156,7 +156,7 @@ func (r *podRuntime) pullPaddle(c *containerRun, version string) error {
 	default:
 	}
 	start := r.deps.clock.Now()
-	r.event(corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q: installing the Paddle %s runtime it runs on (once; about a minute)", image, version))
+	r.event(corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q: installing the Paddle %s runtime it runs on (once; about half a minute)", image, version))
 	r.setState(c, waiting(reasonContainerCreating, fmt.Sprintf("installing the Paddle %s runtime image %q runs on", version, image)))
 	select {
 	case <-p.done:
