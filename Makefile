@@ -138,6 +138,9 @@ E2E_FORMAT = $(if $(findstring -v,$(GO_TEST_FLAGS)),standard-verbose,standard-qu
 
 test-e2e: envtest addons $(GOTESTSUM) ## End-to-end tests on the local cluster, with real PaddlePaddle and real gang schedulers.
 	hack/setup.sh tests
+	# Every pinned Paddle runtime first: the node installs a missing one when
+	# a pod first needs it, a minute inside some test's timeout.
+	$(MAKE) paddle-runtime
 	@status=0; $(ENVTEST_ENV) $(GOTESTSUM) --format $(E2E_FORMAT) --jsonfile $(E2E_EVENTS) -- -timeout 55m $(GO_TEST_FLAGS) ./test/e2e/... || status=$$?; \
 	echo "slowest end-to-end tests (30 s or more):"; $(GOTESTSUM) tool slowest --jsonfile $(E2E_EVENTS) --threshold 30s; exit $$status
 

@@ -67,6 +67,9 @@ bound to 127.0.0.1 with generated certificates, the PaddleJob CRD and operator, 
 pod with a network namespace and an IP of its own, every node with its own IP, all joined
 by the cluster network (docs/local-cluster.md#the-network). The first start builds the
 control-plane binaries from Go modules (a few minutes, cached); later starts reuse them.
+It installs no Paddle runtime: the node installs the pinned release a pod's image runs
+on when a pod first needs it (about half a minute each, cached; the pod shows Pulling and
+Pulled events meanwhile, as for an image pull), and later pods and starts reuse it.
 A second 'up' reuses the running cluster (and refuses other settings than it runs with).
 
 As kind and minikube do, it adds the cluster to your kubeconfig ($KUBECONFIG, else

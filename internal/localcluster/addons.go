@@ -72,20 +72,6 @@ func ParseAddons(names []string) ([]string, error) {
 	return out, nil
 }
 
-// ensureAddons builds (once) every add-on asked for and returns their
-// directories by name.
-func ensureAddons(ctx context.Context, opts Options) (map[string]string, error) {
-	dirs := map[string]string{}
-	for _, name := range opts.With {
-		dir, err := kubebin.EnsureAddon(ctx, kubebin.Options{Log: prefixed(opts.Out, "  ")}, name)
-		if err != nil {
-			return nil, err
-		}
-		dirs[name] = dir
-	}
-	return dirs, nil
-}
-
 func (b *boot) addonFile(name, path string) string {
 	return kubebin.Addons[name].File(b.addons[name], path)
 }

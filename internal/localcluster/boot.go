@@ -15,7 +15,7 @@ import (
 
 	"github.com/paddlejob/paddlejob/config"
 	"github.com/paddlejob/paddlejob/internal/kube"
-	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
+	"github.com/paddlejob/paddlejob/internal/localcluster/node"
 	"github.com/paddlejob/paddlejob/internal/pki"
 )
 
@@ -57,7 +57,7 @@ type boot struct {
 	opts   Options
 	l      layout
 	bins   string
-	paddle map[string]*paddleruntime.Runtime // by release
+	paddle *node.PaddleRuntimes
 	// addons are the directories of the add-ons' builds, by name.
 	addons map[string]string
 	// clusterDNS is the directory of CoreDNS's build.

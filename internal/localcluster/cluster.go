@@ -13,9 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
-	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
-
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/paddlejob/paddlejob/internal/fsutil"
@@ -53,9 +50,10 @@ type Options struct {
 	// sized for a real cluster schedule: the scheduler then overcommits the
 	// machine. Empty: the host's own.
 	Capacity string
-	// PaddleRuntime names a Paddle runtime to use instead of installing the
-	// pinned ones into the cache (paddleruntime.EnvDir): every Paddle image
-	// then runs on it.
+	// PaddleRuntime names a Paddle runtime to use instead of the pinned
+	// ones of the cache (paddleruntime.EnvDir): every Paddle image then
+	// runs on it. The pinned ones are installed by the node when a pod
+	// first needs one (node/paddlepull.go).
 	PaddleRuntime string
 	// HostPathRO and HostPathRW are the host directories pods may mount,
 	// read-only and read-write, through hostPath volumes (and hostPath or
@@ -171,23 +169,11 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		return nil, err
 	}
 	fmt.Fprintln(opts.Out, "starting a local cluster in", l.home)
-	bins, err := kubebin.Ensure(ctx, kubebin.Options{Dirs: opts.BinaryDirs, Log: prefixed(opts.Out, "  ")}, kubebin.AllComponents...)
+	pre, err := prepare(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	rts, err := paddleruntime.EnsureAll(ctx, paddleruntime.Options{Dir: opts.PaddleRuntime, Log: prefixed(opts.Out, "  ")})
-	if err != nil {
-		return nil, err
-	}
-	addons, err := ensureAddons(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	clusterDNS, err := kubebin.EnsureClusterDNS(ctx, kubebin.Options{Dirs: opts.BinaryDirs, Log: prefixed(opts.Out, "  ")})
-	if err != nil {
-		return nil, err
-	}
-	b := &boot{opts: opts, l: l, bins: bins, paddle: rts, addons: addons, clusterDNS: clusterDNS}
+	b := &boot{opts: opts, l: l, bins: pre.bins, paddle: pre.paddle, addons: pre.addons, clusterDNS: pre.clusterDNS}
 	st, err := b.run(ctx)
 	if err != nil {
 		if st != nil {
@@ -390,33 +376,6 @@ func checkSandbox() error {
 			"Install the Debian/Ubuntu package `bubblewrap` (sudo apt-get install bubblewrap, or run hack/setup.sh)")
 	}
 	return nil
-}
-
-// prefixed indents every line written to w.
-func prefixed(w io.Writer, prefix string) io.Writer {
-	return &prefixWriter{w: w, prefix: prefix, start: true}
-}
-
-type prefixWriter struct {
-	w      io.Writer
-	prefix string
-	start  bool
-}
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	for _, c := range b {
-		if p.start {
-			if _, err := io.WriteString(p.w, p.prefix); err != nil {
-				return 0, err
-			}
-			p.start = false
-		}
-		if _, err := p.w.Write([]byte{c}); err != nil {
-			return 0, err
-		}
-		p.start = c == '\n'
-	}
-	return len(b), nil
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

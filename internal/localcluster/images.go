@@ -1,10 +1,13 @@
 package localcluster
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -46,22 +49,61 @@ var launcherNames = []string{launcherBinary, "paddlejob"}
 // directory the images holding it put first on PATH.
 func (l layout) launcherDir() string { return filepath.Join(l.home, "launcher") }
 
-// paddleRuntimes is the image table's paddle section: each installed
-// runtime by release. A runtime the user named is the only one, and the
+// paddleRuntimes is the image table's paddle section of installed
+// runtimes, by release. A runtime the user named is the only one, and the
 // default.
 func paddleRuntimes(rts map[string]*paddleruntime.Runtime) *node.PaddleRuntimes {
 	out := &node.PaddleRuntimes{Default: paddleruntime.DefaultRelease, Releases: map[string]node.PaddleRuntime{}}
 	for version, rt := range rts {
-		out.Releases[version] = node.PaddleRuntime{
-			ParameterServer: rt.ParameterServer,
-			HostPaths:       rt.HostPaths,
-			Env:             map[string]string{"PATH": rt.BinDir + ":" + defaultPath},
-		}
+		out.Releases[version] = node.InstalledPaddleRuntime(rt.BinDir, rt.ParameterServer, rt.HostPaths, defaultPath)
 		if len(rts) == 1 {
 			out.Default = version
 		}
 	}
 	return out
+}
+
+// lookupPaddleRuntimes is the image table's paddle section for a cluster
+// starting: the runtime the user named (checked), else every pinned
+// release, those not in the cache yet pending — the node installs each
+// when a pod first needs it (node/paddlepull.go). Nothing is installed
+// here.
+func lookupPaddleRuntimes(ctx context.Context, named, cacheDir string, log io.Writer) (*node.PaddleRuntimes, error) {
+	if named != "" {
+		rts, err := paddleruntime.EnsureAll(ctx, paddleruntime.Options{Dir: named, Log: log})
+		if err != nil {
+			return nil, err
+		}
+		return paddleRuntimes(rts), nil
+	}
+	out := &node.PaddleRuntimes{Default: paddleruntime.DefaultRelease, Releases: map[string]node.PaddleRuntime{}, CacheDir: cacheDir}
+	var cached, pending []string
+	var problem error
+	for _, r := range paddleruntime.Releases() {
+		rt, err := paddleruntime.Cached(ctx, paddleruntime.Options{CacheDir: cacheDir}, r.Version)
+		if err != nil && problem == nil {
+			problem = err
+		}
+		if rt == nil {
+			out.Releases[r.Version] = node.PendingPaddleRuntime(r.Version, r.ParameterServer, defaultPath)
+			pending = append(pending, r.Version)
+			continue
+		}
+		out.Releases[r.Version] = node.InstalledPaddleRuntime(rt.BinDir, rt.ParameterServer, rt.HostPaths, defaultPath)
+		cached = append(cached, r.Version)
+	}
+	switch {
+	case len(pending) == 0:
+		fmt.Fprintf(log, "Paddle runtimes %s: cached\n", strings.Join(cached, ", "))
+	case len(cached) == 0:
+		fmt.Fprintf(log, "Paddle runtimes %s: installed when a pod first needs one (about half a minute each)\n", strings.Join(pending, ", "))
+	default:
+		fmt.Fprintf(log, "Paddle runtimes %s: cached; %s: installed when a pod first needs one (about half a minute each)\n", strings.Join(cached, ", "), strings.Join(pending, ", "))
+	}
+	if problem != nil {
+		fmt.Fprintf(log, "warning: the Paddle runtimes cannot be installed on this machine, so pods of Paddle images will wait (ErrImagePull): %v\n", problem)
+	}
+	return out, nil
 }
 
 // builtinImages are the built-in image table entries: those of the
@@ -102,7 +144,7 @@ func builtinImages(table *images.Table, contexts, launcherDir, paddlejob string,
 // writeImageTable writes the example contexts and the launcher under the
 // cluster's home and the node's image table: the built-in entries, then the
 // user's table over them.
-func writeImageTable(l layout, paddlejob string, rts map[string]*paddleruntime.Runtime, userTable string) error {
+func writeImageTable(l layout, paddlejob string, paddle *node.PaddleRuntimes, userTable string) error {
 	table, err := images.LoadTable()
 	if err != nil {
 		return err
@@ -114,7 +156,6 @@ func writeImageTable(l layout, paddlejob string, rts map[string]*paddleruntime.R
 	if err := writeLauncher(l.launcherDir(), launcherSource(paddlejob)); err != nil {
 		return err
 	}
-	paddle := paddleRuntimes(rts)
 	entries := builtinImages(table, contexts, l.launcherDir(), paddlejob, paddle)
 	if userTable != "" {
 		data, err := os.ReadFile(userTable)

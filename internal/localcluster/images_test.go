@@ -36,7 +36,7 @@ func builtinTable(t *testing.T) (*node.ImageTable, layout, map[string]*paddlerun
 	if err := os.WriteFile(filepath.Join(bin, launcherBinary), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeImageTable(l, filepath.Join(bin, "paddlejob"), rts, ""); err != nil {
+	if err := writeImageTable(l, filepath.Join(bin, "paddlejob"), paddleRuntimes(rts), ""); err != nil {
 		t.Fatal(err)
 	}
 	table, err := node.LoadImageTable(l.imageTable())
@@ -119,7 +119,7 @@ func TestWithoutTheLauncherTheCLIIsTheLauncher(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := layout{t.TempDir()}
-	if err := writeImageTable(l, paddlejob, nil, ""); err != nil {
+	if err := writeImageTable(l, paddlejob, paddleRuntimes(nil), ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range launcherNames {
@@ -127,7 +127,7 @@ func TestWithoutTheLauncherTheCLIIsTheLauncher(t *testing.T) {
 			t.Errorf("%s in %s: %q, %v; want the CLI", name, l.launcherDir(), data, err)
 		}
 	}
-	if err := writeImageTable(layout{t.TempDir()}, filepath.Join(t.TempDir(), "paddlejob"), nil, ""); err == nil || !strings.Contains(err.Error(), "the launcher images run") {
+	if err := writeImageTable(layout{t.TempDir()}, filepath.Join(t.TempDir(), "paddlejob"), paddleRuntimes(nil), ""); err == nil || !strings.Contains(err.Error(), "the launcher images run") {
 		t.Fatalf("error %v; want one naming the missing binary", err)
 	}
 }

@@ -44,15 +44,8 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 	vols := r.volumes
 	r.mu.Unlock()
 
-	entry, known := r.deps.images.Lookup(c.spec.Image)
-	if !known && len(c.spec.Command) == 0 {
-		return processSpec{}, &waitError{reason: reasonErrImagePull, err: errors.New(r.deps.images.unknownImageMessage(c.spec.Image))}
-	}
-	env, err := r.environment(pod, c.spec, entry)
+	entry, known, env, err := r.imageOf(pod, c)
 	if err != nil {
-		return processSpec{}, err
-	}
-	if err := r.checkPaddle(c, entry, env); err != nil {
 		return processSpec{}, err
 	}
 	argv, err := containerCommand(c.spec, entry, known, env)
@@ -95,6 +88,35 @@ func (r *podRuntime) buildProcess(c *containerRun) (spec processSpec, err error)
 	args := bwrapArgs(r.deps.hostFS, sandbox)
 	return processSpec{Bwrap: bwrap, Args: args, Env: env.strings(), Log: log, Cgroup: cgroup, Files: sandboxFiles(sandbox), Opened: opened,
 		Netns: r.netns, Credential: run.credential, Staged: run.staged}, nil
+}
+
+// imageOf is the entry of the container's image and the container's
+// environment. A Paddle image whose runtime is not installed yet has it
+// installed first (paddlepull.go), as a kubelet pulls an image; one that
+// cannot run on its release is refused (checkPaddle).
+func (r *podRuntime) imageOf(pod *corev1.Pod, c *containerRun) (entry ImageEntry, known bool, env *envList, err error) {
+	images := r.deps.images.current()
+	entry, known = images.Lookup(c.spec.Image)
+	if !known && len(c.spec.Command) == 0 {
+		return entry, known, nil, &waitError{reason: reasonErrImagePull, err: errors.New(images.unknownImageMessage(c.spec.Image))}
+	}
+	if env, err = r.environment(pod, c.spec, entry); err != nil {
+		return entry, known, nil, err
+	}
+	if err := r.checkPaddle(c, entry, env); err != nil {
+		return entry, known, nil, err
+	}
+	release := images.pendingPaddle(entry)
+	if release == "" {
+		return entry, known, env, nil
+	}
+	if err := r.pullPaddle(c, release); err != nil {
+		return entry, known, nil, err
+	}
+	// The entry now names the installed runtime's paths.
+	entry, _ = r.deps.images.current().Lookup(c.spec.Image)
+	env, err = r.environment(pod, c.spec, entry)
+	return entry, known, env, err
 }
 
 // sandboxOf is the sandbox one run of the pod's container starts in: the

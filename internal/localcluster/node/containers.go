@@ -164,8 +164,13 @@ func (r *podRuntime) runContainer(ctx context.Context, c *containerRun) bool {
 			// It cannot run at all (paddlerelease.go): a run that failed.
 			term = r.refuse(c, refused)
 		case err != nil:
-			r.setState(c, waiting(waitingReason(err), err.Error()))
-			r.warnOnce(c, "Failed", err.Error())
+			reason := waitingReason(err)
+			r.setState(c, waiting(reason, err.Error()))
+			event := "Failed"
+			if reason == reasonImagePullBackOff {
+				event = "BackOff"
+			}
+			r.warnOnce(c, event, err.Error())
 			select {
 			case <-changed:
 			case <-r.deps.clock.After(retryInterval):

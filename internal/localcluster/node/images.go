@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -93,6 +94,10 @@ func builtinImages() map[string]ImageEntry {
 type ImageTable struct {
 	// file is where the entries came from, for messages; empty without one.
 	file string
+	// raw are the entries as given, before their contexts were built:
+	// what the table is built again from once a Paddle runtime is
+	// installed (withInstalledPaddle).
+	raw map[string]ImageEntry
 	// entries are by normalized key; tagged, anyTag and prefixes index them.
 	entries  map[string]ImageEntry
 	tagged   map[string]bool // "name:tag"
@@ -209,7 +214,7 @@ func newImageTable(file string, entries map[string]ImageEntry) (*ImageTable, err
 
 // newImageTableWithPaddle is newImageTable with the node's Paddle runtimes.
 func newImageTableWithPaddle(file string, entries map[string]ImageEntry, paddle *PaddleRuntimes) (*ImageTable, error) {
-	t := &ImageTable{file: file, entries: map[string]ImageEntry{}, tagged: map[string]bool{}, anyTag: map[string]bool{}, paddle: paddle}
+	t := &ImageTable{file: file, raw: maps.Clone(entries), entries: map[string]ImageEntry{}, tagged: map[string]bool{}, anyTag: map[string]bool{}, paddle: paddle}
 	for key, e := range entries {
 		key = imageref.Familiar(key)
 		t.entries[key] = e

@@ -46,6 +46,9 @@ type PaddleRuntimes struct {
 	Default string `json:"default"`
 	// Releases are the runtimes by version.
 	Releases map[string]PaddleRuntime `json:"releases"`
+	// CacheDir is where the node installs a pending runtime
+	// (paddleruntime's cache); "" for its default.
+	CacheDir string `json:"cacheDir,omitempty"`
 }
 
 // PaddleRuntime is one release's runtime: what an image running on it gets.
@@ -57,6 +60,33 @@ type PaddleRuntime struct {
 	HostPaths []string `json:"hostPaths,omitempty"`
 	// Env is set under the image's own (PATH with the runtime's bin first).
 	Env map[string]string `json:"env,omitempty"`
+	// Pending: the runtime is not installed yet. The node installs it when
+	// a container first needs it, as a kubelet pulls an image
+	// (paddlepull.go); until then HostPaths are unknown and Env's values
+	// are placeholders (PendingPaddleRuntime), which the install replaces
+	// wherever an entry holds them.
+	Pending bool `json:"pending,omitempty"`
+}
+
+// PendingPaddleRuntime is the table's entry of a release not installed
+// yet: its PATH names a placeholder bin directory before path (the PATH of
+// an image naming none), unique to the release.
+func PendingPaddleRuntime(version string, parameterServer bool, path string) PaddleRuntime {
+	return PaddleRuntime{
+		ParameterServer: parameterServer,
+		Env:             map[string]string{"PATH": "/paddle-runtime-" + version + "-not-installed/bin:" + path},
+		Pending:         true,
+	}
+}
+
+// InstalledPaddleRuntime is the table's entry of an installed release: its
+// bin directory first on PATH, before path.
+func InstalledPaddleRuntime(binDir string, parameterServer bool, hostPaths []string, path string) PaddleRuntime {
+	return PaddleRuntime{
+		ParameterServer: parameterServer,
+		HostPaths:       hostPaths,
+		Env:             map[string]string{"PATH": binDir + ":" + path},
+	}
 }
 
 // paddleReleaseByTag is the paddleRelease of entries whose tag names it.
@@ -214,6 +244,46 @@ func (t *ImageTable) withPaddle(e ImageEntry, asked string) ImageEntry {
 		e.Env = env
 	}
 	return e
+}
+
+// pendingPaddle is the release an entry runs on when its runtime is not
+// installed yet, "" otherwise.
+func (t *ImageTable) pendingPaddle(e ImageEntry) string {
+	if e.Paddle == nil || e.Paddle.Version == "" || t.paddle == nil || !t.paddle.Releases[e.Paddle.Version].Pending {
+		return ""
+	}
+	return e.Paddle.Version
+}
+
+// withInstalledPaddle is the table built again with release version's
+// runtime installed as rt: every entry's env value holding the pending
+// runtime's placeholder (an image's PATH naming the default release's bin
+// directory) names rt's instead.
+func (t *ImageTable) withInstalledPaddle(version string, rt PaddleRuntime) (*ImageTable, error) {
+	if t.paddle == nil {
+		return nil, fmt.Errorf("the image table has no Paddle runtime %s", version)
+	}
+	old := t.paddle.Releases[version]
+	paddle := &PaddleRuntimes{Default: t.paddle.Default, CacheDir: t.paddle.CacheDir, Releases: maps.Clone(t.paddle.Releases)}
+	paddle.Releases[version] = rt
+	entries := make(map[string]ImageEntry, len(t.raw))
+	for key, e := range t.raw {
+		for k, v := range old.Env {
+			cur, ok := e.Env[k]
+			if !ok || v == "" || !strings.Contains(cur, v) {
+				continue
+			}
+			e.Env = maps.Clone(e.Env)
+			e.Env[k] = strings.ReplaceAll(cur, v, rt.Env[k])
+		}
+		entries[key] = e
+	}
+	nt, err := newImageTableWithPaddle(t.file, entries, paddle)
+	if err != nil {
+		return nil, err
+	}
+	nt.outputs, nt.contexts = t.outputs, t.contexts
+	return nt, nil
 }
 
 // repinPaddle moves an entry built from a Dockerfile onto the release its

@@ -34,7 +34,9 @@ type podDeps struct {
 	recorder record.EventRecorder
 	// processes starts the containers' sandboxes.
 	processes processStarter
-	images    *ImageTable
+	// images is the image table, which installing a Paddle runtime a
+	// container needs replaces (paddlepull.go).
+	images *imageSource
 	// objects reads ConfigMaps and Secrets and issues service-account
 	// tokens, for env and projection volumes.
 	objects objectSource

@@ -154,6 +154,13 @@ func runPod(t *testing.T, pod *corev1.Pod, procs *fakeStarter) *podFixture {
 // runPodWithImages is runPod with an image table of the test's.
 func runPodWithImages(t *testing.T, pod *corev1.Pod, procs *fakeStarter, images *ImageTable) *podFixture {
 	t.Helper()
+	return runPodWithSource(t, pod, procs, newImageSource(images, nil, nil))
+}
+
+// runPodWithSource is runPod with the test's image source, which pods may
+// share (paddlepull_test.go).
+func runPodWithSource(t *testing.T, pod *corev1.Pod, procs *fakeStarter, images *imageSource) *podFixture {
+	t.Helper()
 	f := &podFixture{t: t, clock: clocktesting.NewFakeClock(fixtureStart), procs: procs,
 		listening: map[string]bool{}, dials: map[string]int{}}
 	f.inAPI = pod.DeepCopy()

@@ -115,7 +115,7 @@ func newProvider(cfg providerConfig) *Provider {
 		processes: p.spawner,
 		network:   nodePodNetworks{cfg.Network},
 		dial:      cfg.Network.Namespace().DialContext,
-		images:    cfg.Images,
+		images:    newImageSource(cfg.Images, installPaddleRuntime(cfg.Log.WithName("paddle-runtime")), cfg.Clock),
 		objects:   listerObjects{configMaps: cfg.ConfigMaps, secrets: cfg.Secrets, tokens: tokens},
 		setUpVolume: func(ctx context.Context, namespace, podDir string, v *corev1.Volume) (podVolume, error) {
 			pv, err := setUpHostVolume(ctx, cfg.Client, hostPaths, namespace, podDir, v)

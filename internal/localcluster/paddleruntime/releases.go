@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -110,6 +111,32 @@ func EnsureRelease(ctx context.Context, opts Options, version string) (*Runtime,
 		return nil, err
 	}
 	return ensure(ctx, opts, p)
+}
+
+// Cached returns the cached runtime of a pinned release without installing
+// it: nil when it is not installed (the local node installs it when a pod
+// first needs it). An error says the interpreter cannot serve the pins.
+func Cached(ctx context.Context, opts Options, version string) (*Runtime, error) {
+	p, err := pinsOf(version)
+	if err != nil {
+		return nil, err
+	}
+	python, err := findPython(p, opts.Python)
+	if err != nil {
+		return nil, err
+	}
+	py, err := probePython(ctx, python)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPython(p, python, py); err != nil {
+		return nil, err
+	}
+	rt, err := Load(filepath.Join(opts.cacheDir(), p.dirName(), runtimeKey(p, py)))
+	if err != nil {
+		return nil, nil //nolint:nilerr // not installed, or broken: an install replaces it
+	}
+	return rt, nil
 }
 
 // EnsureAll returns the runtime of every pinned release by version,
