@@ -40,20 +40,11 @@ func ensure(ctx context.Context, opts Options, p pinSet) (*Runtime, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	python, err := findPython(p, opts.Python)
+	at, err := locate(ctx, opts, p)
 	if err != nil {
 		return nil, err
 	}
-	py, err := probePython(ctx, python)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkPython(p, python, py); err != nil {
-		return nil, err
-	}
-	root := filepath.Join(opts.cacheDir(), p.dirName())
-	key := runtimeKey(p, py)
-	link := filepath.Join(root, key)
+	root, key, link := at.root, at.key, at.link()
 	if rt, err := Load(link); err == nil {
 		return rt, nil
 	}
@@ -68,8 +59,36 @@ func ensure(ctx context.Context, opts Options, p pinSet) (*Runtime, error) {
 	if rt, err := Load(link); err == nil { // another process installed it meanwhile
 		return rt, nil
 	}
-	in := &installer{pins: p, python: python, py: py, root: root, key: key, log: opts.Log}
+	in := &installer{pins: p, python: at.python, py: at.py, root: root, key: key, log: opts.Log}
 	return in.install(ctx)
+}
+
+// cacheSlot is where a pinned set's runtime for this machine's Python lives
+// in the cache: the interpreter it is built from, checked against the pins,
+// and the link root/key naming the installed runtime.
+type cacheSlot struct {
+	python    string
+	py        pythonInfo
+	root, key string
+}
+
+func (c cacheSlot) link() string { return filepath.Join(c.root, c.key) }
+
+// locate finds the interpreter for the pins and the cache slot of its
+// runtime.
+func locate(ctx context.Context, opts Options, p pinSet) (cacheSlot, error) {
+	python, err := findPython(p, opts.Python)
+	if err != nil {
+		return cacheSlot{}, err
+	}
+	py, err := probePython(ctx, python)
+	if err != nil {
+		return cacheSlot{}, err
+	}
+	if err := checkPython(p, python, py); err != nil {
+		return cacheSlot{}, err
+	}
+	return cacheSlot{python: python, py: py, root: filepath.Join(opts.cacheDir(), p.dirName()), key: runtimeKey(p, py)}, nil
 }
 
 // useNamed returns the runtime in a directory the user named: one paddlejob

@@ -5,7 +5,6 @@ import (
 	"embed"
 	"fmt"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -121,18 +120,11 @@ func Cached(ctx context.Context, opts Options, version string) (*Runtime, error)
 	if err != nil {
 		return nil, err
 	}
-	python, err := findPython(p, opts.Python)
+	at, err := locate(ctx, opts, p)
 	if err != nil {
 		return nil, err
 	}
-	py, err := probePython(ctx, python)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkPython(p, python, py); err != nil {
-		return nil, err
-	}
-	rt, err := Load(filepath.Join(opts.cacheDir(), p.dirName(), runtimeKey(p, py)))
+	rt, err := Load(at.link())
 	if err != nil {
 		return nil, nil //nolint:nilerr // not installed, or broken: an install replaces it
 	}
