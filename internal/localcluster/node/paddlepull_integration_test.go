@@ -15,12 +15,9 @@ import (
 // A pending runtime is installed by the node with pip into an empty cache
 // when it is first needed, once for the two pods asking at the same time,
 // and the image's PATH then runs its paddle. pip downloads paddlepaddle
-// 2.6.2 (126 MB, the smallest pinned wheel) from the package index: -short
-// skips it.
+// 2.6.2 (126 MB, the smallest pinned wheel) from the package index, or its
+// own cache.
 func TestPendingPaddleRuntimeInstallsWithPip(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: installs Paddle 2.6.2 with pip")
-	}
 	cache := t.TempDir()
 	rts := &PaddleRuntimes{Default: "2.6.2", CacheDir: cache, Releases: map[string]PaddleRuntime{
 		"2.6.2": PendingPaddleRuntime("2.6.2", true, standardPath),
