@@ -14,11 +14,11 @@ package node
 // 5 minutes, as the kubelet backs off pulls.
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -175,8 +175,8 @@ func (r *podRuntime) pullPaddle(c *containerRun, version string) error {
 // install of a pinned release, its progress logged.
 func installPaddleRuntime(log logr.Logger) paddleInstaller {
 	return func(ctx context.Context, cacheDir, version string) (PaddleRuntime, error) {
-		w := lineLogger(log.WithValues("paddleRelease", version))
-		defer w.Close()
+		w := &logWriter{log: log.WithValues("paddleRelease", version)}
+		defer w.Flush()
 		rt, err := paddleruntime.EnsureRelease(ctx, paddleruntime.Options{CacheDir: cacheDir, Log: w}, version)
 		if err != nil {
 			return PaddleRuntime{}, err
@@ -185,15 +185,38 @@ func installPaddleRuntime(log logr.Logger) paddleInstaller {
 	}
 }
 
-// lineLogger logs each line written to it.
-func lineLogger(log logr.Logger) io.WriteCloser {
-	r, w := io.Pipe()
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			log.Info(sc.Text())
+// logWriter logs each line written to it as one entry (a standard library
+// logger's, an install's progress), a last unterminated one on Flush. Safe
+// for concurrent use.
+type logWriter struct {
+	log     logr.Logger
+	mu      sync.Mutex
+	partial []byte
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	for {
+		line, rest, ok := bytes.Cut(w.partial, []byte{'\n'})
+		if !ok {
+			break
 		}
-		_, _ = io.Copy(io.Discard, r)
-	}()
-	return w
+		if text := strings.TrimSpace(string(line)); text != "" {
+			w.log.Info(text)
+		}
+		w.partial = rest
+	}
+	return len(p), nil
+}
+
+// Flush logs what is left of an unterminated line.
+func (w *logWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if text := strings.TrimSpace(string(w.partial)); text != "" {
+		w.log.Info(text)
+	}
+	w.partial = nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -155,5 +156,22 @@ func TestPaddleRuntimeInstallFailureBacksOff(t *testing.T) {
 	f.waitDone()
 	if ev := events(f); !strings.Contains(ev, "Warning Failed image") || !strings.Contains(ev, "Warning BackOff Back-off pulling image") {
 		t.Errorf("events:\n%s", ev)
+	}
+}
+
+// An install's progress arrives in pieces that are not lines (pip's output
+// as copied): each whole line becomes one entry, the last on Flush.
+func TestLogWriterLogsWholeLines(t *testing.T) {
+	var got []string
+	w := &logWriter{log: funcr.New(func(_, args string) { got = append(got, args) }, funcr.Options{})}
+	for _, piece := range []string{"Collecting pad", "dlepaddle==2.6.2\nInstalling", " collected packages\n\n  ", "done"} {
+		if _, err := w.Write([]byte(piece)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Flush()
+	want := []string{`"level"=0 "msg"="Collecting paddlepaddle==2.6.2"`, `"level"=0 "msg"="Installing collected packages"`, `"level"=0 "msg"="done"`}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("entries %q, want %q", got, want)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -119,17 +118,9 @@ func listenKubelet(addr string, tlsConfig *tls.Config, log logr.Logger) (*kubele
 		server: &http.Server{
 			ReadHeaderTimeout: 30 * time.Second,
 			// Failed handshakes (clients without a certificate) are routine.
-			ErrorLog: stdlog.New(logWriter{log.V(1)}, "", 0),
+			ErrorLog: stdlog.New(&logWriter{log: log.V(1)}, "", 0),
 		},
 	}, nil
-}
-
-// logWriter turns the lines of a standard library logger into log entries.
-type logWriter struct{ log logr.Logger }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.log.Info(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 func (s *kubeletServer) port() int32 { return int32(s.listener.Addr().(*net.TCPAddr).Port) }
