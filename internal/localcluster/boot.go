@@ -115,7 +115,7 @@ func (b *boot) run(ctx context.Context) (*State, error) {
 		{componentOperator, b.startOperator},
 		{componentNetwork, b.startNetwork},
 		{nodesStep(b.opts.Nodes), b.startNodes},
-		{"default service account", b.waitDefaultServiceAccount},
+		{"default service account", b.createDefaultServiceAccount},
 	}
 	for _, s := range steps {
 		if b.opts.NoOperator && (s.name == componentOperator) {
@@ -406,14 +406,17 @@ func (b *boot) startOperator(ctx context.Context) error {
 		60*time.Second, func() error { return getPlain(ctx, "http://"+probes+"/readyz") })
 }
 
-// waitDefaultServiceAccount waits for the controller manager to create the
-// default namespace's service account: pods cannot be created before it.
-func (b *boot) waitDefaultServiceAccount(ctx context.Context) error {
+// createDefaultServiceAccount gives namespace default its default
+// ServiceAccount, which a pod there needs before the API server admits it.
+// The controller manager's service-account controller creates it too, but
+// only once its informers have synced, 3 to 4 s after it starts: creating it
+// here takes that off every up, and the controller finds it there.
+func (b *boot) createDefaultServiceAccount(ctx context.Context) error {
 	cfg, err := kube.LoadConfig(b.l.kubeconfig(), "")
 	if err != nil {
 		return err
 	}
-	return waitFor(ctx, 60*time.Second, func() error { return serviceAccountExists(ctx, cfg, "default", "default") })
+	return ensureServiceAccount(ctx, cfg, "default", "default")
 }
 
 // formatLabels is labels as the node's --node-labels takes them, k=v,...,

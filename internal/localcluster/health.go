@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -114,13 +115,17 @@ func nodeReadyWith(ctx context.Context, cs kubernetes.Interface, name string) er
 	return fmt.Errorf("node %s is not Ready", name)
 }
 
-func serviceAccountExists(ctx context.Context, cfg *rest.Config, ns, name string) error {
+// ensureServiceAccount creates a ServiceAccount unless it exists.
+func ensureServiceAccount(ctx context.Context, cfg *rest.Config, ns, name string) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	_, err = cs.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
-	return err
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating ServiceAccount %s/%s: %w", ns, name, err)
+	}
+	return nil
 }
 
 // healthy reports whether every process of a recorded cluster runs and its
