@@ -95,6 +95,7 @@ func tenantIn(t *testing.T, pj *client.Client, ns, user string, rules []rbacv1.P
 // so an attack that fails fails for the sandbox's reason, not for a
 // missing right, and one that succeeds was open to a tenant.
 func TestTenantsHoldOnlyTheirRights(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for name, mk := range map[string]func(*testing.T, *client.Client) (*client.Client, string){"namespace user": namespaceUser, "PaddleJob user": paddleJobUser} {
 		t.Run(name, func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 // parameter-server job runs to completion on the node. It runs a cluster
 // of its own: adding an image restarts the node.
 func TestManyNewBuildContextsInARow(t *testing.T) {
+	t.Parallel()
 	home, err := os.MkdirTemp("", "paddlejob-e2e-contexts-")
 	if err != nil {
 		t.Fatal(err)

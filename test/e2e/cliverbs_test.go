@@ -25,6 +25,7 @@ import (
 // watching (get -w), events, suspend and resume, logs of a previous run,
 // with timestamps or since a time, name completion, delete --all --wait.
 func TestCLIVerbsLikeKubectl(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	ns := newNamespace(t, pj)
 	env := []string{"KUBECONFIG=" + cluster.Kubeconfig()}
@@ -101,6 +102,7 @@ func TestCLIVerbsLikeKubectl(t *testing.T) {
 // cluster's dry run (--server) refuses the job for the schema's two, in the
 // same lines.
 func TestValidateListsEveryProblem(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	const file = "cmd/paddlejob/testdata/six-problems.yaml"
 	offline := []string{"KUBECONFIG=" + filepath.Join(t.TempDir(), "none")}
@@ -251,6 +253,7 @@ func podNamesOf(pods []corev1.Pod) []string {
 // given no --timeout: one that does not return is killed after 5 minutes
 // and fails the test.
 func TestRunFollowReturnsWhenTheJobFails(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	env := []string{"KUBECONFIG=" + cluster.Kubeconfig()}
 	for _, tc := range []struct {

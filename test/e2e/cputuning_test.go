@@ -22,6 +22,7 @@ var ompThreadsLine = regexp.MustCompile(`(?m)^omp_num_threads=(\d+)$`)
 // give both more. Examples without resources keep Paddle's default of one
 // thread.
 func TestCPURequestSizesPaddlesThreads(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	for _, tc := range []struct {
 		name    string

@@ -21,6 +21,7 @@ import (
 // alone and Enter deletes it. The job's worker reports a loss every second
 // (docs/progress.md), and its curve marks the suspension.
 func TestDashboardSuspendsAndResumesAJob(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	ns := newNamespace(t, pj)
 	job := testutil.MakePaddleJob("dash-ops", ns).Workers(1).Image("busybox:1.36").

@@ -41,6 +41,7 @@ var updateDashboardDocs = flag.Bool("dashboard.docs", false, "copy TestDashboard
 // AUC it printed. Screenshots go to the test's artifacts (go test
 // -artifacts) and, with -dashboard.docs, to docs/images.
 func TestDashboard(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	job := loadJob(t, "examples/jobs/wide-and-deep.yaml")
 	job.Name = "wd-dashboard"

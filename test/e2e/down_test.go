@@ -34,6 +34,7 @@ import (
 // `go install`ed into an empty GOBIN, as a user installs it: no launcher
 // beside it, yet the launcher image runs (the CLI is the launcher).
 func TestUpAndDownKeepTheUsersKubeconfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
 	kubeconfig := filepath.Join(dir, "kubeconfig")

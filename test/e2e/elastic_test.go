@@ -164,6 +164,7 @@ func runElasticUndisturbed(t *testing.T, pj *client.Client, job *paddlev1.Paddle
 // for peers that passed long ago. It restarts as a whole instead
 // (recovery_test.go).
 func TestKilledWorkerIsRestartedAndTheJobRecovers(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	calm, _ := elasticJob(t, "calm", 2, 2, 2, 5)
 	want := runElasticUndisturbed(t, pj, calm)
@@ -204,6 +205,7 @@ func TestKilledWorkerIsRestartedAndTheJobRecovers(t *testing.T) {
 // trains, every worker restarts its training with the new world size,
 // resumes from the shared checkpoint and the job completes.
 func TestElasticJobScalesFrom2To3(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	job, _ := elasticJob(t, "elastic", 2, 2, 3, 5)
 	job.Namespace = newNamespace(t, pj)
@@ -240,6 +242,7 @@ func TestElasticJobScalesFrom2To3(t *testing.T) {
 // longer does (docs/paddle-known-issues.md): no rank may be refused by
 // Gloo.
 func TestElasticJobFormsTheFirstTime(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	const runs = 10
 	for i := range runs {
@@ -283,6 +286,7 @@ func setEnv(c *corev1.Container, name, value string) {
 // the host IP, where the local cluster forwards its elastic etcd guard), the
 // form Paddle's launcher would cut to ".paddle" were it passed as it is.
 func TestElasticJobSurvivesTheLossOfAWorker(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	const epochs = 8
 	withEtcdName := func(job *paddlev1.PaddleJob) {

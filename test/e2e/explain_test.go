@@ -31,6 +31,7 @@ const explainedProgramDir = "/program"
 // GEO-SGD bug with sparse_embedding, an output volume the node mounts
 // read-only.
 func TestFailuresExplainThemselves(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	output := readOnlyHostDir(t)
 	for _, tc := range []struct {

@@ -70,6 +70,7 @@ func TestOperatorRestartMidJob(t *testing.T) {
 // the deadline, and its pods are stopped. How soon after the deadline is
 // measured by test/integration's BenchmarkActiveDeadline.
 func TestDeadlineFailsALongJob(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	job := testutil.MakePaddleJob("slow", "").Workers(2).Image("busybox:1.36").
 		Command(paddlev1.ReplicaWorker, "sleep", "600").Obj()

@@ -29,6 +29,7 @@ import (
 // a retry: any failure fails the test. The series run side by side, so the
 // node is as loaded as a user's busy machine.
 func TestFirstParameterServerProgramRuns(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	type series struct {
 		release  string

@@ -38,6 +38,7 @@ import (
 // where those groups do not exist: the servers are off Gloo (level 0, its
 // warning and their own values), and the admission webhook warns.
 func TestGlooLevels(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	for _, tc := range []struct {
 		name      string

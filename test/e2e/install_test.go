@@ -80,6 +80,7 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // endpoint serves the job metrics, to authorized scrapers only. (How long
 // the failover takes is BenchmarkLeaderFailover's.)
 func TestInstalledOperatorWithTwoReplicasSurvivesItsLeader(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, dial := installTwoReplicas(t)
 	leader := waitLeader(t, c, "")

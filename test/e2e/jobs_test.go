@@ -134,6 +134,7 @@ func runReadingLogs(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) (*
 // job of the suite, the PS examples get the restart policy and progress
 // deadline a production user adds (recoverable).
 func TestPaddleOperatorExamplesRunAsWritten(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	t.Run("1 wide and deep, PS with Gloo", func(t *testing.T) {
 		job := loadJob(t, "config/samples/seed004/example-1-wide-and-deep.yaml")
@@ -255,6 +256,7 @@ func workerLogs(logs map[string]string) map[string]string {
 // and each Gloo level, and started by Paddle's launcher: the processes report
 // the same roles and the model learns.
 func TestParameterServerModes(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	tests := []struct {
 		name     string
@@ -331,6 +333,7 @@ func launchEveryPod(t *testing.T, job *paddlev1.PaddleJob) string {
 // The collective example in the intranets paddle-operator's examples do not show (example 2
 // is PodIP): DNS names, and two workers sharing the node's address.
 func TestCollectiveIntranets(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	for _, intranet := range []paddlev1.Intranet{paddlev1.IntranetService, paddlev1.IntranetHost} {
 		t.Run(string(intranet), func(t *testing.T) {
@@ -344,6 +347,7 @@ func TestCollectiveIntranets(t *testing.T) {
 }
 
 func TestWorkerExitCodeFailsTheJob(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	job := testutil.MakePaddleJob("fails", "").Workers(2).Image("busybox:1.36").
 		Command(paddlev1.ReplicaWorker, "sh", "-c", `if [ "$PADDLE_TRAINER_ID" = 1 ]; then exit 3; fi; sleep 600`).Obj()
@@ -360,6 +364,7 @@ func TestWorkerExitCodeFailsTheJob(t *testing.T) {
 
 // kubectl logs reaches a worker's log through the API server and the node.
 func TestKubectlLogs(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {

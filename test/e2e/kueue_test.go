@@ -162,6 +162,7 @@ func getJob(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) *paddlev1.
 }
 
 func TestKueue(t *testing.T) {
+	t.Parallel()
 	st, pj := withAddons(t, localcluster.AddonKueue)
 	dyn := dynamicClient(t, st)
 

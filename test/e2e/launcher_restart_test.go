@@ -23,6 +23,7 @@ import (
 // pserver and trainer together (--progress-deadline); the job then trains
 // as an undisturbed one does.
 func TestHungBatchJobRestartsEveryPod(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	ns := newNamespace(t, pj)
 	spec, mfs := threeNodeBatchJob(t, pj, ns, "")

@@ -141,6 +141,7 @@ func dumpJobPods(t *testing.T, pj *client.Client, job *batchv1.Job) {
 // program as each pod's parameter server and trainer on the pod's share of
 // the data `paddlejob data split` wrote to the shared volume.
 func TestThreeNodeBatchJobWithTheLauncher(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	runThreeNodeBatchJob(t, pj, "default", "") // the tutorial's JOB_NAMESPACE is default
 }
@@ -265,6 +266,7 @@ func paddlePython(t *testing.T) string {
 // The single-node tutorial's Job (a single-node Job): Paddle trains alone and writes its passes to
 // the output volume.
 func TestSingleNodeBatchJob(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	ns := newNamespace(t, pj)
 	out := podsDir(t)
@@ -287,6 +289,7 @@ func TestSingleNodeBatchJob(t *testing.T) {
 
 // A peer that never runs: the launcher gives up naming it.
 func TestLauncherTimesOutNamingTheMissingPeer(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	ns := newNamespace(t, pj)
 	installLauncherRBAC(t, pj, ns)
@@ -338,6 +341,7 @@ func TestLauncherTimesOutNamingTheMissingPeer(t *testing.T) {
 // cluster (without its CephFS volume, which no local node mounts): real
 // Paddle with 3 parameter servers and 3 trainers.
 func TestSubmitWord2vecExample(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	ns := newNamespace(t, pj)
 	cmd := exec.Command(filepath.Join(binDir, "paddlejob"), "submit", "--kubeconfig", cluster.Kubeconfig(), "-n", ns,
@@ -370,6 +374,7 @@ func TestSubmitWord2vecExample(t *testing.T) {
 }
 
 func TestSubmitRejectsBadValuesNamingFlagAndRule(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(filepath.Join(binDir, "paddlejob"), "submit", "--kubeconfig", cluster.Kubeconfig(),
 		"--name", "MyJob", "--image", "x", "--entry-point", "python train.py", "--cpu", "0", "--memory", "12X")
 	out, err := cmd.CombinedOutput()
@@ -405,6 +410,7 @@ func resolvedEnvOf(pj *client.Client, ns, pod string) (map[string]string, error)
 // Installed as kubectl-paddlejob, the CLI is a kubectl plugin that talks to
 // kubectl's cluster.
 func TestKubectlPlugin(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
@@ -428,6 +434,7 @@ func TestKubectlPlugin(t *testing.T) {
 
 // kubectl users see the admission webhook's rejections and warnings.
 func TestKubectlSeesWebhookRejectionsAndWarnings(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {

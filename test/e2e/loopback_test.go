@@ -11,6 +11,7 @@ import (
 // kubelet API, the progress endpoint... — listens on the loopback only: from
 // the machine's other addresses, nothing answers.
 func TestClusterListensOnLoopbackOnly(t *testing.T) {
+	t.Parallel()
 	var external []net.IP
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {

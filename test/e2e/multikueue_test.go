@@ -64,6 +64,7 @@ spec:
 }
 
 func TestMultiKueue(t *testing.T) {
+	t.Parallel()
 	worker, workerClient := withAddons(t, localcluster.AddonKueue)
 	manager, managerClient := withAddons(t, localcluster.AddonKueue)
 	managerDyn := dynamicClient(t, manager)

@@ -30,6 +30,7 @@ import (
 // killed is a lost node: its pods fail, and the job's restart policy brings
 // them back.
 func TestTwoNodes(t *testing.T) {
+	t.Parallel()
 	home, err := os.MkdirTemp("", "pj-nodes-") // short: the home holds Unix sockets
 	if err != nil {
 		t.Fatal(err)

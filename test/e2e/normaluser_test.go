@@ -23,6 +23,7 @@ import (
 // cluster that `paddlejob up` started as an ordinary user, in a cgroup
 // delegated to that user as an administrator would delegate one.
 func TestSandboxAsNormalUser(t *testing.T) {
+	t.Parallel()
 	u := newNormalUser(t)
 	checkSandbox(t, upAsNormalUser(t, u))
 }

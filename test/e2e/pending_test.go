@@ -23,6 +23,7 @@ import (
 // reason in the scheduler's words. (The Python SDK's pending_reason:
 // python/tests/e2e/test_pending_job.py, run by TestPythonSDK.)
 func TestUnschedulableJobSaysWhy(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	ns := newNamespace(t, pj)
 	job := testutil.MakePaddleJob("huge", ns).Workers(2).Image("busybox:1.36").

@@ -218,6 +218,7 @@ func lastLine(s string) string {
 // level, as on any Kubernetes cluster (docs/local-node.md#isolation says
 // why the local cluster labels none itself).
 func TestPodSecurityAdmission(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	ctx := context.Background()
 	ns := newNamespace(t, pj)

@@ -28,6 +28,7 @@ import (
 // completes, the reports cost a bounded number of status writes, and the
 // metric history is recorded.
 func TestProgressOfWideAndDeep(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	job := loadJob(t, "examples/jobs/wide-and-deep.yaml")
 	job.Name = "wd-progress"
@@ -198,6 +199,7 @@ func apiStatusWrites(t *testing.T, pj *client.Client) int {
 // many loss points as run showed percents at least, the last at the final
 // status's step.
 func TestRunShowsProgressAsItHappens(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	job := loadJob(t, "examples/jobs/wide-and-deep.yaml")
 	job.Name = "wd-live"

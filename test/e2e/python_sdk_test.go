@@ -19,6 +19,7 @@ import (
 // reading their shards with the SDK's dist_reader) and scale another job.
 // pytest's output streams to stderr as it runs.
 func TestPythonSDK(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(testenv.RepoRoot(), "hack", "test-python.sh"), "e2e", "-v", "-s",

@@ -139,6 +139,7 @@ func checkAUCLikeUndisturbed(t *testing.T, pj *client.Client, done *paddlev1.Pad
 // (docs/paddle-known-issues.md): the whole job restarts once and ends as
 // well as an undisturbed run.
 func TestParameterServerCrashRestartsTheJob(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	undisturbedAUC(t, pj)
 	done, logs := signalMidTraining(t, pj, "segv", "ps-1", syscall.SIGSEGV)
@@ -148,6 +149,7 @@ func TestParameterServerCrashRestartsTheJob(t *testing.T) {
 
 // A trainer killed as the OOM killer kills (SIGKILL) restarts the whole job.
 func TestKilledTrainerRestartsTheJob(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	undisturbedAUC(t, pj)
 	done, logs := signalMidTraining(t, pj, "oom", "worker-1", syscall.SIGKILL)
@@ -162,6 +164,7 @@ func TestKilledTrainerRestartsTheJob(t *testing.T) {
 // the job is restarted and completes. Stopped mid-training under Never, the
 // job fails with ProgressDeadlineExceeded, the message naming the last report.
 func TestHungTrainerMeetsTheProgressDeadline(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	hang := func(t *testing.T, name string, policy paddlev1.RestartPolicy, after *regexp.Regexp) *paddlev1.PaddleJob {
 		t.Helper()

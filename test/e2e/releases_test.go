@@ -75,6 +75,7 @@ func withImageTag(job *paddlev1.PaddleJob, tag string) {
 }
 
 func TestCoreSetOnEachRelease(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	psDefault, collectiveDefault := exampleRelease(t, "demo-wide-and-deep"), exampleRelease(t, "demo-resnet")
 	for _, rel := range paddleruntime.Releases() {
@@ -183,6 +184,7 @@ func checkRefusedForParameterServer(t *testing.T, pj *client.Client, job *paddle
 // programs; and on a Paddle 3.0 image, where it trains because the operator
 // gives parameter-server pods FLAGS_enable_pir_api=0.
 func TestUnmodifiedStaticPSProgram(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	for _, tc := range []struct {
 		name, image, release string
@@ -272,6 +274,7 @@ func mustReadAbs(t *testing.T, path string) string {
 // Each image imports the release it asks for, and that release's native
 // library has the parameter-server runtime exactly when the pins say so.
 func TestImagesImportTheReleaseTheyAskFor(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	ns := newNamespace(t, pj)
 	const probe = `import paddle

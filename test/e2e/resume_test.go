@@ -37,6 +37,7 @@ const (
 // job ends near where the first left off. Directories a crashed save leaves
 // are not loaded.
 func TestWideAndDeepResumesFromItsNewestCheckpoint(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	first := loadJob(t, "examples/jobs/wide-and-deep.yaml")
 	first.Name = "wd-first"

@@ -48,6 +48,7 @@ type sandboxCluster struct {
 // default), and the checks of checkSandbox run against it.
 // TestSandboxAsNormalUser runs the same checks on a normal user's cluster.
 func TestSandbox(t *testing.T) {
+	t.Parallel()
 	userHome, err := os.UserHomeDir()
 	if err != nil {
 		t.Fatal(err)

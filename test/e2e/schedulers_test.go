@@ -114,6 +114,7 @@ func dynamicClient(t testing.TB, st *localcluster.State) *dynamic.DynamicClient 
 // Volcano, and its PodGroup of minMember 4 — completes with real Paddle,
 // every pod placed by the real Volcano scheduler.
 func TestVolcanoWideAndDeepExample(t *testing.T) {
+	t.Parallel()
 	st, pj := withAddons(t, localcluster.AddonVolcano)
 	const path = "config/samples/seed004/example-4-wide-and-deep-volcano.yaml"
 	// The file's two documents, the PaddleJob then its PodGroup, sent in
@@ -164,6 +165,7 @@ func TestVolcanoWideAndDeepExample(t *testing.T) {
 // pod at all; once the blocker goes, the gang scheduler places every pod
 // and the job completes.
 func TestVolcanoGangWaitsForRoom(t *testing.T) {
+	t.Parallel()
 	st, pj := withAddons(t, localcluster.AddonVolcano)
 	spread, _ := gangWaitsForRoom(t, pj, st, localcluster.VolcanoSchedulerName, volcanoPodGroups)
 	t.Logf("the gang's %d pods were bound within %s of each other", gangPods, spread)
@@ -171,6 +173,7 @@ func TestVolcanoGangWaitsForRoom(t *testing.T) {
 
 // The same with scheduler-plugins' Coscheduling.
 func TestCoschedulingGangWaitsForRoom(t *testing.T) {
+	t.Parallel()
 	st, pj := withAddons(t, localcluster.AddonCoscheduling)
 	spread, _ := gangWaitsForRoom(t, pj, st, localcluster.CoschedulingSchedulerName, coschedulingPodGroups)
 	t.Logf("the gang's %d pods were bound within %s of each other", gangPods, spread)

@@ -23,6 +23,7 @@ import (
 // only once every parameter server accepts connections (its readiness
 // probe). paddle-operator's example 5 as written, with Gloo off as it is there.
 func TestTrainersStartAfterTheServersListen(t *testing.T) {
+	t.Parallel()
 	pj := suiteClient
 	code := wideAndDeepWithoutServerWait(t)
 	for run := 1; run <= 3; run++ {

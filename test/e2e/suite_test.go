@@ -22,7 +22,10 @@ var (
 	// any test runs; a test names the client it uses (pj := suiteClient, or
 	// the client of a cluster of its own) and hands it to the helpers.
 	suiteClient *client.Client
-	// cluster is the running local cluster; nil once TestDown stopped it.
+	// cluster is the suite's running local cluster. Every test that only
+	// adds jobs to it in a namespace of its own, or starts a cluster of its
+	// own, runs in parallel (t.Parallel); the two that stop a part of it
+	// (TestNodeRestarts, TestOperatorRestartMidJob) run alone, before them.
 	cluster *localcluster.State
 	opts    localcluster.Options
 	binDir  string

@@ -18,6 +18,7 @@ import (
 // mid-job, one after the other, each comes back (paddlejob status counts the
 // restart) and the job still completes with real Paddle.
 func TestKilledComponentsComeBack(t *testing.T) {
+	t.Parallel()
 	home, err := os.MkdirTemp("", "paddlejob-e2e-supervision-")
 	if err != nil {
 		t.Fatal(err)

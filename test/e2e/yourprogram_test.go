@@ -34,6 +34,7 @@ import (
 // offline what the cluster says. It runs a cluster of its own: adding an
 // image restarts the node.
 func TestYourOwnProgram(t *testing.T) {
+	t.Parallel()
 	home, err := os.MkdirTemp("", "paddlejob-e2e-yours-")
 	if err != nil {
 		t.Fatal(err)
