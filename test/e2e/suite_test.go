@@ -24,8 +24,9 @@ var (
 	suiteClient *client.Client
 	// cluster is the suite's running local cluster. Every test that only
 	// adds jobs to it in a namespace of its own, or starts a cluster of its
-	// own, runs in parallel (t.Parallel); the two that stop a part of it
-	// (TestNodeRestarts, TestOperatorRestartMidJob) run alone, before them.
+	// own, runs in parallel (t.Parallel); those that stop a part of it
+	// (TestNodeRestarts, TestOperatorRestartMidJob) or count the API
+	// server's requests (TestProgressOfWideAndDeep) run alone, before them.
 	cluster *localcluster.State
 	opts    localcluster.Options
 	binDir  string
