@@ -46,14 +46,6 @@ func (s *PaddleJobSpec) Mode() PaddleJobMode {
 	}
 }
 
-// EffectiveIntranet is spec.intranet, PodIP when unset.
-func (s *PaddleJobSpec) EffectiveIntranet() Intranet {
-	if s.Intranet == "" {
-		return IntranetPodIP
-	}
-	return s.Intranet
-}
-
 // EffectiveCleanPodPolicy is spec.cleanPodPolicy, else its deprecated alias
 // spec.cleanPolicy, else Never.
 func (s *PaddleJobSpec) EffectiveCleanPodPolicy() CleanPodPolicy {
@@ -153,36 +145,6 @@ func (s *PaddleJobSpec) ElasticBounds() (minReplicas, maxReplicas int32) {
 	return minReplicas, maxReplicas
 }
 
-// EffectiveRestartPolicy is the restart policy of a role: its own, else
-// OnFailure when its template restarts containers on failure or it is the
-// worker role of an elastic job, else Never.
-func (s *PaddleJobSpec) EffectiveRestartPolicy(rt ReplicaType) RestartPolicy {
-	r := s.Replicas(rt)
-	switch {
-	case r == nil:
-		return RestartPolicyNever
-	case r.RestartPolicy != "":
-		return r.RestartPolicy
-	case r.Template.Spec.RestartPolicy == "OnFailure":
-		return RestartPolicyOnFailure
-	case rt == ReplicaWorker && s.IsElastic():
-		return RestartPolicyOnFailure
-	}
-	return RestartPolicyNever
-}
-
-// EffectiveRestartScope is spec.restartScope, else Job for a
-// parameter-server job that is not elastic and Pod otherwise.
-func (s *PaddleJobSpec) EffectiveRestartScope() RestartScope {
-	switch {
-	case s.RestartScope != "":
-		return s.RestartScope
-	case s.PS != nil && !s.IsElastic():
-		return RestartScopeJob
-	}
-	return RestartScopePod
-}
-
 // IsRetryableExitCode reports whether an exit code recreates a pod of the
 // role under restartPolicy ExitCode: one of retryableExitCodes, else
 // 129-255 (the process was killed by a signal, as when it is preempted).
@@ -196,14 +158,6 @@ func (r *ReplicaSpec) IsRetryableExitCode(code int32) bool {
 		}
 	}
 	return false
-}
-
-// BackoffLimitOrDefault is spec.backoffLimit, 6 when unset.
-func (s *PaddleJobSpec) BackoffLimitOrDefault() int32 {
-	if s.BackoffLimit == nil {
-		return 6
-	}
-	return *s.BackoffLimit
 }
 
 // The values of the enum fields, as their kubebuilder:validation:Enum

@@ -135,7 +135,7 @@ func jobRow(j *paddlev1.PaddleJob, wide, withNamespace bool, now time.Time) []st
 		ready(j, paddlev1.ReplicaPS), ready(j, paddlev1.ReplicaWorker), ready(j, paddlev1.ReplicaHeter),
 		percent(j.Status.Progress), duration.HumanDuration(now.Sub(j.CreationTimestamp.Time))}
 	if wide {
-		row = append(row, string(j.Spec.EffectiveIntranet()), string(j.Spec.EffectiveCleanPodPolicy()), reason(j),
+		row = append(row, string(j.Defaulted().Spec.Intranet), string(j.Spec.EffectiveCleanPodPolicy()), reason(j),
 			dash(termprogress.ETA(j.Status.Progress)), dash(termprogress.MetricsText(j.Status.Progress)))
 	}
 	if withNamespace {
@@ -247,7 +247,7 @@ func describeJob(w io.Writer, j *paddlev1.PaddleJob, pods []corev1.Pod, pending 
 	fmt.Fprintf(w, "Created:           %s (%s ago)\n", j.CreationTimestamp.Format(time.RFC3339), duration.HumanDuration(now.Sub(j.CreationTimestamp.Time)))
 	fmt.Fprintf(w, "Phase:             %s\n", dash(string(j.Status.Phase)))
 	fmt.Fprintf(w, "Mode:              %s\n", dash(string(j.Status.Mode)))
-	fmt.Fprintf(w, "Intranet:          %s\n", j.Spec.EffectiveIntranet())
+	fmt.Fprintf(w, "Intranet:          %s\n", j.Defaulted().Spec.Intranet)
 	fmt.Fprintf(w, "Clean pod policy:  %s\n", j.Spec.EffectiveCleanPodPolicy())
 	if g := j.Spec.GlooLevel(); g > 0 {
 		fmt.Fprintf(w, "Gloo:              %d\n", g)

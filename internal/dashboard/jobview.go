@@ -144,17 +144,18 @@ func viewOf(s client.Snapshot, events []corev1.Event) JobView {
 	if st.LastRestartTime != nil {
 		v.LastRestartTime = &st.LastRestartTime.Time
 	}
+	spec := &j.Defaulted().Spec // what the operator acts on
 	v.Spec = SpecSummary{
-		Intranet:       string(j.Spec.EffectiveIntranet()),
-		CleanPodPolicy: string(j.Spec.EffectiveCleanPodPolicy()),
-		RestartScope:   string(j.Spec.EffectiveRestartScope()),
-		BackoffLimit:   j.Spec.BackoffLimitOrDefault(),
+		Intranet:       string(spec.Intranet),
+		CleanPodPolicy: string(spec.EffectiveCleanPodPolicy()),
+		RestartScope:   string(spec.RestartScope),
+		BackoffLimit:   *spec.BackoffLimit,
 		Suspend:        j.Spec.IsSuspended(),
 		Roles:          []RoleSpec{},
 	}
 	v.Elastic = elasticOf(&j.Spec)
 	for _, rt := range paddlev1.ReplicaTypes {
-		rs := j.Spec.Replicas(rt)
+		rs := spec.Replicas(rt)
 		if rs == nil {
 			continue
 		}
@@ -163,7 +164,7 @@ func viewOf(s client.Snapshot, events []corev1.Event) JobView {
 			images = append(images, c.Image)
 		}
 		v.Spec.Roles = append(v.Spec.Roles, RoleSpec{Role: string(rt), Replicas: rs.Replicas,
-			Image: strings.Join(images, ", "), RestartPolicy: string(j.Spec.EffectiveRestartPolicy(rt))})
+			Image: strings.Join(images, ", "), RestartPolicy: string(rs.RestartPolicy)})
 	}
 	for _, c := range st.Conditions {
 		v.Conditions = append(v.Conditions, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message, Time: c.LastTransitionTime.Time})

@@ -102,7 +102,7 @@ func recoverable(job *paddlev1.PaddleJob) {
 		return
 	}
 	for _, rt := range paddlev1.ReplicaTypes {
-		if rs := job.Spec.Replicas(rt); rs != nil && rs.RestartPolicy == "" && job.Spec.EffectiveRestartPolicy(rt) == paddlev1.RestartPolicyNever {
+		if rs := job.Spec.Replicas(rt); rs != nil && rs.RestartPolicy == "" && job.Defaulted().Spec.Replicas(rt).RestartPolicy == paddlev1.RestartPolicyNever {
 			rs.RestartPolicy = paddlev1.RestartPolicyExitCode
 		}
 	}

@@ -103,7 +103,7 @@ func (tc paddleOperatorExample) run(t *testing.T) {
 	pods := waitForPods(t, ns, name, podNames(name, tc.ps, tc.workers, 0)...)
 
 	created := getJob(t, ns, name)
-	if created.Spec.EffectiveIntranet() != tc.intranet {
+	if created.Spec.Intranet != tc.intranet { // the CRD's default when unset
 		t.Errorf("intranet = %q, want %q", created.Spec.Intranet, tc.intranet)
 	}
 	checkHeadlessServiceAndPods(t, created, pods)

@@ -114,7 +114,7 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 	// Never and ExitCode, and wherever a failure restarts the whole job, it
 	// must reach the operator.
 	spec.RestartPolicy = corev1.RestartPolicyNever
-	if job.Spec.EffectiveRestartPolicy(rt) == paddlev1.RestartPolicyOnFailure && job.Spec.EffectiveRestartScope() == paddlev1.RestartScopePod {
+	if job.Spec.Replicas(rt).RestartPolicy == paddlev1.RestartPolicyOnFailure && job.Spec.RestartScope == paddlev1.RestartScopePod {
 		spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	}
 
@@ -298,6 +298,7 @@ func sortPods(pods []*corev1.Pod) []*corev1.Pod {
 // the job (index 0, the default ports), for the admission webhook to have
 // the API server validate before the job is stored.
 func FirstPods(job *paddlev1.PaddleJob, opts Options) map[paddlev1.ReplicaType]*corev1.Pod {
+	job = job.Defaulted() // as Reconcile reads it
 	out := map[paddlev1.ReplicaType]*corev1.Pod{}
 	popts := podOptionsFor(job, opts)
 	for _, rt := range paddlev1.ReplicaTypes {

@@ -76,7 +76,8 @@ func progressStalled(job *paddlev1.PaddleJob, last lastReport, now time.Time) (*
 // workers' restart policy restarts pods. The workers are whose training
 // reports progress; a hang has no exit code, as an evicted pod has none.
 func restartsOnStall(job *paddlev1.PaddleJob) bool {
-	return job.Spec.EffectiveRestartPolicy(paddlev1.ReplicaWorker) != paddlev1.RestartPolicyNever
+	w := job.Spec.Worker
+	return w != nil && w.RestartPolicy != paddlev1.RestartPolicyNever
 }
 
 // stamp formats a time as status conditions show it.

@@ -189,6 +189,9 @@ func (r *PaddleJobReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	if !job.Spec.IsManagedByOperator() {
 		return reconcile.Result{}, nil // spec.managedBy names another controller (MultiKueue)
 	}
+	// A job stored without the webhook (an API server that does not call
+	// it, an earlier release) runs as the webhook would have stored it.
+	job.Spec.SetDefaults()
 	pods, err := r.jobPods(ctx, job)
 	if err != nil {
 		return reconcile.Result{}, err

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
@@ -90,7 +91,7 @@ func evaluateFailures(job *paddlev1.PaddleJob, pods []*corev1.Pod, now time.Time
 	for _, uid := range job.Status.RecreatingPods {
 		counted[uid] = true
 	}
-	wholeJob := job.Spec.EffectiveRestartScope() == paddlev1.RestartScopeJob
+	wholeJob := job.Spec.RestartScope == paddlev1.RestartScopeJob
 	var f failures
 	restarts := job.Status.RestartCount
 	var failed []*corev1.Pod
@@ -157,7 +158,7 @@ func (f failures) restartJobFor(job *paddlev1.PaddleJob, pods []*corev1.Pod, cau
 
 // checkBackoffLimit fails the job when its restarts exceed backoffLimit.
 func (f *failures) checkBackoffLimit(job *paddlev1.PaddleJob, pods []*corev1.Pod) {
-	limit := job.Spec.BackoffLimitOrDefault()
+	limit := ptr.Deref(job.Spec.BackoffLimit, paddlev1.DefaultBackoffLimit)
 	if f.fatal != nil || f.restarts <= limit {
 		return
 	}
@@ -175,7 +176,7 @@ func (f failures) restarting() bool { return f.restartJob != nil || len(f.recrea
 
 // restartable reports whether a failed pod's role restarts it.
 func restartable(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, p *corev1.Pod) bool {
-	switch job.Spec.EffectiveRestartPolicy(rt) {
+	switch job.Spec.Replicas(rt).RestartPolicy {
 	case paddlev1.RestartPolicyOnFailure:
 		return true
 	case paddlev1.RestartPolicyExitCode:
@@ -350,7 +351,7 @@ func (r *PaddleJobReconciler) restart(ctx context.Context, job *paddlev1.PaddleJ
 		job = updated
 	}
 	why := "restarting after a failure"
-	if job.Spec.EffectiveRestartScope() == paddlev1.RestartScopeJob {
+	if job.Spec.RestartScope == paddlev1.RestartScopeJob {
 		why = "restarting the whole job"
 	}
 	return reconcile.Result{}, r.deletePods(ctx, job, recreating(job, pods), why)
@@ -390,7 +391,7 @@ func (r *PaddleJobReconciler) recordRestart(ctx context.Context, job *paddlev1.P
 	if fails.restartJob != nil {
 		what = fmt.Sprintf("restarting all %d pods of the job", len(restarted))
 	}
-	limit := job.Spec.BackoffLimitOrDefault()
+	limit := ptr.Deref(job.Spec.BackoffLimit, paddlev1.DefaultBackoffLimit)
 	setCondition(&st, metav1.NewTime(now), paddlev1.JobRestarting, metav1.ConditionTrue, cause.reason,
 		fmt.Sprintf("restart %d (backoffLimit %d), %s after %s", st.RestartCount, limit, what, cause.message))
 	updated, err := r.updateStatus(ctx, job, st, "recording the restart")

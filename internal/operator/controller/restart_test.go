@@ -143,24 +143,11 @@ func TestEvaluateFailures(t *testing.T) {
 	}
 }
 
+// An ExitCode role's failures reach the operator: its pods never restart
+// in place. (The defaults themselves: api/v1's TestSetDefaults.)
 func TestEffectiveRestartPolicy(t *testing.T) {
-	job := testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).Obj()
-	if got := job.Spec.EffectiveRestartPolicy(paddlev1.ReplicaWorker); got != paddlev1.RestartPolicyNever {
-		t.Errorf("default = %s, want Never", got)
-	}
-	job.Spec.Worker.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
-	if got := job.Spec.EffectiveRestartPolicy(paddlev1.ReplicaWorker); got != paddlev1.RestartPolicyOnFailure {
-		t.Errorf("template OnFailure = %s", got)
-	}
-	job.Spec.Worker.Template.Spec.RestartPolicy = ""
-	job.Spec.Elastic = ptr.To[int32](1)
-	if got := job.Spec.EffectiveRestartPolicy(paddlev1.ReplicaWorker); got != paddlev1.RestartPolicyOnFailure {
-		t.Errorf("elastic workers = %s, want OnFailure", got)
-	}
-	if got := job.Spec.EffectiveRestartPolicy(paddlev1.ReplicaPS); got != paddlev1.RestartPolicyNever {
-		t.Errorf("elastic pservers = %s, want Never", got)
-	}
-	job.Spec.Worker.RestartPolicy = paddlev1.RestartPolicyExitCode
+	job := testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).Elastic(1, 3).
+		RolePolicy(paddlev1.ReplicaWorker, paddlev1.RestartPolicyExitCode).Obj().Defaulted()
 	pod := newPod(job, paddlev1.ReplicaWorker, 0, podcontract.PortRange{First: 23000, Count: 3}, podOptions{})
 	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("ExitCode pods must not restart in place: %s", pod.Spec.RestartPolicy)
@@ -307,6 +294,7 @@ type wholeJobRestartCase struct {
 // counted are the ones wanted.
 func (tc wholeJobRestartCase) check(t *testing.T) {
 	t.Helper()
+	tc.job = tc.job.Defaulted() // as Reconcile reads it
 	var pods []*corev1.Pod
 	for _, rt := range paddlev1.ReplicaTypes {
 		for i := 0; i < tc.job.Spec.ReplicaCount(rt); i++ {
@@ -383,24 +371,10 @@ func TestEvaluateFailuresOfAJobRestartedAsAWhole(t *testing.T) {
 	}
 }
 
+// Where a failure restarts the whole job, no container restarts in place.
+// (The default scope itself: api/v1's TestSetDefaults.)
 func TestEffectiveRestartScope(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		job  *paddlev1.PaddleJob
-		want paddlev1.RestartScope
-	}{
-		{"parameter server", testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).Obj(), paddlev1.RestartScopeJob},
-		{"heter", testutil.MakePaddleJob("j", "ns").PS(1).Workers(1).Heter(1).Obj(), paddlev1.RestartScopeJob},
-		{"collective", testutil.MakePaddleJob("j", "ns").Workers(2).Obj(), paddlev1.RestartScopePod},
-		{"elastic", testutil.MakePaddleJob("j", "ns").Workers(2).Elastic(1, 3).Obj(), paddlev1.RestartScopePod},
-		{"explicit", testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).RestartScope(paddlev1.RestartScopePod).Obj(), paddlev1.RestartScopePod},
-	} {
-		if got := tc.job.Spec.EffectiveRestartScope(); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
-		}
-	}
-	// Where a failure restarts the whole job, no container restarts in place.
-	job := testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).RolePolicy(paddlev1.ReplicaWorker, paddlev1.RestartPolicyOnFailure).Obj()
+	job := testutil.MakePaddleJob("j", "ns").PS(1).Workers(2).RolePolicy(paddlev1.ReplicaWorker, paddlev1.RestartPolicyOnFailure).Obj().Defaulted()
 	if p := newPod(job, paddlev1.ReplicaWorker, 0, podcontract.PortRange{First: 23000, Count: 3}, podOptions{}); p.Spec.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("a PS worker under OnFailure restarts in place (%s): its failure would never restart the job", p.Spec.RestartPolicy)
 	}

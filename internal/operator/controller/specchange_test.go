@@ -30,7 +30,7 @@ func TestSpecChangeWhileRunningPass(t *testing.T) {
 	livePod := func(made *paddlev1.PaddleJob, recorded bool) *corev1.Pod {
 		w := testutil.MakePod(made, paddlev1.ReplicaWorker, 0).Running("10.0.0.1")
 		if recorded {
-			w = w.Annotation(paddlev1.AnnotationSpecHash, specHashes(&made.Spec)[paddlev1.ReplicaWorker])
+			w = w.Annotation(paddlev1.AnnotationSpecHash, specHashes(&made.Defaulted().Spec)[paddlev1.ReplicaWorker])
 		}
 		return w.Obj()
 	}
@@ -80,7 +80,7 @@ func TestSpecChangeWhileRunningPass(t *testing.T) {
 				}
 			}
 			for name, p := range got.pods {
-				if name != "sc-worker-0" && p.Annotations[paddlev1.AnnotationSpecHash] != specHashes(&job.Spec)[paddlev1.ReplicaWorker] {
+				if name != "sc-worker-0" && p.Annotations[paddlev1.AnnotationSpecHash] != specHashes(&job.Defaulted().Spec)[paddlev1.ReplicaWorker] {
 					t.Errorf("%s records %q, not the spec it was made from", name, p.Annotations[paddlev1.AnnotationSpecHash])
 				}
 			}

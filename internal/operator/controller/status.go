@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/transition"
@@ -185,7 +186,7 @@ func setRunningCondition(st *paddlev1.PaddleJobStatus, job *paddlev1.PaddleJob, 
 	case obs.backoff > 0:
 		setCondition(st, now, paddlev1.JobRunning, metav1.ConditionFalse, ReasonRestartBackoff,
 			fmt.Sprintf("recreating failed pods after a %s backoff (restart %d of at most %d)",
-				obs.backoff.Round(time.Second), st.RestartCount, job.Spec.BackoffLimitOrDefault()))
+				obs.backoff.Round(time.Second), st.RestartCount, ptr.Deref(job.Spec.BackoffLimit, paddlev1.DefaultBackoffLimit)))
 	case waiting != "":
 		st.Phase = paddlev1.PaddleJobPending
 		setCondition(st, now, paddlev1.JobRunning, metav1.ConditionFalse, waiting, why)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 )
@@ -54,7 +55,7 @@ const launcherRestartsPerChange = 2
 // operator counts against backoffLimit.
 func ElasticMaxRestart(spec *paddlev1.PaddleJobSpec) int64 {
 	_, maxReplicas := spec.ElasticBounds()
-	changes := 2*int64(spec.BackoffLimitOrDefault()) + int64(maxReplicas)
+	changes := 2*int64(ptr.Deref(spec.BackoffLimit, paddlev1.DefaultBackoffLimit)) + int64(maxReplicas)
 	return launcherRestartsPerChange * changes
 }
 

@@ -22,7 +22,7 @@ import (
 // jobs keep IPs: Paddle's collective code compares addresses with the
 // node's (docs/env-contract.md).
 func AddressedByName(spec *paddlev1.PaddleJobSpec) bool {
-	switch spec.EffectiveIntranet() {
+	switch spec.Intranet {
 	case paddlev1.IntranetService:
 		return true
 	case paddlev1.IntranetHost:
@@ -34,7 +34,7 @@ func AddressedByName(spec *paddlev1.PaddleJobSpec) bool {
 // OnHostNetwork reports whether the job's pods run in their node's network
 // namespace and share its address (Host intranet).
 func OnHostNetwork(spec *paddlev1.PaddleJobSpec) bool {
-	return spec.EffectiveIntranet() == paddlev1.IntranetHost
+	return spec.Intranet == paddlev1.IntranetHost
 }
 
 // WaitsForEndpoints reports whether pods of the job start only once every pod

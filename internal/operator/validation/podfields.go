@@ -60,7 +60,7 @@ var PodFields = []PodField{
 		}
 		return nil
 	}},
-	{Path: "spec.intranet", Change: Fixed, Of: job((*paddlev1.PaddleJobSpec).EffectiveIntranet)},
+	{Path: "spec.intranet", Change: Fixed, Of: job(func(s *paddlev1.PaddleJobSpec) paddlev1.Intranet { return s.Intranet })},
 	{Path: "spec.withGloo", Change: Fixed, Of: job((*paddlev1.PaddleJobSpec).GlooLevel)},
 	{Path: "spec.schedulingPolicy", Change: Fixed, Of: job(func(s *paddlev1.PaddleJobSpec) *paddlev1.SchedulingPolicy { return s.SchedulingPolicy })},
 	// The roles: a role added or removed changes the others' environment
@@ -75,10 +75,15 @@ var PodFields = []PodField{
 
 	{Path: "spec.<role>.replicas", Change: Scaled, Of: func(s *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) any { return s.ReplicaCount(rt) }},
 	// The pod's restartPolicy (OnFailure restarts in place).
-	{Path: "spec.<role>.restartPolicy", Change: NewPods, Of: func(s *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) any { return s.EffectiveRestartPolicy(rt) }},
-	{Path: "spec.restartScope", Change: NewPods, Of: job((*paddlev1.PaddleJobSpec).EffectiveRestartScope)},
+	{Path: "spec.<role>.restartPolicy", Change: NewPods, Of: func(s *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) any {
+		if rs := s.Replicas(rt); rs != nil {
+			return rs.RestartPolicy
+		}
+		return nil
+	}},
+	{Path: "spec.restartScope", Change: NewPods, Of: job(func(s *paddlev1.PaddleJobSpec) paddlev1.RestartScope { return s.RestartScope })},
 	// An elastic launcher's restart budget (PADDLE_MAX_RESTART).
-	{Path: "spec.backoffLimit", Change: NewPods, Of: job((*paddlev1.PaddleJobSpec).BackoffLimitOrDefault)},
+	{Path: "spec.backoffLimit", Change: NewPods, Of: job(func(s *paddlev1.PaddleJobSpec) int32 { return deref(s.BackoffLimit) })},
 }
 
 // job adapts a job-wide field's getter to PodField.Of.
@@ -152,6 +157,9 @@ func validatePodFieldsUnchanged(old, updated *paddlev1.PaddleJob) field.ErrorLis
 	if old.Spec.IsSuspended() || updated.Spec.IsSuspended() {
 		return nil
 	}
+	// Compared as the operator reads them: a field left unset on one side
+	// and set to its default on the other is no change.
+	old, updated = old.Defaulted(), updated.Defaulted()
 	var errs field.ErrorList
 	for _, f := range PodFields {
 		if f.Change != Fixed {

@@ -73,7 +73,7 @@ func (v *Validator) templateWarnings(spec *paddlev1.PaddleJobSpec) []string {
 			}
 			out = append(out, fmt.Sprintf("%s sets %s, which the operator sets too: the template's value wins", p.Child("name"), e.Name))
 		})
-		if spec.EffectiveIntranet() != paddlev1.IntranetHost {
+		if spec.Intranet != paddlev1.IntranetHost {
 			return
 		}
 		for i, c := range rs.Template.Spec.Containers {

@@ -48,10 +48,9 @@ func (w *PaddleJobWebhook) Setup(mgr ctrl.Manager) error {
 		Complete()
 }
 
-// Default fills in what the schema cannot: the effective restart policy of
-// each role, so the stored job says what will happen. The deprecated
-// cleanPolicy alias is left as written: api/v1's EffectiveCleanPodPolicy
-// alone resolves it, with or without this webhook.
+// Default fills in what the schema cannot (api/v1's SetDefaults: each
+// role's restart policy, the restart scope), so the stored job says what
+// will happen.
 func (w *PaddleJobWebhook) Default(ctx context.Context, job *paddlev1.PaddleJob) error {
 	spec := &job.Spec
 	// A job sent to a Kueue queue is created suspended: Kueue resumes it
@@ -59,11 +58,7 @@ func (w *PaddleJobWebhook) Default(ctx context.Context, job *paddlev1.PaddleJob)
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create && job.KueueQueueName() != "" && !w.Validator.Settings.IgnoreKueue {
 		spec.Suspend = ptr.To(true)
 	}
-	for _, rt := range paddlev1.ReplicaTypes {
-		if rs := spec.Replicas(rt); rs != nil && rs.RestartPolicy == "" {
-			rs.RestartPolicy = spec.EffectiveRestartPolicy(rt)
-		}
-	}
+	spec.SetDefaults()
 	return nil
 }
 
