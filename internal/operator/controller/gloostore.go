@@ -10,7 +10,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
-	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 )
 
 // Gloo's HTTP store, served beside ps-0 rather than by it.
@@ -40,12 +39,6 @@ var glooStoreScript string
 
 // glooStoreContainerName is the store's container in ps-0's pod.
 const glooStoreContainerName = paddlev1.ReservedGlooStoreContainer
-
-// hostsGlooStore reports whether the pod of a role and index holds the
-// store container: ps-0, whose address the workers are given.
-func hostsGlooStore(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType, index int) bool {
-	return podcontract.ServesGlooStore(spec) && rt == paddlev1.ReplicaPS && index == 0
-}
 
 // addGlooStore appends the store container to a pod's init containers: it
 // runs the Paddle container's image with that container's security context

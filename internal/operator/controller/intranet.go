@@ -21,8 +21,7 @@ import (
 
 // setPodNetwork puts a pod of a Host-intranet job in its node's network
 // namespace, and declares its ports (addPorts).
-func setPodNetwork(pod *corev1.Pod, spec *paddlev1.PaddleJobSpec, ports podcontract.PortRange) {
-	hostNetwork := podcontract.OnHostNetwork(spec)
+func setPodNetwork(pod *corev1.Pod, hostNetwork bool, ports podcontract.PortRange) {
 	if hostNetwork {
 		pod.Spec.HostNetwork = true
 		if pod.Spec.DNSPolicy == "" {

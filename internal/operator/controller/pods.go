@@ -78,8 +78,9 @@ func podLabels(job string, rt paddlev1.ReplicaType, index int) map[string]string
 	}
 }
 
-// newPod builds the pod of a role and index from the role's template: the
-// template as the user wrote it, plus identity, environment and networking.
+// newPod builds the pod of a role and index from the role's template and its
+// contract (podcontract.ForPod): the template as the user wrote it, plus
+// identity, environment and networking, each feature's part from its file.
 // The job variables (endpoint lists) are read from the endpoints ConfigMap,
 // never written into the pod: a pod stays the same size whatever the job's
 // size, where literal lists would make a job of N pods write O(N²) bytes.
@@ -118,41 +119,30 @@ func newPod(job *paddlev1.PaddleJob, rt paddlev1.ReplicaType, index int, ports p
 		spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	}
 
-	if opts.glooStorePrefix != "" && podcontract.UsesGlooFiles(&job.Spec, rt) {
+	contract := podcontract.ForPod(job, rt, index, ports, podcontract.PodEnvOptions{ElasticEndpoints: opts.elasticEndpoints, GlooStorePrefix: opts.glooStorePrefix})
+	if opts.glooStorePrefix != "" && contract.GlooFiles {
 		pod.Annotations[annotationGlooStorePrefix] = opts.glooStorePrefix
-	}
-	env := podcontract.PodEnv(job, rt, index, ports, podcontract.PodEnvOptions{ElasticEndpoints: opts.elasticEndpoints, GlooStorePrefix: opts.glooStorePrefix})
-	for _, n := range podcontract.JobEnvNames(&job.Spec, rt) {
-		// Optional: a list the ConfigMap leaves out (see podcontract.WorkerListsInEnv)
-		// is not set at all.
-		env = append(env, corev1.EnvVar{Name: n, ValueFrom: &corev1.EnvVarSource{
-			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.EndpointsConfigMapName(job.Name)},
-				Key:                  n,
-				Optional:             ptr.To(true),
-			},
-		}})
 	}
 	tunePod(spec, job.Spec.Mode())
 	for i := range spec.InitContainers {
-		injectContainer(&spec.InitContainers[i], env)
+		injectContainer(&spec.InitContainers[i], contract.Env)
 	}
 	for i := range spec.Containers {
-		injectContainer(&spec.Containers[i], env)
+		injectContainer(&spec.Containers[i], contract.Env)
 	}
-	setPodNetwork(pod, &job.Spec, ports)
-	if podcontract.IsServerRole(&job.Spec, rt) {
+	setPodNetwork(pod, contract.HostNetwork, ports)
+	if contract.Server {
 		probeServer(spec, ports.First)
 	}
-	if hostsGlooStore(&job.Spec, rt, index) {
+	if contract.GlooStore {
 		addGlooStore(spec, ports.GlooPort())
 	}
 
 	if !hasVolume(spec.Volumes, endpointsVolume) {
 		spec.Volumes = append(spec.Volumes, endpointsVolumeSource(job.Name))
 	}
-	if podcontract.PodWaits(&job.Spec, rt) {
-		spec.InitContainers = append([]corev1.Container{waitContainer(job.Name, waitsFor(&job.Spec, rt), opts.InitImage)}, spec.InitContainers...)
+	if contract.Waits() {
+		spec.InitContainers = append([]corev1.Container{waitContainer(job.Name, waitsFor(contract), opts.InitImage)}, spec.InitContainers...)
 	}
 	gangPod(pod, job.Name, opts.gang, opts.schedulerName)
 	injectProgress(pod, job, opts.progressURL)
@@ -203,12 +193,12 @@ func endpointsVolumeSource(job string) corev1.Volume {
 }
 
 // waitsFor says what a waiting pod of a role waits for, for its log.
-func waitsFor(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) string {
+func waitsFor(contract podcontract.Pod) string {
 	var what []string
-	if podcontract.WaitsForEndpoints(spec) {
+	if contract.WaitsForEndpoints {
 		what = append(what, "every pod of the job has an IP")
 	}
-	if len(podcontract.ServersOf(spec, rt)) > 0 {
+	if len(contract.WaitsForServers) > 0 {
 		what = append(what, "every server it connects to accepts connections")
 	}
 	return strings.Join(what, " and ")

@@ -6,6 +6,7 @@
 // admission webhook and `paddlejob validate`) measure against it, so neither
 // holds a copy that could drift. It imports no other operator package.
 //
+//	pod.go        one pod's whole contract (ForPod), which the pod builder applies
 //	env.go        the environment: pod variables, job variables, the backup
 //	              file, and a role's first pod's (FirstPodEnv)
 //	ports.go      a pod's port range and its layout; GPUs per pod
