@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/transition"
 	"github.com/paddlejob/paddlejob/pkg/client"
 )
 
@@ -101,20 +103,56 @@ func signalMidTraining(t *testing.T, pj *client.Client, name, victim string, sig
 
 func unixSignalName(sig syscall.Signal) string { return unix.SignalName(sig) }
 
-// checkRestartedOnce asserts that the job restarted as a whole exactly once
-// and runs (or ran) again, the Restarting condition naming what caused it.
-func checkRestartedOnce(t *testing.T, done *paddlev1.PaddleJob, what ...string) {
+// checkRestartedOnce asserts that the job's first restart was the one the
+// test caused, as the job's events keep it (the Restarting condition's
+// transitions, ConditionChanged), naming what caused it, and that the job
+// runs (or ran) again. A restart after it may only be the progress
+// deadline's: Paddle's GEO start-up hang (docs/paddle-known-issues.md) also
+// strikes a restarted parameter-server job, and the deadline recovering it
+// is the product at work, not a retry of the test; each is logged.
+func checkRestartedOnce(t *testing.T, pj *client.Client, done *paddlev1.PaddleJob, what ...string) {
 	t.Helper()
 	c := meta.FindStatusCondition(done.Status.Conditions, paddlev1.JobRestarting)
-	if done.Status.RestartCount != 1 || c == nil || c.Status != metav1.ConditionFalse || c.Reason != "Restarted" {
-		t.Fatalf("restartCount %d, Restarting condition %+v; want one restart, over", done.Status.RestartCount, c)
+	if done.Status.RestartCount < 1 || c == nil || c.Status != metav1.ConditionFalse || c.Reason != "Restarted" {
+		t.Fatalf("restartCount %d, Restarting condition %+v; want a restart, over", done.Status.RestartCount, c)
 	}
+	restarts := restartTransitions(t, pj, done)
 	for _, w := range what {
-		if !strings.Contains(c.Message, w) {
-			t.Errorf("the Restarting condition %q does not say %q", c.Message, w)
+		if !strings.Contains(restarts[0].Message, w) {
+			t.Errorf("the first restart %q does not say %q", restarts[0].Message, w)
 		}
 	}
-	t.Logf("Restarting: %s", c.Message)
+	for _, r := range restarts[1:] {
+		if r.Reason != "ProgressDeadlineExceeded" {
+			t.Errorf("restart %d (%s): %s; after the test's own, only the progress deadline's may follow", r.Restarts, r.Reason, r.Message)
+			continue
+		}
+		t.Logf("restart %d: the progress deadline recovered a stalled start: %s", r.Restarts, r.Message)
+	}
+	t.Logf("Restarting: %s", restarts[0].Message)
+}
+
+// restartTransitions are the job's Restarting=True transitions, one per
+// restart, in order, read from its events (the recorder sends them a moment
+// after each status write).
+func restartTransitions(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) []transition.Parsed {
+	t.Helper()
+	var out []transition.Parsed
+	poll(t, 30*time.Second, "an event for each restart", func() (bool, string) {
+		events, err := pj.JobEvents(context.Background(), job.Namespace, job.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = out[:0]
+		for _, e := range events {
+			if p, ok := transition.Parse(e.Message); ok && p.Type == paddlev1.JobRestarting && p.Status == string(metav1.ConditionTrue) {
+				out = append(out, p)
+			}
+		}
+		slices.SortFunc(out, func(a, b transition.Parsed) int { return int(a.Restarts - b.Restarts) })
+		return len(out) == int(job.Status.RestartCount), fmt.Sprintf("%d of %d", len(out), job.Status.RestartCount)
+	})
+	return out
 }
 
 // checkAUCLikeUndisturbed asserts the restarted trainers resumed from the
@@ -143,7 +181,7 @@ func TestParameterServerCrashRestartsTheJob(t *testing.T) {
 	pj := suiteClient
 	undisturbedAUC(t, pj)
 	done, logs := signalMidTraining(t, pj, "segv", "ps-1", syscall.SIGSEGV)
-	checkRestartedOnce(t, done, `pod segv-ps-1: container "paddle" exited with code 139 (signal SIGSEGV`, "restarting all 4 pods")
+	checkRestartedOnce(t, pj, done, `pod segv-ps-1: container "paddle" exited with code 139 (signal SIGSEGV`, "restarting all 4 pods")
 	checkAUCLikeUndisturbed(t, pj, done, logs)
 }
 
@@ -153,7 +191,7 @@ func TestKilledTrainerRestartsTheJob(t *testing.T) {
 	pj := suiteClient
 	undisturbedAUC(t, pj)
 	done, logs := signalMidTraining(t, pj, "oom", "worker-1", syscall.SIGKILL)
-	checkRestartedOnce(t, done, `pod oom-worker-1: container "paddle" exited with code 137 (signal SIGKILL`)
+	checkRestartedOnce(t, pj, done, `pod oom-worker-1: container "paddle" exited with code 137 (signal SIGKILL`)
 	checkAUCLikeUndisturbed(t, pj, done, logs)
 }
 
@@ -201,7 +239,7 @@ func TestHungTrainerMeetsTheProgressDeadline(t *testing.T) {
 	t.Run("before its first report, under ExitCode", func(t *testing.T) {
 		done := hang(t, "hang", paddlev1.RestartPolicyExitCode, nil)
 		mustComplete(t, pj, done)
-		checkRestartedOnce(t, done, "after no progress reported in the", "(progressDeadlineSeconds 45): no report came yet")
+		checkRestartedOnce(t, pj, done, "after no progress reported in the", "(progressDeadlineSeconds 45): no report came yet")
 		checkPSJob(t, done, workerLogs(jobLogs(t, pj, done)))
 	})
 	t.Run("mid-training, under Never", func(t *testing.T) {
