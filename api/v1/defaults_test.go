@@ -2,12 +2,9 @@ package v1
 
 import (
 	"encoding/json"
-	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
 )
 
 func TestSetDefaults(t *testing.T) {
@@ -65,15 +62,7 @@ func TestSetDefaults(t *testing.T) {
 // TestDefaultsMatchTheCRD holds the default markers kubectl explain shows
 // to the constants SetDefaults applies.
 func TestDefaultsMatchTheCRD(t *testing.T) {
-	raw, err := os.ReadFile("../../config/crd/bases/batch.paddlepaddle.org_paddlejobs.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(raw, &crd); err != nil {
-		t.Fatal(err)
-	}
-	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	spec := crdSpecSchema(t)
 	for _, tc := range []struct {
 		field string
 		want  any

@@ -13,15 +13,7 @@ import (
 // markers, as the generated CRD shows them: code that checks a value before
 // the API server does must agree with it.
 func TestEnumListsMatchTheCRD(t *testing.T) {
-	raw, err := os.ReadFile("../../config/crd/bases/batch.paddlepaddle.org_paddlejobs.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(raw, &crd); err != nil {
-		t.Fatal(err)
-	}
-	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	spec := crdSpecSchema(t)
 	enum := func(schema apiextensionsv1.JSONSchemaProps) []string {
 		var out []string
 		for _, v := range schema.Enum {
@@ -48,6 +40,20 @@ func TestEnumListsMatchTheCRD(t *testing.T) {
 			t.Errorf("%s: the CRD allows %q, the Go list %q", tc.field, tc.crd, tc.list)
 		}
 	}
+}
+
+// crdSpecSchema is the generated CRD's schema of a PaddleJob's spec.
+func crdSpecSchema(t *testing.T) apiextensionsv1.JSONSchemaProps {
+	t.Helper()
+	raw, err := os.ReadFile("../../config/crd/bases/batch.paddlepaddle.org_paddlejobs.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(raw, &crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 }
 
 func asStrings[T ~string](values []T) []string {
