@@ -37,5 +37,5 @@ func ServersOf(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) []paddlev1
 // container: every pod where addresses are IPs (they wait for the lists),
 // and pods that wait for servers.
 func PodWaits(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) bool {
-	return WaitsForEndpoints(spec) || len(ServersOf(spec, rt)) > 0
+	return Pod{WaitsForEndpoints: WaitsForEndpoints(spec), WaitsForServers: ServersOf(spec, rt)}.Waits()
 }
