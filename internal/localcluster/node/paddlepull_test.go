@@ -134,11 +134,14 @@ func TestPaddleRuntimeInstallFailureBacksOff(t *testing.T) {
 	src := newImageSource(pendingTable(t), installer.install, clock)
 	procs := &fakeStarter{}
 	f := runPodWithSource(t, paddlePod("paddlepaddle/paddle:2.6.2", corev1.RestartPolicyNever), procs, src)
+	// The container's status is set before its retry timer: the clock may
+	// only move once the timer waits on it, or the step is lost.
 	waitReason := func(reason, message string) {
 		t.Helper()
-		eventually(t, "the container waits with "+reason, func() bool {
+		eventually(t, "the container waits with "+reason+" on the clock", func() bool {
 			s, ok := f.status("paddle")
-			return ok && s.State.Waiting != nil && s.State.Waiting.Reason == reason && strings.Contains(s.State.Waiting.Message, message)
+			return ok && s.State.Waiting != nil && s.State.Waiting.Reason == reason && strings.Contains(s.State.Waiting.Message, message) &&
+				f.clock.HasWaiters()
 		})
 	}
 	waitReason(reasonErrImagePull, `image "paddlepaddle/paddle:2.6.2": installing the Paddle 2.6.2 runtime it runs on failed: cannot reach the Python package index`)
