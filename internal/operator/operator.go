@@ -47,8 +47,10 @@ type Options struct {
 	MetricsSecure bool
 	// MetricsAuthCache is how long the API server's decisions on a
 	// scraper are trusted (metricsauth.go).
-	MetricsAuthCache   MetricsAuthCache
-	ProbeAddr          string
+	MetricsAuthCache MetricsAuthCache
+	ProbeAddr        string
+	// PprofAddr serves Go's profiles, for measuring the operator.
+	PprofAddr          string
 	LeaderElection     bool
 	LeaderElectionNS   string
 	Namespaces         string
@@ -89,6 +91,7 @@ func DefaultOptions() Options {
 		MetricsSecure:    true,
 		MetricsAuthCache: MetricsAuthCache{AllowTTL: DefaultMetricsAuthAllowTTL, DenyTTL: DefaultMetricsAuthDenyTTL},
 		ProbeAddr:        ":8081",
+		PprofAddr:        "0",
 		QPS:              500,
 		Burst:            1000,
 		HostPortRange:    fmt.Sprintf("%d-%d", podcontract.DefaultHostPortMin, podcontract.DefaultHostPortMax),
@@ -107,6 +110,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.MetricsAuthCache.AllowTTL, "metrics-auth-allow-ttl", o.MetricsAuthCache.AllowTTL, "how long a scraper the API server authenticated and authorized may scrape again without another TokenReview and SubjectAccessReview (with --metrics-secure); 0: review every scrape")
 	fs.DurationVar(&o.MetricsAuthCache.DenyTTL, "metrics-auth-deny-ttl", o.MetricsAuthCache.DenyTTL, "how long a token the API server refused, or a user it did not authorize, is refused without asking again (with --metrics-secure); 0: ask every time")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "address the /healthz and /readyz probes bind to")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "address Go's profiles (/debug/pprof/) bind to, plain HTTP to anyone who reaches it; 0 disables them")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect a leader so that only one of several replicas reconciles")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election lease (default: the pod's namespace)")
 	fs.StringVar(&o.Namespaces, "namespace", o.Namespaces, "comma-separated namespaces to watch (default: all)")
@@ -204,6 +208,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		Client:                  client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                 o.metricsServer(),
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNS,

@@ -65,10 +65,38 @@ func newFixtureWith(t *testing.T, opts Options, funcs interceptor.Funcs, objs ..
 		WithInterceptorFuncs(funcs).
 		Build()
 	recorder := events.NewFakeRecorder(1000)
-	r := NewReconciler(c, recorder, opts)
+	r := NewReconciler(readingAsCached(c), recorder, opts)
 	clock := clocktesting.NewFakeClock(t0)
 	r.Clock = clock
 	return &fixture{r: r, client: c, clock: clock, events: recorder}
+}
+
+// readingAsCached is c as the reconciler reads it through the manager's
+// cache: pods come stripped (stripPodForCache), so every pass test also
+// shows that no decision reads what the cache drops.
+func readingAsCached(c client.WithWatch) client.WithWatch {
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				_, _ = stripPodForCache(pod)
+			}
+			return nil
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			if pods, ok := list.(*corev1.PodList); ok {
+				for i := range pods.Items {
+					_, _ = stripPodForCache(&pods.Items[i])
+				}
+			}
+			return nil
+		},
+	})
 }
 
 // passResult is what one pass did.

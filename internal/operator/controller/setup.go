@@ -57,11 +57,14 @@ func DiscoverPodGroupKinds(cfg *rest.Config) (map[string]bool, error) {
 // CacheOptions restricts the manager's caches of pods, Services, ConfigMaps
 // and PodGroups to the objects the operator creates (they carry
 // LabelJobName), so memory follows the number of PaddleJob pods, not the
-// cluster's size, and keeps only what the operator reads of them.
+// cluster's size, and keeps only what the operator reads of them
+// (stripPodForCache).
 func CacheOptions(podGroupKinds map[string]bool) cache.Options {
 	owned := OwnedObjects()
+	pods := owned
+	pods.Transform = stripPodForCache
 	byObject := map[client.Object]cache.ByObject{
-		&corev1.Pod{}:       owned,
+		&corev1.Pod{}:       pods,
 		&corev1.Service{}:   owned,
 		&corev1.ConfigMap{}: owned,
 	}
@@ -74,6 +77,28 @@ func CacheOptions(podGroupKinds map[string]bool) cache.Options {
 	// them, and on a pod they are a fifth of its size. (An update without
 	// managedFields leaves the stored ones as they are.)
 	return cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()}
+}
+
+// stripPodForCache drops from a cached pod what the operator never reads
+// of an observed pod, only of the pods it builds: its containers'
+// environment, command, arguments and mounts, and its volumes. They are
+// half of a pod of a PaddleJob (a configMapKeyRef per variable). The
+// operator writes observed pods only with merge patches of their
+// annotations, so nothing stripped is ever written back.
+func stripPodForCache(obj any) (any, error) {
+	obj, err := cache.TransformStripManagedFields()(obj)
+	pod, ok := obj.(*corev1.Pod)
+	if err != nil || !ok {
+		return obj, err
+	}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			c := &cs[i]
+			c.Env, c.EnvFrom, c.Command, c.Args, c.VolumeMounts = nil, nil, nil, nil, nil
+		}
+	}
+	pod.Spec.Volumes = nil
+	return pod, nil
 }
 
 // OwnedObjects selects the objects made for a job: they carry LabelJobName.

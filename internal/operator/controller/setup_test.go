@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,6 +17,7 @@ import (
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
+	"github.com/paddlejob/paddlejob/internal/sidecar"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
 
@@ -78,5 +82,53 @@ func TestRetriesWaitAtMostAMinute(t *testing.T) {
 	l.Forget(job)
 	if d := l.When(job); d > time.Second {
 		t.Errorf("after Forget the retry waits %s", d)
+	}
+}
+
+// The cache keeps of a pod what the operator reads of observed pods — its
+// metadata, node, status and which init containers are sidecars — and drops
+// the environment, commands and mounts it only writes, most of the pod.
+func TestStripPodForCache(t *testing.T) {
+	job := testutil.MakePaddleJob("g", "ns").PS(1).Workers(1).WithGloo(1).Obj()
+	opts := DefaultOptions()
+	opts.Progress.URL = "http://127.0.0.1:9444"
+	built := FirstPods(job, opts)[paddlev1.ReplicaPS]
+	pod := testutil.WrapPod(built.DeepCopy()).Scheduled("n").Running("10.0.0.1").Obj()
+	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "paddlejob-operator"}}
+	before, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	obj, err := stripPodForCache(pod.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := obj.(*corev1.Pod)
+	after, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Labels, pod.Labels) || !reflect.DeepEqual(got.Annotations, pod.Annotations) ||
+		!reflect.DeepEqual(got.OwnerReferences, pod.OwnerReferences) || !reflect.DeepEqual(got.Status, pod.Status) ||
+		got.Spec.NodeName != "n" || got.ManagedFields != nil {
+		t.Errorf("the cached pod lost what the operator reads:\n%s", after)
+	}
+	var sidecars []string
+	for _, c := range got.Spec.InitContainers {
+		if sidecar.Named(&got.Spec, c.Name) {
+			sidecars = append(sidecars, c.Name)
+		}
+	}
+	if len(sidecars) != 1 {
+		t.Errorf("sidecars %q; want the Gloo store", sidecars)
+	}
+	for _, c := range append(got.Spec.InitContainers, got.Spec.Containers...) {
+		if c.Env != nil || c.Command != nil || c.VolumeMounts != nil {
+			t.Errorf("container %s keeps its environment, command or mounts", c.Name)
+		}
+	}
+	if 2*len(after) > len(before) {
+		t.Errorf("the cached pod is %d of %d bytes; want under half", len(after), len(before))
 	}
 }

@@ -39,10 +39,11 @@ func specHashes(spec *paddlev1.PaddleJobSpec) map[paddlev1.ReplicaType]string {
 func specChangedWhileRunning(job *paddlev1.PaddleJob, live []*corev1.Pod) string {
 	changed := map[string]bool{}
 	var fields []string
+	now := specHashes(&job.Spec)
 	for _, p := range live {
 		rt, _, ok := podIndex(p)
 		was, recorded := p.Annotations[paddlev1.AnnotationSpecHash]
-		if !ok || !recorded || job.Spec.Replicas(rt) == nil || p.DeletionTimestamp != nil {
+		if !ok || !recorded || job.Spec.Replicas(rt) == nil || p.DeletionTimestamp != nil || was == now[rt] {
 			continue
 		}
 		for _, f := range validation.ChangedFields(was, &job.Spec, rt) {

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"reflect"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -127,21 +128,23 @@ func (f PodField) path(rt paddlev1.ReplicaType) *field.Path {
 	return field.NewPath(parts[0], parts[1:]...)
 }
 
-// fixedFor are the Fixed fields that shape role rt's pods, in declaration
-// order, with their names.
-func fixedFor(rt paddlev1.ReplicaType) (fields []PodField, names []string) {
+// fixedFields are the Fixed fields that shape pods, in declaration order.
+var fixedFields = sync.OnceValue(func() []PodField {
+	var fields []PodField
 	for _, f := range PodFields {
-		if f.Change != Fixed {
-			continue
-		}
-		fields = append(fields, f)
-		if f.Name != "" {
-			names = append(names, f.Name)
-		} else {
-			names = append(names, f.path(rt).String())
+		if f.Change == Fixed {
+			fields = append(fields, f)
 		}
 	}
-	return fields, names
+	return fields
+})
+
+// fixedName is the name of a Fixed field of role rt in messages.
+func fixedName(f PodField, rt paddlev1.ReplicaType) string {
+	if f.Name != "" {
+		return f.Name
+	}
+	return f.path(rt).String()
 }
 
 // validatePodFieldsUnchanged refuses a change to a Fixed field of a job
@@ -192,7 +195,7 @@ func validatePodFieldsUnchanged(old, updated *paddlev1.PaddleJob) field.ErrorLis
 // webhook or not, makes no pod of a changed spec while a pod of the old one
 // lives (ChangedFields).
 func SpecHash(spec *paddlev1.PaddleJobSpec, rt paddlev1.ReplicaType) string {
-	fields, _ := fixedFor(rt)
+	fields := fixedFields()
 	parts := make([]string, len(fields))
 	for i, f := range fields {
 		parts[i] = hashOf(f.Of(spec, rt))
@@ -216,12 +219,16 @@ func ChangedFields(recorded string, spec *paddlev1.PaddleJobSpec, rt paddlev1.Re
 	if strings.Contains(recorded, "-") {
 		return nil
 	}
-	was, now := strings.Split(recorded, "."), strings.Split(SpecHash(spec, rt), ".")
-	_, names := fixedFor(rt)
+	hash := SpecHash(spec, rt)
+	if recorded == hash {
+		return nil
+	}
+	was, now := strings.Split(recorded, "."), strings.Split(hash, ".")
+	fields := fixedFields()
 	var changed []string
 	for i := 0; i < len(was) && i < len(now); i++ {
 		if was[i] != now[i] {
-			changed = append(changed, names[i])
+			changed = append(changed, fixedName(fields[i], rt))
 		}
 	}
 	return changed
