@@ -59,6 +59,9 @@ type config struct {
 	directPods     string
 	kubeletAfter   bool
 	requestCosts   int
+	// restartJobs and completeJobs > 0 run the phases after the --jobs
+	// scenarios (phases.go).
+	restartJobs, completeJobs int
 	// progressJobs > 0 runs the progress scenario (progress.go).
 	progressJobs                     int
 	progressWarmup, progressDuration time.Duration
@@ -97,6 +100,8 @@ func bindFlags(fs *flag.FlagSet) *config {
 	fs.IntVar(&c.progressJobs, "progress-jobs", 0, "after the scenarios, run this many jobs of one worker, each reporting its progress every second to the operator's endpoint (turned on with --progress-bind-address), and measure the status and history writes, the operator's CPU and the status's lag (0: skip)")
 	fs.DurationVar(&c.progressWarmup, "progress-warmup", 30*time.Second, "reports before the progress scenario's measure starts")
 	fs.DurationVar(&c.progressDuration, "progress-duration", 60*time.Second, "the progress scenario's measured window")
+	fs.IntVar(&c.restartJobs, "restart-jobs", 0, "after each --jobs scenario's jobs all run, kill one pod of this many of them at once (exit code 137; the jobs' roles have restartPolicy ExitCode) and measure until each job runs again after its whole-job restart (0: skip)")
+	fs.IntVar(&c.completeJobs, "complete-jobs", 0, "then mark every pod of this many of the jobs Succeeded at once and measure until each job is Completed (0: skip)")
 	fs.BoolVar(&c.verbose, "v", false, "log each scenario's request counts: the API server's, the harness's own and the operator's")
 	return c
 }
@@ -170,6 +175,12 @@ func validate(cfg *config) ([]scenario, bool, error) {
 	}
 	if cfg.directPods != directPlain && cfg.directPods != directCopy {
 		return nil, false, fmt.Errorf("--direct-pods %q: want %s or %s", cfg.directPods, directPlain, directCopy)
+	}
+	if cfg.restartJobs < 0 || cfg.completeJobs < 0 {
+		return nil, false, fmt.Errorf("--restart-jobs and --complete-jobs must be 0 (skip) or more")
+	}
+	if (cfg.restartJobs > 0 || cfg.completeJobs > 0) && !fake {
+		return nil, false, fmt.Errorf("--restart-jobs and --complete-jobs write pod statuses as the fake kubelet: they need --fake-kubelet")
 	}
 	if cfg.runs < 1 || cfg.clientInflight < 1 || cfg.kubeletWorkers < 1 {
 		return nil, false, fmt.Errorf("--runs, --client-inflight and --kubelet-inflight must be at least 1")
@@ -363,6 +374,9 @@ func (h *harness) runSuite(ctx context.Context, scenarios []scenario, rep *repor
 		rw := row{Scenario: s}
 		for i := range h.cfg.runs {
 			logf("%s (%d pods), run %d of %d...", s.Name, s.pods(), i+1, h.cfg.runs)
+			if h.cfg.restartJobs > 0 && s.Jobs > 1 {
+				s.RestartPolicy = paddlev1.RestartPolicyExitCode
+			}
 			res, err := h.runOperator(ctx, s, h.cfg.timeout)
 			if sample := workerPod(res.templates); sample != nil {
 				h.samplePod = sample

@@ -177,6 +177,7 @@ func formatReport(w io.Writer, rep report) {
 	if rep.Runs > 1 {
 		formatEveryRun(w, rep.Rows)
 	}
+	formatPhases(w, rep.Rows)
 	formatRequestCosts(w, rep.CostRequests, rep.Costs)
 	if rep.Failure != "" {
 		fmt.Fprintf(w, "\n**Stopped early:** %s\n", rep.Failure)
@@ -286,4 +287,50 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
+}
+
+// formatPhases writes the restart and complete phases of the scenarios that
+// ran them: each run's figures (the phases are long; one run is usual).
+func formatPhases(w io.Writer, rows []row) {
+	header := false
+	for _, rw := range rows {
+		for i, r := range rw.Runs {
+			for _, ph := range r.Phases {
+				if !header {
+					fmt.Fprintln(w, "\nAfter the scenario's jobs all ran (--restart-jobs, --complete-jobs): the pods whose status the harness wrote at once, from one client as the direct reference's; times from the first of those writes. Pods/s are the replacement pods over the time to the last one seen; the direct reference's rate is its pods over its time in the same run.")
+					fmt.Fprintln(w, "\n| scenario, run | phase | jobs | pods written | written in (s) | replacement pods seen (s) | pods/s (direct) | all jobs done (s) | operator CPU (s) | peak RSS (MiB) | operator requests by verb |")
+					fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+					header = true
+				}
+				fresh, rate := "n/a", "n/a"
+				if ph.ReplacementPods > 0 {
+					fresh = secs(seconds(ph.NewPods))
+					rate = fmt.Sprintf("%.0f", float64(ph.ReplacementPods)/ph.NewPods.Seconds())
+					if r.Direct > 0 {
+						rate += fmt.Sprintf(" (%.0f)", float64(rw.Scenario.pods())/r.Direct.Seconds())
+					}
+				}
+				reqs := "n/a"
+				if ph.OpsKnown {
+					reqs = byVerb(ph.Ops)
+				}
+				done := "all Running again"
+				if ph.Name == phaseComplete {
+					done = "all Completed"
+				}
+				fmt.Fprintf(w, "| %s, %d | %s | %d | %d | %s | %s | %s | %s (%s) | %s | %.0f | %s |\n",
+					rw.Scenario.Name, i+1, ph.Name, ph.Jobs, ph.Pods, secs(seconds(ph.Marked)), fresh, rate,
+					secs(seconds(ph.Done)), done, secs(seconds(ph.CPU)), float64(ph.PeakRSS)/(1<<20), reqs)
+			}
+		}
+	}
+}
+
+// byVerb lists request counts by verb and resource, largest first.
+func byVerb(c requestCounts) string {
+	var parts []string
+	for _, k := range c.sortedKeys() {
+		parts = append(parts, fmt.Sprintf("%s %s", k, num(c[k])))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -28,6 +28,8 @@ type scenario struct {
 	Name        string
 	Jobs        int
 	PS, Workers int
+	// RestartPolicy is every role's restartPolicy; empty leaves the default.
+	RestartPolicy paddlev1.RestartPolicy
 }
 
 func (s scenario) podsPerJob() int { return s.PS + s.Workers }
@@ -73,7 +75,8 @@ func parseCounts(flagName, s string) ([]int, error) {
 func jobObject(name, ns string, s scenario, intranet, image string) (*unstructured.Unstructured, error) {
 	role := func(n int) *paddlev1.ReplicaSpec {
 		return &paddlev1.ReplicaSpec{
-			Replicas: int32(n),
+			Replicas:      int32(n),
+			RestartPolicy: s.RestartPolicy,
 			// The default account, as a cluster's admission sets it: the
 			// progress endpoint's tokens (--progress-jobs) need one.
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -127,6 +130,8 @@ type runResult struct {
 	// HarnessCPU is the harness's own CPU time (clients, watches, fake
 	// kubelet) from the first create to every job Running.
 	HarnessCPU time.Duration
+	// Phases are what followed, with --restart-jobs and --complete-jobs.
+	Phases []phaseResult
 }
 
 // runOperator runs one scenario through the controller and cleans up.
@@ -185,7 +190,10 @@ func (h *harness) runOperator(ctx context.Context, s scenario, timeout time.Dura
 	}
 	after.cp = cpAtRunning
 	h.fill(&res, before, after)
-	return res, nil
+	if s.Jobs > 1 {
+		res.Phases, err = h.runPhases(ctx, ns, s, t, timeout)
+	}
+	return res, err
 }
 
 // await waits for done, the context, or the operator's exit.

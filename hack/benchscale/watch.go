@@ -104,7 +104,11 @@ func (o *observer) pod(obj any) {
 	if t == nil {
 		return
 	}
-	completed := t.podSeen(p.Name, time.Now())
+	now := time.Now()
+	completed := t.podSeen(p.Name, now)
+	if pt := t.currentPhase(); pt != nil {
+		pt.pod(p, now)
+	}
 	switch {
 	case o.onPod == nil:
 	case !o.holdPods:
@@ -134,7 +138,11 @@ func (o *observer) job(obj any) {
 		return
 	}
 	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
-	t.jobPhase(u.GetName(), phase, time.Now())
+	now := time.Now()
+	t.jobPhase(u.GetName(), phase, now)
+	if pt := t.currentPhase(); pt != nil {
+		pt.job(u, now)
+	}
 }
 
 // podsIn counts the informer's pods of a namespace.
@@ -189,6 +197,20 @@ type tracker struct {
 	allRunningAt       time.Time
 	allPods            chan struct{}
 	allRunning         chan struct{}
+	// phase, when set, also sees every pod and job event (phases.go).
+	phase *phaseTracker
+}
+
+func (t *tracker) setPhase(pt *phaseTracker) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.phase = pt
+}
+
+func (t *tracker) currentPhase() *phaseTracker {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.phase
 }
 
 // podSeen notes a pod; it returns true when that pod was the last one

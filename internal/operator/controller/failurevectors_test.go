@@ -68,7 +68,12 @@ func (s failureSource) pod(t *testing.T) *corev1.Pod {
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "paddle", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 		ExitCode: s.ExitCode, Reason: s.Reason, Message: capturedLog(t, s.Log),
 	}}}}
-	return pod
+	// As the operator's cache keeps it.
+	cached, err := stripPodForCache(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cached.(*corev1.Pod)
 }
 
 // message is describeFailure's message for the source.

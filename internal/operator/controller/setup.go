@@ -79,12 +79,14 @@ func CacheOptions(podGroupKinds map[string]bool) cache.Options {
 	return cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()}
 }
 
-// stripPodForCache drops from a cached pod what the operator never reads
-// of an observed pod, only of the pods it builds: its containers'
-// environment, command, arguments and mounts, and its volumes. They are
-// half of a pod of a PaddleJob (a configMapKeyRef per variable). The
-// operator writes observed pods only with merge patches of their
-// annotations, so nothing stripped is ever written back.
+// stripPodForCache drops from a cached pod what no reader of observed pods
+// uses: its containers' environment values (a configMapKeyRef each, a third
+// of a PaddleJob's pod), commands and arguments. The names of the variables
+// stay, as do the mounts, volumes and resources: the failure explanations
+// (internal/paddlefailure) tell a job's mode by a variable's name and read
+// the mounts and volumes of a write that failed. The operator writes
+// observed pods only with merge patches of their annotations, so nothing
+// dropped is ever written back.
 func stripPodForCache(obj any) (any, error) {
 	obj, err := cache.TransformStripManagedFields()(obj)
 	pod, ok := obj.(*corev1.Pod)
@@ -94,10 +96,12 @@ func stripPodForCache(obj any) (any, error) {
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
 			c := &cs[i]
-			c.Env, c.EnvFrom, c.Command, c.Args, c.VolumeMounts = nil, nil, nil, nil, nil
+			c.EnvFrom, c.Command, c.Args = nil, nil, nil
+			for j := range c.Env {
+				c.Env[j].Value, c.Env[j].ValueFrom = "", nil
+			}
 		}
 	}
-	pod.Spec.Volumes = nil
 	return pod, nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
+	"github.com/paddlejob/paddlejob/internal/paddlefailure"
 	"github.com/paddlejob/paddlejob/internal/sidecar"
 	"github.com/paddlejob/paddlejob/internal/testutil"
 )
@@ -86,8 +87,9 @@ func TestRetriesWaitAtMostAMinute(t *testing.T) {
 }
 
 // The cache keeps of a pod what the operator reads of observed pods — its
-// metadata, node, status and which init containers are sidecars — and drops
-// the environment, commands and mounts it only writes, most of the pod.
+// metadata, node, status, which init containers are sidecars, the names of
+// the variables, the mounts and volumes — and drops the environment's values,
+// commands and arguments it only writes, a third of the pod.
 func TestStripPodForCache(t *testing.T) {
 	job := testutil.MakePaddleJob("g", "ns").PS(1).Workers(1).WithGloo(1).Obj()
 	opts := DefaultOptions()
@@ -123,12 +125,21 @@ func TestStripPodForCache(t *testing.T) {
 	if len(sidecars) != 1 {
 		t.Errorf("sidecars %q; want the Gloo store", sidecars)
 	}
-	for _, c := range append(got.Spec.InitContainers, got.Spec.Containers...) {
-		if c.Env != nil || c.Command != nil || c.VolumeMounts != nil {
-			t.Errorf("container %s keeps its environment, command or mounts", c.Name)
+	if got.Spec.Volumes == nil || paddlefailure.Mode(got) != paddlefailure.ModePS {
+		t.Errorf("the cached pod lost its volumes or its job's mode:\n%s", after)
+	}
+	for i, c := range append(got.Spec.InitContainers, got.Spec.Containers...) {
+		built := append(pod.Spec.InitContainers, pod.Spec.Containers...)[i]
+		if len(c.Env) != len(built.Env) || !reflect.DeepEqual(c.VolumeMounts, built.VolumeMounts) || c.Command != nil || c.Args != nil {
+			t.Errorf("container %s: want its variables' names and mounts, no command or arguments", c.Name)
+		}
+		for _, e := range c.Env {
+			if e.Value != "" || e.ValueFrom != nil {
+				t.Errorf("container %s keeps the value of %s", c.Name, e.Name)
+			}
 		}
 	}
-	if 2*len(after) > len(before) {
-		t.Errorf("the cached pod is %d of %d bytes; want under half", len(after), len(before))
+	if 4*len(after) > 3*len(before) {
+		t.Errorf("the cached pod is %d of %d bytes; want under three quarters", len(after), len(before))
 	}
 }
