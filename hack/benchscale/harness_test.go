@@ -43,7 +43,7 @@ func TestHarnessRunsEveryPart(t *testing.T) {
 		regexp.MustCompile(`\| update PaddleJob status \| \d+\.\d\d \|`),
 		// The restart: one pod killed, the job's 4 pods deleted and made
 		// again, the job Running with a restart counted.
-		regexp.MustCompile(`\| 2 jobs × 4 pods, 1 \| restart \| 1 \| 1 \| \d+\.\d\d \| \d+\.\d\d \| \d+ \(\d+\) \| \d+\.\d\d \(all Running again\) \|.*POST pods 4\b`),
+		regexp.MustCompile(`\| 2 jobs × 4 pods, 1 \| restart \| 1 \| 1 \| \d+\.\d\d \| \d+\.\d\d \| [\d.]+ \([\d.]+\) \| \d+\.\d\d \(all Running again\) \|.*POST pods 4\b`),
 		regexp.MustCompile(`\| 2 jobs × 4 pods, 1 \| complete \| 1 \| 4 \| \d+\.\d\d \| n/a \| n/a \| \d+\.\d\d \(all Completed\) \|`),
 	} {
 		if !want.MatchString(report) {

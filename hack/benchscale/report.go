@@ -305,9 +305,9 @@ func formatPhases(w io.Writer, rows []row) {
 				fresh, rate := "n/a", "n/a"
 				if ph.ReplacementPods > 0 {
 					fresh = secs(seconds(ph.NewPods))
-					rate = fmt.Sprintf("%.0f", float64(ph.ReplacementPods)/ph.NewPods.Seconds())
+					rate = num(float64(ph.ReplacementPods) / ph.NewPods.Seconds())
 					if r.Direct > 0 {
-						rate += fmt.Sprintf(" (%.0f)", float64(rw.Scenario.pods())/r.Direct.Seconds())
+						rate += " (" + num(float64(rw.Scenario.pods())/r.Direct.Seconds()) + ")"
 					}
 				}
 				reqs := "n/a"
