@@ -4,7 +4,9 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,9 +56,18 @@ func TestCgroupHoldsEveryProcessOfARun(t *testing.T) {
 			t.Errorf("process %d (%s) is in %v, not in the run's group %v", pid, commandOf(pid), got, groups)
 		}
 	}
+	// A node's spawner thread ends with its node (it stays locked), and tests
+	// in parallel stop theirs: a thread may go between the listing and the read.
 	threads, _ := filepath.Glob("/proc/self/task/*/cgroup")
 	for _, th := range threads {
-		if got := cgroupOf(t, th, parent); equal(got, groups) {
+		got, err := readCgroupOf(th, parent)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if equal(got, groups) {
 			t.Errorf("the node's thread %s is left in the run's group", th)
 		}
 	}
@@ -136,18 +147,27 @@ func TestPidsLimitRefusesForks(t *testing.T) {
 // pids groups in cgroup v1, of the unified group ("") in v2.
 func cgroupOf(t *testing.T, file string, parent *cgroupParent) map[string]string {
 	t.Helper()
-	v1, unified, err := cgroups.ParseCgroupFileUnified(file)
+	dirs, err := readCgroupOf(file, parent)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dirs
+}
+
+// readCgroupOf is cgroupOf for a file that may go while it is read.
+func readCgroupOf(file string, parent *cgroupParent) (map[string]string, error) {
+	v1, unified, err := cgroups.ParseCgroupFileUnified(file)
+	if err != nil {
+		return nil, err
+	}
 	if parent.v2 != nil {
-		return map[string]string{"": filepath.Join(cgroupsRoot, unified)}
+		return map[string]string{"": filepath.Join(cgroupsRoot, unified)}, nil
 	}
 	dirs := map[string]string{}
 	for _, c := range v1Controllers {
 		dirs[c] = filepath.Join(cgroupsRoot, c, v1[c])
 	}
-	return dirs
+	return dirs, nil
 }
 
 // parentDirs are the directories of the node's parent groups.
