@@ -299,7 +299,7 @@ func (r *PaddleJobReconciler) run(ctx context.Context, job *paddlev1.PaddleJob, 
 	}
 	backoff := r.restartBackoffLeft(job, now)
 	popts := podOptionsFor(job, r.Options)
-	obs.specChanged = specChangedWhileRunning(job, active)
+	obs.specChanged = specChangedWhileRunning(job, popts.specHashes, active)
 	obs.stopping = podNames(restartedPods(job, pods))
 	if admitted && backoff == 0 && obs.specChanged == "" && len(obs.stopping) == 0 {
 		created, err := r.createMissingPods(ctx, job, pods, active, popts)

@@ -35,11 +35,11 @@ func specHashes(spec *paddlev1.PaddleJobSpec) map[paddlev1.ReplicaType]string {
 }
 
 // specChangedWhileRunning says which fields changed since the job's live
-// pods were made, "" when none did (or no live pod records it).
-func specChangedWhileRunning(job *paddlev1.PaddleJob, live []*corev1.Pod) string {
+// pods were made, "" when none did (or no live pod records it); now are the
+// job's specHashes.
+func specChangedWhileRunning(job *paddlev1.PaddleJob, now map[paddlev1.ReplicaType]string, live []*corev1.Pod) string {
 	changed := map[string]bool{}
 	var fields []string
-	now := specHashes(&job.Spec)
 	for _, p := range live {
 		rt, _, ok := podIndex(p)
 		was, recorded := p.Annotations[paddlev1.AnnotationSpecHash]
