@@ -168,6 +168,9 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if err := checkSandbox(); err != nil {
 		return nil, err
 	}
+	if err := createExamplesDir(ExamplesDir, opts.HostPathRW); err != nil {
+		return nil, err
+	}
 	fmt.Fprintln(opts.Out, "starting a local cluster in", l.home)
 	pre, err := prepare(ctx, opts)
 	if err != nil {

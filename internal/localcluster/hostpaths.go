@@ -1,6 +1,9 @@
 package localcluster
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +15,24 @@ import (
 // through hostPath volumes: `paddlejob up` lets pods write there unless told
 // other directories (--host-path-rw), so that the examples run as written.
 const ExamplesDir = "/tmp/paddlejob-examples"
+
+// createExamplesDir makes dir, the examples' output directory, when pods may
+// write there (writable lists it) and it does not exist: a node creates a
+// DirectoryOrCreate hostPath only inside a writable directory that exists,
+// so on a fresh machine the examples' pods could not start. Pods of every
+// host uid write there, as in the directories the node creates (0777).
+func createExamplesDir(dir string, writable []string) error {
+	if !slices.Contains(writable, dir) {
+		return nil
+	}
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		return fmt.Errorf("creating %s, where the example jobs write (paddlejob up --host-path-rw): %w", dir, err)
+	}
+	return os.Chmod(dir, 0o777) // past the umask
+}
 
 // absoluteDirs are dirs made absolute, the empty ones left out
 // (--host-path-rw= lists none).

@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster"
 	"github.com/paddlejob/paddlejob/internal/testutil/testenv"
@@ -57,6 +59,10 @@ func TestYourOwnProgram(t *testing.T) {
 		runYourCollectiveProgram(t, pj, env, dir)
 	})
 
+	t.Run("the examples write their output", func(t *testing.T) {
+		checkExamplesWriteTheirOutput(t, pj)
+	})
+
 	t.Run("a job larger than the machine says why it is Pending", func(t *testing.T) {
 		checkABigJobSaysWhyItIsPending(t, pj, env)
 	})
@@ -64,6 +70,46 @@ func TestYourOwnProgram(t *testing.T) {
 	t.Run("validate says offline what the cluster says", func(t *testing.T) {
 		checkValidateOfflineSaysWhatTheClusterSays(t, pj, env)
 	})
+}
+
+// checkExamplesWriteTheirOutput: the example jobs keep their output in
+// DirectoryOrCreate hostPaths below localcluster.ExamplesDir, which up lets
+// pods write. A pod mounting a new directory there, as the demo's trainers
+// do, starts and writes (on a fresh machine, where up had to create
+// ExamplesDir, the demo's trainers once waited forever on a FailedMount).
+func checkExamplesWriteTheirOutput(t *testing.T, pj *client.Client) {
+	ns := newNamespace(t, pj)
+	out := filepath.Join(localcluster.ExamplesDir, ns)
+	t.Cleanup(func() { os.RemoveAll(out) })
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "writer", Namespace: ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "writer", Image: "busybox:1.36", Command: []string{"sh", "-c", "echo written > /output/marker"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "output", MountPath: "/output"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "output", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+				Path: out, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}}},
+		},
+	}
+	ctx := context.Background()
+	if _, err := pj.Clientset().CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, time.Minute, "the writer pod ends", func() (bool, string) {
+		p, err := pj.Clientset().CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if p.Status.Phase == corev1.PodFailed {
+			t.Fatalf("the writer pod failed: %s", statusLine(p))
+		}
+		return p.Status.Phase == corev1.PodSucceeded, statusLine(p)
+	})
+	if got, err := os.ReadFile(filepath.Join(out, "marker")); err != nil || string(got) != "written\n" {
+		t.Errorf("%s/marker holds %q (%v), want what the pod wrote", out, got, err)
+	}
 }
 
 // upWithoutFlags starts a local cluster in home with `paddlejob up` and no
