@@ -217,7 +217,8 @@ func printPendingNotes(ctx context.Context, c *client.Client, w io.Writer, ns st
 			continue
 		}
 		client.SortPods(pods[key])
-		for _, l := range termprogress.PendingLines(key.Name, c.WhyPending(ctx, pods[key])) {
+		lines := termprogress.PendingLines(key.Name, c.WhyPending(ctx, pods[key]))
+		for _, l := range append(lines, termprogress.WaitingLines(key.Name, pods[key])...) {
 			if first {
 				fmt.Fprintln(w)
 				first = false

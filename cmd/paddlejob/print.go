@@ -299,6 +299,9 @@ func describeJob(w io.Writer, j *paddlev1.PaddleJob, pods []corev1.Pod, pending 
 	for _, l := range termprogress.PendingLines(j.Name, pending) {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
+	for _, l := range termprogress.WaitingLines(j.Name, pods) {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
 	describeFailures(w, j, pods)
 	fmt.Fprintln(w, "Events:")
 	if len(events) == 0 {

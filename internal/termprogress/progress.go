@@ -36,7 +36,7 @@ func PodState(p *corev1.Pod) string {
 			if cs.State.Waiting != nil && cs.State.Waiting.Reason != "" && cs.State.Waiting.Reason != "PodInitializing" {
 				return "Init:" + cs.State.Waiting.Reason
 			}
-			if cs.Name == "wait-for-endpoints" {
+			if cs.Name == "wait-for-endpoints" && cs.State.Running != nil {
 				return "WaitingForPeers"
 			}
 			return fmt.Sprintf("Init:%d/%d", i, len(p.Status.InitContainerStatuses))
@@ -80,6 +80,9 @@ func Lines(s client.Snapshot, elapsed time.Duration) []string {
 		lines = append(lines, "  training "+t)
 	}
 	for _, l := range PendingLines(j.Name, s.Unschedulable) {
+		lines = append(lines, "  "+l)
+	}
+	for _, l := range WaitingLines(j.Name, s.Pods) {
 		lines = append(lines, "  "+l)
 	}
 	if c := meta.FindStatusCondition(j.Status.Conditions, paddlev1.JobRunning); len(s.Unschedulable) == 0 && c != nil &&
@@ -131,6 +134,43 @@ func PendingLines(job string, us []client.Unschedulable) []string {
 	}
 	if hint := client.LocalClusterHint(us); hint != "" {
 		out = append(out, hint)
+	}
+	return out
+}
+
+// startingReasons are the waiting reasons of a container on its way, which
+// the pod's state shows; what the node says beside them (a runtime being
+// installed, a volume it cannot mount yet) only the message does.
+var startingReasons = map[string]bool{"ContainerCreating": true, "PodInitializing": true}
+
+// WaitingLines say what holds pods that are placed but not started, pods
+// with one message on one line ("worker-0, worker-1: hostPath volume
+// "output": ..."): the first waiting container's message of each pod, when
+// its reason is one of startingReasons. Other reasons (an image that
+// cannot be pulled) are in the job's own status.
+func WaitingLines(job string, pods []corev1.Pod) []string {
+	var messages []string
+	names := map[string][]string{}
+	for i := range pods {
+		p := &pods[i]
+		if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if w := cs.State.Waiting; w != nil {
+				if startingReasons[w.Reason] && w.Message != "" {
+					if names[w.Message] == nil {
+						messages = append(messages, w.Message)
+					}
+					names[w.Message] = append(names[w.Message], strings.TrimPrefix(p.Name, job+"-"))
+				}
+				break
+			}
+		}
+	}
+	out := make([]string, 0, len(messages))
+	for _, m := range messages {
+		out = append(out, strings.Join(names[m], ", ")+": "+m)
 	}
 	return out
 }

@@ -34,6 +34,7 @@ func TestPodStateWithASidecar(t *testing.T) {
 		{"sidecar crashing before it started", corev1.PodPending, []corev1.ContainerStatus{waiting("proxy", "CrashLoopBackOff"), waiting("setup", "PodInitializing")}, "Init:CrashLoopBackOff"},
 		{"sidecar started, next init container runs", corev1.PodPending, []corev1.ContainerStatus{running("proxy", true), running("setup", false)}, "Init:1/2"},
 		{"sidecar started, waiting for peers", corev1.PodPending, []corev1.ContainerStatus{running("proxy", true), running("wait-for-endpoints", false)}, "WaitingForPeers"},
+		{"volumes not mounted, peers not waited for yet", corev1.PodPending, []corev1.ContainerStatus{running("proxy", true), waiting("wait-for-endpoints", "PodInitializing")}, "Init:1/2"},
 		{"initialized, containers starting", corev1.PodPending, []corev1.ContainerStatus{running("proxy", true), completed}, "ContainerCreating"},
 		{"running beside the containers", corev1.PodRunning, []corev1.ContainerStatus{running("proxy", true), completed}, "Running"},
 	}
@@ -84,5 +85,34 @@ func TestLinesOfFinishedAndHeldJobs(t *testing.T) {
 	got = strings.Join(Lines(client.Snapshot{Job: held}, 0), "\n")
 	if want := "  CannotStart: the kubelet cannot start wd-worker-0: container paddle: ImagePullBackOff"; !strings.Contains(got, want) {
 		t.Errorf("lines of a held job:\n%s\nwant %q", got, want)
+	}
+}
+
+// Pods placed but held before they start say what holds them, one line per
+// message: the node's words beside a starting reason (a volume it cannot
+// mount, a runtime it installs). Other reasons, pods that run and pods not
+// placed are said elsewhere.
+func TestWaitingLines(t *testing.T) {
+	pod := func(name string, phase corev1.PodPhase, inits, containers []corev1.ContainerStatus) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job-" + name},
+			Status: corev1.PodStatus{Phase: phase, InitContainerStatuses: inits, ContainerStatuses: containers}}
+	}
+	waiting := func(reason, message string) []corev1.ContainerStatus {
+		return []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}}}
+	}
+	done := []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}}
+	const mount = `hostPath volume "output": open /tmp/out: no such file or directory`
+	const install = "installing the Paddle 3.0.0 runtime image \"x\" runs on"
+	pods := []corev1.Pod{
+		pod("worker-0", corev1.PodPending, waiting("PodInitializing", mount), waiting("PodInitializing", "")),
+		pod("ps-0", corev1.PodPending, done, waiting("ContainerCreating", install)),
+		pod("worker-1", corev1.PodPending, waiting("PodInitializing", mount), nil),
+		pod("ps-1", corev1.PodPending, waiting("ErrImagePull", "not found"), nil),
+		pod("ps-2", corev1.PodPending, waiting("PodInitializing", ""), waiting("ContainerCreating", install)),
+		pod("ps-3", corev1.PodRunning, nil, waiting("ContainerCreating", install)),
+	}
+	want := []string{"worker-0, worker-1: " + mount, "ps-0: " + install}
+	if got := WaitingLines("job", pods); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("WaitingLines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
