@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -276,6 +277,9 @@ func createHostPath(rules hostPathRules, p string, dir bool) error {
 		return fmt.Errorf("%s does not exist, and the node creates hostPaths only in the directories pods may write (paddlejob up --host-path-rw)", p)
 	}
 	root, err := openRoot(top)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s cannot be created: %s, the directory pods may write it in (paddlejob up --host-path-rw), does not exist", p, top)
+	}
 	if err != nil {
 		return err
 	}

@@ -160,6 +160,20 @@ func TestPrepareHostPath(t *testing.T) {
 	}
 }
 
+// A DirectoryOrCreate path in a writable directory that does not exist
+// (an up --host-path-rw not made yet) is refused naming both and the flag.
+func TestPrepareHostPathInAMissingWritableDirectory(t *testing.T) {
+	writable := filepath.Join(t.TempDir(), "runs")
+	p := filepath.Join(writable, "job-1")
+	err := prepareHostPath(hostPathRules{Writable: []string{writable}}, p, ptr.To(corev1.HostPathDirectoryOrCreate))
+	if err == nil || !strings.Contains(err.Error(), p+" cannot be created: "+writable+", the directory pods may write it in (paddlejob up --host-path-rw), does not exist") {
+		t.Errorf("prepareHostPath: %v", err)
+	}
+	if _, err := os.Stat(writable); !os.IsNotExist(err) {
+		t.Errorf("the node made the writable directory %s (%v)", writable, err)
+	}
+}
+
 // What the node creates in a writable host path, the directories on the
 // way included, pods of every uid may write: a root node's pods run as
 // unprivileged host users (sandbox_hostids.go).
