@@ -107,12 +107,22 @@ func nodeReadyWith(ctx context.Context, cs kubernetes.Interface, name string) er
 	if err != nil {
 		return err
 	}
+	ready := false
 	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-			return nil
+		ready = ready || c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+	}
+	if !ready {
+		return fmt.Errorf("node %s is not Ready", name)
+	}
+	// The controller manager taints a node it has not seen Ready; until it
+	// lifts the taint the scheduler leaves pods Pending ("untolerated
+	// taint"), which a user's first job must not show.
+	for _, t := range node.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			return fmt.Errorf("node %s is Ready but keeps the taint %s until the controller manager sees it so", name, t.Key)
 		}
 	}
-	return fmt.Errorf("node %s is not Ready", name)
+	return nil
 }
 
 // ensureServiceAccount creates a ServiceAccount unless it exists.
