@@ -83,29 +83,33 @@ exec sleep 1000`
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { checkPodHostIDs(t, n, ns, tc.name, tc.uid, tc.wantRootDir, shared) })
 	}
-	t.Run("nothing staged is mounted once the pods run", func(t *testing.T) {
-		// Only this test's pods: the shared node stages the runs of the
-		// tests beside it meanwhile (a run's staging is named by its pod).
-		pods, err := n.client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
+	t.Run("nothing staged is mounted once the pods run", func(t *testing.T) { checkNothingStaged(t, n, ns) })
+}
+
+// checkNothingStaged: no staging mount of the namespace's pods is left. Only
+// those pods: the shared node stages the runs of the tests beside it
+// meanwhile (a run's staging is named by its pod).
+func checkNothingStaged(t *testing.T, n *testNode, ns string) {
+	pods, err := n.client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := n.hostIDs.stager.dir + "/"
+	for _, line := range strings.Split(string(mounts), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) <= 4 || !strings.HasPrefix(fields[4], dir) {
+			continue
 		}
-		mounts, err := os.ReadFile("/proc/self/mountinfo")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(mounts), "\n") {
-			fields := strings.Fields(line)
-			if len(fields) <= 4 || !strings.HasPrefix(fields[4], ids.stager.dir+"/") {
-				continue
+		for _, p := range pods.Items {
+			if strings.HasPrefix(strings.TrimPrefix(fields[4], dir), string(p.UID)+"-") {
+				t.Errorf("still mounted: %s (pod %s)", fields[4], p.Name)
 			}
-			for _, p := range pods.Items {
-				if strings.HasPrefix(strings.TrimPrefix(fields[4], ids.stager.dir+"/"), string(p.UID)+"-") {
-					t.Errorf("still mounted: %s (pod %s)", fields[4], p.Name)
-				}
-			}
 		}
-	})
+	}
 }
 
 // checkPodHostIDs checks the probe pod ids-name of uid: its uid_map (for
