@@ -93,20 +93,12 @@ func checkExamplesWriteTheirOutput(t *testing.T, pj *client.Client) {
 				Path: out, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}}},
 		},
 	}
-	ctx := context.Background()
-	if _, err := pj.Clientset().CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := pj.Clientset().CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, time.Minute, "the writer pod ends", func() (bool, string) {
-		p, err := pj.Clientset().CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		if p.Status.Phase == corev1.PodFailed {
-			t.Fatalf("the writer pod failed: %s", statusLine(p))
-		}
-		return p.Status.Phase == corev1.PodSucceeded, statusLine(p)
-	})
+	if p := awaitPodEnd(t, pj, ns, pod.Name); p.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("the writer pod %s: %s", p.Status.Phase, statusLine(p))
+	}
 	if got, err := os.ReadFile(filepath.Join(out, "marker")); err != nil || string(got) != "written\n" {
 		t.Errorf("%s/marker holds %q (%v), want what the pod wrote", out, got, err)
 	}
