@@ -119,21 +119,39 @@ func roleCounts(s client.Snapshot, rt paddlev1.ReplicaType) map[string]int {
 // one line ("Pending worker-0, worker-1: needs 5 CPU, the node has 2"),
 // then what would let them run on the local cluster.
 func PendingLines(job string, us []client.Unschedulable) []string {
-	var reasons []string
-	pods := map[string][]string{}
+	var held podsByCause
 	for _, u := range us {
-		r := u.String()
-		if pods[r] == nil {
-			reasons = append(reasons, r)
-		}
-		pods[r] = append(pods[r], strings.TrimPrefix(u.Pod, job+"-"))
+		held.add(u.String(), strings.TrimPrefix(u.Pod, job+"-"))
 	}
-	var out []string
-	for _, r := range reasons {
-		out = append(out, fmt.Sprintf("Pending %s: %s", strings.Join(pods[r], ", "), r))
-	}
+	out := held.lines("Pending ")
 	if hint := client.LocalClusterHint(us); hint != "" {
 		out = append(out, hint)
+	}
+	return out
+}
+
+// podsByCause groups pods' short names by what holds them, the causes in the
+// order first seen.
+type podsByCause struct {
+	causes []string
+	pods   map[string][]string
+}
+
+func (g *podsByCause) add(cause, pod string) {
+	if g.pods == nil {
+		g.pods = map[string][]string{}
+	}
+	if g.pods[cause] == nil {
+		g.causes = append(g.causes, cause)
+	}
+	g.pods[cause] = append(g.pods[cause], pod)
+}
+
+// lines are one line per cause: prefix, its pods, then the cause.
+func (g *podsByCause) lines(prefix string) []string {
+	out := make([]string, 0, len(g.causes))
+	for _, c := range g.causes {
+		out = append(out, fmt.Sprintf("%s%s: %s", prefix, strings.Join(g.pods[c], ", "), c))
 	}
 	return out
 }
@@ -149,8 +167,7 @@ var startingReasons = map[string]bool{"ContainerCreating": true, "PodInitializin
 // its reason is one of startingReasons. Other reasons (an image that
 // cannot be pulled) are in the job's own status.
 func WaitingLines(job string, pods []corev1.Pod) []string {
-	var messages []string
-	names := map[string][]string{}
+	var held podsByCause
 	for i := range pods {
 		p := &pods[i]
 		if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
@@ -159,20 +176,13 @@ func WaitingLines(job string, pods []corev1.Pod) []string {
 		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 			if w := cs.State.Waiting; w != nil {
 				if startingReasons[w.Reason] && w.Message != "" {
-					if names[w.Message] == nil {
-						messages = append(messages, w.Message)
-					}
-					names[w.Message] = append(names[w.Message], strings.TrimPrefix(p.Name, job+"-"))
+					held.add(w.Message, strings.TrimPrefix(p.Name, job+"-"))
 				}
 				break
 			}
 		}
 	}
-	out := make([]string, 0, len(messages))
-	for _, m := range messages {
-		out = append(out, strings.Join(names[m], ", ")+": "+m)
-	}
-	return out
+	return held.lines("")
 }
 
 // Summary is a snapshot on one line.

@@ -116,3 +116,20 @@ func TestWaitingLines(t *testing.T) {
 		t.Errorf("WaitingLines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Pods the scheduler cannot place, one line per reason in the order first
+// seen, each naming its pods.
+func TestPendingLines(t *testing.T) {
+	us := []client.Unschedulable{
+		{Pod: "job-ps-0", Message: "0/2 nodes are available: 2 Insufficient cpu."},
+		{Pod: "job-worker-0", Message: "0/2 nodes are available: 2 node(s) had untolerated taint(s)."},
+		{Pod: "job-ps-1", Message: "0/2 nodes are available: 2 Insufficient cpu."},
+	}
+	want := []string{
+		"Pending ps-0, ps-1: the scheduler cannot place it: 0/2 nodes are available: 2 Insufficient cpu.",
+		"Pending worker-0: the scheduler cannot place it: 0/2 nodes are available: 2 node(s) had untolerated taint(s).",
+	}
+	if got := PendingLines("job", us); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("PendingLines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

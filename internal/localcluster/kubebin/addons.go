@@ -266,11 +266,11 @@ func (b *builder) addonModule(ctx context.Context, a Addon) (modDir, src string,
 		}
 		fmt.Fprintf(&gomod, "replace %s => %s %s\n", old, r.New.Path, version)
 	}
-	if a.Main == "" {
-		modDir, err = b.writeModule(name, gomod.String(), "", "")
-	} else {
-		modDir, err = b.writeModule(name, gomod.String(), "main.go", a.Main)
+	mainFile := ""
+	if a.Main != "" {
+		mainFile = "main.go"
 	}
+	modDir, err = b.writeModule(name, gomod.String(), mainFile, a.Main)
 	return modDir, dl.Dir, err
 }
 
