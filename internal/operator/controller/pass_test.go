@@ -72,17 +72,16 @@ func newFixtureWith(t *testing.T, opts Options, funcs interceptor.Funcs, objs ..
 }
 
 // readingAsCached is c as the reconciler reads it through the manager's
-// cache: pods come stripped (stripPodForCache), so every pass test also
-// shows that no decision reads what the cache drops.
+// cache: pods, Services and ConfigMaps come stripped (CacheOptions'
+// transforms), so every pass test also shows that no decision reads what the
+// cache drops.
 func readingAsCached(c client.WithWatch) client.WithWatch {
 	return interceptor.NewClient(c, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if err := c.Get(ctx, key, obj, opts...); err != nil {
 				return err
 			}
-			if pod, ok := obj.(*corev1.Pod); ok {
-				_, _ = stripPodForCache(pod)
-			}
+			asCached(obj)
 			return nil
 		},
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
@@ -91,12 +90,24 @@ func readingAsCached(c client.WithWatch) client.WithWatch {
 			}
 			if pods, ok := list.(*corev1.PodList); ok {
 				for i := range pods.Items {
-					_, _ = stripPodForCache(&pods.Items[i])
+					asCached(&pods.Items[i])
 				}
 			}
 			return nil
 		},
 	})
+}
+
+// asCached strips an object as the manager's cache keeps it.
+func asCached(obj client.Object) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		_, _ = stripPodForCache(o)
+	case *corev1.Service:
+		_, _ = stripServiceForCache(o)
+	case *corev1.ConfigMap:
+		_, _ = stripConfigMapForCache(o)
+	}
 }
 
 // passResult is what one pass did.

@@ -24,6 +24,7 @@ import (
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/kube"
+	"github.com/paddlejob/paddlejob/internal/operator/podcontract"
 )
 
 // podOwnerKey indexes pods by the name of the PaddleJob that controls them.
@@ -58,15 +59,17 @@ func DiscoverPodGroupKinds(cfg *rest.Config) (map[string]bool, error) {
 // and PodGroups to the objects the operator creates (they carry
 // LabelJobName), so memory follows the number of PaddleJob pods, not the
 // cluster's size, and keeps only what the operator reads of them
-// (stripPodForCache).
+// (stripPodForCache, stripServiceForCache, stripConfigMapForCache).
 func CacheOptions(podGroupKinds map[string]bool) cache.Options {
 	owned := OwnedObjects()
-	pods := owned
+	pods, services, configMaps := owned, owned, owned
 	pods.Transform = stripPodForCache
+	services.Transform = stripServiceForCache
+	configMaps.Transform = stripConfigMapForCache
 	byObject := map[client.Object]cache.ByObject{
 		&corev1.Pod{}:       pods,
-		&corev1.Service{}:   owned,
-		&corev1.ConfigMap{}: owned,
+		&corev1.Service{}:   services,
+		&corev1.ConfigMap{}: configMaps,
 	}
 	// Every PodGroup is cached: the user may ship the job's own (paddle-operator's
 	// Volcano example does), without the operator's label.
@@ -80,21 +83,33 @@ func CacheOptions(podGroupKinds map[string]bool) cache.Options {
 }
 
 // stripPodForCache drops from a cached pod what no reader of observed pods
-// uses: its containers' environment values (a configMapKeyRef each, a third
-// of a PaddleJob's pod), commands and arguments. The names of the variables
-// stay, as do the mounts, volumes and resources: the failure explanations
-// (internal/paddlefailure) tell a job's mode by a variable's name and read
-// the mounts and volumes of a write that failed. The operator writes
-// observed pods only with merge patches of their annotations, so nothing
-// dropped is ever written back.
+// uses. Every pod loses its containers' environment values (a
+// configMapKeyRef each, a third of a PaddleJob's pod), commands and
+// arguments. A pod none of whose containers has failed keeps of its
+// containers only their names, images and restart policies (which init
+// containers are sidecars), and no volumes: the rest is read only by the
+// failure explanations (internal/paddlefailure: a job's mode by a
+// variable's name, the mounts and volumes of a write that failed, the
+// resources of an OOM kill), and only for a pod with a failed container —
+// the watch event that brings a container's failure brings the whole pod
+// again. The operator writes observed pods only with merge patches of their
+// annotations, so nothing dropped is ever written back.
 func stripPodForCache(obj any) (any, error) {
 	obj, err := cache.TransformStripManagedFields()(obj)
 	pod, ok := obj.(*corev1.Pod)
 	if err != nil || !ok {
 		return obj, err
 	}
+	failed := hasFailedContainer(pod)
+	if !failed {
+		pod.Spec.Volumes = nil
+	}
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
+			if !failed {
+				cs[i] = corev1.Container{Name: cs[i].Name, Image: cs[i].Image, RestartPolicy: cs[i].RestartPolicy}
+				continue
+			}
 			c := &cs[i]
 			c.EnvFrom, c.Command, c.Args = nil, nil, nil
 			for j := range c.Env {
@@ -103,6 +118,47 @@ func stripPodForCache(obj any) (any, error) {
 		}
 	}
 	return pod, nil
+}
+
+// stripServiceForCache keeps a job's Service's metadata: the operator only
+// needs to know that it exists (ensureService) and never updates it.
+func stripServiceForCache(obj any) (any, error) {
+	obj, err := cache.TransformStripManagedFields()(obj)
+	if svc, ok := obj.(*corev1.Service); ok && err == nil {
+		svc.Spec, svc.Status = corev1.ServiceSpec{}, corev1.ServiceStatus{}
+	}
+	return obj, err
+}
+
+// stripConfigMapForCache keeps of a job's endpoints ConfigMap the version of
+// its lists, all ensureEndpointsConfigMap compares; an update replaces the
+// whole data. The lists grow with the job's size, the version does not.
+func stripConfigMapForCache(obj any) (any, error) {
+	obj, err := cache.TransformStripManagedFields()(obj)
+	if cm, ok := obj.(*corev1.ConfigMap); ok && err == nil {
+		version, ok := cm.Data[podcontract.VersionKey]
+		cm.Data, cm.BinaryData = nil, nil
+		if ok {
+			cm.Data = map[string]string{podcontract.VersionKey: version}
+		}
+	}
+	return obj, err
+}
+
+// hasFailedContainer reports whether a container of the pod, init
+// containers included, exited with a non-zero code, now or before its last
+// restart: the containers describeFailure explains.
+func hasFailedContainer(pod *corev1.Pod) bool {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+				if t != nil && t.ExitCode != 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // OwnedObjects selects the objects made for a job: they carry LabelJobName.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,36 +87,56 @@ func TestRetriesWaitAtMostAMinute(t *testing.T) {
 	}
 }
 
-// The cache keeps of a pod what the operator reads of observed pods — its
-// metadata, node, status, which init containers are sidecars, the names of
-// the variables, the mounts and volumes — and drops the environment's values,
-// commands and arguments it only writes, a third of the pod.
+// The cache keeps of a pod what the operator reads of observed pods: of a
+// running pod its metadata, node, status, containers' names and which init
+// containers are sidecars, a fifth of it; of a pod with a failed container
+// also what its failure's explanation reads — the names of the variables,
+// the mounts and volumes — but never the environment's values, commands and
+// arguments the operator only writes.
 func TestStripPodForCache(t *testing.T) {
 	job := testutil.MakePaddleJob("g", "ns").PS(1).Workers(1).WithGloo(1).Obj()
 	opts := DefaultOptions()
 	opts.Progress.URL = "http://127.0.0.1:9444"
 	built := FirstPods(job, opts)[paddlev1.ReplicaPS]
-	pod := testutil.WrapPod(built.DeepCopy()).Scheduled("n").Running("10.0.0.1").Obj()
-	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "paddlejob-operator"}}
-	before, err := json.Marshal(pod)
-	if err != nil {
-		t.Fatal(err)
+	running := testutil.WrapPod(built.DeepCopy()).Scheduled("n").Running("10.0.0.1").Obj()
+	failed := testutil.WrapPod(built.DeepCopy()).Scheduled("n").Failed("paddle", 1).Obj()
+	for _, tc := range []struct {
+		name    string
+		pod     *corev1.Pod
+		explain bool // keeps what the failure explanations read
+		share   int  // at most this many twentieths of the pod stay
+	}{
+		{"running", running, false, 4},
+		{"failed", failed, true, 15},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := tc.pod
+			pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "paddlejob-operator"}}
+			before := mustJSON(t, pod)
+			obj, err := stripPodForCache(pod.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := obj.(*corev1.Pod)
+			after := mustJSON(t, got)
+			if !reflect.DeepEqual(got.Labels, pod.Labels) || !reflect.DeepEqual(got.Annotations, pod.Annotations) ||
+				!reflect.DeepEqual(got.OwnerReferences, pod.OwnerReferences) || !reflect.DeepEqual(got.Status, pod.Status) ||
+				got.Spec.NodeName != "n" || got.ManagedFields != nil {
+				t.Errorf("the cached pod lost what the operator reads:\n%s", after)
+			}
+			checkCachedContainers(t, pod, got, tc.explain)
+			if 20*len(after) > tc.share*len(before) {
+				t.Errorf("the cached pod is %d of %d bytes; want at most %d twentieths", len(after), len(before), tc.share)
+			}
+		})
 	}
+}
 
-	obj, err := stripPodForCache(pod.DeepCopy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := obj.(*corev1.Pod)
-	after, err := json.Marshal(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got.Labels, pod.Labels) || !reflect.DeepEqual(got.Annotations, pod.Annotations) ||
-		!reflect.DeepEqual(got.OwnerReferences, pod.OwnerReferences) || !reflect.DeepEqual(got.Status, pod.Status) ||
-		got.Spec.NodeName != "n" || got.ManagedFields != nil {
-		t.Errorf("the cached pod lost what the operator reads:\n%s", after)
-	}
+// checkCachedContainers checks a cached pod's containers against the pod's:
+// the same names and sidecars, no values, commands or arguments, and the
+// variables' names, mounts and volumes if explain.
+func checkCachedContainers(t *testing.T, pod, got *corev1.Pod, explain bool) {
+	t.Helper()
 	var sidecars []string
 	for _, c := range got.Spec.InitContainers {
 		if sidecar.Named(&got.Spec, c.Name) {
@@ -125,21 +146,55 @@ func TestStripPodForCache(t *testing.T) {
 	if len(sidecars) != 1 {
 		t.Errorf("sidecars %q; want the Gloo store", sidecars)
 	}
-	if got.Spec.Volumes == nil || paddlefailure.Mode(got) != paddlefailure.ModePS {
-		t.Errorf("the cached pod lost its volumes or its job's mode:\n%s", after)
+	if explain && (got.Spec.Volumes == nil || paddlefailure.Mode(got) != paddlefailure.ModePS) {
+		t.Errorf("the cached failed pod lost its volumes or its job's mode")
 	}
+	if !explain && got.Spec.Volumes != nil {
+		t.Errorf("the cached running pod keeps its volumes")
+	}
+	built := append(pod.Spec.InitContainers, pod.Spec.Containers...)
 	for i, c := range append(got.Spec.InitContainers, got.Spec.Containers...) {
-		built := append(pod.Spec.InitContainers, pod.Spec.Containers...)[i]
-		if len(c.Env) != len(built.Env) || !reflect.DeepEqual(c.VolumeMounts, built.VolumeMounts) || c.Command != nil || c.Args != nil {
-			t.Errorf("container %s: want its variables' names and mounts, no command or arguments", c.Name)
+		if c.Name != built[i].Name || c.Command != nil || c.Args != nil {
+			t.Errorf("container %d %s: want the name %s, no command or arguments", i, c.Name, built[i].Name)
+		}
+		if explain && (len(c.Env) != len(built[i].Env) || !reflect.DeepEqual(c.VolumeMounts, built[i].VolumeMounts)) {
+			t.Errorf("container %s: want its variables' names and mounts", c.Name)
 		}
 		for _, e := range c.Env {
-			if e.Value != "" || e.ValueFrom != nil {
-				t.Errorf("container %s keeps the value of %s", c.Name, e.Name)
+			if !explain || e.Value != "" || e.ValueFrom != nil {
+				t.Errorf("container %s keeps the variable %s or its value", c.Name, e.Name)
 			}
 		}
 	}
-	if 4*len(after) > 3*len(before) {
-		t.Errorf("the cached pod is %d of %d bytes; want under three quarters", len(after), len(before))
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The cache keeps of a job's Service its metadata, and of its endpoints
+// ConfigMap the version of the lists, whatever the job's size.
+func TestStripServiceAndConfigMapForCache(t *testing.T) {
+	job := testutil.MakePaddleJob("big", "ns").PS(2).Workers(100).Obj()
+	data := map[string]string{podcontract.VersionKey: "v7", "PADDLE_TRAINER_ENDPOINTS": strings.Repeat("big-worker-0.big:23000,", 100)}
+	cm, err := stripConfigMapForCache(newEndpointsConfigMap(job, data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cm.(*corev1.ConfigMap)
+	if !reflect.DeepEqual(got.Data, map[string]string{podcontract.VersionKey: "v7"}) || !metav1.IsControlledBy(got, job) || got.Labels[paddlev1.LabelJobName] != "big" {
+		t.Errorf("cached ConfigMap: data %v, labels %v, owners %v; want the version alone and its metadata", got.Data, got.Labels, got.OwnerReferences)
+	}
+	svc, err := stripServiceForCache(newService(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := svc.(*corev1.Service); !reflect.DeepEqual(s.Spec, corev1.ServiceSpec{}) || !metav1.IsControlledBy(s, job) || s.Name != "big" {
+		t.Errorf("cached Service: %+v; want its metadata alone", s)
 	}
 }
