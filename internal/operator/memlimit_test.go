@@ -24,23 +24,21 @@ func TestParseCgroupMemoryLimit(t *testing.T) {
 	}
 }
 
-// The operator collects at GOGC 50 and keeps under 90% of its container's
-// limit, cgroup v2's file read before v1's, unless the environment sets
-// GOGC or GOMEMLIMIT.
-func TestMemorySettingsFor(t *testing.T) {
+// The operator keeps under 90% of its container's limit, cgroup v2's file
+// read before v1's, unless the environment sets GOMEMLIMIT.
+func TestMemoryLimitFor(t *testing.T) {
 	v2, v1 := cgroupMemoryLimitFiles[0], cgroupMemoryLimitFiles[1]
 	for _, tc := range []struct {
 		name  string
 		env   map[string]string
 		files map[string]string
-		want  memorySettings
+		want  int64
 	}{
-		{"no limit", nil, map[string]string{v2: "max\n"}, memorySettings{gcPercent: 50}},
-		{"cgroup v2", nil, map[string]string{v2: "1000\n", v1: "2000\n"}, memorySettings{gcPercent: 50, limit: 900}},
-		{"cgroup v1", nil, map[string]string{v1: "2000\n"}, memorySettings{gcPercent: 50, limit: 1800}},
-		{"no cgroup files", nil, nil, memorySettings{gcPercent: 50}},
-		{"GOGC set", map[string]string{"GOGC": "200"}, map[string]string{v2: "1000"}, memorySettings{limit: 900}},
-		{"GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, map[string]string{v2: "1000"}, memorySettings{gcPercent: 50}},
+		{"no limit", nil, map[string]string{v2: "max\n", v1: "2000\n"}, 0},
+		{"cgroup v2", nil, map[string]string{v2: "1000\n", v1: "2000\n"}, 900},
+		{"cgroup v1", nil, map[string]string{v1: "2000\n"}, 1800},
+		{"no cgroup files", nil, nil, 0},
+		{"GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, map[string]string{v2: "1000"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			getenv := func(k string) string { return tc.env[k] }
@@ -50,8 +48,8 @@ func TestMemorySettingsFor(t *testing.T) {
 				}
 				return nil, fs.ErrNotExist
 			}
-			if got := memorySettingsFor(getenv, readFile); got != tc.want {
-				t.Errorf("memorySettingsFor = %+v; want %+v", got, tc.want)
+			if got := memoryLimitFor(getenv, readFile); got != tc.want {
+				t.Errorf("memoryLimitFor = %d; want %d", got, tc.want)
 			}
 		})
 	}

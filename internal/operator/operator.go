@@ -336,7 +336,7 @@ func setupKueue(mgr ctrl.Manager, r *controller.PaddleJobReconciler, served bool
 // blocks until ctx is done.
 func Run(ctx context.Context, o Options) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap)))
-	applyMemorySettings(ctrl.Log.WithName("setup"))
+	setMemoryLimit(ctrl.Log.WithName("setup"))
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
