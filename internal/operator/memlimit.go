@@ -15,10 +15,8 @@ import (
 // be OOM-killed while half its heap is garbage. Unless GOMEMLIMIT says
 // otherwise, the collector is told to stay under 90% of the container's
 // limit (cgroup v2's memory.max, or v1's memory.limit_in_bytes), collecting
-// more often only there. A lower GOGC would collect more often everywhere:
-// GOGC=50 took the RSS of 1,000 jobs from 115 to 104 MiB for a tenth more
-// CPU, and a 10,000-job run with it used 143 s of operator CPU against an
-// earlier run's 87 s (docs/benchmarks.md).
+// more often only there; a lower GOGC would collect more often everywhere,
+// for little memory (docs/benchmarks.md, the operator's memory).
 
 // memoryLimitShare is the share of the container's limit the Go runtime
 // keeps to; the rest is the binary, thread stacks and what the runtime does

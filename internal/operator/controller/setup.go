@@ -94,12 +94,7 @@ func CacheOptions(podGroupKinds map[string]bool) cache.Options {
 // the watch event that brings a container's failure brings the whole pod
 // again. The operator writes observed pods only with merge patches of their
 // annotations, so nothing dropped is ever written back.
-func stripPodForCache(obj any) (any, error) {
-	obj, err := cache.TransformStripManagedFields()(obj)
-	pod, ok := obj.(*corev1.Pod)
-	if err != nil || !ok {
-		return obj, err
-	}
+var stripPodForCache = cacheTransform(func(pod *corev1.Pod) {
 	failed := hasFailedContainer(pod)
 	if !failed {
 		pod.Spec.Volumes = nil
@@ -117,32 +112,37 @@ func stripPodForCache(obj any) (any, error) {
 			}
 		}
 	}
-	return pod, nil
-}
+})
 
 // stripServiceForCache keeps a job's Service's metadata: the operator only
 // needs to know that it exists (ensureService) and never updates it.
-func stripServiceForCache(obj any) (any, error) {
-	obj, err := cache.TransformStripManagedFields()(obj)
-	if svc, ok := obj.(*corev1.Service); ok && err == nil {
-		svc.Spec, svc.Status = corev1.ServiceSpec{}, corev1.ServiceStatus{}
-	}
-	return obj, err
-}
+var stripServiceForCache = cacheTransform(func(svc *corev1.Service) {
+	svc.Spec, svc.Status = corev1.ServiceSpec{}, corev1.ServiceStatus{}
+})
 
 // stripConfigMapForCache keeps of a job's endpoints ConfigMap the version of
 // its lists, all ensureEndpointsConfigMap compares; an update replaces the
 // whole data. The lists grow with the job's size, the version does not.
-func stripConfigMapForCache(obj any) (any, error) {
-	obj, err := cache.TransformStripManagedFields()(obj)
-	if cm, ok := obj.(*corev1.ConfigMap); ok && err == nil {
-		version, ok := cm.Data[podcontract.VersionKey]
-		cm.Data, cm.BinaryData = nil, nil
-		if ok {
-			cm.Data = map[string]string{podcontract.VersionKey: version}
-		}
+var stripConfigMapForCache = cacheTransform(func(cm *corev1.ConfigMap) {
+	version, ok := cm.Data[podcontract.VersionKey]
+	cm.Data, cm.BinaryData = nil, nil
+	if ok {
+		cm.Data = map[string]string{podcontract.VersionKey: version}
 	}
-	return obj, err
+})
+
+// cacheTransform is a cache transform that drops an object's managedFields,
+// as the default transform does (an object's own transform replaces it),
+// then strips what else the operator never reads of a T.
+func cacheTransform[T client.Object](strip func(T)) func(any) (any, error) {
+	withoutManagedFields := cache.TransformStripManagedFields()
+	return func(obj any) (any, error) {
+		obj, err := withoutManagedFields(obj)
+		if o, ok := obj.(T); ok && err == nil {
+			strip(o)
+		}
+		return obj, err
+	}
 }
 
 // hasFailedContainer reports whether a container of the pod, init

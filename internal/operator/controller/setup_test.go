@@ -198,3 +198,34 @@ func TestStripServiceAndConfigMapForCache(t *testing.T) {
 		t.Errorf("cached Service: %+v; want its metadata alone", s)
 	}
 }
+
+// The manager's cache applies the transforms: each owned kind comes
+// stripped, managedFields included.
+func TestCacheOptionsStripWhatTheOperatorNeverReads(t *testing.T) {
+	job := testutil.MakePaddleJob("g", "ns").PS(1).Workers(1).Obj()
+	pod := testutil.WrapPod(FirstPods(job, DefaultOptions())[paddlev1.ReplicaWorker].DeepCopy()).Scheduled("n").Running("10.0.0.1").Obj()
+	objects := []client.Object{pod, newService(job), newEndpointsConfigMap(job, map[string]string{podcontract.VersionKey: "v1", "PADDLE_TRAINERS_NUM": "1"})}
+	for obj, byObject := range CacheOptions(nil).ByObject {
+		for _, o := range objects {
+			if reflect.TypeOf(o) != reflect.TypeOf(obj) {
+				continue
+			}
+			o.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "paddlejob-operator"}})
+			if byObject.Transform == nil {
+				t.Fatalf("%T: no transform", o)
+			}
+			if _, err := byObject.Transform(o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if pod.Spec.Volumes != nil || pod.Spec.Containers[0].Env != nil || pod.ManagedFields != nil {
+		t.Errorf("the cached pod keeps its volumes, variables or managedFields")
+	}
+	if svc := objects[1].(*corev1.Service); svc.Spec.Selector != nil || svc.ManagedFields != nil {
+		t.Errorf("the cached Service keeps its spec or managedFields")
+	}
+	if cm := objects[2].(*corev1.ConfigMap); len(cm.Data) != 1 || cm.ManagedFields != nil {
+		t.Errorf("the cached ConfigMap keeps %v or its managedFields", cm.Data)
+	}
+}
