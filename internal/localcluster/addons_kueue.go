@@ -74,7 +74,9 @@ func (b *boot) startKueue(ctx context.Context) error {
 	// path of a container image: it runs in a bubblewrap sandbox that sees
 	// the host read-only with an /etc of its own holding that path, bound
 	// to the webhook's certificate (the metrics server itself is off).
-	args := []string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+	// bubblewrap ends on the SIGTERM that stops the cluster without waiting
+	// for the manager: the manager ends with it, orphaned never.
+	args := []string{"bwrap", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 		"--tmpfs", "/etc"}
 	for _, f := range []string{"/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/ssl", "/etc/localtime"} {
 		if _, err := os.Stat(f); err == nil {

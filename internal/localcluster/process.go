@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -99,29 +100,52 @@ func (p *process) alive() bool {
 	return err == nil && state != "Z" && state != "X"
 }
 
-// stop sends SIGTERM to the process's session, waits up to grace, then
-// SIGKILLs what is left. It returns once the process is gone.
+// stop sends SIGTERM to the process's group, waits up to grace, then
+// SIGKILLs what is left. It returns once every process of the group is gone:
+// the supervisor may end before its component does (a SIGKILL reaches both,
+// and a large component takes longer to exit), and a component still exiting
+// still holds its ports.
 func (p *process) stop(grace time.Duration) error {
 	if !p.alive() {
 		return nil
 	}
-	// The component was started as a session leader: its PID is its group's.
-	_ = syscall.Kill(-p.PID, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
-		if !p.alive() {
-			return nil
+	// The component was started as a session leader: its PID is its group's,
+	// and no other process takes that PID while one of the group lives.
+	gone := func() error {
+		if groupAlive(p.PID) {
+			return errors.New("still running")
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}
+	ctx := context.Background()
+	_ = syscall.Kill(-p.PID, syscall.SIGTERM)
+	if waitFor(ctx, grace, gone) == nil {
+		return nil
 	}
 	_ = syscall.Kill(-p.PID, syscall.SIGKILL)
-	for i := 0; i < 100; i++ {
-		if !p.alive() {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
+	if waitFor(ctx, 10*time.Second, gone) == nil {
+		return nil
 	}
 	return fmt.Errorf("%s (pid %d) did not stop", p.Name, p.PID)
+}
+
+// groupAlive reports whether a process of group pgid, zombies aside, runs.
+func groupAlive(pgid int) bool {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		fields, err := procStatFields(pid)
+		if err != nil || len(fields) < 3 || fields[0] == "Z" || fields[0] == "X" {
+			continue
+		}
+		if fields[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
 }
 
 // procStartTime is field 22 of /proc/<pid>/stat: when the process started,
