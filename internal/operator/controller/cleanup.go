@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -17,7 +16,8 @@ import (
 
 // Cleanup of a finished job: cleanPodPolicy decides which of its pods are
 // deleted, ttlSecondsAfterFinished when the job itself is. A finished job's
-// pass runs reconcileFinished and nothing else.
+// pass runs reconcileFinished and nothing else, and only once the cache
+// shows the job finished: the pass that finishes it writes the status alone.
 
 // cleansTerminatedPods reports whether cleanPodPolicy deletes the terminated
 // pods of a job that finished in the given phase.
@@ -89,16 +89,4 @@ func (r *PaddleJobReconciler) reconcileFinished(ctx context.Context, job *paddle
 	// A conflict (the job changed since the cache showed it) is returned
 	// too: the requeued pass decides again from the newer job.
 	return reconcile.Result{}, fmt.Errorf("deleting PaddleJob %s/%s after its TTL: %w", job.Namespace, job.Name, err)
-}
-
-func (r *PaddleJobReconciler) markFinished(job *paddlev1.PaddleJob) {
-	r.finishedMu.Lock()
-	defer r.finishedMu.Unlock()
-	r.finished[types.NamespacedName{Namespace: job.Namespace, Name: job.Name}] = job.UID
-}
-
-func (r *PaddleJobReconciler) sawFinish(job *paddlev1.PaddleJob) bool {
-	r.finishedMu.Lock()
-	defer r.finishedMu.Unlock()
-	return r.finished[types.NamespacedName{Namespace: job.Namespace, Name: job.Name}] == job.UID
 }

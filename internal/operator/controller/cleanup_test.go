@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
 	"github.com/paddlejob/paddlejob/internal/testutil"
@@ -136,4 +139,60 @@ func TestFinishedJobPass(t *testing.T) {
 			tc.want.check(t, got)
 		})
 	}
+}
+
+// The pass that finishes a job writes its status and stops nothing: its
+// pods could leave the cache before the status reaches it, and a pass in
+// between would see an unfinished job without pods. A pass that still sees
+// the job unfinished decides the same again; the first that sees it
+// finished stops its pods.
+func TestFinishingPassLeavesThePodsToTheNext(t *testing.T) {
+	start := metav1.NewTime(t0.Add(-25 * time.Second))
+	running := paddlev1.PaddleJobStatus{Phase: paddlev1.PaddleJobRunning, StartTime: &start}
+	job := testutil.MakePaddleJob("fin", "ns").UID("fin-uid").Workers(1).Status(running).Obj()
+	job.Spec.ActiveDeadlineSeconds = ptr.To[int64](20)
+	job.Spec.Intranet = paddlev1.IntranetService // no endpoints to wait for
+	pod := testutil.MakePod(job, paddlev1.ReplicaWorker, 0).Scheduled("n").Running("10.0.0.1").
+		Annotation(paddlev1.AnnotationPorts, "23000-23002").Obj()
+	f := newFixture(t, Options{}, objects(job, pod)...)
+	ctx := context.Background()
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(job)}
+	podStays := func(when string) {
+		t.Helper()
+		p := &corev1.Pod{}
+		if err := f.client.Get(ctx, client.ObjectKeyFromObject(pod), p); err != nil || p.UID != pod.UID || p.DeletionTimestamp != nil {
+			t.Fatalf("%s: the worker is gone or terminating (%v)", when, err)
+		}
+	}
+
+	if _, err := f.r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if !f.finished(t, job) {
+		t.Fatal("the pass past the deadline did not fail the job")
+	}
+	podStays("after the finishing pass")
+
+	// A pass from a cache that has not shown the status yet.
+	stale := &paddlev1.PaddleJob{}
+	if err := f.client.Get(ctx, req.NamespacedName, stale); err != nil {
+		t.Fatal(err)
+	}
+	stale.Status = running
+	if err := f.client.Status().Update(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if !f.finished(t, job) {
+		t.Fatal("the pass from the stale job did not fail it again")
+	}
+	podStays("after a pass from the stale job")
+	if n := len(f.pods(t, "ns")); n != 1 {
+		t.Errorf("%d pods after a pass from the stale job, want the one worker", n)
+	}
+
+	want := passWant{deleted: []string{"fin-worker-0"}, phase: paddlev1.PaddleJobFailed}
+	want.check(t, f.reconcile(t, job))
 }

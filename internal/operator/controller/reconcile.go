@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -106,13 +105,6 @@ type PaddleJobReconciler struct {
 	// podGroupKinds are the gang schedulers whose PodGroup CRDs the cluster
 	// serves, found when the controller is set up.
 	podGroupKinds map[string]bool
-
-	// finished remembers the jobs this operator saw finish, by name and UID.
-	// A status write reaches the job cache after the pod deletions it causes
-	// may reach the pod cache; without this a pass could see a job that looks
-	// unfinished with its pods gone, and recreate them.
-	finishedMu sync.Mutex
-	finished   map[types.NamespacedName]types.UID
 }
 
 // NewReconciler returns a reconciler with opts completed from DefaultOptions.
@@ -157,7 +149,6 @@ func NewReconciler(c client.Client, recorder events.EventRecorder, opts Options)
 		slots:     make(chan struct{}, opts.PodCreateParallelism),
 		expect:    newExpectations(),
 		validator: NewValidator(opts),
-		finished:  map[types.NamespacedName]types.UID{},
 	}
 }
 
@@ -204,7 +195,7 @@ func (r *PaddleJobReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		log.FromContext(ctx).V(2).Info("waiting for the cache to show the last pod changes")
 		return reconcile.Result{RequeueAfter: expectationTimeout}, nil
 	}
-	if job.Status.IsFinished() || r.sawFinish(job) {
+	if job.Status.IsFinished() {
 		return r.reconcileFinished(ctx, job, pods, now)
 	}
 	queued, err := r.held(ctx, job) // why a Queue (Kueue) holds the job, if one does
@@ -265,9 +256,11 @@ func (r *PaddleJobReconciler) reconcileActive(ctx context.Context, job *paddlev1
 		return reconcile.Result{}, errors.Join(actErr, err)
 	}
 	if job.Status.IsFinished() {
-		r.markFinished(job)
-		res, err := r.reconcileFinished(ctx, job, pods, now)
-		return res, errors.Join(actErr, err)
+		// The pass the status's own event brings stops what the job still
+		// runs (reconcileFinished), once the cache shows it finished: deleted
+		// now, its pods could leave the cache before the status reaches it,
+		// and a pass in between would see an unfinished job without pods.
+		return reconcile.Result{}, actErr
 	}
 	return reconcile.Result{RequeueAfter: requeue}, actErr
 }
@@ -346,7 +339,4 @@ func refOf(job *paddlev1.PaddleJob) jobRef {
 
 func (r *PaddleJobReconciler) forget(ctx context.Context, key types.NamespacedName) {
 	r.expect.forget(key)
-	r.finishedMu.Lock()
-	defer r.finishedMu.Unlock()
-	delete(r.finished, key)
 }
