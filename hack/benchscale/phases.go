@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/controller"
 )
 
 // Phase names.
@@ -61,23 +62,20 @@ type phaseTracker struct {
 	// jobs are the phase's jobs; done notes those that reached the outcome.
 	jobs map[string]bool
 	done map[string]bool
-	// left notes the jobs seen in another phase than Running since the
-	// phase began: a restarted job leaves Running before it runs again.
-	left map[string]bool
 	// old are the jobs' pods before the phase, by UID; fresh the pods
 	// created since (restart).
 	old, fresh map[types.UID]bool
 	wantFresh  int
-	outcome    func(name string, job *unstructured.Unstructured, left bool) bool
+	outcome    func(job *unstructured.Unstructured) bool
 
 	freshAt, doneAt time.Time
 	allFresh        chan struct{}
 	allDone         chan struct{}
 }
 
-func newPhaseTracker(jobs []string, old []*corev1.Pod, wantFresh int, outcome func(string, *unstructured.Unstructured, bool) bool) *phaseTracker {
+func newPhaseTracker(jobs []string, old []*corev1.Pod, wantFresh int, outcome func(*unstructured.Unstructured) bool) *phaseTracker {
 	pt := &phaseTracker{
-		jobs: map[string]bool{}, done: map[string]bool{}, left: map[string]bool{},
+		jobs: map[string]bool{}, done: map[string]bool{},
 		old: map[types.UID]bool{}, fresh: map[types.UID]bool{}, wantFresh: wantFresh, outcome: outcome,
 		allFresh: make(chan struct{}), allDone: make(chan struct{}),
 	}
@@ -113,11 +111,7 @@ func (pt *phaseTracker) job(u *unstructured.Unstructured, at time.Time) {
 	if !pt.jobs[name] || pt.done[name] {
 		return
 	}
-	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
-	if phase != string(paddlev1.PaddleJobRunning) {
-		pt.left[name] = true
-	}
-	if !pt.outcome(name, u, pt.left[name]) {
+	if !pt.outcome(u) {
 		return
 	}
 	pt.done[name] = true
@@ -134,16 +128,26 @@ func (pt *phaseTracker) missing() string {
 	return fmt.Sprintf("%d of %d replacement pods seen, %d of %d jobs done", len(pt.fresh), pt.wantFresh, len(pt.done), len(pt.jobs))
 }
 
-// restarted is the restart phase's outcome: Running again, one restart
-// counted.
-func restarted(_ string, u *unstructured.Unstructured, left bool) bool {
+// restarted is the restart phase's outcome: Running again after a counted
+// restart, which the Restarting condition says (False, Restarted) once every
+// pod runs again. Read from the job as it is, not from the phases it went
+// through: a watch that relists skips those.
+func restarted(u *unstructured.Unstructured) bool {
 	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
 	count, _, _ := unstructured.NestedInt64(u.Object, "status", "restartCount")
-	return left && phase == string(paddlev1.PaddleJobRunning) && count >= 1
+	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, _ := c.(map[string]any)
+		if m["type"] == paddlev1.JobRestarting {
+			return phase == string(paddlev1.PaddleJobRunning) && count >= 1 &&
+				m["status"] == string(metav1.ConditionFalse) && m["reason"] == controller.ReasonRestarted
+		}
+	}
+	return false
 }
 
 // completed is the complete phase's outcome.
-func completed(_ string, u *unstructured.Unstructured, _ bool) bool {
+func completed(u *unstructured.Unstructured) bool {
 	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
 	return phase == string(paddlev1.PaddleJobCompleted)
 }

@@ -12,10 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	paddlev1 "github.com/paddlejob/paddlejob/api/v1"
+	"github.com/paddlejob/paddlejob/internal/operator/controller"
 )
 
-func phaseJob(name, phase string, restarts int64) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"phase": phase, "restartCount": restarts}}}
+func phaseJob(name, phase string, restarts int64, conditions ...metav1.Condition) *unstructured.Unstructured {
+	var conds []any
+	for _, c := range conditions {
+		conds = append(conds, map[string]any{"type": c.Type, "status": string(c.Status), "reason": c.Reason})
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"phase": phase, "restartCount": restarts, "conditions": conds}}}
 	u.SetName(name)
 	return u
 }
@@ -24,21 +29,25 @@ func jobPod(job, name, uid string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid), Labels: map[string]string{paddlev1.LabelJobName: job}}}
 }
 
-// A restarted job is done once it left Running and runs again with a
-// restart counted; its replacement pods are the new UIDs of its jobs only.
+// A restarted job is done once it runs again with a restart counted and
+// its Restarting condition says so; its replacement pods are the new UIDs
+// of its jobs only.
 func TestRestartPhaseTracker(t *testing.T) {
 	pt := newPhaseTracker([]string{"j1"}, []*corev1.Pod{jobPod("j1", "j1-ps-0", "old")}, 2, restarted)
 	t0 := time.Unix(100, 0)
-	pt.job(phaseJob("j1", "Running", 1), t0) // still the old Running
+	restarting := metav1.Condition{Type: paddlev1.JobRestarting, Status: metav1.ConditionTrue, Reason: controller.ReasonPodFailed}
+	again := metav1.Condition{Type: paddlev1.JobRestarting, Status: metav1.ConditionFalse, Reason: controller.ReasonRestarted}
+	pt.job(phaseJob("j1", "Running", 0), t0)
+	pt.job(phaseJob("j1", "Running", 1, restarting), t0) // counted, the old pods still running
 	pt.pod(jobPod("j1", "j1-ps-0", "old"), t0)
 	pt.pod(jobPod("j2", "j2-ps-0", "other"), t0)
 	pt.pod(jobPod("j1", "j1-ps-0", "new"), t0.Add(time.Second))
 	if closed(pt.allDone) || closed(pt.allFresh) {
 		t.Fatalf("done too early: %s", pt.missing())
 	}
-	pt.job(phaseJob("j1", "Starting", 1), t0.Add(2*time.Second))
 	pt.pod(jobPod("j1", "j1-worker-0", "new2"), t0.Add(3*time.Second))
-	pt.job(phaseJob("j1", "Running", 1), t0.Add(4*time.Second))
+	// No phase between: a watch that relisted shows the job Running again.
+	pt.job(phaseJob("j1", "Running", 1, again), t0.Add(4*time.Second))
 	if !closed(pt.allDone) || !closed(pt.allFresh) {
 		t.Fatalf("not done: %s", pt.missing())
 	}

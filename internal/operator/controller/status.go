@@ -219,7 +219,7 @@ func finish(st paddlev1.PaddleJobStatus, job *paddlev1.PaddleJob, phase paddlev1
 }
 
 // stopLivePods counts the pods a finishing job still runs as stopped: the
-// operator deletes them in the same pass (cleanup.go), so a finished job
+// pass that sees it finished deletes them (cleanup.go), so a finished job
 // never reports a role running.
 func stopLivePods(st *paddlev1.PaddleJobStatus, job *paddlev1.PaddleJob) {
 	for _, rt := range paddlev1.ReplicaTypes {
