@@ -131,6 +131,7 @@ func (p *process) stop(grace time.Duration) error {
 
 // groupAlive reports whether a process of group pgid, zombies aside, runs.
 func groupAlive(pgid int) bool {
+	group := strconv.Itoa(pgid)
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -141,7 +142,7 @@ func groupAlive(pgid int) bool {
 		if err != nil || len(fields) < 3 || fields[0] == "Z" || fields[0] == "X" {
 			continue
 		}
-		if fields[2] == strconv.Itoa(pgid) {
+		if fields[2] == group {
 			return true
 		}
 	}
