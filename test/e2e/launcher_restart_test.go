@@ -67,9 +67,9 @@ func TestHungBatchJobRestartsEveryPod(t *testing.T) {
 	}
 }
 
-// silence is a launcher's restart request for a trainer's silence past
+// launcherSilence is a launcher's restart request for a trainer's silence past
 // the test's --progress-deadline.
-var silence = regexp.MustCompile(`^node_[0-2]: the trainer printed nothing for \d+s \(--progress-deadline=20s\)\n$`)
+var launcherSilence = regexp.MustCompile(`^node_[0-2]: the trainer printed nothing for \d+s \(--progress-deadline=20s\)\n$`)
 
 // checkLauncherRestartedOnce asserts that the launchers' first restart was
 // requested for the stopped trainer's silence. A restart after it may only
@@ -78,14 +78,13 @@ var silence = regexp.MustCompile(`^node_[0-2]: the trainer printed nothing for \
 // it is the product at work, not a retry of the test; each is logged.
 func checkLauncherRestartedOnce(t *testing.T, output string) {
 	t.Helper()
-	requests, _ := filepath.Glob(filepath.Join(output, "restarts", "*", "*", "requested"))
-	slices.SortFunc(requests, func(a, b string) int { return strings.Compare(filepath.Dir(a), filepath.Dir(b)) })
+	requests, _ := filepath.Glob(filepath.Join(output, "restarts", "*", "*", "requested")) // sorted: restart 1 first
 	if len(requests) == 0 || filepath.Base(filepath.Dir(requests[0])) != "1" {
 		t.Fatalf("restart requests %v, want restart 1 first", requests)
 	}
 	for i, req := range requests {
 		why := readFileOrEmpty(req)
-		if !silence.MatchString(why) {
+		if !launcherSilence.MatchString(why) {
 			t.Errorf("restart %s was requested for %q, want a node and its trainer's silence", filepath.Base(filepath.Dir(req)), why)
 			continue
 		}
