@@ -232,8 +232,8 @@ func TestElasticJobScalesFrom2To3(t *testing.T) {
 	}
 }
 
-// An elastic job of 3 workers (at least 2) forms the first time, ten times
-// in a row: each completes without a restart of the job, its last training
+// An elastic job of 3 workers (at least 2) forms the first time,
+// -first-run.repeat times in a row: each completes without a restart of the job, its last training
 // run reported by ranks 0, 1 and 2 with world size 3, and the loss fell.
 // Paddle's launcher may still restart every worker's training once when a
 // worker starts late (its level 1 does that on every membership change);
@@ -244,7 +244,7 @@ func TestElasticJobScalesFrom2To3(t *testing.T) {
 func TestElasticJobFormsTheFirstTime(t *testing.T) {
 	t.Parallel()
 	pj := suiteClient
-	const runs = 10
+	runs := *firstRunRepeat
 	for i := range runs {
 		job, _ := elasticJob(t, fmt.Sprintf("form-%d", i), 3, 2, 3, 3)
 		setEnv(&job.Spec.Worker.Template.Spec.Containers[0], "EPOCH_DELAY", "0")

@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,6 +32,12 @@ var (
 	opts    localcluster.Options
 	binDir  string
 )
+
+// firstRunRepeat is how many times in a row the first-run tests run a
+// program that must work the first time. Each run is a new job, not a
+// retry: make test's 3 catch a race lost every time, as Gloo's was;
+// make soak's 10 measure how rare a loss is.
+var firstRunRepeat = flag.Int("first-run.repeat", 3, "how many times in a row TestFirstParameterServerProgramRuns and TestElasticJobFormsTheFirstTime run each program")
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
