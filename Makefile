@@ -132,7 +132,8 @@ test-integration: envtest $(HELM) $(KUSTOMIZE) ## Integration tests against a re
 
 .PHONY: test-e2e
 # The end-to-end run ends with its slowest tests (bin/e2e-events.json holds
-# every test's events), the figures the suite's own speed work starts from.
+# every test's events), the figures the suite's own speed work starts from,
+# then each failure's last lines: the end of the log is what a CI excerpt keeps.
 E2E_EVENTS := $(LOCALBIN)/e2e-events.json
 E2E_FORMAT = $(if $(findstring -v,$(GO_TEST_FLAGS)),standard-verbose,standard-quiet)
 # How many end-to-end tests run at once (those that leave the suite's cluster
@@ -152,7 +153,8 @@ test-e2e: envtest addons $(GOTESTSUM) ## End-to-end tests on the local cluster, 
 	# a pod first needs it, a minute inside some test's timeout.
 	$(MAKE) paddle-runtime
 	@status=0; $(ENVTEST_ENV) $(GOTESTSUM) --format $(E2E_FORMAT) --jsonfile $(E2E_EVENTS) -- -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) $(GO_TEST_FLAGS) ./test/e2e/... $(E2E_ARGS) || status=$$?; \
-	echo "slowest end-to-end tests (30 s or more):"; $(GOTESTSUM) tool slowest --jsonfile $(E2E_EVENTS) --threshold 30s; exit $$status
+	echo "slowest end-to-end tests (30 s or more):"; $(GOTESTSUM) tool slowest --jsonfile $(E2E_EVENTS) --threshold 30s; \
+	go run ./hack/testfailures -lines 40 $(E2E_EVENTS); exit $$status
 
 .PHONY: bench
 bench: envtest addons ## Benchmark the operator (pod creation, deadlines, failover), the node (pod start, idle pods, service proxy), the network between nodes, gang scheduling and the examples on the local cluster.
