@@ -163,12 +163,12 @@ func installTwoReplicas(t testing.TB) (*client.Client, dialFunc) {
 		HostPathRW: opts.HostPathRW,
 		Out:        io.Discard,
 	}
-	st, err := localcluster.Up(ctx, installOpts)
+	st, err := upCluster(ctx, installOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := localcluster.Down(installOpts); err != nil {
+		if err := downCluster(installOpts); err != nil {
 			t.Errorf("stopping the second cluster: %v", err)
 		}
 	})

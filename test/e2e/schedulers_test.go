@@ -58,7 +58,7 @@ func withCluster(t testing.TB, o localcluster.Options) (*localcluster.State, *cl
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	start := time.Now()
-	st, err := localcluster.Up(ctx, o)
+	st, err := upCluster(ctx, o)
 	if err != nil {
 		t.Fatalf("starting a local cluster with %v: %v", addons, err)
 	}
@@ -69,7 +69,7 @@ func withCluster(t testing.TB, o localcluster.Options) (*localcluster.State, *cl
 	}
 	t.Cleanup(func() {
 		o.Out = os.Stderr
-		if err := localcluster.Down(o); err != nil {
+		if err := downCluster(o); err != nil {
 			t.Errorf("stopping the cluster with %v: %v", addons, err)
 		}
 		if left := processesMentioning(home); len(left) > 0 {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +45,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse() // -test.timeout, read by stopBeforeTimeout
 	tmp, err := os.MkdirTemp("", "paddlejob-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -82,14 +84,14 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	cluster, err = localcluster.Up(ctx, opts)
+	cluster, err = upCluster(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the local cluster:", err)
 		return 1
 	}
 	defer func() {
 		if cluster != nil {
-			if err := localcluster.Down(opts); err != nil {
+			if err := downCluster(opts); err != nil {
 				fmt.Fprintln(os.Stderr, "stopping the local cluster:", err)
 			}
 		}
@@ -99,5 +101,51 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	stopBeforeTimeout()
 	return m.Run()
+}
+
+// running are the local clusters the suite has started and not stopped yet,
+// by home: go test's -timeout panics without running a deferred Down or a
+// test's Cleanup, and would leave them running.
+var running sync.Map
+
+// upCluster starts a local cluster the suite stops even when it times out.
+func upCluster(ctx context.Context, o localcluster.Options) (*localcluster.State, error) {
+	running.Store(o.Home, o)
+	return localcluster.Up(ctx, o)
+}
+
+// downCluster stops a cluster upCluster started.
+func downCluster(o localcluster.Options) error {
+	defer running.Delete(o.Home)
+	return localcluster.Down(o)
+}
+
+// stopBeforeTimeout stops every running cluster shortly before the suite's
+// -timeout panics, all at once (a cluster's stop may take most of a
+// minute): the tests then running fail, as they would at the timeout, and
+// no cluster outlives the test binary.
+func stopBeforeTimeout() {
+	timeout := flag.Lookup("test.timeout").Value.(flag.Getter).Get().(time.Duration)
+	if timeout <= 0 {
+		return
+	}
+	margin := min(2*time.Minute, timeout/4)
+	time.AfterFunc(timeout-margin, func() {
+		fmt.Fprintf(os.Stderr, "the suite's %s timeout is %s away: stopping its local clusters\n", timeout, margin)
+		var wg sync.WaitGroup
+		running.Range(func(_, v any) bool {
+			o := v.(localcluster.Options)
+			o.Out = os.Stderr // not a test's log: its test may be over
+			wg.Go(func() {
+				if err := localcluster.Down(o); err != nil {
+					fmt.Fprintln(os.Stderr, "stopping a local cluster:", err)
+				}
+			})
+			return true
+		})
+		wg.Wait()
+		fmt.Fprintln(os.Stderr, "the suite's local clusters are stopped")
+	})
 }
