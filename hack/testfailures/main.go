@@ -90,9 +90,10 @@ func summarize(r io.Reader, w io.Writer, lines int) error {
 		case k.test == "":
 			// A package fails with its tests; say more only when its binary
 			// ended abnormally, from the line that says how.
-			if out := printed[k.pkg]; abnormalEnd(out) >= 0 {
+			out := printed[k.pkg]
+			if i := abnormalEnd(out); i >= 0 {
 				fmt.Fprintf(w, "--- %s ended abnormally:\n", k.pkg)
-				writeLines(w, head(out[abnormalEnd(out):], lines))
+				writeLines(w, head(out[i:], lines))
 			}
 		case inner(k):
 			fmt.Fprintf(w, "--- %s %s failed; its last %d lines:\n", k.pkg, k.test, lines)
