@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/paddlejob/paddlejob/internal/fsutil"
 )
 
 // A container's image files: each container gets a private copy of its
@@ -370,7 +372,7 @@ func copyRegularFile(src, dst string, st fs.FileInfo) error {
 // first so that read-only ones written by a container go too, and detaching
 // the mounts under it first.
 func removeTree(p string) error {
-	unmountUnder(p) // memory-backed volumes (memoryvolume.go)
+	fsutil.UnmountUnder(p) // memory-backed volumes (memoryvolume.go)
 	err := os.RemoveAll(p)
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/paddlejob/paddlejob/internal/fsutil"
 	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 	"github.com/paddlejob/paddlejob/internal/sidecar"
 )
@@ -216,7 +217,7 @@ func (r *podRuntime) run() {
 	r.execute(r.ctx)
 	// A finished pod's memory-backed volumes give their memory back, as a
 	// kubelet tears down a terminated pod's volumes (memoryvolume.go).
-	unmountUnder(filepath.Join(r.dir, "volumes"))
+	fsutil.UnmountUnder(filepath.Join(r.dir, "volumes"))
 	// Ends the helpers (projection refreshes) of a pod that completed.
 	r.cancel()
 	r.finish()

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/paddlejob/paddlejob/internal/fsutil"
 	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 )
 
@@ -381,7 +382,7 @@ func (p *Provider) shutdown(ctx context.Context, grace time.Duration) {
 	// The pods' directories stay (their logs) until the next start, without
 	// their memory-backed volumes: no mount is left under the state
 	// directory to keep it from being removed.
-	unmountUnder(p.deps.podsDir)
+	fsutil.UnmountUnder(p.deps.podsDir)
 }
 
 func (p *Provider) runtime(key string) *podRuntime {
