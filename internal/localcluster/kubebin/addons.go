@@ -46,6 +46,12 @@ type Addon struct {
 	// built from instead (Binaries then names the wrapper module itself,
 	// "."): CoreDNS with only the plugins the cluster uses.
 	Main string
+	// Cgo builds with cgo and these build tags (runc's seccomp filter is
+	// libseccomp's); every other build is CGO_ENABLED=0.
+	Cgo  bool
+	Tags string
+	// LDFlags are added to the link's -s -w: version stamps.
+	LDFlags string
 }
 
 // Pinned add-on versions: the only place they are written down.
@@ -196,7 +202,7 @@ func ensureAddon(ctx context.Context, opts Options, a Addon) (string, error) {
 		if hasAll(dir, []string{bin}) {
 			continue
 		}
-		if err := b.goBuild(ctx, modDir, a.Binaries[bin], bin, a.Module+" "+a.Version, "-s -w"); err != nil {
+		if err := b.goBuildWith(ctx, modDir, a.Binaries[bin], bin, a.Module+" "+a.Version, strings.TrimSpace("-s -w "+a.LDFlags), a.buildFlags()); err != nil {
 			return "", err
 		}
 	}
@@ -301,14 +307,33 @@ func buildEnv() []string {
 		"GONOSUMDB=k8s.io,sigs.k8s.io/scheduler-library,"+os.Getenv("GONOSUMDB"))
 }
 
+// buildFlags are the settings of one build that differ from buildEnv's.
+type buildFlags struct {
+	cgo  bool
+	tags string
+}
+
+func (a Addon) buildFlags() buildFlags { return buildFlags{cgo: a.Cgo, tags: a.Tags} }
+
 // goBuild builds one main package of modDir into the builder's binDir.
 func (b *builder) goBuild(ctx context.Context, modDir, pkg, bin, what, ldflags string) error {
+	return b.goBuildWith(ctx, modDir, pkg, bin, what, ldflags, buildFlags{})
+}
+
+func (b *builder) goBuildWith(ctx context.Context, modDir, pkg, bin, what, ldflags string, f buildFlags) error {
 	fmt.Fprintf(b.log, "building %s (%s) from Go modules (once; cached in %s)...\n", bin, what, b.binDir)
 	start := time.Now()
 	tmp := filepath.Join(b.binDir, "."+bin+".tmp")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, pkg)
+	args := []string{"build", "-trimpath", "-ldflags", ldflags, "-o", tmp}
+	if f.tags != "" {
+		args = append(args, "-tags", f.tags)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
 	cmd.Dir = modDir
 	cmd.Env = buildEnv()
+	if f.cgo {
+		cmd.Env = append(cmd.Env, "CGO_ENABLED=1")
+	}
 	out := &tailBuffer{max: 8 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	done := make(chan struct{})

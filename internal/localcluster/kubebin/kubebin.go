@@ -29,6 +29,9 @@ const (
 	KubeAPIServer         = "kube-apiserver"
 	KubeScheduler         = "kube-scheduler"
 	KubeControllerManager = "kube-controller-manager"
+	// Kubelet is the container-runtime node's (EnsureNodeRuntime), not a
+	// control-plane component: no cluster but that node's runs it.
+	Kubelet = "kubelet"
 )
 
 // AllComponents is what a whole local cluster needs.
@@ -82,8 +85,8 @@ func Ensure(ctx context.Context, opts Options, components ...string) (string, er
 		components = AllComponents
 	}
 	for _, c := range components {
-		if !slices.Contains(AllComponents, c) {
-			return "", fmt.Errorf("unknown control-plane component %q (known: %s)", c, strings.Join(AllComponents, ", "))
+		if !slices.Contains(AllComponents, c) && c != Kubelet {
+			return "", fmt.Errorf("unknown control-plane component %q (known: %s)", c, strings.Join(append(AllComponents, Kubelet), ", "))
 		}
 	}
 	if dir, err := Lookup(opts, components...); err == nil {
