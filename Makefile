@@ -92,6 +92,10 @@ envtest: ## Build (once, cached outside the repo) the kube-apiserver and etcd th
 addons: ## Build (once, cached outside the repo) the local cluster's DNS server (CoreDNS) and the add-ons the gang-scheduling tests run: Volcano, scheduler-plugins, Kueue.
 	@go run ./hack/kubebin -components etcd -cluster-dns -addons volcano,coscheduling,kueue >/dev/null
 
+.PHONY: node-runtime
+node-runtime: ## Build (once, cached outside the repo) the container-runtime node's kubelet, containerd, runc and CNI plugins, and its images (the pause image, Debian's base): what up --node-runtime=containerd runs.
+	@go run ./hack/kubebin -components etcd -node-runtime >/dev/null
+
 .PHONY: paddle-runtime
 paddle-runtime: ## Install (once, cached outside the repo) the pinned CPU PaddlePaddle runtimes (2.6.2, 3.0.0, 3.3.1), Python venvs; bin/.paddle-runtime names the default's.
 	@mkdir -p $(LOCALBIN)
@@ -147,7 +151,7 @@ E2E_TIMEOUT ?= 70m
 # Flags for the suite itself, such as -first-run.repeat (make soak).
 E2E_ARGS ?=
 
-test-e2e: envtest addons $(GOTESTSUM) ## End-to-end tests on the local cluster, with real PaddlePaddle and real gang schedulers.
+test-e2e: envtest addons node-runtime $(GOTESTSUM) ## End-to-end tests on the local cluster, with real PaddlePaddle and real gang schedulers.
 	hack/setup.sh tests
 	# Every pinned Paddle runtime first: the node installs a missing one when
 	# a pod first needs it, a minute inside some test's timeout.

@@ -6,6 +6,11 @@
 #   bubblewrap   sandboxes the local cluster's pods (command bwrap)
 #   python3-venv the Paddle runtime is a Python virtual environment
 #                (internal/localcluster/paddleruntime installs PaddlePaddle into it with pip)
+#   mmdebstrap   (tests) builds the container-runtime node's Debian base image
+#                (internal/localcluster/runtimenode/images.go)
+#   gcc, libseccomp-dev
+#                (tests) runc, which that node runs, is built with cgo for its
+#                seccomp filter (internal/localcluster/kubebin/noderuntime.go)
 #   chromium     (tests) the headless browser the dashboard's end-to-end test drives
 #                (test/e2e/dashboard_test.go, through chromedp); chromium-driver
 #                comes with it for WebDriver tools
@@ -31,6 +36,9 @@ fi
 if [ "${1:-}" = tests ]; then
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)
   command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+  command -v mmdebstrap >/dev/null 2>&1 || missing+=(mmdebstrap)
+  command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+  [ -e /usr/include/seccomp.h ] || missing+=(libseccomp-dev)
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

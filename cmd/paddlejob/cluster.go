@@ -37,6 +37,7 @@ type clusterFlags struct {
 	hostPathRO  []string
 	hostPathRW  []string
 	podSecurity string
+	nodeRuntime string
 }
 
 func (f *clusterFlags) bind(cmd *cobra.Command) {
@@ -51,7 +52,7 @@ func (f *clusterFlags) options(cmd *cobra.Command) localcluster.Options {
 		}
 	}
 	return localcluster.Options{Home: f.home, BinaryDirs: dirs, ImageTable: f.imageTable, NoOperator: f.noOperator,
-		Nodes: f.nodes, GPUs: f.gpus, Capacity: f.capacity, HostPathRO: f.hostPathRO, HostPathRW: f.hostPathRW, PodSecurity: f.podSecurity, PaddleRuntime: os.Getenv(paddleruntime.EnvDir), With: f.with, Out: cmd.OutOrStdout(),
+		Nodes: f.nodes, GPUs: f.gpus, Capacity: f.capacity, HostPathRO: f.hostPathRO, HostPathRW: f.hostPathRW, PodSecurity: f.podSecurity, NodeRuntime: f.nodeRuntime, PaddleRuntime: os.Getenv(paddleruntime.EnvDir), With: f.with, Out: cmd.OutOrStdout(),
 		// kubectl's kubeconfig: $KUBECONFIG, else ~/.kube/config.
 		UserKubeconfig: clientcmd.NewDefaultPathOptions(), KeepContext: f.keepContext}
 }
@@ -114,6 +115,7 @@ the context and makes the one that was current before current again.`,
 	cmd.Flags().StringSliceVar(&f.hostPathRO, "host-path-ro", nil, "host directories pods may mount read-only through hostPath volumes and hostPath or local PersistentVolumes (the paths inside them); may be repeated")
 	cmd.Flags().StringSliceVar(&f.hostPathRW, "host-path-rw", []string{localcluster.ExamplesDir}, "host directories pods may mount read-write the same way; every other host path is refused (but the build contexts, read-only, and their output/), and the cluster's home, your kubeconfig, /proc, /sys, /dev and sockets are never mounted; may be repeated (--host-path-rw= for none)")
 	cmd.Flags().StringVar(&f.podSecurity, "pod-security", localcluster.DefaultPodSecurity, "PodSecurity level every namespace enforces unless labelled otherwise: privileged, baseline or restricted (restricted is warned in any case; namespace default is labelled privileged, for the seeds' YAMLs)")
+	cmd.Flags().StringVar(&f.nodeRuntime, "node-runtime", localcluster.NodeRuntimeProcess, "what runs the nodes' pods: process (pods as sandboxed processes of this machine, no images) or containerd (the real kubelet with containerd and runc, images built on this machine; root only)")
 	cmd.Flags().StringSliceVar(&f.nodeLabels, "node-labels", nil, "labels of the node, key=value,... (for jobs with a nodeSelector, e.g. accelerator=nvidia-tesla-p100)")
 	return cmd
 }
@@ -130,6 +132,9 @@ func (f *clusterFlags) check() (map[string]string, error) {
 		errs = append(errs, fmt.Errorf("--nodes %d: a local cluster has 1 to %d nodes", f.nodes, localcluster.MaxNodes))
 	}
 	if err := localcluster.CheckPodSecurityLevel(f.podSecurity); err != nil {
+		errs = append(errs, err)
+	}
+	if err := localcluster.CheckNodeRuntime(f.nodeRuntime); err != nil {
 		errs = append(errs, err)
 	}
 	if f.gpus < 0 {

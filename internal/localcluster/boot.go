@@ -15,6 +15,7 @@ import (
 
 	"github.com/paddlejob/paddlejob/config"
 	"github.com/paddlejob/paddlejob/internal/kube"
+	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
 	"github.com/paddlejob/paddlejob/internal/localcluster/node"
 	"github.com/paddlejob/paddlejob/internal/pki"
 )
@@ -62,8 +63,12 @@ type boot struct {
 	addons map[string]string
 	// clusterDNS is the directory of CoreDNS's build.
 	clusterDNS string
-	st         *State
-	ca         *keyPair
+	// nodeRuntime and nodeImages are the container-runtime node's
+	// (--node-runtime=containerd; runtimenodes.go).
+	nodeRuntime kubebin.NodeRuntime
+	nodeImages  []string
+	st          *State
+	ca          *keyPair
 	// etcdCA signs the etcds' certificates and the API server's as their
 	// client, and nothing else (etcd.go).
 	etcdCA *keyPair
@@ -205,6 +210,11 @@ func (b *boot) certificates() error {
 	}
 	if _, _, err := writeServiceAccountKey(dir); err != nil {
 		return err
+	}
+	if b.runtimeNodes() {
+		if err := b.runtimeNodeCredentials(); err != nil {
+			return err
+		}
 	}
 	server := b.st.Server()
 	if err := writeKubeconfig(b.l.kubeconfig(), server, ca, issued["admin"]); err != nil {

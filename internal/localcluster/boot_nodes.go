@@ -23,7 +23,11 @@ func (b *boot) startNetwork(ctx context.Context) error {
 	}
 	for i, port := range b.st.Ports.Kubelets {
 		ip, pods := nodeAddress(i)
-		args = append(args, fmt.Sprintf("--node=%s,%s,%d", ip, pods, port))
+		n := fmt.Sprintf("--node=%s,%s,%d", ip, pods, port)
+		if b.runtimeNodes() {
+			n += ",kubelet-in-node"
+		}
+		args = append(args, n)
 	}
 	args = append(args, forwards(b.st.Ports)...)
 	return b.launch(ctx, componentNetwork, args, nil, 30*time.Second, func() error {
@@ -51,7 +55,13 @@ func (b *boot) startNodes(ctx context.Context) error {
 	}
 	var started []*process
 	for i := range b.opts.Nodes {
-		p, err := startProcess(b.opts.Executable, nodeName(i), b.nodeArgs(i), nil, b.l.logs())
+		args := b.nodeArgs(i)
+		if b.runtimeNodes() {
+			if args, err = b.runtimeNodeArgs(i); err != nil {
+				return err
+			}
+		}
+		p, err := startProcess(b.opts.Executable, nodeName(i), args, nil, b.l.logs())
 		if err != nil {
 			return err
 		}

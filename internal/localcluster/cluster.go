@@ -77,9 +77,23 @@ type Options struct {
 	// but the cluster's own alone.
 	UserKubeconfig clientcmd.ConfigAccess
 	KeepContext    bool
+	// NodeRuntime is what runs the nodes' pods: NodeRuntimeProcess (the
+	// default: the process node, pods as sandboxed processes) or
+	// NodeRuntimeContainerd (the real kubelet with containerd and runc;
+	// root only).
+	NodeRuntime string
 	// Out receives progress.
 	Out io.Writer
 }
+
+// The node runtimes `up --node-runtime` takes.
+const (
+	NodeRuntimeProcess    = "process"
+	NodeRuntimeContainerd = "containerd"
+)
+
+// NodeRuntimes are the values of Options.NodeRuntime.
+var NodeRuntimes = []string{NodeRuntimeProcess, NodeRuntimeContainerd}
 
 func (o *Options) complete() error {
 	if o.Nodes == 0 {
@@ -87,6 +101,9 @@ func (o *Options) complete() error {
 	}
 	if o.Nodes < 1 || o.Nodes > MaxNodes {
 		return fmt.Errorf("--nodes %d: a local cluster has 1 to %d nodes", o.Nodes, MaxNodes)
+	}
+	if err := CheckNodeRuntime(o.NodeRuntime); err != nil {
+		return err
 	}
 	if o.Home == "" {
 		o.Home = DefaultHome()
@@ -176,7 +193,8 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &boot{opts: opts, l: l, bins: pre.bins, paddle: pre.paddle, addons: pre.addons, clusterDNS: pre.clusterDNS}
+	b := &boot{opts: opts, l: l, bins: pre.bins, paddle: pre.paddle, addons: pre.addons, clusterDNS: pre.clusterDNS,
+		nodeRuntime: pre.nodeRuntime, nodeImages: pre.nodeImages}
 	st, err := b.run(ctx)
 	if err != nil {
 		if st != nil {

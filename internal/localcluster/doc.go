@@ -7,6 +7,9 @@
 // Down removes. Its packages:
 //
 //   - node: the process node, a kubelet that runs pods as sandboxed processes;
+//   - runtimenode: the container-runtime node, the real kubelet with
+//     containerd and runc (up --node-runtime=containerd), and ociimage, which
+//     writes the images it imports;
 //   - kubebin: builds the control-plane binaries from Go modules, cached;
 //   - paddleruntime: installs the pinned CPU PaddlePaddle runtime, cached.
 package localcluster

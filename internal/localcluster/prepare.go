@@ -12,6 +12,7 @@ import (
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
 	"github.com/paddlejob/paddlejob/internal/localcluster/node"
+	"github.com/paddlejob/paddlejob/internal/localcluster/runtimenode"
 )
 
 // What a cluster needs before anything starts: the control-plane binaries,
@@ -28,6 +29,10 @@ type prepared struct {
 	paddle     *node.PaddleRuntimes
 	addons     map[string]string
 	clusterDNS string
+	// nodeRuntime and nodeImages are the container-runtime node's
+	// binaries and images (--node-runtime=containerd).
+	nodeRuntime kubebin.NodeRuntime
+	nodeImages  []string
 }
 
 // prepare builds (once) or finds what the cluster runs.
@@ -66,6 +71,17 @@ func prepare(ctx context.Context, opts Options) (*prepared, error) {
 		}
 		return nil
 	})
+	if opts.NodeRuntime == NodeRuntimeContainerd {
+		g.Go(func() error {
+			return timed(out, "container-runtime node", func(log io.Writer) (err error) {
+				if p.nodeRuntime, err = kubebin.EnsureNodeRuntime(gctx, kubebin.Options{Log: log}); err != nil {
+					return err
+				}
+				p.nodeImages, err = runtimenode.BuildImages(gctx, kubebin.DefaultCacheDir(), p.nodeRuntime, log)
+				return err
+			})
+		})
+	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}

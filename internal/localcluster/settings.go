@@ -3,7 +3,9 @@ package localcluster
 import (
 	"fmt"
 	"maps"
+	"os"
 	"slices"
+	"strings"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/paddleruntime"
 )
@@ -11,7 +13,7 @@ import (
 // settings are the options that shape a running cluster: Up on a running
 // cluster refuses to ignore different ones.
 func (o *Options) settings() Settings {
-	return Settings{Nodes: o.Nodes, ImageTable: o.ImageTable, NoOperator: o.NoOperator, GPUs: o.GPUs, NodeLabels: o.NodeLabels, Capacity: o.Capacity, PaddleRuntime: o.PaddleRuntime, HostPathRO: o.HostPathRO, HostPathRW: o.HostPathRW, PodSecurity: o.PodSecurity}
+	return Settings{Nodes: o.Nodes, ImageTable: o.ImageTable, NoOperator: o.NoOperator, GPUs: o.GPUs, NodeLabels: o.NodeLabels, Capacity: o.Capacity, PaddleRuntime: o.PaddleRuntime, HostPathRO: o.HostPathRO, HostPathRW: o.HostPathRW, PodSecurity: o.PodSecurity, NodeRuntime: o.NodeRuntime}
 }
 
 // Settings are what a cluster was started with, beyond its add-ons.
@@ -26,6 +28,7 @@ type Settings struct {
 	HostPathRO    []string          `json:"hostPathRO,omitempty"`
 	HostPathRW    []string          `json:"hostPathRW,omitempty"`
 	PodSecurity   string            `json:"podSecurity,omitempty"`
+	NodeRuntime   string            `json:"nodeRuntime,omitempty"`
 }
 
 // differences names the flags whose values differ from what the running
@@ -46,10 +49,34 @@ func (s Settings) differences(asked Settings) []string {
 	diff("--host-path-ro", s.HostPathRO, asked.HostPathRO, !slices.Equal(s.HostPathRO, asked.HostPathRO))
 	diff("--host-path-rw", s.HostPathRW, asked.HostPathRW, !slices.Equal(s.HostPathRW, asked.HostPathRW))
 	diff("--pod-security", s.PodSecurityLevel(), asked.PodSecurityLevel(), s.PodSecurityLevel() != asked.PodSecurityLevel())
+	diff("--node-runtime", s.nodeRuntime(), asked.nodeRuntime(), s.nodeRuntime() != asked.nodeRuntime())
 	diff("$"+paddleruntime.EnvDir, s.PaddleRuntime, asked.PaddleRuntime, s.PaddleRuntime != asked.PaddleRuntime)
 	return out
+}
+
+// nodeRuntime is what runs the cluster's pods (NodeRuntimes).
+func (s Settings) nodeRuntime() string {
+	if s.NodeRuntime == "" {
+		return NodeRuntimeProcess
+	}
+	return s.NodeRuntime
 }
 
 // nodes is how many nodes the cluster has (a state written before there
 // could be several says none: one).
 func (s Settings) nodes() int { return max(s.Nodes, 1) }
+
+// CheckNodeRuntime says what is wrong with a --node-runtime before anything
+// starts.
+func CheckNodeRuntime(runtime string) error {
+	switch runtime {
+	case "", NodeRuntimeProcess:
+		return nil
+	case NodeRuntimeContainerd:
+		if os.Geteuid() != 0 {
+			return fmt.Errorf("--node-runtime=%s runs the kubelet and containerd, which need root: run as root, or use the default process node (--node-runtime=%s)", runtime, NodeRuntimeProcess)
+		}
+		return nil
+	}
+	return fmt.Errorf("--node-runtime %q: want one of %s", runtime, strings.Join(NodeRuntimes, ", "))
+}

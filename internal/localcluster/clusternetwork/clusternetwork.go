@@ -39,20 +39,38 @@ type Node struct {
 	IP      netip.Addr
 	PodCIDR netip.Prefix
 	// KubeletPort is the node's kubelet API port, which listens on the
-	// host's loopback: the egress leads IP:KubeletPort there.
+	// host's loopback: the egress leads IP:KubeletPort there; unless
+	// KubeletInNode.
 	KubeletPort int
+	// KubeletInNode says the kubelet API listens on IP itself, in the
+	// node's network namespace (the container-runtime node's kubelet): the
+	// egress reaches it over the node's uplink.
+	KubeletInNode bool
 }
 
+// kubeletInNode is the last field of a --node whose kubelet listens in
+// the node's network namespace.
+const kubeletInNode = "kubelet-in-node"
+
 func (n Node) String() string {
-	return fmt.Sprintf("%s,%s,%d", n.IP, n.PodCIDR, n.KubeletPort)
+	s := fmt.Sprintf("%s,%s,%d", n.IP, n.PodCIDR, n.KubeletPort)
+	if n.KubeletInNode {
+		s += "," + kubeletInNode
+	}
+	return s
 }
 
 // ParseNode reads a node as --node takes it: IP,POD-CIDR,KUBELET-PORT
-// (e.g. 172.18.0.2,10.244.0.0/20,10250).
+// (e.g. 172.18.0.2,10.244.0.0/20,10250), and ",kubelet-in-node" when its
+// kubelet listens on IP in the node's network namespace.
 func ParseNode(s string) (Node, error) {
 	parts := strings.Split(strings.TrimSpace(s), ",")
+	inNode := len(parts) == 4 && parts[3] == kubeletInNode
+	if inNode {
+		parts = parts[:3]
+	}
 	if len(parts) != 3 {
-		return Node{}, fmt.Errorf("node %q: want IP,POD-CIDR,KUBELET-PORT such as 172.18.0.2,10.244.0.0/20,10250", s)
+		return Node{}, fmt.Errorf("node %q: want IP,POD-CIDR,KUBELET-PORT[,%s] such as 172.18.0.2,10.244.0.0/20,10250", s, kubeletInNode)
 	}
 	ip, err := netip.ParseAddr(parts[0])
 	if err != nil || !ip.Is4() {
@@ -66,7 +84,7 @@ func ParseNode(s string) (Node, error) {
 	if err != nil || port < 1 || port > 65535 {
 		return Node{}, fmt.Errorf("node %q: kubelet port %q is not 1-65535", s, parts[2])
 	}
-	return Node{IP: ip, PodCIDR: cidr.Masked(), KubeletPort: port}, nil
+	return Node{IP: ip, PodCIDR: cidr.Masked(), KubeletPort: port, KubeletInNode: inNode}, nil
 }
 
 // Run serves the cluster network until ctx ends: it routes between the
@@ -82,8 +100,11 @@ func Run(ctx context.Context, cfg Config) error {
 	for _, n := range cfg.Nodes {
 		netCfg.Nodes = append(netCfg.Nodes, podnetwork.ClusterNode{IP: n.IP, PodCIDR: n.PodCIDR})
 		nodeIPs = append(nodeIPs, n.IP)
-		// The kubelet API is on the host's loopback, out of pods' reach.
-		hostTargets[netip.AddrPortFrom(n.IP, uint16(n.KubeletPort))] = "127.0.0.1:" + strconv.Itoa(n.KubeletPort)
+		// The process node's kubelet API is on the host's loopback, out of
+		// pods' reach.
+		if !n.KubeletInNode {
+			hostTargets[netip.AddrPortFrom(n.IP, uint16(n.KubeletPort))] = "127.0.0.1:" + strconv.Itoa(n.KubeletPort)
+		}
 	}
 	cn, err := podnetwork.NewClusterNetwork(netCfg)
 	if err != nil {

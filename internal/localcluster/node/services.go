@@ -1,8 +1,13 @@
 package node
 
 import (
+	"context"
+	"os/exec"
+	"path/filepath"
+
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 	"github.com/paddlejob/paddlejob/internal/localcluster/serviceproxy"
@@ -27,4 +32,35 @@ func newServiceProxy(log logr.Logger, factory informers.SharedInformerFactory, c
 		return nil, err
 	}
 	return proxy, nil
+}
+
+// RunNetworkServices runs what a node serves its pods beside the kubelet, for
+// a node whose pods another kubelet runs (the container-runtime node): the
+// Service proxy on the cluster IPs of cidrs and, when dns names a binary,
+// the cluster DNS server, both in network's services namespace, until ctx
+// ends. It returns once the DNS server has synced with the API server.
+func RunNetworkServices(ctx context.Context, client kubernetes.Interface, network *podnetwork.NodeNetwork, cidrs serviceproxy.CIDRs, dns ClusterDNS, stateDir string, log logr.Logger) error {
+	factory := informers.NewSharedInformerFactory(client, 0)
+	proxy, err := newServiceProxy(log.WithName("services"), factory, cidrs, network.ServicesNamespace())
+	if err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	proxy.Start()
+	context.AfterFunc(ctx, proxy.Stop)
+	if dns.Binary == "" {
+		return nil
+	}
+	ns := network.ServicesNamespace()
+	s := &clusterDNSServer{
+		binary: dns.Binary, ip: dns.address(), kubeconfig: dns.Kubeconfig,
+		dir:   filepath.Join(stateDir, "cluster-dns"),
+		start: func(cmd *exec.Cmd) error { return ns.Do(cmd.Start) },
+		dial:  ns.DialContext,
+		log:   log.WithName("cluster-dns"),
+	}
+	if err := s.run(ctx); err != nil {
+		return err
+	}
+	return s.awaitReady(ctx, clusterDNSStartTimeout)
 }

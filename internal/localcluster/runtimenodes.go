@@ -1,0 +1,86 @@
+package localcluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"github.com/paddlejob/paddlejob/internal/localcluster/node"
+	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
+	"github.com/paddlejob/paddlejob/internal/localcluster/runtimenode"
+	"github.com/paddlejob/paddlejob/internal/pki"
+)
+
+// The container-runtime nodes (--node-runtime=containerd): each the real
+// kubelet with containerd, run by `paddlejob runtime-node` in a network
+// namespace attached to the cluster network, as a process node is.
+
+// runtimeNodes says whether the cluster's nodes are container-runtime nodes.
+func (b *boot) runtimeNodes() bool { return b.opts.NodeRuntime == NodeRuntimeContainerd }
+
+// kubeletIdentity names node i's kubelet credentials under pki/.
+func kubeletIdentity(i int) string { return "kubelet-" + nodeName(i) }
+
+// runtimeNodeCredentials issues each kubelet its own identity,
+// system:node:<name> in system:nodes, which the API server's Node
+// authorizer and NodeRestriction admission scope to its own Node and pods,
+// with a kubeconfig naming the API server's forward on the host IP: what
+// the node's network namespace reaches.
+func (b *boot) runtimeNodeCredentials() error {
+	for i := range b.opts.Nodes {
+		spec := certSpec{name: kubeletIdentity(i), Spec: pki.Spec{CommonName: "system:node:" + nodeName(i), Organization: []string{"system:nodes"}, Client: true}}
+		kp, err := b.ca.issue(b.l.pki(), spec)
+		if err != nil {
+			return err
+		}
+		if err := writeKubeconfig(b.l.componentConfig(kubeletIdentity(i)), onHost("https", b.st.Ports.APIServer), b.ca, kp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runtimeNodeArgs writes node i's configuration and returns its command.
+func (b *boot) runtimeNodeArgs(i int) ([]string, error) {
+	name := nodeName(i)
+	ip, pods := nodeAddress(i)
+	cfg := runtimenode.Config{
+		Name:       name,
+		Kubeconfig: b.l.componentConfig(kubeletIdentity(i)),
+		StateDir:   b.l.nodeState(name),
+		Network: podnetwork.NodeConfig{
+			PodCIDR:        netip.MustParsePrefix(pods),
+			ClusterPodCIDR: netip.MustParsePrefix(podCIDR),
+			NodeIP:         netip.MustParseAddr(ip),
+			NodesCIDR:      netip.MustParsePrefix(nodesCIDR),
+			ServiceCIDRs:   []netip.Prefix{netip.MustParsePrefix(serviceCIDR)},
+		},
+		KubeletPort:          b.st.Ports.Kubelets[i],
+		TLSCertFile:          filepath.Join(b.l.pki(), "kubelet-serving.crt"),
+		TLSKeyFile:           filepath.Join(b.l.pki(), "kubelet-serving.key"),
+		ClientCAFile:         b.ca.CertFile,
+		ClusterNetworkSocket: networkSocket(b.l),
+		ClusterDNS: node.ClusterDNS{Binary: filepath.Join(b.clusterDNS, "coredns"), IP: clusterDNSIP,
+			Kubeconfig: b.l.componentConfig(componentClusterDNS)},
+		ServicesKubeconfig: b.l.componentConfig(componentNode),
+		Runtime:            b.nodeRuntime,
+		Images:             b.nodeImages,
+		CgroupRoot:         "/paddlejob-" + filepath.Base(b.l.home) + "-" + name,
+		MaxPods:            110,
+		NodeLabels:         formatLabels(b.opts.NodeLabels),
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return nil, err
+	}
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(cfg.StateDir, "runtime-node.json")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		return nil, fmt.Errorf("writing %s's configuration: %w", name, err)
+	}
+	return []string{b.opts.Executable, "runtime-node", "--config=" + file}, nil
+}

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/paddlejob/paddlejob/internal/localcluster"
+	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
+	"github.com/paddlejob/paddlejob/internal/localcluster/runtimenode"
+	"github.com/paddlejob/paddlejob/pkg/client"
+)
+
+// The container-runtime node (docs/local-cluster.md#node-runtimes): `up
+// --node-runtime=containerd` runs the real kubelet of the control plane's
+// release with containerd and runc. A pod of the Debian image built on this
+// machine runs in runc's cgroups under the kubelet's kubepods, on
+// containerd's overlay snapshot, with an IP of the node's pod CIDR; it
+// resolves and reaches the API server's Service; its log is read through
+// the kubelet's API. Down leaves no process, mount or cgroup of it behind.
+func TestContainerdNode(t *testing.T) {
+	t.Parallel()
+	home, err := os.MkdirTemp("", "pj-containerd-") // short: the home holds Unix sockets
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { checkNothingLeft(t, home) }) // runs after withCluster's down
+	o := opts
+	o.Home, o.NodeRuntime = home, localcluster.NodeRuntimeContainerd
+	_, pj := withCluster(t, o)
+
+	t.Run("the Node is the kubelet's, on containerd", func(t *testing.T) { checkRuntimeNodeInfo(t, pj) })
+	t.Run("a pod runs in runc, resolves and reaches the API server", func(t *testing.T) { checkRuntimePod(t, pj, home) })
+}
+
+func checkRuntimeNodeInfo(t *testing.T, pj *client.Client) {
+	n, err := pj.Clientset().CoreV1().Nodes().Get(context.Background(), localcluster.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := n.Status.NodeInfo
+	if want := "containerd://" + strings.TrimPrefix(kubebin.Containerd.Version, "v"); info.ContainerRuntimeVersion != want {
+		t.Errorf("container runtime %q, want %q", info.ContainerRuntimeVersion, want)
+	}
+	if info.KubeletVersion != kubebin.KubernetesVersion {
+		t.Errorf("kubelet %q, want %q", info.KubeletVersion, kubebin.KubernetesVersion)
+	}
+	var ready bool
+	for _, c := range n.Status.Conditions {
+		ready = ready || c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+	}
+	if !ready || n.Status.Addresses[0].Address != "172.18.0.2" {
+		t.Errorf("node not Ready at 172.18.0.2: %+v %+v", n.Status.Conditions, n.Status.Addresses)
+	}
+}
+
+// runtimePodScript prints what the pod sees, one fact per line.
+const runtimePodScript = `echo "cgroup $(head -1 /proc/self/cgroup)"
+echo "root $(awk '$5 == "/"' /proc/self/mountinfo | sed 's/.* - //')"
+echo "ip $(hostname -i)"
+getent hosts kubernetes.default.svc.cluster.local | sed 's/^/dns /'
+timeout 5 bash -c "echo > /dev/tcp/$KUBERNETES_SERVICE_HOST/$KUBERNETES_SERVICE_PORT" && echo "api reached"`
+
+func checkRuntimePod(t *testing.T, pj *client.Client, home string) {
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "on-runc", Namespace: "default"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+			Name: "debian", Image: runtimenode.BaseImage, ImagePullPolicy: corev1.PullNever,
+			Command: []string{"bash", "-c", runtimePodScript},
+		}}},
+	}
+	created, err := pj.Clientset().CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done *corev1.Pod
+	poll(t, 2*time.Minute, "the pod to succeed", func() (bool, string) {
+		p, err := pj.Clientset().CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		done = p
+		return p.Status.Phase == corev1.PodSucceeded, statusLine(p)
+	})
+	log := podLog(t, pj, "default", pod.Name)
+	t.Logf("the pod's log:\n%s", log)
+	facts := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		key, value, _ := strings.Cut(line, " ")
+		facts[key] = value
+	}
+	if cg := facts["cgroup"]; !strings.Contains(cg, "/kubepods/besteffort/pod"+string(created.UID)+"/") {
+		t.Errorf("the container's cgroup %q is not the kubelet's for pod %s", cg, created.UID)
+	}
+	if root := facts["root"]; !strings.HasPrefix(root, "overlay overlay ") || !strings.Contains(root, "lowerdir="+filepath.Join(home, "nodes", localcluster.NodeName, "containerd")) {
+		t.Errorf("the container's root %q is not containerd's overlay snapshot under the node's state", root)
+	}
+	if ip := facts["ip"]; ip != done.Status.PodIP || !strings.HasPrefix(ip, "10.244.0.") {
+		t.Errorf("the pod sees IP %q, its status says %q; want one of 10.244.0.0/20", ip, done.Status.PodIP)
+	}
+	if dns := facts["dns"]; !strings.HasPrefix(dns, "10.96.0.1 ") {
+		t.Errorf("kubernetes.default resolved to %q, want the kubernetes Service's 10.96.0.1", dns)
+	}
+	if facts["api"] != "reached" {
+		t.Errorf("the API server's Service was not reached")
+	}
+}
+
+// checkNothingLeft: after down no process of the node (containerd's shims
+// name its socket under /run/paddlejob), no mount under the home, no cgroup
+// of the node.
+func checkNothingLeft(t *testing.T, home string) {
+	if left := processesMentioning("/run/paddlejob/"); len(left) > 0 {
+		t.Errorf("containerd processes left after down:\n%s", strings.Join(left, "\n"))
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if strings.Contains(line, home) {
+			t.Errorf("mount left after down: %s", line)
+		}
+	}
+	for _, hierarchy := range []string{"memory", "pids", "unified", ""} {
+		dir := filepath.Join("/sys/fs/cgroup", hierarchy, "paddlejob-"+filepath.Base(home)+"-"+localcluster.NodeName)
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("cgroup left after down: %s", dir)
+		}
+	}
+	os.RemoveAll(home)
+}
