@@ -246,7 +246,7 @@ func (b *boot) startAPIServer(ctx context.Context) error {
 	if err := writeAdmissionConfig(b.l, b.opts.PodSecurity); err != nil {
 		return err
 	}
-	return b.launch(ctx, componentAPIServer, []string{b.bin("kube-apiserver"),
+	return b.launch(ctx, componentAPIServer, append([]string{b.bin("kube-apiserver"),
 		// The kubernetes Service's endpoint is the API server's forward on
 		// the host IP, which has the same port (forwards).
 		"--bind-address=127.0.0.1", "--advertise-address=" + hostIP, "--secure-port=" + itoa(b.st.Ports.APIServer),
@@ -271,7 +271,7 @@ func (b *boot) startAPIServer(ctx context.Context) error {
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=1",
-	}, nil, 90*time.Second, func() error { return getOK(ctx, cfg, "/readyz") })
+	}, b.runtimeNodeAPIServerFlags()...), nil, 90*time.Second, func() error { return getOK(ctx, cfg, "/readyz") })
 }
 
 func (b *boot) install(ctx context.Context) error {
@@ -292,6 +292,9 @@ func (b *boot) install(ctx context.Context) error {
 		objs = append(objs, string(data))
 	}
 	objs = append(objs, operatorBinding, nodeRBAC, clusterDNSRBAC)
+	if b.runtimeNodes() {
+		objs = append(objs, runtimeNodeUserNamespaces)
+	}
 	manifests, err := kube.DecodeManifests([]byte(strings.Join(objs, "\n---\n")))
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -83,4 +84,19 @@ func (b *boot) runtimeNodeArgs(i int) ([]string, error) {
 		return nil, fmt.Errorf("writing %s's configuration: %w", name, err)
 	}
 	return []string{b.opts.Executable, "runtime-node", "--config=" + file}, nil
+}
+
+// runtimeNodeUserNamespaces is the admission policy that runs the
+// container-runtime node's pods in user namespaces of their own.
+//
+//go:embed runtime-node-userns.yaml
+var runtimeNodeUserNamespaces string
+
+// runtimeNodeAPIServerFlags turn on MutatingAdmissionPolicy, beta and off by
+// default in Kubernetes 1.35, for runtimeNodeUserNamespaces.
+func (b *boot) runtimeNodeAPIServerFlags() []string {
+	if !b.runtimeNodes() {
+		return nil
+	}
+	return []string{"--feature-gates=MutatingAdmissionPolicy=true", "--runtime-config=admissionregistration.k8s.io/v1beta1=true"}
 }

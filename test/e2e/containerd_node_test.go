@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/paddlejob/paddlejob/internal/localcluster"
 	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
@@ -21,9 +22,12 @@ import (
 // --node-runtime=containerd` runs the real kubelet of the control plane's
 // release with containerd and runc. A pod of the Debian image built on this
 // machine runs in runc's cgroups under the kubelet's kubepods, on
-// containerd's overlay snapshot, with an IP of the node's pod CIDR; it
+// containerd's overlay snapshot, as an unprivileged uid of the host (in a
+// user namespace), with an IP of the node's pod CIDR; it
 // resolves and reaches the API server's Service; its log is read through
-// the kubelet's API. Down leaves no process, mount or cgroup of it behind.
+// the kubelet's API. A user's first parameter-server program trains there on
+// the node's Paddle image. Down leaves no process, mount or cgroup of it
+// behind.
 func TestContainerdNode(t *testing.T) {
 	t.Parallel()
 	home, err := os.MkdirTemp("", "pj-containerd-") // short: the home holds Unix sockets
@@ -37,6 +41,25 @@ func TestContainerdNode(t *testing.T) {
 
 	t.Run("the Node is the kubelet's, on containerd", func(t *testing.T) { checkRuntimeNodeInfo(t, pj) })
 	t.Run("a pod runs in runc, resolves and reaches the API server", func(t *testing.T) { checkRuntimePod(t, pj, home) })
+	t.Run("a user's first parameter-server program runs on Paddle's image", func(t *testing.T) { checkRuntimeNodePS(t, pj) })
+}
+
+// checkRuntimeNodePS runs the first-run test's unmodified minimal program
+// (2 pservers, 2 trainers, withGloo 1, seed 004's setting) on the Paddle
+// 3.0.0 image built for the node: the kubelet runs the operator's pods as
+// written (its init container, its Gloo store sidecar, its readiness
+// probes) and Paddle reports each role and learns.
+func checkRuntimeNodePS(t *testing.T, pj *client.Client) {
+	release := runtimenode.PaddleReleases[0]
+	job := minimalPSJob(t, release, 1)
+	job.Namespace = newNamespace(t, pj)
+	start := time.Now()
+	createJobAsWritten(t, pj, job)
+	done, logs := awaitCompletion(t, pj, job, start)
+	if done.Status.RestartCount != 0 {
+		t.Errorf("restartCount %d, want 0: the first run must work", done.Status.RestartCount)
+	}
+	checkMinimalPS(t, done, release, true, logs)
 }
 
 func checkRuntimeNodeInfo(t *testing.T, pj *client.Client) {
@@ -62,6 +85,7 @@ func checkRuntimeNodeInfo(t *testing.T, pj *client.Client) {
 
 // runtimePodScript prints what the pod sees, one fact per line.
 const runtimePodScript = `echo "cgroup $(head -1 /proc/self/cgroup)"
+echo "uidmap $(cat /proc/self/uid_map)"
 echo "root $(awk '$5 == "/"' /proc/self/mountinfo | sed 's/.* - //')"
 echo "ip $(hostname -i)"
 getent hosts kubernetes.default.svc.cluster.local | sed 's/^/dns /'
@@ -99,7 +123,7 @@ func checkRuntimePod(t *testing.T, pj *client.Client, home string) {
 	if cg := facts["cgroup"]; !strings.Contains(cg, "/kubepods/besteffort/pod"+string(created.UID)+"/") {
 		t.Errorf("the container's cgroup %q is not the kubelet's for pod %s", cg, created.UID)
 	}
-	if root := facts["root"]; !strings.HasPrefix(root, "overlay overlay ") || !strings.Contains(root, "lowerdir="+filepath.Join(home, "nodes", localcluster.NodeName, "containerd")) {
+	if root := facts["root"]; !strings.HasPrefix(root, "overlay overlay ") || !strings.Contains(root, "upperdir="+filepath.Join(home, "nodes", localcluster.NodeName, "containerd")) {
 		t.Errorf("the container's root %q is not containerd's overlay snapshot under the node's state", root)
 	}
 	if ip := facts["ip"]; ip != done.Status.PodIP || !strings.HasPrefix(ip, "10.244.0.") {
@@ -107,6 +131,11 @@ func checkRuntimePod(t *testing.T, pj *client.Client, home string) {
 	}
 	if dns := facts["dns"]; !strings.HasPrefix(dns, "10.96.0.1 ") {
 		t.Errorf("kubernetes.default resolved to %q, want the kubernetes Service's 10.96.0.1", dns)
+	}
+	// The admission policy put the pod in a user namespace: its root is an
+	// unprivileged uid of the host.
+	if m := strings.Fields(facts["uidmap"]); len(m) != 3 || m[0] != "0" || m[1] == "0" || done.Spec.HostUsers == nil || *done.Spec.HostUsers {
+		t.Errorf("the pod's uid map %q (hostUsers %v): its root is the host's", facts["uidmap"], ptr.Deref(done.Spec.HostUsers, true))
 	}
 	if facts["api"] != "reached" {
 		t.Errorf("the API server's Service was not reached")

@@ -171,3 +171,14 @@ func CompareVersions(a, b string) int {
 	}
 	return c
 }
+
+// Requirements is a pinned release's requirements file, every package
+// pinned with the hashes of its wheels: what an image of the release
+// installs (pip install --no-deps --require-hashes -r).
+func Requirements(version string) ([]byte, error) {
+	p, err := pinsOf(version)
+	if err != nil {
+		return nil, err
+	}
+	return p.raw, nil
+}

@@ -77,6 +77,7 @@ func (c Config) containerdRoot() string { return filepath.Join(c.StateDir, "cont
 func (c Config) cniConfDir() string     { return filepath.Join(c.StateDir, "cni", "net.d") }
 func (c Config) kubeletRoot() string    { return filepath.Join(c.StateDir, "kubelet") }
 func (c Config) podLogsDir() string     { return filepath.Join(c.StateDir, "pod-logs") }
+func (c Config) tmpDir() string         { return filepath.Join(c.StateDir, "tmp") }
 
 // ContainerdSocket is containerd's API socket.
 func (c Config) ContainerdSocket() string {
@@ -177,8 +178,14 @@ func (c Config) file(name string) string { return filepath.Join(c.StateDir, name
 
 // writeFiles writes containerd's, the CNI's and the kubelet's configuration.
 func (c Config) writeFiles() error {
-	for _, d := range []string{c.containerdRoot(), c.containerdState(), c.cniConfDir(), c.kubeletRoot(), c.podLogsDir()} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	for _, d := range []string{c.containerdRoot(), filepath.Dir(c.containerdState()), c.containerdState(), c.cniConfDir(), c.kubeletRoot(), c.podLogsDir(), c.tmpDir()} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return err
+		}
+		// Searchable by all, readable by root alone: a container in a user
+		// namespace starts with its root's path under containerd's state
+		// and kubelet's directories, as a uid other than the host's root.
+		if err := os.Chmod(d, 0o711); err != nil {
 			return err
 		}
 	}
@@ -236,8 +243,10 @@ func (c Config) start(ns *podnetwork.Namespace, name, bin string, args ...string
 	defer out.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
-	// The shim containerd starts is found on PATH.
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(c.Runtime.Binary("containerd-shim-runc-v2"))+":"+os.Getenv("PATH"))
+	// The shim containerd starts is found on PATH. Its temporary mounts
+	// (a user namespace's idmapped layers) stay under the node's directory.
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(c.Runtime.Binary("containerd-shim-runc-v2"))+":"+os.Getenv("PATH"),
+		"TMPDIR="+c.tmpDir())
 	cmd.SysProcAttr = childAttrs()
 	if err := ns.Do(cmd.Start); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
