@@ -293,7 +293,8 @@ func (b *boot) install(ctx context.Context) error {
 	}
 	objs = append(objs, operatorBinding, nodeRBAC, clusterDNSRBAC)
 	if b.runtimeNodes() {
-		objs = append(objs, runtimeNodeUserNamespaces)
+		hidden := append(append([]string{b.l.home}, b.opts.KubeconfigFiles()...), "/proc", "/sys", "/dev")
+		objs = append(objs, runtimeNodeUserNamespaces, runtimeNodeHostPathPolicy(b.opts.HostPathRO, b.opts.HostPathRW, hidden))
 	}
 	manifests, err := kube.DecodeManifests([]byte(strings.Join(objs, "\n---\n")))
 	if err != nil {

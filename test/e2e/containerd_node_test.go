@@ -42,6 +42,48 @@ func TestContainerdNode(t *testing.T) {
 	t.Run("the Node is the kubelet's, on containerd", func(t *testing.T) { checkRuntimeNodeInfo(t, pj) })
 	t.Run("a pod runs in runc, resolves and reaches the API server", func(t *testing.T) { checkRuntimePod(t, pj, home) })
 	t.Run("a user's first parameter-server program runs on Paddle's image", func(t *testing.T) { checkRuntimeNodePS(t, pj) })
+	t.Run("host paths up did not allow are refused", func(t *testing.T) { checkRuntimeNodeHostPaths(t, pj, o) })
+}
+
+// checkRuntimeNodeHostPaths: the kubelet would mount any hostPath; the
+// cluster's admission policy refuses, before the pod is stored, a path
+// outside the directories up allowed, a read-only one mounted read-write
+// and the cluster's home, naming the allowed ones (a path through ".." the
+// API server's validation refuses itself).
+func checkRuntimeNodeHostPaths(t *testing.T, pj *client.Client, o localcluster.Options) {
+	rw, ro := podsDir(t), o.HostPathRO[0]
+	for _, tc := range []struct {
+		path     string
+		readOnly bool
+		allowed  bool
+		// byAPI: the API server's own validation refuses it first.
+		byAPI bool
+	}{
+		{path: rw, allowed: true},
+		{path: ro, readOnly: true, allowed: true},
+		{path: ro},
+		{path: "/", readOnly: true},
+		{path: "/etc", readOnly: true},
+		{path: rw + "/../../etc", readOnly: true, byAPI: true},
+		{path: o.Home, readOnly: true},
+	} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "host-path-", Namespace: "default"},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Volumes: []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: tc.path}}}},
+				Containers: []corev1.Container{{Name: "c", Image: runtimenode.BaseImage, Command: []string{"true"},
+					VolumeMounts: []corev1.VolumeMount{{Name: "host", MountPath: "/host", ReadOnly: tc.readOnly}}}}},
+		}
+		_, err := pj.Clientset().CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		switch {
+		case tc.allowed && err != nil:
+			t.Errorf("hostPath %s (readOnly %v) refused: %v", tc.path, tc.readOnly, err)
+		case !tc.allowed && err == nil:
+			t.Errorf("hostPath %s (readOnly %v) accepted", tc.path, tc.readOnly)
+		case !tc.allowed && !tc.byAPI && !strings.Contains(err.Error(), "--host-path-rw DIR"):
+			t.Errorf("hostPath %s refused without naming what is allowed: %v", tc.path, err)
+		}
+	}
 }
 
 // checkRuntimeNodePS runs the first-run test's unmodified minimal program
