@@ -268,6 +268,7 @@ func Down(opts Options) error {
 		if err := stopAll(st, opts.Out); err != nil {
 			return err
 		}
+		cleanUpRuntimeNodes(l)
 		for _, port := range st.Ports.All() {
 			if portOpen(port) {
 				return fmt.Errorf("port %d still listens after stopping the cluster", port)

@@ -43,6 +43,10 @@ func (b *boot) runtimeNodeCredentials() error {
 	return nil
 }
 
+// runtimeNodeConfigFile is a container-runtime node's configuration, in
+// its state directory.
+const runtimeNodeConfigFile = "runtime-node.json"
+
 // runtimeNodeArgs writes node i's configuration and returns its command.
 func (b *boot) runtimeNodeArgs(i int) ([]string, error) {
 	name := nodeName(i)
@@ -79,7 +83,7 @@ func (b *boot) runtimeNodeArgs(i int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	file := filepath.Join(cfg.StateDir, "runtime-node.json")
+	file := filepath.Join(cfg.StateDir, runtimeNodeConfigFile)
 	if err := os.WriteFile(file, data, 0o600); err != nil {
 		return nil, fmt.Errorf("writing %s's configuration: %w", name, err)
 	}
@@ -99,4 +103,21 @@ func (b *boot) runtimeNodeAPIServerFlags() []string {
 		return nil
 	}
 	return []string{"--feature-gates=MutatingAdmissionPolicy=true", "--runtime-config=admissionregistration.k8s.io/v1beta1=true"}
+}
+
+// cleanUpRuntimeNodes removes what killed container-runtime nodes left on
+// the machine (their pods, shims, mounts and cgroups): Down runs it once
+// every process is stopped, before it removes the home.
+func cleanUpRuntimeNodes(l layout) {
+	configs, _ := filepath.Glob(filepath.Join(l.nodesState(), "*", runtimeNodeConfigFile))
+	for _, file := range configs {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		var cfg runtimenode.Config
+		if json.Unmarshal(data, &cfg) == nil && cfg.StateDir != "" {
+			runtimenode.CleanUp(cfg)
+		}
+	}
 }

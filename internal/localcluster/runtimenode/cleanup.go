@@ -61,6 +61,10 @@ func makeCgroupRoot(root string) error {
 	return nil
 }
 
+// CleanUp removes what a node whose process was killed left of it: what
+// Run removes when it stops. It is safe to call for a node that stopped.
+func CleanUp(c Config) { c.cleanUp() }
+
 // cleanUp kills what is left of the pods and shims, unmounts what is
 // mounted under the state directory, and removes the cgroups.
 func (c Config) cleanUp() {

@@ -113,6 +113,10 @@ func Run(ctx context.Context, c Config) error {
 	if err := c.Check(); err != nil {
 		return err
 	}
+	// What a killed run of this node left (its supervisor starts it again)
+	// belongs to a network namespace that is gone: its pods are lost, as a
+	// rebooted machine's are, and the kubelet says so.
+	c.cleanUp()
 	if err := c.writeFiles(); err != nil {
 		return err
 	}
