@@ -26,7 +26,7 @@ import (
 // user namespace), with an IP of the node's pod CIDR; it
 // resolves and reaches the API server's Service; its log is read through
 // the kubelet's API. A user's first parameter-server program trains there on
-// the node's Paddle image. Down leaves no process, mount or cgroup of it
+// the node's Paddle images (3.0.0 and 2.6.2). Down leaves no process, mount or cgroup of it
 // behind.
 func TestContainerdNode(t *testing.T) {
 	t.Parallel()
@@ -41,7 +41,14 @@ func TestContainerdNode(t *testing.T) {
 
 	t.Run("the Node is the kubelet's, on containerd", func(t *testing.T) { checkRuntimeNodeInfo(t, pj) })
 	t.Run("a pod runs in runc, resolves and reaches the API server", func(t *testing.T) { checkRuntimePod(t, pj, home) })
-	t.Run("a user's first parameter-server program runs on Paddle's image", func(t *testing.T) { checkRuntimeNodePS(t, pj) })
+	t.Run("a user's first parameter-server program runs on Paddle's images", func(t *testing.T) {
+		for _, release := range runtimenode.PaddleReleases {
+			t.Run("Paddle "+release, func(t *testing.T) {
+				t.Parallel()
+				checkRuntimeNodePS(t, pj, release)
+			})
+		}
+	})
 	t.Run("host paths up did not allow are refused", func(t *testing.T) { checkRuntimeNodeHostPaths(t, pj, o) })
 }
 
@@ -88,11 +95,10 @@ func checkRuntimeNodeHostPaths(t *testing.T, pj *client.Client, o localcluster.O
 
 // checkRuntimeNodePS runs the first-run test's unmodified minimal program
 // (2 pservers, 2 trainers, withGloo 1, seed 004's setting) on the Paddle
-// 3.0.0 image built for the node: the kubelet runs the operator's pods as
-// written (its init container, its Gloo store sidecar, its readiness
-// probes) and Paddle reports each role and learns.
-func checkRuntimeNodePS(t *testing.T, pj *client.Client) {
-	release := runtimenode.PaddleReleases[0]
+// image of each release built for the node, side by side: the kubelet runs
+// the operator's pods as written (its init container, its Gloo store
+// sidecar, its readiness probes) and Paddle reports each role and learns.
+func checkRuntimeNodePS(t *testing.T, pj *client.Client, release string) {
 	job := minimalPSJob(t, release, 1)
 	job.Namespace = newNamespace(t, pj)
 	start := time.Now()

@@ -45,7 +45,7 @@ const (
 )
 
 // PaddleReleases are the releases the node has images of.
-var PaddleReleases = []string{"3.0.0"}
+var PaddleReleases = []string{"3.0.0", "2.6.2"}
 
 // imagePath is PATH in the images, as in Docker's.
 const imagePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
