@@ -43,6 +43,13 @@ func (b *boot) runtimeNodeCredentials() error {
 	return nil
 }
 
+// RuntimeNodeCgroupRoot is the cgroup a container-runtime node makes its
+// pods' cgroups under, in every hierarchy: named after the cluster's home
+// and the node, so that two clusters never share one.
+func RuntimeNodeCgroupRoot(home, node string) string {
+	return "/paddlejob-" + filepath.Base(home) + "-" + node
+}
+
 // runtimeNodeConfigFile is a container-runtime node's configuration, in
 // its state directory.
 const runtimeNodeConfigFile = "runtime-node.json"

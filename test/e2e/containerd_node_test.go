@@ -204,7 +204,7 @@ func checkNothingLeft(t *testing.T, home string) {
 		}
 	}
 	for _, hierarchy := range []string{"memory", "pids", "unified", ""} {
-		dir := filepath.Join("/sys/fs/cgroup", hierarchy, "paddlejob-"+filepath.Base(home)+"-"+localcluster.NodeName)
+		dir := filepath.Join("/sys/fs/cgroup", hierarchy, localcluster.RuntimeNodeCgroupRoot(home, localcluster.NodeName))
 		if _, err := os.Stat(dir); err == nil {
 			t.Errorf("cgroup left after down: %s", dir)
 		}
