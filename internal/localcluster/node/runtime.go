@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -231,9 +232,51 @@ func exitCodeOf(st *os.ProcessState) int32 {
 
 // signal sends sig to every process of the sandbox. SIGKILL also reaches the
 // sandbox's init, whose death ends every process left in its PID namespace.
+//
+// Any other signal waits for the container's command to exist: bwrap names
+// the sandbox before setting it up, and only then makes the session (its
+// process group) and forks the command. A signal sent to the group before
+// that would be lost (no such group yet, or only the init, which the kernel
+// shields from it), and a container stopped as it starts would wait out its
+// grace period for SIGKILL.
 func (p *process) signal(sig syscall.Signal) {
-	if err := syscall.Kill(-p.sandboxPID, sig); err != nil && sig == syscall.SIGKILL {
-		// The group is gone or never formed: make sure bwrap is too.
-		_ = p.cmd.Process.Kill()
+	if sig == syscall.SIGKILL {
+		if err := syscall.Kill(-p.sandboxPID, sig); err != nil {
+			// The group is gone or never formed: make sure bwrap is too.
+			_ = p.cmd.Process.Kill()
+		}
+		return
+	}
+	if p.commandStarted() {
+		_ = syscall.Kill(-p.sandboxPID, sig)
+		return
+	}
+	go p.signalOnceStarted(sig)
+}
+
+// commandStarted reports whether the sandbox's init has forked the command,
+// which it does after making the session. Without the kernel's list of
+// children it assumes so.
+func (p *process) commandStarted() bool {
+	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p.sandboxPID, p.sandboxPID))
+	return err != nil || len(bytes.TrimSpace(children)) > 0
+}
+
+// signalOnceStarted delivers sig once the command exists, unless the sandbox
+// ends first. The kernel tells no one when a process forks, so it looks every
+// few milliseconds, for as long as bwrap's setup takes.
+func (p *process) signalOnceStarted(sig syscall.Signal) {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-tick.C:
+			if p.commandStarted() {
+				_ = syscall.Kill(-p.sandboxPID, sig)
+				return
+			}
+		}
 	}
 }

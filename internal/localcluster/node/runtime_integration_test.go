@@ -3,6 +3,7 @@
 package node
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,17 @@ func TestProcessSignals(t *testing.T) {
 	p, _ := start("exit", "exit 3")
 	if code := wait(p); code != 3 {
 		t.Errorf("exit code %d, want 3", code)
+	}
+
+	// A container stopped as it starts, before bwrap has set the sandbox up
+	// and forked the command, still gets SIGTERM rather than waiting for
+	// SIGKILL (the command dies of it: 143).
+	for i := range 5 {
+		p, _ := start(fmt.Sprint("early-term-", i), "exec sleep 100")
+		p.signal(syscall.SIGTERM)
+		if code := wait(p); code != 143 {
+			t.Errorf("SIGTERM as the sandbox starts (try %d): exit code %d, want 143", i, code)
+		}
 	}
 
 	p, l := start("term", `trap 'echo got TERM; exit 7' TERM; echo ready; while :; do sleep 0.05; done`)
