@@ -96,6 +96,16 @@ func explain(ref string, err error) error {
 	return fmt.Errorf("%q is not an image reference [registry/]name[:tag][@digest]: %w", ref, err)
 }
 
+// Full is ref as container runtimes store it: registry, repository and
+// tag ("busybox" is docker.io/library/busybox:latest).
+func Full(ref string) (string, error) {
+	named, err := Parse(ref)
+	if err != nil {
+		return "", err
+	}
+	return reference.TagNameOnly(named).String(), nil
+}
+
 // Familiar is ref as users write it: Docker Hub's registry and library/
 // dropped ("docker.io/library/busybox:1.36" is "busybox:1.36"). A string
 // that is no reference (an image table key's "name*" pattern) keeps its

@@ -53,11 +53,17 @@ func (b *boot) startNodes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var runtimeImages []string
+	if b.runtimeNodes() {
+		if runtimeImages, err = b.buildRuntimeNodeImages(); err != nil {
+			return err
+		}
+	}
 	var started []*process
 	for i := range b.opts.Nodes {
 		args := b.nodeArgs(i)
 		if b.runtimeNodes() {
-			if args, err = b.runtimeNodeArgs(i); err != nil {
+			if args, err = b.runtimeNodeArgs(i, runtimeImages); err != nil {
 				return err
 			}
 		}

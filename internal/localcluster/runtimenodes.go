@@ -4,10 +4,15 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 
+	"github.com/paddlejob/paddlejob/examples/images"
+	"github.com/paddlejob/paddlejob/internal/imageref"
+	"github.com/paddlejob/paddlejob/internal/localcluster/kubebin"
 	"github.com/paddlejob/paddlejob/internal/localcluster/node"
 	"github.com/paddlejob/paddlejob/internal/localcluster/podnetwork"
 	"github.com/paddlejob/paddlejob/internal/localcluster/runtimenode"
@@ -50,12 +55,94 @@ func RuntimeNodeCgroupRoot(home, node string) string {
 	return "/paddlejob-" + filepath.Base(home) + "-" + node
 }
 
+// runtimeNodeTags are the tags an example image named without one has on
+// the container-runtime node, whose images are exact references (the
+// process node answers to every tag): what the examples' manifests name,
+// and latest. A tag naming a Paddle release of the node's is the image on
+// that release (demo-resnet:2.6.2), as on the process node.
+var runtimeNodeTags = []string{"v1", "latest"}
+
+// runtimeNodePaddleAliases are the Paddle images' tags beyond the releases
+// and latest, by the release they run: seed 004's example 5 names
+// paddle-ubuntu:2.0.0-18.04, which the process node runs on the nearest
+// release it pins, 2.6.2.
+var runtimeNodePaddleAliases = map[string]string{"2.0.0-18.04": "2.6.2"}
+
+// buildRuntimeNodeImages builds the example images, from the build
+// contexts writeImageTable wrote, for the container-runtime nodes, and
+// returns every archive they import.
+func (b *boot) buildRuntimeNodeImages() ([]string, error) {
+	table, err := images.LoadTable()
+	if err != nil {
+		return nil, err
+	}
+	launcher := map[string]string{}
+	for _, name := range launcherNames {
+		launcher[name] = filepath.Join(b.l.launcherDir(), name)
+	}
+	var contexts []runtimenode.ContextImage
+	for _, name := range table.ContextNames() {
+		c := table.Contexts[name]
+		dir := filepath.Join(b.l.imageContexts(), name)
+		onFrom := runtimenode.ContextImage{Context: dir}
+		if c.Launcher {
+			onFrom.Bin = launcher
+		}
+		perRelease := map[string]*runtimenode.ContextImage{}
+		for _, image := range c.Images {
+			if imageref.HasTag(image) {
+				onFrom.Names = append(onFrom.Names, image)
+				continue
+			}
+			for _, tag := range runtimeNodeTags {
+				onFrom.Names = append(onFrom.Names, image+":"+tag)
+			}
+			for _, release := range runtimenode.PaddleReleases {
+				if perRelease[release] == nil {
+					perRelease[release] = &runtimenode.ContextImage{Context: dir, Release: release, Bin: onFrom.Bin}
+				}
+				perRelease[release].Names = append(perRelease[release].Names, image+":"+release)
+			}
+		}
+		contexts = append(contexts, onFrom)
+		for _, release := range runtimenode.PaddleReleases {
+			if c := perRelease[release]; c != nil {
+				contexts = append(contexts, *c)
+			}
+		}
+	}
+	var aliases []runtimenode.ImageAlias
+	for _, release := range runtimenode.PaddleReleases {
+		tags := []string{release}
+		if release == b.paddle.Default {
+			tags = append(tags, "latest")
+		}
+		for _, tag := range slices.Sorted(maps.Keys(runtimeNodePaddleAliases)) {
+			if runtimeNodePaddleAliases[tag] == release {
+				tags = append(tags, tag)
+			}
+		}
+		a := runtimenode.ImageAlias{Release: release}
+		for _, image := range table.PaddleImages {
+			for _, tag := range tags {
+				a.Names = append(a.Names, image+":"+tag)
+			}
+		}
+		aliases = append(aliases, a)
+	}
+	built, err := runtimenode.BuildContextImages(kubebin.DefaultCacheDir(), b.l.nodesState(), table.PaddleImages, contexts, aliases)
+	if err != nil {
+		return nil, fmt.Errorf("building the example images for the container-runtime node: %w", err)
+	}
+	return append(slices.Clone(b.nodeImages), built...), nil
+}
+
 // runtimeNodeConfigFile is a container-runtime node's configuration, in
 // its state directory.
 const runtimeNodeConfigFile = "runtime-node.json"
 
 // runtimeNodeArgs writes node i's configuration and returns its command.
-func (b *boot) runtimeNodeArgs(i int) ([]string, error) {
+func (b *boot) runtimeNodeArgs(i int, images []string) ([]string, error) {
 	name := nodeName(i)
 	ip, pods := nodeAddress(i)
 	cfg := runtimenode.Config{
@@ -78,10 +165,11 @@ func (b *boot) runtimeNodeArgs(i int) ([]string, error) {
 			Kubeconfig: b.l.componentConfig(componentClusterDNS)},
 		ServicesKubeconfig: b.l.componentConfig(componentNode),
 		Runtime:            b.nodeRuntime,
-		Images:             b.nodeImages,
+		Images:             images,
 		CgroupRoot:         "/paddlejob-" + filepath.Base(b.l.home) + "-" + name,
 		MaxPods:            110,
 		NodeLabels:         formatLabels(b.opts.NodeLabels),
+		GPUs:               b.opts.GPUs,
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, err

@@ -64,7 +64,7 @@ func BuildImages(ctx context.Context, cache string, rt kubebin.NodeRuntime, log 
 	defer unlock()
 	pause := filepath.Join(dir, "pause.oci.tar")
 	if err := buildOnce(pause, func(layer string) (ociimage.Image, error) {
-		return ociimage.Image{Name: SandboxImage, Entrypoint: []string{"/pause"}}, pauseLayer(layer, rt.Pause)
+		return ociimage.Image{Names: []string{SandboxImage}, Entrypoint: []string{"/pause"}}, pauseLayer(layer, rt.Pause)
 	}); err != nil {
 		return nil, fmt.Errorf("the sandbox image: %w", err)
 	}
@@ -76,7 +76,7 @@ func BuildImages(ctx context.Context, cache string, rt kubebin.NodeRuntime, log 
 			start := time.Now()
 			err := img.build(ctx, dir, layer)
 			fmt.Fprintf(log, "built %s in %s\n", img.name, time.Since(start).Round(time.Second))
-			return ociimage.Image{Name: img.name, Cmd: []string{img.cmd}, Env: []string{"PATH=" + img.path}}, err
+			return ociimage.Image{Names: []string{img.name}, Cmd: []string{img.cmd}, Env: []string{"PATH=" + img.path}}, err
 		}); err != nil {
 			return nil, fmt.Errorf("the image %s: %w", img.name, err)
 		}
@@ -128,7 +128,7 @@ func paddleImages() []rootfsImage {
 	var out []rootfsImage
 	for _, version := range PaddleReleases {
 		out = append(out, rootfsImage{
-			name: PaddleImage + version, file: "paddle-" + version + ".oci.tar", variant: "minbase", cmd: "bash",
+			name: PaddleImage + version, file: paddleArchive(version), variant: "minbase", cmd: "bash",
 			include: []string{"python3", "python3-venv", "ca-certificates", "libgomp1"},
 			path:    paddleVenv + "/bin:" + imagePath,
 			prepare: func(ctx context.Context, dir string) error { return downloadWheels(ctx, version, dir) },
@@ -144,6 +144,9 @@ func paddleImages() []rootfsImage {
 	}
 	return out
 }
+
+// paddleArchive is the file name of a release's image archive.
+func paddleArchive(version string) string { return "paddle-" + version + ".oci.tar" }
 
 // downloadWheels downloads a release's pinned wheels into dir, with its
 // requirements file beside them.
