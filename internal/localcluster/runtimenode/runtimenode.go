@@ -70,7 +70,10 @@ type Config struct {
 	MaxPods int
 	// NodeLabels are added to the Node.
 	NodeLabels string
-	Log        logr.Logger `json:"-"`
+	// GPUs is how many emulated nvidia.com/gpu the node advertises
+	// (gpus.go).
+	GPUs int
+	Log  logr.Logger `json:"-"`
 }
 
 func (c Config) containerdRoot() string { return filepath.Join(c.StateDir, "containerd") }
@@ -152,6 +155,11 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 	defer kubelet.stop(30 * time.Second)
+	if c.GPUs > 0 {
+		if err := c.serveGPUs(ctx); err != nil {
+			return fmt.Errorf("the GPU device plugin: %w", err)
+		}
+	}
 	c.Log.Info("Container-runtime node started", "node", c.Name, "nodeIP", c.Network.NodeIP, "containerd", c.ContainerdSocket())
 	select {
 	case <-ctx.Done():
