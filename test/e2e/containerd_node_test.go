@@ -26,7 +26,9 @@ import (
 // user namespace), with an IP of the node's pod CIDR; it
 // resolves and reaches the API server's Service; its log is read through
 // the kubelet's API. A user's first parameter-server program trains there on
-// the node's Paddle images (3.0.0 and 2.6.2). Down leaves no process, mount or cgroup of it
+// the node's Paddle images (3.0.0 and 2.6.2), and seed 004's examples on
+// their images, built from the examples' Dockerfiles, with the GPUs of the
+// node's device plugin. Down leaves no process, mount or cgroup of it
 // behind.
 func TestContainerdNode(t *testing.T) {
 	t.Parallel()
@@ -49,6 +51,7 @@ func TestContainerdNode(t *testing.T) {
 			})
 		}
 	})
+	t.Run("seed 004's examples run as written", func(t *testing.T) { runPaddleOperatorExamples(t, pj) })
 	t.Run("host paths up did not allow are refused", func(t *testing.T) { checkRuntimeNodeHostPaths(t, pj, o) })
 }
 
@@ -125,6 +128,9 @@ func checkRuntimeNodeInfo(t *testing.T, pj *client.Client) {
 	var ready bool
 	for _, c := range n.Status.Conditions {
 		ready = ready || c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+	}
+	if gpus := n.Status.Capacity["nvidia.com/gpu"]; gpus.Value() != 4 {
+		t.Errorf("nvidia.com/gpu capacity %s, want the 4 of up --gpus 4 (the node's device plugin)", gpus.String())
 	}
 	if !ready || n.Status.Addresses[0].Address != "172.18.0.2" {
 		t.Errorf("node not Ready at 172.18.0.2: %+v %+v", n.Status.Conditions, n.Status.Addresses)

@@ -135,7 +135,12 @@ func runReadingLogs(t *testing.T, pj *client.Client, job *paddlev1.PaddleJob) (*
 // deadline a production user adds (recoverable).
 func TestPaddleOperatorExamplesRunAsWritten(t *testing.T) {
 	t.Parallel()
-	pj := suiteClient
+	runPaddleOperatorExamples(t, suiteClient)
+}
+
+// runPaddleOperatorExamples runs seed 004's examples 1, 2, 3 and 5 on the
+// cluster of pj, one after the other.
+func runPaddleOperatorExamples(t *testing.T, pj *client.Client) {
 	t.Run("1 wide and deep, PS with Gloo", func(t *testing.T) {
 		job := loadJob(t, "config/samples/seed004/example-1-wide-and-deep.yaml")
 		done, logs := runReadingLogs(t, pj, job)
