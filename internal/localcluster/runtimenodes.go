@@ -57,10 +57,10 @@ func RuntimeNodeCgroupRoot(home, node string) string {
 
 // runtimeNodeTags are the tags an example image named without one has on
 // the container-runtime node, whose images are exact references (the
-// process node answers to every tag): what the examples' manifests name,
-// and latest. A tag naming a Paddle release of the node's is the image on
+// process node answers to every tag): what the examples' manifests name
+// (seed 004's :v1, seed 001's [YOUR_REPO]/paddle:mypaddle) and latest. A tag naming a Paddle release of the node's is the image on
 // that release (demo-resnet:2.6.2), as on the process node.
-var runtimeNodeTags = []string{"v1", "latest"}
+var runtimeNodeTags = []string{"v1", "mypaddle", "latest"}
 
 // runtimeNodePaddleAliases are the Paddle images' tags beyond the releases
 // and latest, by the release they run: seed 004's example 5 names
@@ -76,19 +76,32 @@ func (b *boot) buildRuntimeNodeImages() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	contexts, aliases := runtimeNodeImages(table, b.l, b.paddle.Default)
+	built, err := runtimenode.BuildContextImages(kubebin.DefaultCacheDir(), b.l.nodesState(), table.PaddleImages, contexts, aliases)
+	if err != nil {
+		return nil, fmt.Errorf("building the example images for the container-runtime node: %w", err)
+	}
+	return append(slices.Clone(b.nodeImages), built...), nil
+}
+
+// runtimeNodeImages are the example images of the container-runtime node:
+// each build context of the examples' table under the names it answers to
+// (runtimeNodeTags and one per release for a name without a tag), and the
+// Paddle images under the table's paddleImages names.
+func runtimeNodeImages(table *images.Table, l layout, defaultRelease string) ([]runtimenode.ContextImage, []runtimenode.ImageAlias) {
 	launcher := map[string]string{}
 	for _, name := range launcherNames {
-		launcher[name] = filepath.Join(b.l.launcherDir(), name)
+		launcher[name] = filepath.Join(l.launcherDir(), name)
 	}
 	var contexts []runtimenode.ContextImage
 	for _, name := range table.ContextNames() {
 		c := table.Contexts[name]
-		dir := filepath.Join(b.l.imageContexts(), name)
+		dir := filepath.Join(l.imageContexts(), name)
 		onFrom := runtimenode.ContextImage{Context: dir}
 		if c.Launcher {
 			onFrom.Bin = launcher
 		}
-		perRelease := map[string]*runtimenode.ContextImage{}
+		perRelease := make([]runtimenode.ContextImage, len(runtimenode.PaddleReleases))
 		for _, image := range c.Images {
 			if imageref.HasTag(image) {
 				onFrom.Names = append(onFrom.Names, image)
@@ -97,24 +110,21 @@ func (b *boot) buildRuntimeNodeImages() ([]string, error) {
 			for _, tag := range runtimeNodeTags {
 				onFrom.Names = append(onFrom.Names, image+":"+tag)
 			}
-			for _, release := range runtimenode.PaddleReleases {
-				if perRelease[release] == nil {
-					perRelease[release] = &runtimenode.ContextImage{Context: dir, Release: release, Bin: onFrom.Bin}
-				}
-				perRelease[release].Names = append(perRelease[release].Names, image+":"+release)
+			for i, release := range runtimenode.PaddleReleases {
+				perRelease[i].Names = append(perRelease[i].Names, image+":"+release)
 			}
 		}
 		contexts = append(contexts, onFrom)
-		for _, release := range runtimenode.PaddleReleases {
-			if c := perRelease[release]; c != nil {
-				contexts = append(contexts, *c)
+		for i, release := range runtimenode.PaddleReleases {
+			if len(perRelease[i].Names) > 0 {
+				contexts = append(contexts, runtimenode.ContextImage{Context: dir, Names: perRelease[i].Names, Release: release, Bin: onFrom.Bin})
 			}
 		}
 	}
 	var aliases []runtimenode.ImageAlias
 	for _, release := range runtimenode.PaddleReleases {
 		tags := []string{release}
-		if release == b.paddle.Default {
+		if release == defaultRelease {
 			tags = append(tags, "latest")
 		}
 		for _, tag := range slices.Sorted(maps.Keys(runtimeNodePaddleAliases)) {
@@ -130,11 +140,7 @@ func (b *boot) buildRuntimeNodeImages() ([]string, error) {
 		}
 		aliases = append(aliases, a)
 	}
-	built, err := runtimenode.BuildContextImages(kubebin.DefaultCacheDir(), b.l.nodesState(), table.PaddleImages, contexts, aliases)
-	if err != nil {
-		return nil, fmt.Errorf("building the example images for the container-runtime node: %w", err)
-	}
-	return append(slices.Clone(b.nodeImages), built...), nil
+	return contexts, aliases
 }
 
 // runtimeNodeConfigFile is a container-runtime node's configuration, in

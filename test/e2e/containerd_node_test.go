@@ -26,9 +26,11 @@ import (
 // user namespace), with an IP of the node's pod CIDR; it
 // resolves and reaches the API server's Service; its log is read through
 // the kubelet's API. A user's first parameter-server program trains there on
-// the node's Paddle images (3.0.0 and 2.6.2), and seed 004's examples on
-// their images, built from the examples' Dockerfiles, with the GPUs of the
-// node's device plugin. Down leaves no process, mount or cgroup of it
+// the node's Paddle images (3.0.0 and 2.6.2), and seed 004's five examples
+// (the fourth placed by the real Volcano scheduler) on their images, built from the examples' Dockerfiles, with the GPUs of the
+// node's device plugin, and seed 000's and 001's batch/v1 Jobs (the latter
+// with the in-pod launcher, which finds its peers through the API server).
+// Down leaves no process, mount or cgroup of it
 // behind.
 func TestContainerdNode(t *testing.T) {
 	t.Parallel()
@@ -39,7 +41,8 @@ func TestContainerdNode(t *testing.T) {
 	t.Cleanup(func() { checkNothingLeft(t, home) }) // runs after withCluster's down
 	o := opts
 	o.Home, o.NodeRuntime = home, localcluster.NodeRuntimeContainerd
-	_, pj := withCluster(t, o)
+	o.With = []string{localcluster.AddonVolcano} // example 4's gang scheduler
+	st, pj := withCluster(t, o)
 
 	t.Run("the Node is the kubelet's, on containerd", func(t *testing.T) { checkRuntimeNodeInfo(t, pj) })
 	t.Run("a pod runs in runc, resolves and reaches the API server", func(t *testing.T) { checkRuntimePod(t, pj, home) })
@@ -52,6 +55,9 @@ func TestContainerdNode(t *testing.T) {
 		}
 	})
 	t.Run("seed 004's examples run as written", func(t *testing.T) { runPaddleOperatorExamples(t, pj) })
+	t.Run("seed 004's example 4 with Volcano", func(t *testing.T) { runVolcanoWideAndDeepExample(t, st, pj) })
+	t.Run("seed 000's single-node Job", func(t *testing.T) { runSingleNodeBatchJob(t, pj) })
+	t.Run("seed 001's three-node Job with the launcher", func(t *testing.T) { runThreeNodeBatchJob(t, pj, newNamespace(t, pj), "") })
 	t.Run("host paths up did not allow are refused", func(t *testing.T) { checkRuntimeNodeHostPaths(t, pj, o) })
 }
 

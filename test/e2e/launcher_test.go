@@ -267,7 +267,12 @@ func paddlePython(t *testing.T) string {
 // the output volume.
 func TestSingleNodeBatchJob(t *testing.T) {
 	t.Parallel()
-	pj := suiteClient
+	runSingleNodeBatchJob(t, suiteClient)
+}
+
+// runSingleNodeBatchJob runs seed 000's Job in a namespace of its own on the
+// cluster of pj.
+func runSingleNodeBatchJob(t *testing.T, pj *client.Client) {
 	ns := newNamespace(t, pj)
 	out := podsDir(t)
 	job := runJob(t, pj, loadBatchJob(t, "config/samples/seed000/job.yaml", ns, out), jobTimeout)

@@ -116,6 +116,12 @@ func dynamicClient(t testing.TB, st *localcluster.State) *dynamic.DynamicClient 
 func TestVolcanoWideAndDeepExample(t *testing.T) {
 	t.Parallel()
 	st, pj := withAddons(t, localcluster.AddonVolcano)
+	runVolcanoWideAndDeepExample(t, st, pj)
+}
+
+// runVolcanoWideAndDeepExample runs example 4 on a cluster started with
+// Volcano.
+func runVolcanoWideAndDeepExample(t *testing.T, st *localcluster.State, pj *client.Client) {
 	const path = "config/samples/seed004/example-4-wide-and-deep-volcano.yaml"
 	// The file's two documents, the PaddleJob then its PodGroup, sent in
 	// that order as kubectl apply -f sends them.
