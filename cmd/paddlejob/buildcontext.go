@@ -106,7 +106,10 @@ func runFromBuildContexts(ctx context.Context, f *runFlags, images map[string]st
 	}
 	for _, a := range added {
 		how := "as before: edits to its files show in the new pods"
-		if a.New {
+		switch {
+		case a.Imported:
+			how = "built from it now and imported into the nodes' containerd: the new pods run its files as they are"
+		case a.New:
 			how = "the node restarted to read its Dockerfile"
 		}
 		fmt.Fprintf(w, "image %s: the local node runs it from the build context %s (%s)", a.Image, a.Context, how)

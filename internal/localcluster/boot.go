@@ -293,8 +293,9 @@ func (b *boot) install(ctx context.Context) error {
 	}
 	objs = append(objs, operatorBinding, nodeRBAC, clusterDNSRBAC)
 	if b.runtimeNodes() {
-		hidden := append(append([]string{b.l.home}, b.opts.KubeconfigFiles()...), "/proc", "/sys", "/dev")
-		objs = append(objs, runtimeNodeUserNamespaces, runtimeNodeHostPathPolicy(b.opts.HostPathRO, b.opts.HostPathRW, hidden))
+		b.st.HostPaths = &HostPathDirs{ReadOnly: b.opts.HostPathRO, ReadWrite: b.opts.HostPathRW,
+			Hidden: append(append([]string{b.l.home}, b.opts.KubeconfigFiles()...), "/proc", "/sys", "/dev")}
+		objs = append(objs, runtimeNodeUserNamespaces, b.st.HostPaths.policy())
 	}
 	manifests, err := kube.DecodeManifests([]byte(strings.Join(objs, "\n---\n")))
 	if err != nil {

@@ -88,6 +88,10 @@ type State struct {
 	With []string `json:"with,omitempty"`
 	// Settings are the other options it was started with.
 	Settings Settings `json:"settings,omitempty"`
+	// HostPaths are the directories the container-runtime nodes' host-path
+	// policy was written with (runtimenode_hostpaths.go), which a user's
+	// build contexts are added to; nil for process nodes.
+	HostPaths *HostPathDirs `json:"hostPaths,omitempty"`
 }
 
 // Server is the API server's URL.

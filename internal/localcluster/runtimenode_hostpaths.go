@@ -16,6 +16,20 @@ import (
 // no path has a ".." segment. The kubelet follows a symbolic link in a
 // host path, which the process node does not: docs say so.
 
+// HostPathDirs are the directories of the host-path policy: pods may mount
+// those of ReadWrite, those of ReadOnly read-only, and none holding or
+// inside one of Hidden.
+type HostPathDirs struct {
+	ReadOnly  []string `json:"readOnly,omitempty"`
+	ReadWrite []string `json:"readWrite,omitempty"`
+	Hidden    []string `json:"hidden,omitempty"`
+}
+
+// policy is the policy and its binding as YAML.
+func (d HostPathDirs) policy() string {
+	return runtimeNodeHostPathPolicy(d.ReadOnly, d.ReadWrite, d.Hidden)
+}
+
 // hostPathPolicyName names the policy and its binding.
 const hostPathPolicyName = "paddlejob-host-paths"
 

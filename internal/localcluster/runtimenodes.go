@@ -81,7 +81,7 @@ func (b *boot) buildRuntimeNodeImages() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the example images for the container-runtime node: %w", err)
 	}
-	return append(slices.Clone(b.nodeImages), built...), nil
+	return append(slices.Clone(b.nodeImages), runtimenode.Archives(built)...), nil
 }
 
 // runtimeNodeImages are the example images of the container-runtime node:

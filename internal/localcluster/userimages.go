@@ -62,6 +62,9 @@ type AddedImage struct {
 	// Output is the context's output/ directory, which pods may write to
 	// (while it is a directory).
 	Output string
+	// Imported: the image was built from the context and imported into
+	// the container-runtime nodes' containerd (they run no image table).
+	Imported bool
 }
 
 // AddImages makes the running local cluster in home run each image
@@ -114,6 +117,22 @@ func AddImages(ctx context.Context, home string, images map[string]string) ([]Ad
 			changed = true
 		}
 	}
+	if st.Settings.nodeRuntime() == NodeRuntimeContainerd {
+		// The same checks as the process node's: a name of its own, a
+		// Dockerfile the node's reader takes.
+		next, err := nextImageTable(l, known, added)
+		if err != nil {
+			return nil, err
+		}
+		os.Remove(next)
+		if err := addRuntimeNodeImages(ctx, l, st, known, added); err != nil {
+			return nil, err
+		}
+		for i := range added {
+			added[i].Imported = true
+		}
+		return added, writeUserImages(l, known)
+	}
 	if !changed {
 		return added, nil
 	}
@@ -134,14 +153,19 @@ func AddImages(ctx context.Context, home string, images map[string]string) ([]Ad
 	if err := os.Rename(next, l.imageTable()); err != nil {
 		return nil, err
 	}
-	record, err := json.MarshalIndent(known, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := fsutil.WriteFileAtomic(l.userImages(), record, 0o644); err != nil {
+	if err := writeUserImages(l, known); err != nil {
 		return nil, err
 	}
 	return added, restartNodes(ctx, st, cs)
+}
+
+// writeUserImages records the images added to the cluster.
+func writeUserImages(l layout, known map[string]userImage) error {
+	record, err := json.MarshalIndent(known, "", "  ")
+	if err != nil {
+		return err
+	}
+	return fsutil.WriteFileAtomic(l.userImages(), record, 0o644)
 }
 
 // nextImageTable writes the node's image table with the added images

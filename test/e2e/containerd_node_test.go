@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,8 @@ import (
 // the node's Paddle images (3.0.0 and 2.6.2), and seed 004's five examples
 // (the fourth placed by the real Volcano scheduler) on their images, built from the examples' Dockerfiles, with the GPUs of the
 // node's device plugin, and seed 000's and 001's batch/v1 Jobs (the latter
-// with the in-pod launcher, which finds its peers through the API server).
+// with the in-pod launcher, which finds its peers through the API server);
+// a new user's program from paddlejob init runs from its build context.
 // Down leaves no process, mount or cgroup of it
 // behind.
 func TestContainerdNode(t *testing.T) {
@@ -58,6 +60,7 @@ func TestContainerdNode(t *testing.T) {
 	t.Run("seed 004's example 4 with Volcano", func(t *testing.T) { runVolcanoWideAndDeepExample(t, st, pj) })
 	t.Run("seed 000's single-node Job", func(t *testing.T) { runSingleNodeBatchJob(t, pj) })
 	t.Run("seed 001's three-node Job with the launcher", func(t *testing.T) { runThreeNodeBatchJob(t, pj, newNamespace(t, pj), "") })
+	t.Run("paddlejob init's starter runs from its build context", func(t *testing.T) { checkRuntimeNodeYourProgram(t, pj, st, home) })
 	t.Run("host paths up did not allow are refused", func(t *testing.T) { checkRuntimeNodeHostPaths(t, pj, o) })
 }
 
@@ -222,4 +225,56 @@ func checkNothingLeft(t *testing.T, home string) {
 		}
 	}
 	os.RemoveAll(home)
+}
+
+// checkRuntimeNodeYourProgram: paddlejob init's starter, in a directory no
+// up flag allows (/var/tmp), runs with paddlejob run --build-context: its
+// image is built from the context and imported into the node's containerd,
+// its pods mount the context's data/ read-only and write its output/, and
+// Paddle says who each trainer was. A second run, after the program
+// changed, runs the new program: each run builds the image again.
+func checkRuntimeNodeYourProgram(t *testing.T, pj *client.Client, st *localcluster.State, home string) {
+	parent, err := os.MkdirTemp("/var/tmp", "paddlejob-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(parent) })
+	dir := filepath.Join(parent, "my-ctr")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"KUBECONFIG=" + st.Kubeconfig(), "PADDLEJOB_HOME=" + home}
+	if out, errOut, code := paddlejobCLI(t, env, "init", dir); code != 0 {
+		t.Fatalf("paddlejob init: exit %d\n%s%s", code, out, errOut)
+	}
+	for run := 1; run <= 2; run++ {
+		ns := newNamespace(t, pj)
+		_, errOut, code := paddlejobCLI(t, env, "run", "-f", filepath.Join(dir, "job-ps.yaml"), "--build-context", dir, "-n", ns)
+		if code != 0 || !strings.Contains(errOut, "image my-ctr:v1: the local node runs it from the build context "+dir+" (built from it now and imported into the nodes' containerd") ||
+			!strings.Contains(errOut, "PaddleJob "+ns+"/my-ctr-ps completed") {
+			dumpJob(t, pj, ns, "my-ctr-ps")
+			t.Fatalf("run %d: paddlejob run: exit %d\n%s", run, code, errOut)
+		}
+		for rank := 0; rank < 2; rank++ {
+			log := podLog(t, pj, ns, fmt.Sprintf("my-ctr-ps-worker-%d", rank))
+			if !strings.Contains(log, fmt.Sprintf("role=TRAINER mode=ps rank=%d world_size=2 servers=2", rank)) {
+				t.Errorf("run %d: trainer %d does not say who it was:\n%s", run, rank, log)
+			}
+			if edited := strings.Contains(log, "edited before run 2"); edited != (run == 2) {
+				t.Errorf("run %d: trainer %d ran the program as edited before run 2: %v, want %v", run, rank, edited, run == 2)
+			}
+		}
+		checkModel(t, filepath.Join(dir, "output", "ps"), podLog(t, pj, ns, "my-ctr-ps-worker-0"))
+		// The program changes between the runs, as a user edits it, and
+		// trains afresh (the starter resumes from output/'s checkpoints).
+		if err := os.RemoveAll(filepath.Join(dir, "output", "ps")); err != nil {
+			t.Fatal(err)
+		}
+		train := filepath.Join(dir, "train.py")
+		src := mustReadAbs(t, train)
+		// (At its end: its first statement is a __future__ import.)
+		if err := os.WriteFile(train, []byte(src+"\n    print('edited before run 2', flush=True)\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

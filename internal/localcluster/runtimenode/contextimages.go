@@ -43,13 +43,29 @@ type ImageAlias struct {
 // every start, from the contexts the cluster wrote.
 const contextImagesDir = "context-images"
 
+// BuiltImage is an archive BuildContextImages wrote and the names of its
+// image.
+type BuiltImage struct {
+	Archive string
+	Names   []string
+}
+
+// Archives are the images' archives, in order.
+func Archives(images []BuiltImage) []string {
+	out := make([]string, len(images))
+	for i, img := range images {
+		out[i] = img.Archive
+	}
+	return out
+}
+
 // BuildContextImages builds the context images and aliases into archives
 // under dir and returns them in an order containerd imports them in, each
 // after the image it is built on. Their layers of the Paddle images are not
 // in them: the Paddle images' archives (cache's) are imported first.
 // paddleNames are the repositories that are Paddle itself, whose tag names
 // the release (paddlepaddle/paddle:3.0.0).
-func BuildContextImages(cache, dir string, paddleNames []string, contexts []ContextImage, aliases []ImageAlias) ([]string, error) {
+func BuildContextImages(cache, dir string, paddleNames []string, contexts []ContextImage, aliases []ImageAlias) ([]BuiltImage, error) {
 	b := &contextBuild{cache: cache, dir: filepath.Join(dir, contextImagesDir), paddle: map[string]bool{}, byName: map[string]int{}, built: map[int]*ociimage.Base{}}
 	if err := os.RemoveAll(b.dir); err != nil {
 		return nil, err
@@ -85,7 +101,7 @@ func BuildContextImages(cache, dir string, paddleNames []string, contexts []Cont
 			return nil, err
 		}
 	}
-	return b.archives, nil
+	return b.images, nil
 }
 
 type contextBuild struct {
@@ -95,7 +111,7 @@ type contextBuild struct {
 	byName     map[string]int
 	built      map[int]*ociimage.Base
 	building   []int
-	archives   []string
+	images     []BuiltImage
 }
 
 // build builds context i (once), first the context image its FROM names.
@@ -148,7 +164,7 @@ func (b *contextBuild) build(i int) (*ociimage.Base, error) {
 	if err := b.write(img, &root); err != nil {
 		return nil, err
 	}
-	built, err := ociimage.ReadBase(b.archives[len(b.archives)-1])
+	built, err := ociimage.ReadBase(b.images[len(b.images)-1].Archive)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +209,7 @@ func (b *contextBuild) paddleBase(release string) (*ociimage.Base, error) {
 
 // write writes img's archive, its layer the tree at *root when given.
 func (b *contextBuild) write(img ociimage.Image, root *string) error {
-	archive := filepath.Join(b.dir, fmt.Sprintf("%02d-%s.oci.tar", len(b.archives), archiveName(img.Names[0])))
+	archive := filepath.Join(b.dir, fmt.Sprintf("%02d-%s.oci.tar", len(b.images), archiveName(img.Names[0])))
 	if root != nil {
 		layer := archive + ".layer"
 		defer os.Remove(layer)
@@ -213,7 +229,7 @@ func (b *contextBuild) write(img ociimage.Image, root *string) error {
 	if err != nil {
 		return fmt.Errorf("image %s: %w", img.Names[0], err)
 	}
-	b.archives = append(b.archives, archive)
+	b.images = append(b.images, BuiltImage{Archive: archive, Names: img.Names})
 	return nil
 }
 

@@ -32,7 +32,7 @@ func TestBuildContextImages(t *testing.T) {
 	if err := os.WriteFile(tool, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	archives, err := BuildContextImages(cache, home, []string{"paddlepaddle/paddle", "example.com/paddle-ubuntu"}, []ContextImage{
+	built, err := BuildContextImages(cache, home, []string{"paddlepaddle/paddle", "example.com/paddle-ubuntu"}, []ContextImage{
 		{Context: onTrainer, Names: []string{"example.com/job:v1"}, Bin: map[string]string{"tool": tool}},
 		{Context: onTrainer, Names: []string{"example.com/job:2.6.2"}, Release: "2.6.2"},
 		{Context: trainer, Names: []string{"example.com/trainer:v1", "example.com/trainer:latest"}},
@@ -43,8 +43,11 @@ func TestBuildContextImages(t *testing.T) {
 	}
 	images := map[string]builtImage{}
 	var order []string
-	for _, a := range archives {
-		img := readBuiltImage(t, a)
+	for _, b := range built {
+		img := readBuiltImage(t, b.Archive)
+		if !slices.Equal(img.names, b.Names) {
+			t.Errorf("%s holds %v, reported as %v", b.Archive, img.names, b.Names)
+		}
 		for _, n := range img.names {
 			images[n] = img
 		}

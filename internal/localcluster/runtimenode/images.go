@@ -245,10 +245,11 @@ func pauseLayer(layer, program string) error {
 	return l.Close()
 }
 
-// importImages imports the node's images into containerd's k8s.io
-// namespace, the one its CRI plugin serves the kubelet from.
-func (c Config) importImages(ctx context.Context) error {
-	for _, archive := range c.Images {
+// ImportImages imports OCI archives into the node's containerd, in its
+// k8s.io namespace, the one its CRI plugin serves the kubelet from: the
+// node's own images when it starts, a user's build contexts while it runs.
+func (c Config) ImportImages(ctx context.Context, archives []string) error {
+	for _, archive := range archives {
 		cmd := exec.CommandContext(ctx, c.Runtime.Binary("ctr"), "--address", c.ContainerdSocket(), "--namespace", "k8s.io",
 			"images", "import", archive)
 		if out, err := cmd.CombinedOutput(); err != nil {

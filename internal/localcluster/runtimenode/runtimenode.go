@@ -147,7 +147,7 @@ func Run(ctx context.Context, c Config) error {
 	if err := c.waitForSocket(ctx, containerd); err != nil {
 		return err
 	}
-	if err := c.importImages(ctx); err != nil {
+	if err := c.ImportImages(ctx, c.Images); err != nil {
 		return err
 	}
 	kubelet, err := c.start(network.Namespace(), "kubelet", c.Runtime.Kubelet, c.kubeletArgs()...)
