@@ -150,14 +150,32 @@ E2E_PARALLEL ?= 2
 E2E_TIMEOUT ?= 70m
 # Flags for the suite itself, such as -first-run.repeat (make soak).
 E2E_ARGS ?=
+# The real-kubelet tier, TestContainerdNode (a container-runtime cluster of
+# its own, ~8 min of Paddle jobs), runs as a test process of its own from the
+# suite's start, beside it: as one of the suite's two parallel slots it could
+# start last and finish 15 min after the rest. A run naming its tests
+# (GO_TEST_FLAGS=-run=...) runs them in the suite's process alone.
+E2E_RUNTIME_NODE ?= $(if $(findstring -run,$(GO_TEST_FLAGS)),,1)
+E2E_RUNTIME_NODE_TEST := ^TestContainerdNode$$
+E2E_RUNTIME_NODE_EVENTS := $(LOCALBIN)/e2e-runtime-node-events.json
+E2E_RUNTIME_NODE_LOG := $(LOCALBIN)/e2e-runtime-node.log
 
 test-e2e: envtest addons node-runtime $(GOTESTSUM) ## End-to-end tests on the local cluster, with real PaddlePaddle and real gang schedulers.
 	hack/setup.sh tests
 	# Every pinned Paddle runtime first: the node installs a missing one when
 	# a pod first needs it, a minute inside some test's timeout.
 	$(MAKE) paddle-runtime
-	@status=0; $(ENVTEST_ENV) $(GOTESTSUM) --format $(E2E_FORMAT) --jsonfile $(E2E_EVENTS) -- -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) $(GO_TEST_FLAGS) ./test/e2e/... $(E2E_ARGS) || status=$$?; \
+	@status=0; skip=; rm -f $(E2E_RUNTIME_NODE_EVENTS); \
+	if [ -n "$(E2E_RUNTIME_NODE)" ]; then \
+		skip='$(E2E_RUNTIME_NODE_TEST)'; \
+		$(ENVTEST_ENV) $(GOTESTSUM) --format $(E2E_FORMAT) --jsonfile $(E2E_RUNTIME_NODE_EVENTS) -- -timeout $(E2E_TIMEOUT) $(GO_TEST_FLAGS) -run '$(E2E_RUNTIME_NODE_TEST)' ./test/e2e/... -args -suite-cluster=false > $(E2E_RUNTIME_NODE_LOG) 2>&1 & tier=$$!; \
+	fi; \
+	$(ENVTEST_ENV) $(GOTESTSUM) --format $(E2E_FORMAT) --jsonfile $(E2E_EVENTS) -- -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) $(GO_TEST_FLAGS) $${skip:+-skip "$$skip"} ./test/e2e/... $(E2E_ARGS) || status=$$?; \
+	if [ -n "$(E2E_RUNTIME_NODE)" ]; then \
+		wait $$tier || status=$$?; echo "the real-kubelet tier ($(E2E_RUNTIME_NODE_TEST), beside the suite):"; cat $(E2E_RUNTIME_NODE_LOG); \
+	fi; \
 	echo "slowest end-to-end tests (30 s or more):"; $(GOTESTSUM) tool slowest --jsonfile $(E2E_EVENTS) --threshold 30s; \
+	if [ -f $(E2E_RUNTIME_NODE_EVENTS) ]; then $(GOTESTSUM) tool slowest --jsonfile $(E2E_RUNTIME_NODE_EVENTS) --threshold 30s; go run ./hack/testfailures -lines 40 $(E2E_RUNTIME_NODE_EVENTS); fi; \
 	go run ./hack/testfailures -lines 40 $(E2E_EVENTS); exit $$status
 
 .PHONY: bench

@@ -40,6 +40,12 @@ var (
 // make soak's 10 measure how rare a loss is.
 var firstRunRepeat = flag.Int("first-run.repeat", 3, "how many times in a row TestFirstParameterServerProgramRuns and TestElasticJobFormsTheFirstTime run each program")
 
+// suiteCluster is whether the suite starts its process-node cluster: the
+// real-kubelet tier (TestContainerdNode, which starts a cluster of its own)
+// runs as a test process of its own beside the suite's (make test-e2e), and
+// needs none.
+var suiteCluster = flag.Bool("suite-cluster", true, "start the suite's process-node cluster (false for a run of TestContainerdNode alone)")
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -82,6 +88,10 @@ func run(m *testing.M) int {
 		HostPathRO: []string{readOnlyHostParent()},
 		Out:        os.Stderr,
 	}
+	stopBeforeTimeout()
+	if !*suiteCluster {
+		return m.Run()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	cluster, err = upCluster(ctx, opts)
@@ -101,7 +111,6 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	stopBeforeTimeout()
 	return m.Run()
 }
 
