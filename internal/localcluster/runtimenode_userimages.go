@@ -28,6 +28,24 @@ import (
 // userImagesDir holds the archives of the users' images.
 func (l layout) userImagesDir() string { return filepath.Join(l.home, "user-images") }
 
+// importIntoRuntimeNodes is AddImages on container-runtime nodes: the same
+// checks as the process node's (a name of its own, a Dockerfile the node's
+// reader takes), then the images built and imported, every time.
+func importIntoRuntimeNodes(ctx context.Context, l layout, st *State, known map[string]userImage, added []AddedImage) error {
+	next, err := nextImageTable(l, known, added)
+	if err != nil {
+		return err
+	}
+	os.Remove(next)
+	if err := addRuntimeNodeImages(ctx, l, st, known, added); err != nil {
+		return err
+	}
+	for i := range added {
+		added[i].Imported = true
+	}
+	return writeUserImages(l, known)
+}
+
 // addRuntimeNodeImages builds the added images and imports them into every
 // node's containerd, after the host-path policy lets their pods mount their
 // contexts (known: every context the cluster has run).

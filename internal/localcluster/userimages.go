@@ -118,20 +118,7 @@ func AddImages(ctx context.Context, home string, images map[string]string) ([]Ad
 		}
 	}
 	if st.Settings.nodeRuntime() == NodeRuntimeContainerd {
-		// The same checks as the process node's: a name of its own, a
-		// Dockerfile the node's reader takes.
-		next, err := nextImageTable(l, known, added)
-		if err != nil {
-			return nil, err
-		}
-		os.Remove(next)
-		if err := addRuntimeNodeImages(ctx, l, st, known, added); err != nil {
-			return nil, err
-		}
-		for i := range added {
-			added[i].Imported = true
-		}
-		return added, writeUserImages(l, known)
+		return added, importIntoRuntimeNodes(ctx, l, st, known, added)
 	}
 	if !changed {
 		return added, nil
