@@ -144,20 +144,11 @@ func applyManifests(ctx context.Context, st *State, manifests string) error {
 	if err != nil {
 		return err
 	}
-	applier, err := kube.NewApplier(cfg)
-	if err != nil {
-		return err
-	}
 	objs, err := kube.DecodeManifests([]byte(manifests))
 	if err != nil {
 		return err
 	}
-	for _, o := range objs {
-		if err := applier.Apply(ctx, o, ""); err != nil {
-			return err
-		}
-	}
-	return nil
+	return applyAll(ctx, cfg, objs)
 }
 
 func appendNew(list []string, s string) []string {

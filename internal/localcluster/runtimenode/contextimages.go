@@ -218,15 +218,7 @@ func (b *contextBuild) write(img ociimage.Image, root *string) error {
 		}
 		img.Layer = layer
 	}
-	f, err := os.Create(archive)
-	if err != nil {
-		return err
-	}
-	_, err = ociimage.Write(f, img)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeArchive(archive, img); err != nil {
 		return fmt.Errorf("image %s: %w", img.Names[0], err)
 	}
 	b.images = append(b.images, BuiltImage{Archive: archive, Names: img.Names})

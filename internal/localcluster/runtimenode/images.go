@@ -216,6 +216,11 @@ func buildOnce(archive string, write func(layer string) (ociimage.Image, error))
 		return err
 	}
 	img.Layer = layer
+	return writeArchive(archive, img)
+}
+
+// writeArchive writes img's archive, whole or not at all.
+func writeArchive(archive string, img ociimage.Image) error {
 	tmp := archive + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
