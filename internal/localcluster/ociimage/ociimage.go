@@ -288,6 +288,23 @@ func (a *archive) layer(path string, d descriptor) {
 // as their time, so that the same files give the same digest.
 type LayerWriter struct{ tw *tar.Writer }
 
+// WriteLayerFile writes a layer to the file path: add adds its entries.
+func WriteLayerFile(path string, add func(*LayerWriter) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	l := NewLayer(f)
+	if err := add(l); err != nil {
+		return err
+	}
+	if err := l.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 // NewLayer starts a layer written to w; Close ends it.
 func NewLayer(w io.Writer) *LayerWriter { return &LayerWriter{tw: tar.NewWriter(w)} }
 

@@ -162,16 +162,7 @@ func writeLayer(t *testing.T, dir, name, file string) string {
 		t.Fatal(err)
 	}
 	layer := filepath.Join(dir, name+".tar")
-	f, err := os.Create(layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	l := NewLayer(f)
-	if err := l.File(file, 0o644, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(); err != nil {
+	if err := WriteLayerFile(layer, func(l *LayerWriter) error { return l.File(file, 0o644, src) }); err != nil {
 		t.Fatal(err)
 	}
 	return layer

@@ -213,7 +213,7 @@ func (b *contextBuild) write(img ociimage.Image, root *string) error {
 	if root != nil {
 		layer := archive + ".layer"
 		defer os.Remove(layer)
-		if err := writeTreeLayer(layer, *root); err != nil {
+		if err := ociimage.WriteLayerFile(layer, func(l *ociimage.LayerWriter) error { return l.Tree(*root) }); err != nil {
 			return err
 		}
 		img.Layer = layer
@@ -223,22 +223,6 @@ func (b *contextBuild) write(img ociimage.Image, root *string) error {
 	}
 	b.images = append(b.images, BuiltImage{Archive: archive, Names: img.Names})
 	return nil
-}
-
-func writeTreeLayer(layer, root string) error {
-	f, err := os.Create(layer)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	l := ociimage.NewLayer(f)
-	if err := l.Tree(root); err != nil {
-		return err
-	}
-	if err := l.Close(); err != nil {
-		return err
-	}
-	return f.Close()
 }
 
 // fullNames are names as containerd stores them.

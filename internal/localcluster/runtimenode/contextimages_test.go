@@ -105,18 +105,9 @@ func writeBaseArchive(t *testing.T, cache, release string) string {
 		t.Fatal(err)
 	}
 	layer := filepath.Join(t.TempDir(), "layer.tar")
-	f, err := os.Create(layer)
-	if err != nil {
+	if err := ociimage.WriteLayerFile(layer, func(l *ociimage.LayerWriter) error { return l.File("opt/paddle/version", 0o644, src) }); err != nil {
 		t.Fatal(err)
 	}
-	l := ociimage.NewLayer(f)
-	if err := l.File("opt/paddle/version", 0o644, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 	archive := filepath.Join(dir, paddleArchive(release))
 	out, err := os.Create(archive)
 	if err != nil {

@@ -238,16 +238,7 @@ func writeArchive(archive string, img ociimage.Image) error {
 }
 
 func pauseLayer(layer, program string) error {
-	f, err := os.Create(layer)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	l := ociimage.NewLayer(f)
-	if err := l.File("pause", 0o755, program); err != nil {
-		return err
-	}
-	return l.Close()
+	return ociimage.WriteLayerFile(layer, func(l *ociimage.LayerWriter) error { return l.File("pause", 0o755, program) })
 }
 
 // ImportImages imports OCI archives into the node's containerd, in its
